@@ -1,0 +1,535 @@
+"""What a trace means as an orchestration: agents, spawn tree, communication, event DAG, figures.
+
+`analyze(trace)` returns one `Analysis` per trace (kept on the trace, so every view and verb
+shares it). The cheap structural pass runs at once, because loading reports its warnings; graphs,
+the critical path and the figures are built on first use.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from functools import cached_property
+
+import networkx as nx
+from pydantic import BaseModel, Field
+
+from viz_app.model import Event, Trace, TraceWarning
+
+COMMUNICATION_KINDS = ("spawn", "delegate", "message", "return")
+"""The kinds of agent-to-agent link the communication graph counts."""
+
+
+class AgentStats(BaseModel):
+    """What one agent did."""
+
+    name: str = Field(description="The agent's name as the trace gives it.")
+    role: str = Field(description="Its role: from its spawn, else its own events, else 'agent'.")
+    parent: str | None = Field(description="The agent that spawned it; None for a root.")
+    depth: int = Field(description="Its depth in the spawn tree; roots are 0.")
+    children: list[str] = Field(description="The agents it spawned, in spawn order.")
+    spawned_at: float | None = Field(description="Time of its spawn event, if it was spawned.")
+    first_t: float = Field(description="When it began: its spawn, else its first event.")
+    last_t: float = Field(description="When its last event's work ended.")
+    lifetime_s: float = Field(description="From spawn (or first event) to its last event's end.")
+    active_s: float = Field(description="Time covered by its own events' work (union).")
+    events: int = Field(description="Events that belong to it, tool results included.")
+    tool_calls: int = Field(description="Tool calls it made.")
+    messages_sent: int = Field(description="Messages it sent.")
+    tokens: float = Field(description="Tokens its events consumed.")
+    cost_usd: float = Field(description="What its events cost.")
+
+
+class AggregatePoint(BaseModel):
+    """An aggregate event and the results it merged: a point where a reviewer judges fan-in."""
+
+    event_id: str = Field(description="The aggregate event.")
+    agent: str = Field(description="The agent that aggregated.")
+    t: float = Field(description="When it aggregated.")
+    inputs: list[str] = Field(description="Ids of the returns and messages it merged.")
+    inputs_from: str = Field(description="'edges' when aggregate edges name the inputs, else "
+                             "'returns since the previous aggregate'.")
+
+
+class StopPoint(BaseModel):
+    """A decision to stop: a point where a reviewer judges whether stopping was right."""
+
+    event_id: str = Field(description="The stop decision, or the event inferred to be the stop.")
+    agent: str = Field(description="The agent that stopped.")
+    t: float = Field(description="When it stopped.")
+    inferred: bool = Field(description="True when no explicit stop decision exists and this is the "
+                           "root orchestrator's last event.")
+
+
+class Figures(BaseModel):
+    """The orchestration figures of one trace, as `orchviz inspect --json` prints them."""
+
+    trace_id: str
+    events: int = Field(description="Number of events.")
+    agents: int = Field(description="Number of agents (tools are not agents).")
+    depth: int = Field(description="Depth of the spawn tree; a lone root is 0.")
+    max_fanout: int = Field(description="Most children any agent spawned.")
+    mean_fanout: float = Field(description="Mean children over the agents that spawned any.")
+    messages: int = Field(description="Number of message events.")
+    tool_calls: int = Field(description="Number of tool_call events.")
+    makespan_s: float = Field(description="From the first event to the end of the last.")
+    parallelism: float = Field(description="Sum of agent lifetimes over the makespan.")
+    critical_path_s: float = Field(description="Work along the longest dependent chain of events.")
+    critical_path: list[str] = Field(description="The event ids on that chain, in order.")
+    tokens: float = Field(description="Tokens: the events' sum, else the trace's costs.tokens.")
+    cost_usd: float = Field(description="Dollars: the events' sum, else 0.")
+    aggregates: list[AggregatePoint] = Field(description="Every aggregate event with its inputs.")
+    stops: list[StopPoint] = Field(description="Every stop decision (or the inferred stop).")
+    warnings: list[TraceWarning] = Field(description="Odd but legal structure.")
+
+
+def analyze(trace: Trace) -> Analysis:
+    """The analysis of a trace, built once and kept on it."""
+    cached = trace.__pydantic_private__.get("_analysis") if trace.__pydantic_private__ else None
+    if cached is None:
+        cached = Analysis(trace)
+        trace.__pydantic_private__["_analysis"] = cached
+    return cached
+
+
+def structural_warnings(trace: Trace) -> list[TraceWarning]:
+    """Odd but legal structure: double spawns, spawn cycles, early events, stray returns..."""
+    return analyze(trace).warnings
+
+
+def figures(trace: Trace) -> Figures:
+    """The trace's orchestration figures."""
+    return analyze(trace).figures
+
+
+class Analysis:
+    """Everything orchviz derives from one trace. Build it with `analyze(trace)`."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.warnings: list[TraceWarning] = []
+        self.order: list[Event] = sorted(trace.events, key=lambda e: e.t)
+        """The events in time order (stable: ties keep file order)."""
+        self.position = {e.id: i for i, e in enumerate(self.order)}
+        self.agent_names = self._agent_names()
+        self.call_of_result: dict[str, str] = {}
+        """For each tool_result, the id of the tool_call it answers."""
+        self.actor: dict[str, str] = self._actors()
+        """For each event id, the agent it belongs to (a tool's result belongs to its caller)."""
+        self.parent: dict[str, str] = {}
+        self.spawn_event: dict[str, Event] = {}
+        self._spawn_links()
+        self._other_warnings()
+
+    # -- the structural pass -------------------------------------------------------------
+
+    def _agent_names(self) -> set[str]:
+        names: set[str] = set()
+        for e in self.order:
+            if e.type != "tool_result":
+                names.add(e.agent)
+            if e.type == "spawn" and e.to:
+                names.add(e.to)
+            if e.type == "message":
+                names.update(n for n in (e.from_, e.to) if n)
+        return names
+
+    def _actors(self) -> dict[str, str]:
+        by_edge = self._calls_linked_by_edges()
+        waiting: dict[tuple[str | None, str | None], deque[Event]] = defaultdict(deque)
+        matched: set[str] = set(by_edge.values())
+        actor: dict[str, str] = {}
+        for e in self.order:
+            if e.type == "tool_call":
+                actor[e.id] = e.agent
+                if e.id not in matched:
+                    waiting[(None, e.tool)].append(e)
+                    waiting[(e.agent, e.tool)].append(e)
+                continue
+            if e.type != "tool_result":
+                actor[e.id] = e.agent
+                continue
+            call = self._match_call(e, by_edge, waiting)
+            if call is None:
+                actor[e.id] = e.agent
+                self.warnings.append(TraceWarning(
+                    code="unmatched_tool_result", event_id=e.id,
+                    message=f"tool_result {e.id} matches no earlier tool_call"
+                            + (f" of {e.tool!r}" if e.tool else "")))
+            else:
+                self.call_of_result[e.id] = call.id
+                actor[e.id] = call.agent
+        return actor
+
+    def _calls_linked_by_edges(self) -> dict[str, str]:
+        events = self.trace.events_by_id
+        linked: dict[str, str] = {}
+        for edge in self.trace.edges:
+            src, dst = events[edge.src], events[edge.dst]
+            if src.type == "tool_call" and dst.type == "tool_result" and dst.id not in linked:
+                linked[dst.id] = src.id
+        return linked
+
+    def _match_call(self, result: Event, by_edge: dict[str, str],
+                    waiting: dict[tuple[str | None, str | None], deque[Event]]) -> Event | None:
+        if result.id in by_edge:
+            return self.trace.event(by_edge[result.id])
+        keys = [(result.agent, result.tool)] if result.agent in self.agent_names else []
+        keys.append((None, result.tool))
+        for key in keys:
+            queue = waiting.get(key)
+            while queue:
+                call = queue.popleft()
+                if call.id not in self.call_of_result.values():
+                    self._forget(call, waiting)
+                    return call
+        return None
+
+    @staticmethod
+    def _forget(call: Event, waiting: dict[tuple[str | None, str | None], deque[Event]]) -> None:
+        for key in ((None, call.tool), (call.agent, call.tool)):
+            queue = waiting.get(key)
+            if queue and call in queue:
+                queue.remove(call)
+
+    def _spawn_links(self) -> None:
+        for e in self.order:
+            if e.type != "spawn" or not e.to:
+                continue
+            child, parent = e.to, self.actor[e.id]
+            if child in self.parent or child in self.spawn_event:
+                self.warnings.append(TraceWarning(
+                    code="spawned_twice", event_id=e.id,
+                    message=f"{child!r} is spawned again by {parent!r} (first spawned by "
+                            f"{self.parent.get(child, '?')!r} at event {self.spawn_event[child].id})"))
+                continue
+            if child == parent or self._is_ancestor(child, parent):
+                self.warnings.append(TraceWarning(
+                    code="spawn_cycle", event_id=e.id,
+                    message=f"spawning {child!r} from {parent!r} would close a cycle in the spawn "
+                            "tree; the link is ignored"))
+                self.spawn_event[child] = e
+                continue
+            self.parent[child] = parent
+            self.spawn_event[child] = e
+
+    def _is_ancestor(self, candidate: str, agent: str) -> bool:
+        seen = set()
+        while agent in self.parent and agent not in seen:
+            seen.add(agent)
+            agent = self.parent[agent]
+            if agent == candidate:
+                return True
+        return False
+
+    def _other_warnings(self) -> None:
+        first_seen: dict[str, Event] = {}
+        for e in self.order:
+            who = self.actor[e.id]
+            first_seen.setdefault(who, e)
+            if e.type == "return" and e.to and e.to not in self.agent_names:
+                self.warnings.append(TraceWarning(
+                    code="return_to_unknown_agent", event_id=e.id,
+                    message=f"return {e.id} goes to {e.to!r}, an agent that never appears"))
+        for child, spawn in self.spawn_event.items():
+            first = first_seen.get(child)
+            if first is not None and first.t < spawn.t:
+                self.warnings.append(TraceWarning(
+                    code="event_before_spawn", event_id=first.id,
+                    message=f"{child!r} has event {first.id} at t={first.t:g}, before its spawn "
+                            f"at t={spawn.t:g}"))
+
+    # -- agents and the spawn tree ------------------------------------------------------------
+
+    @cached_property
+    def agents(self) -> list[str]:
+        """Agent names in tree order: each root, then its subtree depth-first in spawn order."""
+        children = self.children
+        starts = {a: self._start(a) for a in self.agent_names}
+        roots = sorted((a for a in self.agent_names if a not in self.parent),
+                       key=lambda a: (starts[a], a))
+        ordered: list[str] = []
+        stack = list(reversed(roots))
+        while stack:
+            agent = stack.pop()
+            ordered.append(agent)
+            stack.extend(reversed(children.get(agent, [])))
+        seen = set(ordered)
+        ordered.extend(sorted(a for a in self.agent_names if a not in seen))
+        return ordered
+
+    @cached_property
+    def children(self) -> dict[str, list[str]]:
+        """Each agent's spawned children, in spawn order."""
+        kids: dict[str, list[str]] = defaultdict(list)
+        for child, parent in sorted(self.parent.items(),
+                                    key=lambda kv: self.position[self.spawn_event[kv[0]].id]):
+            kids[parent].append(child)
+        return dict(kids)
+
+    @cached_property
+    def depth_of(self) -> dict[str, int]:
+        """Each agent's depth in the spawn tree (roots are 0)."""
+        depth: dict[str, int] = {}
+        for agent in self.agents:
+            parent = self.parent.get(agent)
+            depth[agent] = depth.get(parent, -1) + 1 if parent is not None else 0
+        return depth
+
+    @cached_property
+    def root(self) -> str:
+        """The root orchestrator: the root with the largest subtree, earliest on ties."""
+        sizes: Counter[str] = Counter()
+        for agent in self.agents:
+            sizes[self.root_of(agent)] += 1
+        roots = [a for a in self.agents if a not in self.parent]
+        return max(roots, key=lambda r: (sizes[r], -self._start(r)))
+
+    def root_of(self, agent: str) -> str:
+        """The root of the subtree an agent belongs to."""
+        while agent in self.parent:
+            agent = self.parent[agent]
+        return agent
+
+    def role_of(self, agent: str) -> str:
+        """An agent's role: from its spawn event, else the first role its events give."""
+        spawn = self.spawn_event.get(agent)
+        if spawn is not None and spawn.role:
+            return spawn.role
+        for e in self.events_of[agent] if agent in self.events_of else ():
+            if e.role and e.type != "spawn":
+                return e.role
+        return "orchestrator" if agent == self.root and self.children.get(agent) else "agent"
+
+    def _start(self, agent: str) -> float:
+        spawn = self.spawn_event.get(agent)
+        if spawn is not None:
+            return float(spawn.t)
+        events = self.events_of.get(agent)
+        return float(events[0].t) if events else 0.0
+
+    @cached_property
+    def spawn_tree(self) -> nx.DiGraph:
+        """Agents as nodes (with role and depth), parent -> child edges with the spawn event."""
+        tree = nx.DiGraph()
+        for agent in self.agents:
+            tree.add_node(agent, role=self.role_of(agent), depth=self.depth_of[agent])
+        for child, parent in self.parent.items():
+            tree.add_edge(parent, child, event=self.spawn_event[child].id)
+        return tree
+
+    # -- events per agent, durations -----------------------------------------------------------
+
+    @cached_property
+    def events_of(self) -> dict[str, list[Event]]:
+        """Each agent's events in time order (tool results under their caller)."""
+        grouped: dict[str, list[Event]] = defaultdict(list)
+        for e in self.order:
+            grouped[self.actor[e.id]].append(e)
+        return dict(grouped)
+
+    @cached_property
+    def duration(self) -> dict[str, float]:
+        """Work time of each event: `end_t - t`, or for a tool call the wait for its result."""
+        result_of = {call: result for result, call in self.call_of_result.items()}
+        events = self.trace.events_by_id
+        spans: dict[str, float] = {}
+        for e in self.order:
+            span = e.finish - e.t
+            if span == 0 and e.type == "tool_call" and e.id in result_of:
+                span = max(0.0, events[result_of[e.id]].t - e.t)
+            spans[e.id] = span
+        return spans
+
+    @cached_property
+    def agent_stats(self) -> dict[str, AgentStats]:
+        """Figures of every agent, keyed by name, in tree order."""
+        stats: dict[str, AgentStats] = {}
+        for agent in self.agents:
+            events = self.events_of.get(agent, [])
+            start = self._start(agent)
+            last = max((e.t + self.duration[e.id] for e in events), default=start)
+            spawn = self.spawn_event.get(agent)
+            stats[agent] = AgentStats(
+                name=agent, role=self.role_of(agent), parent=self.parent.get(agent),
+                depth=self.depth_of[agent], children=self.children.get(agent, []),
+                spawned_at=float(spawn.t) if spawn is not None else None, first_t=start,
+                last_t=last, lifetime_s=max(0.0, last - start),
+                active_s=_union_length((e.t, e.t + self.duration[e.id]) for e in events),
+                events=len(events), tool_calls=sum(e.type == "tool_call" for e in events),
+                messages_sent=sum(e.type == "message" for e in events),
+                tokens=sum(e.tokens or 0 for e in events),
+                cost_usd=sum(e.cost_usd or 0 for e in events))
+        return stats
+
+    # -- communication --------------------------------------------------------------------------
+
+    @cached_property
+    def communication(self) -> nx.DiGraph:
+        """Who spawned, delegated to, messaged and returned to whom: edge attributes count each
+        kind, and `weight` counts them all."""
+        graph = nx.DiGraph()
+        graph.add_nodes_from(self.agents)
+        for e in self.order:
+            link = self.link_of(e)
+            if link is None:
+                continue
+            kind, sender, recipient = link
+            if not graph.has_edge(sender, recipient):
+                graph.add_edge(sender, recipient, weight=0, events=[],
+                               **{k: 0 for k in COMMUNICATION_KINDS})
+            data = graph[sender][recipient]
+            data[kind] += 1
+            data["weight"] += 1
+            data["events"].append(e.id)
+        return graph
+
+    def link_of(self, e: Event) -> tuple[str, str, str] | None:
+        """(kind, sender, recipient) when an event links two agents, else None."""
+        if e.type == "spawn" and e.to and self.parent.get(e.to) == self.actor[e.id] \
+                and self.spawn_event.get(e.to) is e:
+            return "spawn", self.actor[e.id], e.to
+        if e.type == "orchestrator_decision" and e.decision == "delegate" and e.to:
+            return "delegate", self.actor[e.id], e.to
+        if e.type in ("message", "return") and e.to and e.to in self.agent_names:
+            sender = e.from_ or self.actor[e.id]
+            if sender != e.to:
+                return e.type, sender, e.to
+        return None
+
+    # -- the event DAG and its critical path ---------------------------------------------------
+
+    @cached_property
+    def event_dag(self) -> nx.DiGraph:
+        """Events as nodes; the trace's edges that run forward in time, plus the order each
+        agent's events happen in, spawn -> the child's first event, a message or return -> the
+        recipient's next event, and tool call -> its result."""
+        dag = nx.DiGraph()
+        dag.add_nodes_from(self.position)
+        pos = self.position
+        for edge in self.trace.edges:
+            if pos[edge.src] < pos[edge.dst]:
+                dag.add_edge(edge.src, edge.dst, type=edge.type)
+        for events in self.events_of.values():
+            for before, after in zip(events, events[1:]):
+                if not dag.has_edge(before.id, after.id):
+                    dag.add_edge(before.id, after.id, type="sequence")
+        for result, call in self.call_of_result.items():
+            if pos[call] < pos[result] and not dag.has_edge(call, result):
+                dag.add_edge(call, result, type="tool_dependency")
+        for e in self.order:
+            link = self.link_of(e)
+            if link is None:
+                continue
+            nxt = self._next_event_of(link[2], pos[e.id])
+            if nxt is not None and not dag.has_edge(e.id, nxt.id):
+                dag.add_edge(e.id, nxt.id, type=link[0])
+        return dag
+
+    def _next_event_of(self, agent: str, after: int) -> Event | None:
+        events = self.events_of.get(agent, [])
+        positions = self._positions_of.get(agent, [])
+        from bisect import bisect_right
+
+        i = bisect_right(positions, after)
+        return events[i] if i < len(events) else None
+
+    @cached_property
+    def _positions_of(self) -> dict[str, list[int]]:
+        return {a: [self.position[e.id] for e in evs] for a, evs in self.events_of.items()}
+
+    @cached_property
+    def critical(self) -> tuple[float, list[str]]:
+        """(work along the heaviest chain of dependent events, that chain's event ids)."""
+        dag, duration = self.event_dag, self.duration
+        best: dict[str, float] = {}
+        via: dict[str, str | None] = {}
+        for e in self.order:  # time order is a topological order: every DAG edge runs forward
+            prior = max(dag.predecessors(e.id), key=best.__getitem__, default=None)
+            best[e.id] = duration[e.id] + (best[prior] if prior is not None else 0.0)
+            via[e.id] = prior
+        end = max(reversed(self.order), key=lambda e: best[e.id]).id  # latest of the heaviest
+        chain: list[str] = []
+        node: str | None = end
+        while node is not None:
+            chain.append(node)
+            node = via[node]
+        return best[end], chain[::-1]
+
+    # -- decision points ------------------------------------------------------------------
+
+    @cached_property
+    def aggregates(self) -> list[AggregatePoint]:
+        """Every aggregate event with the returns and messages it merged."""
+        fed: dict[str, list[str]] = defaultdict(list)
+        for edge in self.trace.edges:
+            if edge.type == "aggregate":
+                fed[edge.dst].append(edge.src)
+        points: list[AggregatePoint] = []
+        previous: dict[str, int] = {}
+        for i, e in enumerate(self.order):
+            if e.type != "aggregate":
+                continue
+            agent = self.actor[e.id]
+            if fed.get(e.id):
+                inputs, basis = sorted(fed[e.id], key=self.position.__getitem__), "edges"
+            else:
+                since = previous.get(agent, -1)
+                inputs = [r.id for r in self.order[since + 1:i]
+                          if r.type == "return" and r.to == agent]
+                basis = "returns since the previous aggregate"
+            previous[agent] = i
+            points.append(AggregatePoint(event_id=e.id, agent=agent, t=e.t, inputs=inputs,
+                                         inputs_from=basis))
+        return points
+
+    @cached_property
+    def stops(self) -> list[StopPoint]:
+        """Every explicit stop decision; else the root orchestrator's last event, inferred."""
+        explicit = [StopPoint(event_id=e.id, agent=self.actor[e.id], t=e.t, inferred=False)
+                    for e in self.order if e.decision == "stop"]
+        if explicit:
+            return explicit
+        last = self.events_of[self.root][-1] if self.root in self.events_of else self.order[-1]
+        return [StopPoint(event_id=last.id, agent=self.actor[last.id], t=last.t, inferred=True)]
+
+    # -- the figures --------------------------------------------------------------------------
+
+    @cached_property
+    def makespan(self) -> float:
+        """From the first event to the end of the last event's work."""
+        start = self.order[0].t
+        return max(e.t + self.duration[e.id] for e in self.order) - start
+
+    @cached_property
+    def figures(self) -> Figures:
+        """The trace's orchestration figures."""
+        fanouts = [len(kids) for kids in self.children.values() if kids]
+        tokens = [e.tokens for e in self.order if e.tokens is not None]
+        costs = [e.cost_usd for e in self.order if e.cost_usd is not None]
+        lifetimes = sum(s.lifetime_s for s in self.agent_stats.values())
+        critical_s, chain = self.critical
+        return Figures(
+            trace_id=self.trace.trace_id, events=len(self.order), agents=len(self.agents),
+            depth=max(self.depth_of.values(), default=0), max_fanout=max(fanouts, default=0),
+            mean_fanout=sum(fanouts) / len(fanouts) if fanouts else 0.0,
+            messages=sum(e.type == "message" for e in self.order),
+            tool_calls=sum(e.type == "tool_call" for e in self.order),
+            makespan_s=self.makespan,
+            parallelism=lifetimes / self.makespan if self.makespan > 0 else 0.0,
+            critical_path_s=critical_s, critical_path=chain,
+            tokens=sum(tokens) if tokens else float(self.trace.costs.tokens),
+            cost_usd=sum(costs), aggregates=self.aggregates, stops=self.stops,
+            warnings=self.warnings)
+
+
+def _union_length(intervals) -> float:
+    """Total length covered by a set of [start, end] intervals."""
+    total, reach = 0.0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total

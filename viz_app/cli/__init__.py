@@ -1,0 +1,40 @@
+"""The `orchviz` command: one module per group of verbs, each verb a thin function."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from viz_app import __version__
+from viz_app.cli import app, traces
+
+VERB_MODULES = [traces, app]
+"""Each module has `register(subparsers)`, adding its verbs with their `--help`."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line, every verb with its help."""
+    parser = argparse.ArgumentParser(
+        prog="orchviz",
+        description="Browse, label and present orchestration traces of LLM multi-agent systems.")
+    parser.add_argument("--version", action="version", version=f"orchviz {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for module in VERB_MODULES:
+        module.register(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""`orchviz app`: start the Streamlit app on the packaged entry."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from viz_app.settings import DEMO_TRACES, Settings, database_url
+
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    """Add the `app` verb."""
+    p = verbs.add_parser("app", help="start the browser app",
+                         description="Start orchviz's Streamlit app on your traces and label store.")
+    p.add_argument("--traces", nargs="+", default=[str(DEMO_TRACES)], metavar="DIR",
+                   help="folders of traces to list (default: the demo traces)")
+    p.add_argument("--db", default="orchviz.db",
+                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default")
+    p.add_argument("--uploads", default="uploads", help="folder for uploaded traces")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--host", default="localhost", help="address to listen on")
+    p.set_defaults(run=app)
+
+
+def streamlit_flags() -> list[str]:
+    """The packaged `.streamlit/config.toml` as Streamlit command-line flags."""
+    config = tomllib.loads((PACKAGE / ".streamlit" / "config.toml").read_text("utf-8"))
+    flags: list[str] = []
+    for section, values in config.items():
+        for key, value in values.items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            flags.append(f"--{section}.{key}={text}")
+    return flags
+
+
+def app(args: argparse.Namespace) -> int:
+    """Run Streamlit in this terminal until it is stopped."""
+    settings = Settings(traces=[Path(p) for p in args.traces], db_url=database_url(args.db),
+                        uploads=Path(args.uploads).resolve(),
+                        rubric=Path(args.rubric) if args.rubric else None)
+    env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "app.py"),
+               *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
+    print(f"orchviz: http://{args.host}:{args.port}  (traces: "
+          f"{', '.join(args.traces)}; labels: {settings.db_url})", flush=True)
+    return subprocess.call(command, env=env)

@@ -1,0 +1,261 @@
+"""Pydantic models of an orchestration trace, faithful to the reference schema.
+
+The reference schema (``trace_schema.json``) closes the top level and leaves events open. orchviz
+keeps every extra event key exactly as it came and reads a few of them (``content``, ``end_t``,
+``tokens``, ``cost_usd``, ``model``, ``decision``) through typed properties; a value of the wrong
+type is kept as it is, never refused, because the reference schema accepts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+EventType = Literal[
+    "orchestrator_decision",
+    "spawn",
+    "despawn",
+    "message",
+    "tool_call",
+    "tool_result",
+    "return",
+    "aggregate",
+    "human_intervention",
+    "safety_event",
+]
+EdgeType = Literal[
+    "temporal", "causal", "spawn", "message", "tool_dependency", "return", "aggregate", "safety_flow"
+]
+Topology = Literal[
+    "centralized",
+    "planner_executor_critic",
+    "debate",
+    "swarm",
+    "hierarchical",
+    "harness",
+    "mixed",
+    "unknown",
+]
+Decision = Literal["spawn", "delegate", "communicate", "aggregate", "stop", "continue"]
+
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
+TOPOLOGIES: tuple[str, ...] = get_args(Topology)
+DECISIONS: tuple[str, ...] = get_args(Decision)
+
+SUB_DECISION: dict[str, str] = {
+    "spawn": "O1",
+    "delegate": "O2",
+    "communicate": "O3",
+    "aggregate": "O4",
+    "stop": "O5",
+}
+"""Which of the five orchestration sub-decisions (TAXONOMY.md) each `decision` value is."""
+
+EXTENSION_KEYS: dict[str, str] = {
+    "content": "string: the event's inline text (a message, a tool query or result, an answer); "
+    "`content_ref` stays a pointer or hash",
+    "end_t": "number >= t: when the event's work ended, in seconds from the trace's start",
+    "tokens": "number >= 0: tokens the event consumed",
+    "cost_usd": "number >= 0: what the event cost in US dollars",
+    "model": "string: the model that produced the event",
+    "decision": "on orchestrator_decision: one of spawn, delegate, communicate, aggregate, stop, "
+    "continue (which of the sub-decisions O1-O5 it is)",
+}
+"""Optional event keys beyond the reference schema that orchviz understands."""
+
+Number = int | float
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as a float, or None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+class Event(BaseModel):
+    """One event of an orchestration: a decision, a spawn, a message, a tool call, a return..."""
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, frozen=True)
+
+    id: str = Field(min_length=1, description="Unique id of the event within its trace.")
+    t: Number = Field(ge=0, description="When the event happened, in seconds from the start.")
+    type: EventType = Field(description="What kind of event this is.")
+    agent: str = Field(min_length=1, description="The agent (or tool) the event belongs to.")
+    role: str | None = Field(None, description="The agent's role; on a spawn, the child's role.")
+    from_: str | None = Field(None, alias="from", description="Sender of a message or return.")
+    to: str | None = Field(None, description="Recipient; on a spawn, the spawned child.")
+    tool: str | None = Field(None, description="The tool of a tool_call or tool_result.")
+    content_ref: str | None = Field(None, description="Pointer or hash of the content.")
+    trusted: bool | None = Field(None, description="Whether the content comes from a trusted party.")
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The event's keys beyond the reference schema, exactly as they came."""
+        return self.model_extra or {}
+
+    @property
+    def content(self) -> str | None:
+        """Inline text of the event, when it carries a string `content`."""
+        value = self.extras.get("content")
+        return value if isinstance(value, str) else None
+
+    @property
+    def end_t(self) -> float | None:
+        """When the event's work ended, when given as a number not before `t`."""
+        value = _number(self.extras.get("end_t"))
+        return value if value is not None and value >= self.t else None
+
+    @property
+    def tokens(self) -> float | None:
+        """Tokens the event consumed, when given as a non-negative number."""
+        value = _number(self.extras.get("tokens"))
+        return value if value is not None and value >= 0 else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Cost of the event in dollars, when given as a non-negative number."""
+        value = _number(self.extras.get("cost_usd"))
+        return value if value is not None and value >= 0 else None
+
+    @property
+    def model(self) -> str | None:
+        """The model that produced the event, when given as a string."""
+        value = self.extras.get("model")
+        return value if isinstance(value, str) else None
+
+    @property
+    def decision(self) -> str | None:
+        """Which orchestration decision an `orchestrator_decision` event is, when it says."""
+        value = self.extras.get("decision")
+        if self.type == "orchestrator_decision" and value in DECISIONS:
+            return value
+        return None
+
+    @property
+    def finish(self) -> float:
+        """When the event's work ended: `end_t` where given, else `t`."""
+        end = self.end_t
+        return end if end is not None else float(self.t)
+
+    @property
+    def text(self) -> str:
+        """What a reader sees of the event's content: inline text, else the pointer, else ''."""
+        return self.content or self.content_ref or ""
+
+
+class Edge(BaseModel):
+    """A typed dependency between two events of the same trace."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    src: str = Field(min_length=1, description="Id of the event the edge starts from.")
+    dst: str = Field(min_length=1, description="Id of the event the edge points at.")
+    type: EdgeType = Field(description="What the dependency is.")
+
+
+class Costs(BaseModel):
+    """What the run cost; extra numeric channels are allowed, as the schema says."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    tokens: Number = Field(ge=0, description="Tokens used by the whole run.")
+    wall_clock_s: Number = Field(ge=0, description="Wall-clock duration of the run in seconds.")
+    tool_calls: Number | None = Field(None, ge=0, description="Number of tool calls.")
+    messages: Number | None = Field(None, ge=0, description="Number of messages.")
+
+    __pydantic_extra__: dict[str, Number] = Field(init=False)  # type: ignore[assignment]
+
+
+class TraceWarning(BaseModel):
+    """Structure that the schema allows but that a reviewer should know about."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str = Field(description="A stable short name, such as `spawned_twice`.")
+    message: str = Field(description="One plain sentence saying what is odd.")
+    event_id: str | None = Field(None, description="The event the warning is about, if one.")
+
+
+class Trace(BaseModel):
+    """A whole orchestration trace in the reference schema."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    trace_id: str = Field(min_length=1, description="Unique id of this trace.")
+    task_id: str = Field(min_length=1, description="The task the run attempted.")
+    system: str | None = Field(None, description="The system that produced the trace.")
+    topology: Topology | None = Field(None, description="The orchestration topology.")
+    events: list[Event] = Field(min_length=1, description="The events, in any order.")
+    edges: list[Edge] = Field(description="Typed dependencies between events.")
+    rewards: dict[str, Number] = Field(description="Reward channels, such as team or orchestration.")
+    costs: Costs = Field(description="What the run cost.")
+    metrics: dict[str, Number] | None = Field(None, description="Optional benchmark metrics.")
+
+    _warnings: list[TraceWarning] = PrivateAttr(default_factory=list)
+    _source: str = PrivateAttr(default="")
+    _sha256: str = PrivateAttr(default="")
+    _source_format: str = PrivateAttr(default="orchviz")
+    _by_id: dict[str, Event] | None = PrivateAttr(default=None)
+
+    @property
+    def warnings(self) -> list[TraceWarning]:
+        """Odd but legal structure found when the trace was loaded."""
+        return self._warnings
+
+    @property
+    def source(self) -> str:
+        """The file (or upload name) the trace was read from, if any."""
+        return self._source
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the bytes the trace was read from (labels record it)."""
+        return self._sha256
+
+    @property
+    def source_format(self) -> str:
+        """The format the trace was read from: `orchviz` or the name of an importer."""
+        return self._source_format
+
+    def event(self, event_id: str) -> Event:
+        """The event with this id; KeyError when there is none."""
+        return self.events_by_id[event_id]
+
+    @property
+    def events_by_id(self) -> dict[str, Event]:
+        """Events keyed by id (built once per trace)."""
+        if self._by_id is None:
+            self._by_id = {e.id: e for e in self.events}
+        return self._by_id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The trace as the reference schema writes it: only the keys that were set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def reference_schema() -> dict[str, Any]:
+    """The reference JSON Schema exactly as shipped (`trace_schema.json`)."""
+    import json
+    from importlib.resources import files
+
+    return json.loads(files("viz_app").joinpath("trace_schema.json").read_text("utf-8"))
+
+
+def orchviz_schema() -> dict[str, Any]:
+    """The schema orchviz reads and writes: the reference schema, its event object documenting
+    the extra keys orchviz understands (events stay open, so any trace valid under the reference
+    schema is valid here too)."""
+    schema = reference_schema()
+    event = schema["$defs"]["event"]["properties"]
+    event["content"] = {"type": "string", "description": EXTENSION_KEYS["content"]}
+    event["end_t"] = {"type": "number", "minimum": 0, "description": EXTENSION_KEYS["end_t"]}
+    event["tokens"] = {"type": "number", "minimum": 0, "description": EXTENSION_KEYS["tokens"]}
+    event["cost_usd"] = {"type": "number", "minimum": 0, "description": EXTENSION_KEYS["cost_usd"]}
+    event["model"] = {"type": "string", "description": EXTENSION_KEYS["model"]}
+    event["decision"] = {"enum": list(DECISIONS), "description": EXTENSION_KEYS["decision"]}
+    schema["$comment"] = ("orchviz extension keys are optional; a value of another type is kept "
+                          "as it is and ignored by orchviz's analysis.")
+    return schema
