@@ -195,7 +195,7 @@ class TraceBuilder:
             "wall_clock_s": round(max(e.get("end_t", e["t"]) for e in events), 3),
             "tool_calls": sum(1 for e in events if e["type"] == "tool_call"),
             "messages": sum(1 for e in events if e["type"] == "message"),
-            "usd": round(sum(e.get("cost_usd", 0.0) for e in events), 4),
+            "cost_usd": round(sum(e.get("cost_usd", 0.0) for e in events), 4),
         }
         totals.update(costs or {})
         trace = {
@@ -303,7 +303,8 @@ def synth_trace(agents: int, events: int, topology: str = "hierarchical", seed: 
     run concurrently, do tool calls and exchange messages, and return; each parent aggregates its
     children's returns, and the root ends with a ``stop`` decision. The tree is wide for swarm,
     centralized and debate, two levels for planner-executor-critic and harness, and several levels
-    otherwise. The event count is exact whenever ``events`` exceeds the structural minimum (about
+    otherwise. Tool results carry the calling agent as ``agent``, so every distinct ``agent`` value
+    is one of the ``agents`` agents. The event count is exact whenever ``events`` exceeds the structural minimum (about
     four events per agent); below that the minimum is produced.
     """
     if topology not in TOPOLOGIES:
@@ -497,8 +498,15 @@ _PAYLOADS = [
 
 
 def _hostile(k: int, prefix: str = "") -> str:
-    """Return a text mixing a plain prefix with the ``k``-th payload (cycling through all of them)."""
-    return f"{prefix}{_PAYLOADS[k % len(_PAYLOADS)]}"
+    """Return a text mixing a plain prefix with the ``k``-th payload (cycling through all of them).
+
+    Payloads that cannot run a script on their own (template syntax, RTL tricks) get a script-bearing
+    one appended, so every hostile text carries :data:`HOSTILE_MARKER`.
+    """
+    payload = _PAYLOADS[k % len(_PAYLOADS)]
+    if HOSTILE_MARKER not in payload:
+        payload += " " + _PAYLOADS[(k + 1) % 2]
+    return f"{prefix}{payload}"
 
 
 def hostile_trace() -> dict:
