@@ -106,6 +106,7 @@ class Analysis:
 
     def __init__(self, trace: Trace):
         self.trace = trace
+        self._events = trace.events_by_id
         self.warnings: list[TraceWarning] = []
         self.order: list[Event] = sorted(trace.events, key=lambda e: e.t)
         """The events in time order (stable: ties keep file order)."""
@@ -135,6 +136,7 @@ class Analysis:
 
     def _actors(self) -> dict[str, str]:
         by_edge = self._calls_linked_by_edges()
+        self._answered: set[str] = set()
         waiting: dict[tuple[str | None, str | None], deque[Event]] = defaultdict(deque)
         matched: set[str] = set(by_edge.values())
         actor: dict[str, str] = {}
@@ -157,11 +159,12 @@ class Analysis:
                             + (f" of {e.tool!r}" if e.tool else "")))
             else:
                 self.call_of_result[e.id] = call.id
+                self._answered.add(call.id)
                 actor[e.id] = call.agent
         return actor
 
     def _calls_linked_by_edges(self) -> dict[str, str]:
-        events = self.trace.events_by_id
+        events = self._events
         linked: dict[str, str] = {}
         for edge in self.trace.edges:
             src, dst = events[edge.src], events[edge.dst]
@@ -172,14 +175,14 @@ class Analysis:
     def _match_call(self, result: Event, by_edge: dict[str, str],
                     waiting: dict[tuple[str | None, str | None], deque[Event]]) -> Event | None:
         if result.id in by_edge:
-            return self.trace.event(by_edge[result.id])
+            return self._events[by_edge[result.id]]
         keys = [(result.agent, result.tool)] if result.agent in self.agent_names else []
         keys.append((None, result.tool))
         for key in keys:
             queue = waiting.get(key)
             while queue:
                 call = queue.popleft()
-                if call.id not in self.call_of_result.values():
+                if call.id not in self._answered:
                     self._forget(call, waiting)
                     return call
         return None
@@ -439,13 +442,23 @@ class Analysis:
 
     @cached_property
     def critical(self) -> tuple[float, list[str]]:
-        """(work along the heaviest chain of dependent events, that chain's event ids)."""
+        """(time covered by the work along the heaviest chain of dependent events, its ids).
+
+        Work that overlaps along the chain counts once (a chain's length is the union of its
+        events' work intervals), so the critical path never exceeds the makespan."""
         dag, duration = self.event_dag, self.duration
         best: dict[str, float] = {}
+        reach: dict[str, float] = {}
         via: dict[str, str | None] = {}
         for e in self.order:  # time order is a topological order: every DAG edge runs forward
-            prior = max(dag.predecessors(e.id), key=best.__getitem__, default=None)
-            best[e.id] = duration[e.id] + (best[prior] if prior is not None else 0.0)
+            start, finish = float(e.t), e.t + duration[e.id]
+            prior, length = None, finish - start
+            for u in dag.predecessors(e.id):
+                candidate = best[u] + max(0.0, finish - max(start, reach[u]))
+                if candidate > length or prior is None and candidate >= length:
+                    prior, length = u, candidate
+            best[e.id] = length
+            reach[e.id] = max(finish, reach[prior]) if prior is not None else finish
             via[e.id] = prior
         end = max(reversed(self.order), key=lambda e: best[e.id]).id  # latest of the heaviest
         chain: list[str] = []

@@ -76,25 +76,28 @@ def _number(value: Any) -> float | None:
 
 
 class Event(BaseModel):
-    """One event of an orchestration: a decision, a spawn, a message, a tool call, a return..."""
+    """One event of an orchestration: a decision, a spawn, a message, a tool call, a return...
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, frozen=True)
+    Optional fields read None when absent; an explicit null is refused, as the schema does.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
 
     id: str = Field(min_length=1, description="Unique id of the event within its trace.")
     t: Number = Field(ge=0, description="When the event happened, in seconds from the start.")
     type: EventType = Field(description="What kind of event this is.")
     agent: str = Field(min_length=1, description="The agent (or tool) the event belongs to.")
-    role: str | None = Field(None, description="The agent's role; on a spawn, the child's role.")
-    from_: str | None = Field(None, alias="from", description="Sender of a message or return.")
-    to: str | None = Field(None, description="Recipient; on a spawn, the spawned child.")
-    tool: str | None = Field(None, description="The tool of a tool_call or tool_result.")
-    content_ref: str | None = Field(None, description="Pointer or hash of the content.")
-    trusted: bool | None = Field(None, description="Whether the content comes from a trusted party.")
+    role: str = Field(None, description="The agent's role; on a spawn, the child's role.")
+    from_: str = Field(None, alias="from", description="Sender of a message or return.")
+    to: str = Field(None, description="Recipient; on a spawn, the spawned child.")
+    tool: str = Field(None, description="The tool of a tool_call or tool_result.")
+    content_ref: str = Field(None, description="Pointer or hash of the content.")
+    trusted: bool = Field(None, description="Whether the content comes from a trusted party.")
 
     @property
     def extras(self) -> dict[str, Any]:
         """The event's keys beyond the reference schema, exactly as they came."""
-        return self.model_extra or {}
+        return self.__pydantic_extra__ or {}
 
     @property
     def content(self) -> str | None:
@@ -163,8 +166,8 @@ class Costs(BaseModel):
 
     tokens: Number = Field(ge=0, description="Tokens used by the whole run.")
     wall_clock_s: Number = Field(ge=0, description="Wall-clock duration of the run in seconds.")
-    tool_calls: Number | None = Field(None, ge=0, description="Number of tool calls.")
-    messages: Number | None = Field(None, ge=0, description="Number of messages.")
+    tool_calls: Number = Field(None, ge=0, description="Number of tool calls.")
+    messages: Number = Field(None, ge=0, description="Number of messages.")
 
     __pydantic_extra__: dict[str, Number] = Field(init=False)  # type: ignore[assignment]
 
@@ -186,13 +189,13 @@ class Trace(BaseModel):
 
     trace_id: str = Field(min_length=1, description="Unique id of this trace.")
     task_id: str = Field(min_length=1, description="The task the run attempted.")
-    system: str | None = Field(None, description="The system that produced the trace.")
-    topology: Topology | None = Field(None, description="The orchestration topology.")
+    system: str = Field(None, description="The system that produced the trace.")
+    topology: Topology = Field(None, description="The orchestration topology.")
     events: list[Event] = Field(min_length=1, description="The events, in any order.")
     edges: list[Edge] = Field(description="Typed dependencies between events.")
     rewards: dict[str, Number] = Field(description="Reward channels, such as team or orchestration.")
     costs: Costs = Field(description="What the run cost.")
-    metrics: dict[str, Number] | None = Field(None, description="Optional benchmark metrics.")
+    metrics: dict[str, Number] = Field(None, description="Optional benchmark metrics.")
 
     _warnings: list[TraceWarning] = PrivateAttr(default_factory=list)
     _source: str = PrivateAttr(default="")

@@ -99,7 +99,7 @@ def _parse_problem(data: bytes, err: orjson.JSONDecodeError, line: int | None) -
                 f"is not UTF-8 text (byte 0x{data[bad.start]:02x} cannot be decoded)")
     lineno = err.lineno + (line - 1 if line else 0)
     place = f"line {lineno}, column {err.colno}"
-    if "recursion" in err.msg.lower():
+    if "recursion" in err.msg.lower() or "depth limit" in err.msg.lower():
         return place, "nests arrays or objects too deeply to be a trace"
     if err.pos >= len(data.rstrip()):
         return place, "the JSON ends too early: the file looks truncated"
@@ -197,8 +197,8 @@ def _check_references(trace: Trace, label: str, prefix: str) -> None:
 
 def _check_nesting(trace: Trace, label: str, prefix: str) -> None:
     for index, event in enumerate(trace.events):
-        for key, value in event.extras.items():
-            if isinstance(value, (dict, list)) and _depth(value) > MAX_NESTING:
+        for key, value in (event.__pydantic_extra__ or {}).items():
+            if type(value) in (dict, list) and _depth(value) > MAX_NESTING:
                 raise TraceError(label, f"{prefix}events[{index}].{key}",
                                  f"nests arrays or objects more than {MAX_NESTING} levels deep")
 

@@ -1,0 +1,120 @@
+"""The figures are right on traces whose answer is known by construction."""
+
+from __future__ import annotations
+
+import pytest
+
+from factories import as_trace, example_dict
+from viz_app.analysis import analyze
+from viz_app.synth import swarm_trace, tree_trace
+
+
+@pytest.fixture(scope="module")
+def example():
+    return analyze(as_trace(example_dict()))
+
+
+@pytest.fixture(scope="module")
+def depth4():
+    return analyze(as_trace(tree_trace(4, 2)))
+
+
+@pytest.fixture(scope="module")
+def swarm64():
+    return analyze(as_trace(swarm_trace(64)))
+
+
+def test_the_reference_example_has_three_agents_and_no_tool_agent(example):
+    assert example.agents == ["orchestrator", "planner_1", "executor_1"]
+
+
+def test_a_tool_result_named_after_its_tool_belongs_to_the_caller(example):
+    assert example.actor["e6"] == "executor_1"
+    assert example.call_of_result == {"e6": "e5"}
+
+
+def test_the_reference_example_figures(example):
+    f = example.figures
+    assert (f.events, f.agents, f.depth, f.max_fanout, f.mean_fanout) == (8, 3, 1, 2, 2.0)
+    assert (f.messages, f.tool_calls, f.makespan_s, f.tokens) == (1, 1, 7.0, 12000)
+    # lifetimes: orchestrator 0-7, planner_1 1-3, executor_1 2-6 (its tool result at 5)
+    assert f.parallelism == pytest.approx((7 + 2 + 4) / 7)
+    # the only work with a duration is the tool call waiting for its result
+    assert f.critical_path_s == pytest.approx(1.0)
+
+
+def test_the_reference_example_aggregate_merges_the_return_named_by_its_edge(example):
+    [point] = example.aggregates
+    assert (point.event_id, point.inputs, point.inputs_from) == ("e8", ["e7"], "edges")
+
+
+def test_without_a_stop_decision_the_root_s_last_event_is_the_inferred_stop(example):
+    [stop] = example.stops
+    assert (stop.event_id, stop.agent, stop.inferred) == ("e8", "orchestrator", True)
+
+
+def test_the_communication_graph_counts_spawns_messages_and_returns(example):
+    g = example.communication
+    assert g["orchestrator"]["planner_1"]["spawn"] == 1
+    assert g["planner_1"]["executor_1"]["message"] == 1
+    assert g["executor_1"]["orchestrator"]["return"] == 1
+
+
+def test_a_depth_four_binary_tree_has_31_agents_depth_4_fanout_2(depth4):
+    f = depth4.figures
+    assert (f.agents, f.depth, f.max_fanout, f.mean_fanout) == (31, 4, 2, 2.0)
+    assert f.warnings == []
+
+
+def test_every_inner_agent_of_the_tree_aggregates_its_two_children(depth4):
+    assert len(depth4.aggregates) == 15
+    assert all(len(point.inputs) == 2 for point in depth4.aggregates)
+
+
+def test_the_spawn_tree_lists_agents_depth_first_from_the_root(depth4):
+    agents = depth4.agents
+    assert agents[0] == depth4.root
+    assert all(agents.index(depth4.parent[a]) < agents.index(a) for a in agents[1:])
+
+
+def test_a_64_wide_swarm_has_65_agents_depth_1_and_fanout_64(swarm64):
+    f = swarm64.figures
+    assert (f.agents, f.depth, f.max_fanout, f.mean_fanout) == (65, 1, 64, 64.0)
+
+
+def test_a_swarm_runs_its_workers_in_parallel(swarm64):
+    # 64 workers each alive about ten of the run's ~16.5 seconds
+    assert swarm64.figures.parallelism > 35
+
+
+def test_the_swarm_aggregate_merges_all_64_returns(swarm64):
+    [point] = swarm64.aggregates
+    assert len(point.inputs) == 64
+
+
+def test_the_swarm_stop_is_its_explicit_stop_decision(swarm64):
+    [stop] = swarm64.stops
+    assert stop.inferred is False
+    assert swarm64.trace.event(stop.event_id).decision == "stop"
+
+
+def test_the_critical_path_is_a_chain_of_dependencies_no_longer_than_the_makespan(swarm64):
+    seconds, chain = swarm64.critical
+    dag = swarm64.event_dag
+    assert all(dag.has_edge(a, b) for a, b in zip(chain, chain[1:]))
+    # decision (1 s) + one worker (~10 s) + its return + the merge (3 s) + the stop: ~16 s
+    assert 14 < seconds <= swarm64.makespan
+
+
+def test_the_event_dag_is_acyclic(swarm64):
+    import networkx as nx
+
+    assert nx.is_directed_acyclic_graph(swarm64.event_dag)
+
+
+def test_without_aggregate_edges_an_aggregate_merges_the_returns_since_the_last_one():
+    raw = example_dict()
+    raw["edges"] = [e for e in raw["edges"] if e["type"] != "aggregate"]
+    [point] = analyze(as_trace(raw)).aggregates
+    assert point.inputs == ["e7"]
+    assert point.inputs_from.startswith("returns since")
