@@ -1,0 +1,339 @@
+"""Claude Code session transcripts (JSONL, one file per session under a project folder).
+
+Mapping: the session's main thread is the orchestrator `main`; a `Task` (older) or `Agent` (2.1+)
+tool_use is a spawn whose role is `input.subagent_type`; sidechain lines (`isSidechain`, `agentId`,
+inline or in `agent-<agentId>.jsonl` files) are that sub-agent's events; other tool_use and
+tool_result blocks are tool_call and tool_result; the spawning tool's result is the sub-agent's
+return; the main thread's final answer is an aggregate when returns came before it, and its end
+is the stop. Usage (`message.usage`) is counted once per `message.id`, however many lines share it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from viz_app.errors import TraceError
+from viz_app.io.native import Source, read_source
+from viz_app.io.records import TraceDraft, as_text, first_value, json_lines, parse_time
+from viz_app.model import Trace
+
+NAME = "claude_code"
+SPAWN_TOOLS = frozenset({"Task", "Agent"})
+"""Tool names with which Claude Code starts a sub-agent."""
+SKIPPED_TYPES = frozenset({"summary", "system", "progress", "file-history-snapshot",
+                           "queue-operation", "custom-title", "tag"})
+"""Line types that carry nothing orchviz shows (compaction summaries, UI progress, snapshots)."""
+MAIN = "main"
+
+
+def detect(data: bytes, name: str = "") -> float:
+    """How sure it is that the bytes are a Claude Code transcript (0 to 1)."""
+    first = first_value(data)
+    if not isinstance(first, dict):
+        return 0.0
+    if "sessionId" in first and ("uuid" in first or "parentUuid" in first):
+        return 1.0
+    if first.get("type") in SKIPPED_TYPES and (b'"sessionId"' in data[:65536]
+                                               and b'"parentUuid"' in data[:65536]):
+        return 0.9
+    return 0.0
+
+
+def import_claude_code(source: Source, *, name: str | None = None,
+                       subagent_files: Iterable[Source] = ()) -> list[Trace]:
+    """The session in a transcript file as one trace; `subagent_files` are the session's
+    `agent-<id>.jsonl` files, read as its sidechains."""
+    data, label = read_source(source, name)
+    lines = list(_lines(data, label))
+    for extra in subagent_files:
+        more, more_label = read_source(extra)
+        lines.extend(_lines(more, more_label))
+    return [session_trace(lines, label)]
+
+
+def _lines(data: bytes, label: str) -> Iterable[dict[str, Any]]:
+    for number, value in json_lines(data, label):
+        if isinstance(value, dict):
+            value["__line"] = number
+            yield value
+        else:
+            yield {"type": "__not_an_object", "__line": number}
+
+
+def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
+    """One session's lines (main thread and sidechains, in any order) as a trace."""
+    if not lines:
+        raise TraceError(label, "", "the file is empty")
+    if not any("sessionId" in line or "uuid" in line for line in lines):
+        raise TraceError(label, "line 1", "is not a Claude Code transcript (no line has a "
+                         "sessionId or uuid)")
+    draft = TraceDraft()
+    threads: dict[str | None, list[tuple[float, int, dict[str, Any]]]] = defaultdict(list)
+    session = next((line["sessionId"] for line in lines if isinstance(line.get("sessionId"), str)),
+                   "session")
+    for index, line in enumerate(lines):
+        kind = line.get("type")
+        if kind in SKIPPED_TYPES:
+            continue
+        if kind not in ("user", "assistant") or not isinstance(line.get("message"), dict):
+            draft.skip(f"line type {kind!r}" if isinstance(kind, str) else "non-object line")
+            continue
+        t = parse_time(line.get("timestamp"))
+        if t is None:
+            draft.skip("line without a timestamp")
+            continue
+        agent_id = None
+        if line.get("isSidechain"):
+            agent_id = line.get("agentId") if isinstance(line.get("agentId"), str) else "sidechain"
+        threads[agent_id].append((t, index, line))
+    if not threads:
+        raise TraceError(label, "", "holds no user or assistant lines")
+    for thread in threads.values():
+        thread.sort(key=lambda item: (item[0], item[1]))  # lines can be out of time order
+
+    spawns = _spawn_calls(threads.get(None, []))
+    names = _agent_names(threads, spawns)
+    calls: dict[str, dict[str, Any]] = {}
+    spawn_events: dict[str, dict[str, Any]] = {}
+    for agent_id, thread in sorted(threads.items(), key=lambda kv: kv[0] is not None):
+        _thread_events(draft, thread, names[agent_id], agent_id, calls, spawn_events, spawns)
+    _unspawned(draft, threads, names, spawn_events)
+    draft.conclude(MAIN)
+    return draft.build(label, NAME, trace_id=session, task_id=_task(threads.get(None, [])),
+                       system="claude-code", topology="centralized" if spawn_events else "harness")
+
+
+def _spawn_calls(main: list[tuple[float, int, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each sub-agent tool_use id -> {input, agent_id (from its result, if known)}."""
+    found: dict[str, dict[str, Any]] = {}
+    for _, _, line in main:
+        for block in _blocks(line):
+            if block.get("type") == "tool_use" and block.get("name") in SPAWN_TOOLS:
+                found[str(block.get("id"))] = {"input": block.get("input") or {}, "agent_id": None}
+    for _, _, line in main:
+        result = line.get("toolUseResult")
+        for block in _blocks(line):
+            if block.get("type") == "tool_result" and block.get("tool_use_id") in found:
+                if isinstance(result, dict) and isinstance(result.get("agentId"), str):
+                    found[block["tool_use_id"]]["agent_id"] = result["agentId"]
+    return found
+
+
+def _agent_names(threads: dict[str | None, list], spawns: dict[str, dict[str, Any]]
+                 ) -> dict[str | None, str]:
+    """Readable unique agent names: `main`, and `<subagent_type>-<agentId>` for sidechains."""
+    names: dict[str | None, str] = {None: MAIN}
+    kind_of = {s["agent_id"]: s["input"].get("subagent_type") for s in spawns.values()
+               if s["agent_id"]}
+    for agent_id in threads:
+        if agent_id is not None:
+            kind = kind_of.get(agent_id) or "agent"
+            names[agent_id] = f"{kind}-{agent_id}"
+    unclaimed = [s for s in spawns.values() if not s["agent_id"]]
+    orphans = [a for a in threads if a is not None and a not in kind_of]
+    # Without toolUseResult.agentId, pair spawns with sidechains by prompt, then by order.
+    for spawn in list(unclaimed):
+        prompt = spawn["input"].get("prompt")
+        for agent_id in orphans:
+            if prompt and _first_prompt(threads[agent_id]) == prompt:
+                spawn["agent_id"] = agent_id
+                orphans.remove(agent_id)
+                unclaimed.remove(spawn)
+                break
+    for spawn, agent_id in zip(unclaimed, sorted(orphans, key=lambda a: threads[a][0][0])):
+        spawn["agent_id"] = agent_id
+    for spawn in spawns.values():
+        if spawn["agent_id"] in names:
+            kind = spawn["input"].get("subagent_type") or "agent"
+            names[spawn["agent_id"]] = f"{kind}-{spawn['agent_id']}"
+    return names
+
+
+def _first_prompt(thread: list[tuple[float, int, dict[str, Any]]]) -> str | None:
+    for _, _, line in thread:
+        content = line["message"].get("content")
+        if line.get("type") == "user":
+            if isinstance(content, str):
+                return content
+            texts = [b.get("text") for b in _blocks(line) if b.get("type") == "text"]
+            return texts[0] if texts else None
+    return None
+
+
+def _blocks(line: dict[str, Any]) -> list[dict[str, Any]]:
+    content = line.get("message", {}).get("content") if isinstance(line.get("message"), dict) \
+        else None
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _task(main: list[tuple[float, int, dict[str, Any]]]) -> str:
+    prompt = _first_prompt(main)
+    return " ".join(prompt.split())[:80] if prompt else "claude-code-session"
+
+
+def _usage_tokens(message: dict[str, Any]) -> float | None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    total = 0.0
+    for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens"):
+        value = usage.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total += value
+    return total
+
+
+def _thread_events(draft: TraceDraft, thread: list[tuple[float, int, dict[str, Any]]],
+                   agent: str, agent_id: str | None, calls: dict[str, dict[str, Any]],
+                   spawn_events: dict[str, dict[str, Any]],
+                   spawns: dict[str, dict[str, Any]]) -> None:
+    """Events of one thread (the main one, or a sidechain) in time order."""
+    counted: set[str] = set()
+    first_prompt_seen = agent_id is None
+    for t, _, line in thread:
+        message = line["message"]
+        uuid = line.get("uuid")
+        model = message.get("model") if isinstance(message.get("model"), str) else None
+        tokens = None
+        mid = message.get("id")
+        if line["type"] == "assistant" and not (isinstance(mid, str) and mid in counted):
+            tokens = _usage_tokens(message)
+            if isinstance(mid, str):
+                counted.add(mid)
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            draft.skip("message without content")
+            continue
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            keys = {"source_id": uuid, "model": model, "tokens": tokens}
+            if kind == "text" and line["type"] == "user":
+                if not first_prompt_seen:
+                    first_prompt_seen = True  # a sub-agent's prompt: its spawn carries it
+                    continue
+                draft.add(t, "human_intervention", agent, from_="user",
+                          content=as_text(block.get("text")), source_id=uuid)
+            elif kind == "text":
+                draft.add(t, "message", agent, from_=agent, content=as_text(block.get("text")),
+                          **keys)
+            elif kind in ("thinking", "redacted_thinking"):
+                text = as_text(block.get("thinking") or block.get("data") or "")
+                if agent_id is None:
+                    draft.add(t, "orchestrator_decision", agent, decision="continue",
+                              kind="thinking", content=text, **keys)
+                else:
+                    draft.add(t, "message", agent, from_=agent, kind="thinking", content=text,
+                              **keys)
+            elif kind == "tool_use" and block.get("name") in SPAWN_TOOLS and agent_id is None:
+                spawn = spawns.get(str(block.get("id")), {})
+                given = block.get("input") if isinstance(block.get("input"), dict) else {}
+                child = spawn.get("agent_id")
+                child_name = f"{given.get('subagent_type') or 'agent'}-{child}" if child \
+                    else f"{given.get('subagent_type') or 'agent'}-{block.get('id')}"
+                event = draft.add(t, "spawn", agent, to=child_name,
+                                  role=as_text(given.get("subagent_type") or "agent"),
+                                  tool=block.get("name"), content=as_text(given.get("prompt")),
+                                  description=as_text(given.get("description")),
+                                  source_id=uuid, tool_use_id=block.get("id"), **_no_source(keys))
+                spawn_events[child_name] = event
+                calls[str(block.get("id"))] = event
+            elif kind == "tool_use":
+                calls[str(block.get("id"))] = draft.add(
+                    t, "tool_call", agent, tool=as_text(block.get("name")) or "tool",
+                    content=as_text(block.get("input")), tool_use_id=block.get("id"), **keys)
+            elif kind == "tool_result":
+                _tool_result(draft, t, agent, line, block, calls)
+            else:
+                draft.skip(f"content block {kind!r}" if kind else "content block")
+            tokens = None  # a message's usage goes on its first event only
+            keys["tokens"] = None
+
+
+def _no_source(keys: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in keys.items() if k != "source_id"}
+
+
+def _tool_result(draft: TraceDraft, t: float, agent: str, line: dict[str, Any],
+                 block: dict[str, Any], calls: dict[str, dict[str, Any]]) -> None:
+    call = calls.get(str(block.get("tool_use_id")))
+    text = _result_text(block.get("content"))
+    uuid = line.get("uuid")
+    if call is not None and call["type"] == "spawn":
+        result = line.get("toolUseResult") if isinstance(line.get("toolUseResult"), dict) else {}
+        child = call["to"]
+        event = draft.add(t, "return", child, from_=child, to=agent, content=text,
+                          source_id=uuid, tool_use_id=block.get("tool_use_id"),
+                          duration_ms=result.get("totalDurationMs"),
+                          total_tokens=result.get("totalTokens"),
+                          is_error=block.get("is_error") or None)
+        draft.link(call, event, "return")
+        return
+    event = draft.add(t, "tool_result", agent, tool=call["tool"] if call else "tool",
+                      content=text, source_id=uuid, tool_use_id=block.get("tool_use_id"),
+                      is_error=block.get("is_error") or None, trusted=False)
+    if call is not None:
+        draft.link(call, event, "tool_dependency")
+
+
+def _result_text(content: Any) -> str | None:
+    if isinstance(content, list):
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if parts and all(isinstance(p, str) for p in parts):
+            return "\n".join(parts)
+    return as_text(content)
+
+
+def _unspawned(draft: TraceDraft, threads: dict[str | None, list], names: dict[str | None, str],
+               spawn_events: dict[str, dict[str, Any]]) -> None:
+    """A sidechain no Task/Agent call claims still hangs under `main`, spawned when it began."""
+    if None not in threads:
+        return
+    for agent_id, thread in threads.items():
+        if agent_id is None or names[agent_id] in spawn_events:
+            continue
+        spawn_events[names[agent_id]] = draft.add(
+            thread[0][0], "spawn", MAIN, to=names[agent_id], role="agent",
+            content=_first_prompt(thread), inferred_by="importer")
+        draft.note("unclaimed_sidechain", f"sidechain {agent_id} matches no Task or Agent call; "
+                   "it is shown as spawned by main when it began")
+
+
+def read_project(folder: str | Path) -> list[Trace]:
+    """One trace per session of a Claude Code project folder, each with its sub-agent files
+    (`agent-<id>.jsonl` beside it, or under `<sessionId>/subagents/`)."""
+    root = Path(folder)
+    sessions = sorted(p for p in root.glob("*.jsonl") if not p.name.startswith("agent-"))
+    loose = sorted(root.glob("agent-*.jsonl"))
+    by_session: dict[str, list[Path]] = defaultdict(list)
+    for path in loose:
+        first = first_value(path.read_bytes()[:65536])
+        if isinstance(first, dict) and isinstance(first.get("sessionId"), str):
+            by_session[first["sessionId"]].append(path)
+    traces: list[Trace] = []
+    for path in sessions:
+        session_id = path.stem
+        extra = by_session.get(session_id, []) + sorted(
+            (root / session_id / "subagents").glob("agent-*.jsonl"))
+        traces.extend(import_claude_code(path, subagent_files=extra))
+    return traces
+
+
+def is_project(folder: str | Path) -> bool:
+    """Whether a folder looks like a Claude Code project folder (session transcripts in it)."""
+    root = Path(folder)
+    for path in sorted(root.glob("*.jsonl"))[:5]:
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(65536)
+        except OSError:
+            continue
+        if detect(head, path.name) >= 0.9:
+            return True
+    return False

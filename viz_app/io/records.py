@@ -1,0 +1,221 @@
+"""What every importer shares: reading JSON records with their line numbers, reading times, and
+a `TraceDraft` that collects events in source time and becomes a validated `Trace`.
+
+An importer reads its format's records, adds events to a draft (absolute times in seconds, the
+source's own id on each), and calls `draft.build(...)`: times become seconds from the trace's
+start, ids become short and unique, and the result goes through `trace_from_dict`, so an imported
+trace is validated exactly like a native one and carries the same warnings, plus one
+`unknown_record` warning per kind of record the importer skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from viz_app.errors import TraceError
+from viz_app.io.native import parse_json, trace_from_dict
+from viz_app.model import Trace, TraceWarning
+
+
+def json_lines(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for each non-blank line of JSONL bytes. A line that is not
+    JSON raises TraceError naming it; a cut-off last line is reported as a truncated file."""
+    start, number, size = 0, 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        line = data[start:end]
+        start = end + 1
+        if not line.strip():
+            continue
+        try:
+            yield number, orjson.loads(line)
+        except orjson.JSONDecodeError:
+            parse_json(line, label, line=number)  # raises the precise TraceError
+            raise  # pragma: no cover - parse_json always raises for bad JSON
+
+
+def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
+    """The JSON values of a file that holds either one JSON document or one value per line:
+    [(line, value)], line 1 for a single document."""
+    stripped = data.lstrip()
+    if stripped[:1] in (b"{", b"[") and b"\n" in data.strip():
+        try:
+            return [(1, orjson.loads(data))]
+        except orjson.JSONDecodeError:
+            pass  # not one document: read it line by line below
+    elif stripped[:1] in (b"{", b"["):
+        return [(1, parse_json(data, label))]
+    return list(json_lines(data, label))
+
+
+def first_value(data: bytes, limit: int = 65536) -> Any:
+    """The first JSON value of a file (its first line, or the whole small document), or None;
+    detection looks at this and never raises."""
+    head = data[:limit]
+    line = head.split(b"\n", 1)[0]
+    for candidate in (line, data if len(data) <= limit * 16 else b""):
+        if not candidate.strip():
+            continue
+        try:
+            return orjson.loads(candidate)
+        except orjson.JSONDecodeError:
+            continue
+    return None
+
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO 8601 string (a trailing Z allowed) or a number of
+    seconds; None when the value is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def as_text(value: Any) -> str | None:
+    """A value as inline text: strings as they are, anything else as compact JSON."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+def content_hash(text: str) -> str:
+    """The content hash orchviz writes in `content_ref` when inline content is dropped."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class TraceDraft:
+    """Events of one trace being imported, in absolute source time, before validation."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.edges: list[dict[str, str]] = []
+        self.unknown: Counter[str] = Counter()
+        self.notes: list[TraceWarning] = []
+        self.rewards: dict[str, float] = {}
+        self.metrics: dict[str, float] = {}
+
+    def add(self, t: float, type_: str, agent: str, **keys: Any) -> dict[str, Any]:
+        """Add an event at absolute time `t`; keys that are None are left out. Returns the event
+        (its `id` is final) so that edges and later keys can refer to it."""
+        event = {"id": f"e{len(self.events) + 1}", "t": t, "type": type_, "agent": agent}
+        event.update((k, v) for k, v in keys.items() if v is not None)
+        if "from_" in event:
+            event["from"] = event.pop("from_")
+        self.events.append(event)
+        return event
+
+    def link(self, src: dict[str, Any], dst: dict[str, Any], type_: str) -> None:
+        """Add a typed edge between two events already added."""
+        self.edges.append({"src": src["id"], "dst": dst["id"], "type": type_})
+
+    def skip(self, kind: str, count: int = 1) -> None:
+        """Count a record the importer does not understand (reported as a warning)."""
+        self.unknown[kind] += count
+
+    def note(self, code: str, message: str) -> None:
+        """A warning of the importer's own, kept on the built trace."""
+        self.notes.append(TraceWarning(code=code, message=message))
+
+    def last_of(self, agent: str, types: tuple[str, ...]) -> dict[str, Any] | None:
+        """The latest event (by time, then order added) of an agent among some types."""
+        best = None
+        for event in self.events:
+            if event["agent"] == agent and event["type"] in types:
+                if best is None or event["t"] >= best["t"]:
+                    best = event
+        return best
+
+    def conclude(self, root: str, *, stop_at: float | None = None) -> None:
+        """Mark how the root ends: its final message becomes an aggregate when returns reached
+        it before, and a stop decision follows its last event (or lands at `stop_at`)."""
+        own = [e for e in self.events if e["agent"] == root]
+        if not own:
+            return
+        final = self.last_of(root, ("message",))
+        if final is not None and final.get("to") is None and any(
+                e["type"] == "return" and e.get("to") == root and e["t"] <= final["t"]
+                for e in self.events):
+            final["type"] = "aggregate"
+            final.pop("from", None)
+        last = max(own, key=lambda e: max(e["t"], e.get("end_t", e["t"])))
+        end = max(last["t"], last.get("end_t", last["t"]))
+        t = stop_at if stop_at is not None and stop_at >= end else end
+        self.add(t, "orchestrator_decision", root, decision="stop", inferred_by="importer",
+                 content="run ended")
+
+    def build(self, label: str, source_format: str, *, trace_id: str, task_id: str,
+              system: str | None = None, topology: str | None = None) -> Trace:
+        """Validate the draft as a trace in the reference schema: times from the first event,
+        events in time order (ties keep the order added), costs summed, warnings attached."""
+        if not self.events:
+            raise TraceError(label, "", f"holds no {source_format} records that make events")
+        start = min(e["t"] for e in self.events)
+        ordered = sorted(self.events, key=lambda e: e["t"])
+        renamed = {e["id"]: f"e{i}" for i, e in enumerate(ordered, start=1)}
+        for event in ordered:
+            event["id"] = renamed[event["id"]]  # ids follow time order, which reads naturally
+        for edge in self.edges:
+            edge["src"], edge["dst"] = renamed[edge["src"]], renamed[edge["dst"]]
+        tokens = 0.0
+        end = 0.0
+        for event in ordered:
+            event["t"] = _seconds(event["t"] - start)
+            if "end_t" in event:
+                event["end_t"] = max(event["t"], _seconds(event["end_t"] - start))
+                end = max(end, event["end_t"])
+            end = max(end, event["t"])
+            value = event.get("tokens")
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                tokens += value
+        costs = {"tokens": tokens, "wall_clock_s": end,
+                 "tool_calls": sum(e["type"] == "tool_call" for e in ordered),
+                 "messages": sum(e["type"] == "message" for e in ordered)}
+        obj: dict[str, Any] = {"trace_id": trace_id or "trace", "task_id": task_id or "task",
+                               "events": ordered, "edges": self.edges,
+                               "rewards": self.rewards, "costs": costs}
+        if system:
+            obj["system"] = system
+        if topology:
+            obj["topology"] = topology
+        if self.metrics:
+            obj["metrics"] = self.metrics
+        trace = trace_from_dict(obj, label, source_format=source_format)
+        trace._warnings.extend(self.notes)
+        for kind, count in sorted(self.unknown.items()):
+            trace._warnings.append(TraceWarning(
+                code="unknown_record",
+                message=f"{count} {kind} record{'s' if count != 1 else ''} not understood by the "
+                        f"{source_format} importer; left out"))
+        return trace
+
+
+def _seconds(value: float) -> float:
+    """Seconds rounded to the microsecond, so that float noise never reorders events."""
+    return round(max(0.0, value), 6)
