@@ -1,0 +1,1 @@
+"""Reward labelling: the rubric, the label store and inter-reviewer agreement."""
