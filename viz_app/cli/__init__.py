@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from viz_app import __version__
-from viz_app.cli import app, traces
+from viz_app.cli import app, labels, traces
 
-VERB_MODULES = [traces, app]
+VERB_MODULES = [traces, app, labels]
 """Each module has `register(subparsers)`, adding its verbs with their `--help`."""
 
 

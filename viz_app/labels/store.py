@@ -53,7 +53,7 @@ labels_table = Table(
 )
 """One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself."""
 
-FIELDS = tuple(c.name for c in labels_table.columns)
+FIELDS = tuple(str(c.name) for c in labels_table.columns)
 """Every field of a label, in the order exports write them."""
 
 
