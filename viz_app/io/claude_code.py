@@ -146,7 +146,7 @@ def _agent_names(threads: dict[str | None, list], spawns: dict[str, dict[str, An
     for spawn, agent_id in zip(unclaimed, sorted(orphans, key=lambda a: threads[a][0][0])):
         spawn["agent_id"] = agent_id
     for spawn in spawns.values():
-        if spawn["agent_id"] in names:
+        if spawn["agent_id"] is not None and spawn["agent_id"] in names:
             kind = spawn["input"].get("subagent_type") or "agent"
             names[spawn["agent_id"]] = f"{kind}-{spawn['agent_id']}"
     return names

@@ -1,17 +1,141 @@
-"""Reading any supported file: native traces, or a foreign format converted by its importer."""
+"""Reading any supported file: native traces, or a foreign format converted by its importer.
+
+One registry, `FORMATS`, names every format with its `detect` (a score from 0 to 1 over the
+file's bytes and name) and its `read` (bytes and label -> traces). `detect_format` picks the
+highest score; `read_any` reads with the chosen format; `read_folder` knows the folders that hold
+many sessions (Claude Code projects, Codex rollout folders) and yields one trace per session.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces
+from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, whowhen
+from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
+from viz_app.io.records import first_value
 from viz_app.model import Trace
+
+
+@dataclass(frozen=True)
+class Format:
+    """A file format orchviz reads."""
+
+    name: str
+    """Short name, as `--from` takes it and `trace.source_format` reports it."""
+    title: str
+    """What a person calls it."""
+    detect: Callable[[bytes, str], float]
+    """How sure it is that bytes (with their file name) are in this format, from 0 to 1."""
+    read: Callable[[bytes, str], list[Trace]]
+    """Every trace in bytes of this format, named by a label."""
+
+
+def _detect_native(data: bytes, name: str) -> float:
+    first = first_value(data)
+    if isinstance(first, dict) and "events" in first and "trace_id" in first:
+        return 1.0
+    if isinstance(first, dict) and "events" in first and "edges" in first:
+        return 0.8
+    return 0.0
+
+
+def _read_native(data: bytes, label: str) -> list[Trace]:
+    return list(load_traces(data, name=label))
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("orchviz", "orchviz trace (reference schema)", _detect_native, _read_native),
+    Format(claude_code.NAME, "Claude Code session transcript", claude_code.detect,
+           lambda data, label: claude_code.import_claude_code(data, name=label)),
+    Format(openai_agents.NAME, "OpenAI Agents SDK trace export", openai_agents.detect,
+           lambda data, label: openai_agents.import_openai_agents(data, name=label)),
+    Format(otlp.NAME, "OpenTelemetry OTLP/JSON spans", otlp.detect,
+           lambda data, label: otlp.import_otlp(data, name=label)),
+    Format(codex.NAME, "Codex CLI rollout", codex.detect,
+           lambda data, label: codex.import_codex(data, name=label)),
+    Format(inspect_ai.NAME, "Inspect AI evaluation log", inspect_ai.detect,
+           lambda data, label: inspect_ai.import_inspect(data, name=label)),
+    Format(whowhen.NAME, "Who&When annotated run", whowhen.detect,
+           lambda data, label: whowhen.import_whowhen(data, name=label)),
+)}
+"""Every format orchviz reads, by name."""
+
+
+def detect_format(source: Source, name: str | None = None, *,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The name of the format a file (or uploaded bytes) is in; TraceError when no format
+    recognises it."""
+    data, label = read_source(source, name, max_bytes)
+    return choose_format(data, label)
+
+
+def choose_format(data: bytes, label: str) -> str:
+    """The best-scoring format for bytes already read; TraceError when none scores."""
+    scores = {fmt.name: fmt.detect(data, label) for fmt in FORMATS.values()}
+    best = max(scores, key=scores.__getitem__)
+    if scores[best] <= 0:
+        raise TraceError(label, "", "is in no format orchviz reads (tried "
+                         + ", ".join(FORMATS) + "); name one with --from")
+    return best
 
 
 def read_any(source: Source, *, name: str | None = None,
              on_error: Callable[[TraceError], None] | None = None,
-             max_bytes: int = DEFAULT_MAX_BYTES) -> list[Trace]:
-    """Every trace in a file of any supported format (native JSON/JSONL for now; importers add
-    theirs here). Raises TraceError for a file that cannot be read at all."""
-    return list(load_traces(source, name=name, on_error=on_error, max_bytes=max_bytes))
+             max_bytes: int = DEFAULT_MAX_BYTES, fmt: str | None = None,
+             on_format: Callable[[str, str], None] | None = None) -> list[Trace]:
+    """Every trace in a file of any supported format, converted on load.
+
+    The format is detected unless `fmt` names it; `on_format(label, name)` hears which was
+    chosen. A native JSONL pool reports bad lines to `on_error` as before. Raises TraceError for a
+    file that cannot be read at all, or that is not in the named format.
+    """
+    if not isinstance(source, bytes) and Path(source).is_dir():
+        return read_folder(source, fmt=fmt, on_format=on_format)
+    data, label = read_source(source, name, max_bytes)
+    chosen = fmt or choose_format(data, label)
+    if chosen not in FORMATS:
+        raise TraceError(label, "", f"unknown format {chosen!r}; expected one of "
+                         + ", ".join(FORMATS))
+    if on_format is not None:
+        on_format(label, chosen)
+    if chosen == "orchviz":
+        return list(load_traces(data, name=label, on_error=on_error, max_bytes=max_bytes))
+    return FORMATS[chosen].read(data, label)
+
+
+def folder_format(folder: str | Path) -> str | None:
+    """`claude_code` or `codex` when a folder holds many sessions of one of them, else None."""
+    if claude_code.is_project(folder):
+        return claude_code.NAME
+    if codex.is_rollout_folder(folder):
+        return codex.NAME
+    return None
+
+
+def read_folder(folder: str | Path, *, fmt: str | None = None,
+                on_format: Callable[[str, str], None] | None = None,
+                on_error: Callable[[TraceError], None] | None = None) -> list[Trace]:
+    """Every trace in a folder: one per session of a Claude Code project folder (sub-agent
+    files grouped with their session), one per root thread of a Codex rollout folder, else
+    each trace file in it read on its own."""
+    chosen = fmt or folder_format(folder)
+    if on_format is not None and chosen in (claude_code.NAME, codex.NAME):
+        on_format(str(folder), chosen)
+    if chosen == claude_code.NAME:
+        return claude_code.read_project(folder)
+    if chosen == codex.NAME:
+        return codex.read_rollouts(folder)
+    from viz_app.io.files import trace_files
+
+    traces: list[Trace] = []
+    for path in trace_files([folder]):
+        try:
+            traces.extend(read_any(path, fmt=chosen, on_format=on_format, on_error=on_error))
+        except TraceError as err:
+            if on_error is None:
+                raise
+            on_error(err)
+    return traces

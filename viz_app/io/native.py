@@ -6,11 +6,13 @@ escapes. Odd but legal structure becomes warnings on the loaded trace.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import io
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +87,23 @@ def parse_json(data: bytes, label: str, line: int | None = None) -> Any:
         raise TraceError(label, f"line {line}" if line else "", "the file is empty" if line is None
                          else "the line is empty")
     try:
-        return orjson.loads(data)
+        with paused_gc():
+            return orjson.loads(data)
     except orjson.JSONDecodeError as err:
         raise TraceError(label, *_parse_problem(data, err, line)) from None
+
+
+@contextmanager
+def paused_gc():
+    """Pause the cyclic garbage collector while building many objects at once: it would scan
+    them again and again for cycles that parsed JSON cannot have."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _parse_problem(data: bytes, err: orjson.JSONDecodeError, line: int | None) -> tuple[str, str]:
@@ -164,17 +180,15 @@ def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
         raise TraceError(label, f"{prefix}top level".strip(),
                          f"a trace is a JSON object, but this is {_JSON_TYPE.get(type(obj), 'a value')}")
     try:
-        trace = Trace.model_validate(obj)
+        with paused_gc():
+            trace = Trace.model_validate(obj)
     except ValidationError as err:
         place, problem = describe_validation_error(err)
         raise TraceError(label, prefix + place, problem) from None
     _check_references(trace, label, prefix)
     _check_nesting(trace, label, prefix)
-    from viz_app.analysis import structural_warnings  # analysis needs a valid trace first
-
     trace._source = label
     trace._source_format = source_format
-    trace._warnings = structural_warnings(trace)
     if not trace._sha256:
         trace._sha256 = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return trace

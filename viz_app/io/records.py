@@ -23,6 +23,10 @@ from viz_app.io.native import parse_json, trace_from_dict
 from viz_app.model import Trace, TraceWarning
 
 
+NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request"})
+"""Message kinds that are never a run's final answer."""
+
+
 def json_lines(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for each non-blank line of JSONL bytes. A line that is not
     JSON raises TraceError naming it; a cut-off last line is reported as a truncated file."""
@@ -158,7 +162,12 @@ class TraceDraft:
         own = [e for e in self.events if e["agent"] == root]
         if not own:
             return
-        final = self.last_of(root, ("message",))
+        spoken = [e for e in self.events if e["agent"] == root and e["type"] == "message"
+                  and e.get("kind") not in NOT_ANSWERS]
+        final = None
+        for event in spoken:  # the latest; on a tie, the one added last
+            if final is None or event["t"] >= final["t"]:
+                final = event
         if final is not None and final.get("to") is None and any(
                 e["type"] == "return" and e.get("to") == root and e["t"] <= final["t"]
                 for e in self.events):
@@ -169,6 +178,15 @@ class TraceDraft:
         t = stop_at if stop_at is not None and stop_at >= end else end
         self.add(t, "orchestrator_decision", root, decision="stop", inferred_by="importer",
                  content="run ended")
+
+    def shape(self) -> str | None:
+        """The topology the spawns show: hierarchical when a spawned agent spawns too,
+        centralized when only roots spawn, None (unknown) without spawns."""
+        spawned = {e.get("to") for e in self.events if e["type"] == "spawn"}
+        if not spawned:
+            return None
+        spawners = {e["agent"] for e in self.events if e["type"] == "spawn"}
+        return "hierarchical" if spawners & spawned else "centralized"
 
     def build(self, label: str, source_format: str, *, trace_id: str, task_id: str,
               system: str | None = None, topology: str | None = None) -> Trace:

@@ -1,0 +1,362 @@
+"""Codex CLI rollouts: JSONL lines `{timestamp, type, payload}` of types `session_meta`,
+`response_item`, `event_msg` and `turn_context`, one file per thread.
+
+Mapping: a root thread is the orchestrator `main`; a child thread (its `session_meta` names
+`source.subagent.thread_spawn.parent_thread_id`) is an agent named by its nickname or role; the
+parent's `spawn_agent` call is the spawn (paired with the child by the `agent_id` in the call's
+output, else by order), `send_input` a message to the child, `close_agent` a despawn, `wait` a
+tool call; other `function_call` / `function_call_output` pairs (by `call_id`) are tool calls and
+results; a child's `task_complete` is its return to the parent; the root's last `task_complete`
+is the stop. `token_count` usage goes on the thread's latest model event. A folder of rollouts
+becomes one trace per root thread with its descendants.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from viz_app.errors import TraceError
+from viz_app.io.native import Source, read_source
+from viz_app.io.records import TraceDraft, as_text, first_value, json_lines, parse_time
+from viz_app.model import Trace
+
+NAME = "codex"
+SKIPPED_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", "task_started",
+                            "exec_command_begin", "exec_command_end", "turn_aborted",
+                            "agent_reasoning_raw_content", "patch_apply_begin",
+                            "patch_apply_end", "turn_diff", "mcp_tool_call_begin",
+                            "mcp_tool_call_end", "web_search_begin", "web_search_end",
+                            "context_compacted", "entered_review_mode", "exited_review_mode",
+                            "error", "stream_error", "background_event", "plan_update"})
+"""event_msg kinds that repeat what response items say, or carry nothing orchviz shows."""
+CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
+
+
+@dataclass
+class Thread:
+    """One rollout file: a thread of a Codex session."""
+
+    id: str
+    label: str
+    parent: str | None = None
+    nickname: str | None = None
+    role: str | None = None
+    lines: list[tuple[float, int, str, dict[str, Any]]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+
+def detect(data: bytes, name: str = "") -> float:
+    """How sure it is that the bytes are a Codex rollout (0 to 1)."""
+    first = first_value(data)
+    if isinstance(first, dict) and first.get("type") in ("session_meta", "response_item",
+                                                         "event_msg", "turn_context") \
+            and "payload" in first and "timestamp" in first:
+        return 1.0 if first.get("type") == "session_meta" else 0.8
+    return 0.0
+
+
+def read_thread(data: bytes, label: str) -> Thread:
+    """Parse one rollout file into a thread (lines sorted by time)."""
+    thread = Thread(id="", label=label)
+    for number, value in json_lines(data, label):
+        if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
+            thread.unknown.append("line without a payload")
+            continue
+        kind, payload = value.get("type"), value["payload"]
+        t = parse_time(value.get("timestamp"))
+        if kind == "session_meta" and not thread.id:
+            thread.id = str(payload.get("id") or "")
+            spawn = _thread_spawn(payload.get("source"))
+            if spawn:
+                thread.parent = as_text(spawn.get("parent_thread_id"))
+                thread.nickname = as_text(spawn.get("agent_nickname") or spawn.get("nickname"))
+                thread.role = as_text(spawn.get("agent_role") or spawn.get("role"))
+            continue
+        if t is None:
+            thread.unknown.append("line without a timestamp")
+            continue
+        thread.lines.append((t, number, str(kind), payload))
+    if not thread.id and not thread.lines:
+        raise TraceError(label, "", "is not a Codex rollout (no session_meta or items)")
+    thread.id = thread.id or label
+    thread.lines.sort(key=lambda item: (item[0], item[1]))
+    return thread
+
+
+def _thread_spawn(source: Any) -> dict[str, Any] | None:
+    if isinstance(source, dict):
+        sub = source.get("subagent")
+        if isinstance(sub, dict) and isinstance(sub.get("thread_spawn"), dict):
+            return sub["thread_spawn"]
+    return None
+
+
+def import_codex(source: Source, *, name: str | None = None) -> list[Trace]:
+    """One rollout file as a trace (its thread alone)."""
+    data, label = read_source(source, name)
+    thread = read_thread(data, label)
+    return [threads_trace(thread, [], label)]
+
+
+def read_rollouts(folder: str | Path) -> list[Trace]:
+    """One trace per root thread of a folder of rollouts (searched recursively), each with
+    every thread descended from it."""
+    threads: dict[str, Thread] = {}
+    for path in sorted(Path(folder).rglob("*.jsonl")):
+        data, label = read_source(path)
+        if detect(data, label) <= 0:
+            continue
+        thread = read_thread(data, label)
+        threads[thread.id] = thread
+    children: dict[str, list[Thread]] = defaultdict(list)
+    for thread in threads.values():
+        if thread.parent and thread.parent in threads:
+            children[thread.parent].append(thread)
+    traces = []
+    for thread in threads.values():
+        if thread.parent in threads:
+            continue
+        family, stack = [], list(children.get(thread.id, []))
+        while stack:
+            child = stack.pop(0)
+            family.append(child)
+            stack.extend(children.get(child.id, []))
+        traces.append(threads_trace(thread, family, thread.label))
+    return traces
+
+
+def is_rollout_folder(folder: str | Path) -> bool:
+    """Whether a folder holds Codex rollouts (looks at a few of its .jsonl files)."""
+    for path in sorted(Path(folder).rglob("*.jsonl"))[:5]:
+        try:
+            with path.open("rb") as handle:
+                if detect(handle.read(65536), path.name) >= 1.0:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _names(root: Thread, family: list[Thread]) -> dict[str, str]:
+    names = {root.id: "main"}
+    used = {"main"}
+    for thread in sorted(family, key=lambda th: th.lines[0][0] if th.lines else 0.0):
+        base = thread.nickname or thread.role or f"agent-{thread.id[:8]}"
+        name, n = base, 2
+        while name in used:
+            name, n = f"{base}-{n}", n + 1
+        used.add(name)
+        names[thread.id] = name
+    return names
+
+
+def threads_trace(root: Thread, family: list[Thread], label: str) -> Trace:
+    """A root thread and its descendants as one trace."""
+    draft = TraceDraft()
+    names = _names(root, family)
+    kids: dict[str, list[Thread]] = defaultdict(list)
+    for thread in sorted(family, key=lambda th: th.lines[0][0] if th.lines else 0.0):
+        if thread.parent:
+            kids[thread.parent].append(thread)
+    spawn_of: dict[str, dict[str, Any]] = {}
+    stop_at = None
+    for thread in [root, *family]:
+        for kind in thread.unknown:
+            draft.skip(kind)
+        end = _thread_events(draft, thread, names, kids.get(thread.id, []), spawn_of,
+                             is_root=thread is root)
+        if thread is root:
+            stop_at = end
+    draft.conclude("main", stop_at=stop_at)
+    return draft.build(label, NAME, trace_id=root.id, task_id=_task(root), system="codex-cli",
+                       topology="hierarchical" if any(t.parent != root.id for t in family)
+                       else ("centralized" if family else "harness"))
+
+
+def _task(root: Thread) -> str:
+    for _, _, kind, payload in root.lines:
+        if kind == "response_item" and payload.get("type") == "message" \
+                and payload.get("role") == "user":
+            text = _message_text(payload)
+            if text and not text.startswith(CONTEXT_PREFIXES):
+                return " ".join(text.split())[:80]
+    return root.id
+
+
+def _message_text(payload: dict[str, Any]) -> str | None:
+    content = payload.get("content")
+    if isinstance(content, list):
+        parts = [c.get("text") for c in content if isinstance(c, dict)
+                 and isinstance(c.get("text"), str)]
+        return "\n".join(parts) if parts else None
+    return as_text(content)
+
+
+def _args(payload: dict[str, Any]) -> dict[str, Any]:
+    raw = payload.get("arguments")
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = orjson.loads(raw) if isinstance(raw, str) else None
+    except orjson.JSONDecodeError:
+        value = None
+    return value if isinstance(value, dict) else {}
+
+
+def _spawned_ids(thread: Thread) -> dict[str, str]:
+    """call_id of each spawn_agent call -> the child thread id its output names."""
+    spawn_calls = {str(p.get("call_id")) for _, _, k, p in thread.lines
+                   if k == "response_item" and p.get("name") == "spawn_agent"}
+    found: dict[str, str] = {}
+    for _, _, kind, payload in thread.lines:
+        if kind == "response_item" and str(payload.get("call_id")) in spawn_calls \
+                and payload.get("type") in ("function_call_output", "custom_tool_call_output"):
+            child = _output_agent_id(payload.get("output"))
+            if child:
+                found[str(payload.get("call_id"))] = child
+    return found
+
+
+def _output_agent_id(output: Any) -> str | None:
+    text = output.get("content") if isinstance(output, dict) else output
+    try:
+        value = orjson.loads(text) if isinstance(text, str) else text
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, dict):
+        found = value.get("agent_id") or value.get("id") or value.get("thread_id")
+        return str(found) if found else None
+    return None
+
+
+def _thread_events(draft: TraceDraft, thread: Thread, names: dict[str, str],
+                   kids: list[Thread], spawn_of: dict[str, dict[str, Any]],
+                   is_root: bool) -> float | None:
+    """Add one thread's events; returns when its last task completed."""
+    agent = names[thread.id]
+    by_id = {k.id: k for k in kids}
+    spawned = _spawned_ids(thread)
+    unclaimed = [k for k in kids if k.id not in spawned.values()]
+    calls: dict[str, dict[str, Any]] = {}
+    model = None
+    last_model_event: dict[str, Any] | None = None
+    prompt_skipped = is_root
+    completed = None
+    for t, number, kind, payload in thread.lines:
+        item = payload.get("type")
+        source = f"{Path(thread.label).name}:{number}"
+        if kind == "turn_context":
+            model = as_text(payload.get("model")) or model
+        elif kind == "event_msg" and item == "token_count":
+            info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+            last = info.get("last_token_usage") if isinstance(info.get("last_token_usage"),
+                                                              dict) else {}
+            total = last.get("total_tokens")
+            if last_model_event is not None and isinstance(total, (int, float)):
+                last_model_event["tokens"] = last_model_event.get("tokens", 0) + total
+        elif kind == "event_msg" and item == "task_complete":
+            completed = t
+            if not is_root and thread.parent in names:
+                parent = names[thread.parent]
+                back = draft.add(t, "return", agent, from_=agent, to=parent, source_id=source,
+                                 content=as_text(payload.get("last_agent_message")))
+                if agent in spawn_of:
+                    draft.link(spawn_of[agent], back, "return")
+        elif kind == "event_msg" and item in SKIPPED_EVENTS:
+            continue
+        elif kind == "response_item" and item == "message":
+            text = _message_text(payload)
+            role = payload.get("role")
+            if role == "user":
+                if not text or text.startswith(CONTEXT_PREFIXES):
+                    continue
+                if not prompt_skipped:
+                    prompt_skipped = True  # the child's task: its spawn carries it
+                    continue
+                draft.add(t, "human_intervention", agent, from_="user", content=text,
+                          source_id=source)
+            elif role == "assistant":
+                last_model_event = draft.add(t, "message", agent, from_=agent, content=text,
+                                             model=model, source_id=source)
+        elif kind == "response_item" and item == "reasoning":
+            summary = payload.get("summary") if isinstance(payload.get("summary"), list) else []
+            text = "\n".join(s.get("text", "") for s in summary if isinstance(s, dict))
+            if is_root:
+                last_model_event = draft.add(t, "orchestrator_decision", agent,
+                                             decision="continue", kind="thinking",
+                                             content=text, model=model, source_id=source)
+            else:
+                last_model_event = draft.add(t, "message", agent, from_=agent, kind="thinking",
+                                             content=text, model=model, source_id=source)
+        elif kind == "response_item" and item in ("function_call", "custom_tool_call",
+                                                  "local_shell_call", "web_search_call"):
+            last_model_event = _call(draft, t, agent, payload, calls, by_id, names, unclaimed,
+                                     spawn_of, model, source, spawned)
+        elif kind == "response_item" and item in ("function_call_output",
+                                                  "custom_tool_call_output"):
+            _output(draft, t, agent, payload, calls, names, spawn_of, by_id, unclaimed, source)
+        else:
+            draft.skip(f"{kind} {item!r}" if item else f"line type {kind!r}")
+    return completed
+
+
+def _call(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
+          calls: dict[str, dict[str, Any]], by_id: dict[str, Thread], names: dict[str, str],
+          unclaimed: list[Thread], spawn_of: dict[str, dict[str, Any]], model: str | None,
+          source: str, spawned: dict[str, str]) -> dict[str, Any]:
+    name = str(payload.get("name") or payload.get("type"))
+    args = _args(payload)
+    call_id = str(payload.get("call_id") or payload.get("id") or source)
+    if name == "spawn_agent":
+        said = spawned.get(call_id)
+        child = by_id.get(said) if said else None
+        if child is None and not said and unclaimed:
+            child = unclaimed.pop(0)  # no id in the output: pair by order
+        child_name = names[child.id] if child else f"agent-{(said or call_id)[:8]}"
+        event = draft.add(t, "spawn", agent, to=child_name,
+                          role=as_text(args.get("agent_type")) or (child.role if child else None)
+                          or "agent", content=as_text(args.get("message") or args.get("task")),
+                          call_id=call_id, model=model, source_id=source)
+        spawn_of[child_name] = event
+        calls[call_id] = event
+        return event
+    target = args.get("id") or args.get("target")
+    if name == "send_input" and isinstance(target, str):
+        to = names.get(target, f"agent-{target[:8]}")
+        event = draft.add(t, "message", agent, from_=agent, to=to, call_id=call_id,
+                          content=as_text(args.get("message")), model=model, source_id=source)
+        calls[call_id] = event
+        return event
+    if name == "close_agent" and isinstance(target, str):
+        event = draft.add(t, "despawn", agent, to=names.get(target, f"agent-{target[:8]}"),
+                          call_id=call_id, source_id=source)
+        calls[call_id] = event
+        return event
+    content = args or payload.get("input") or payload.get("action") or payload.get("arguments")
+    event = draft.add(t, "tool_call", agent, tool=name, content=as_text(content),
+                      call_id=call_id, model=model, source_id=source)
+    calls[call_id] = event
+    return event
+
+
+def _output(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
+            calls: dict[str, dict[str, Any]], names: dict[str, str],
+            spawn_of: dict[str, dict[str, Any]], by_id: dict[str, Thread],
+            unclaimed: list[Thread], source: str) -> None:
+    call = calls.get(str(payload.get("call_id")))
+    output = payload.get("output")
+    if call is not None and call["type"] == "spawn":
+        return  # its output (the child's id) was read before, in `_spawned_ids`
+    if call is not None and call["type"] in ("message", "despawn"):
+        return  # send_input and close_agent answer with an acknowledgement only
+    text = output.get("content") if isinstance(output, dict) else output
+    result = draft.add(t, "tool_result", agent, tool=call["tool"] if call else "tool",
+                       content=as_text(text), call_id=payload.get("call_id"), source_id=source,
+                       trusted=False)
+    if call is not None:
+        draft.link(call, result, "tool_dependency")

@@ -1,0 +1,194 @@
+"""Inspect AI evaluation logs: `.eval` (a zip with `header.json` and `samples/*.json`) or a
+`.json` log; one trace per sample.
+
+Mapping: `span_begin` / `span_end` events with `type: "agent"` give the agents (named by `name`);
+an agent span inside another agent's span is spawned by it and returns to it at `span_end`; events
+outside every agent span belong to `main`, the solver. A `model` event is the agent's model call
+(`output.usage` as tokens, `output.choices[0].message` as content); a `tool` event is a tool_call
+and its tool_result, and a delegation when it names a handoff target in `agent`. Numeric sample
+scores (and C/I grades as 1/0) become rewards. The root's end is the stop.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from viz_app.errors import TraceError
+from viz_app.io.native import Source, parse_json, read_source
+from viz_app.io.records import TraceDraft, as_text, first_value, parse_time
+from viz_app.model import Trace
+
+NAME = "inspect_ai"
+SKIPPED_EVENTS = frozenset({"sample_init", "state", "store", "step", "subtask", "input",
+                            "score", "sample_limit", "approval", "sandbox", "logger", "info",
+                            "span_begin", "span_end", "error", "score_edit", "checkpoint"})
+"""Events that hold nothing an orchestration trace shows (or that spans already give)."""
+GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+"""Inspect's letter grades (correct, incorrect, partial, no answer) as numbers."""
+MAIN = "main"
+
+
+def detect(data: bytes, name: str = "") -> float:
+    """How sure it is that the bytes are an Inspect AI log (0 to 1)."""
+    if data[:4] == b"PK\x03\x04":
+        try:
+            names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+        except zipfile.BadZipFile:
+            return 0.5 if name.endswith(".eval") else 0.0
+        return 1.0 if "header.json" in names else 0.0
+    first = first_value(data)
+    if isinstance(first, dict) and "eval" in first and ("samples" in first or "plan" in first):
+        return 1.0
+    return 0.0
+
+
+def import_inspect(source: Source, *, name: str | None = None) -> list[Trace]:
+    """One trace per sample of an Inspect log (`.eval` zip or `.json`)."""
+    data, label = read_source(source, name)
+    if data[:4] == b"PK\x03\x04":
+        header, samples = _read_zip(data, label)
+    else:
+        log = parse_json(data, label)
+        if not isinstance(log, dict) or "eval" not in log:
+            raise TraceError(label, "top level", "is not an Inspect AI log (no `eval` key)")
+        header, samples = log, [(f"samples[{i}]", s) for i, s in
+                                enumerate(log.get("samples") or [])]
+    if not samples:
+        raise TraceError(label, "", "the Inspect log holds no samples")
+    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    return [_sample_trace(sample, ev, label, place) for place, sample in samples]
+
+
+def _read_zip(data: bytes, label: str) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        names = archive.namelist()
+        if "header.json" not in names:
+            raise TraceError(label, "", "is a zip without header.json: not an Inspect .eval log")
+        header = parse_json(archive.read("header.json"), f"{label}:header.json")
+        samples = [(n, parse_json(archive.read(n), f"{label}:{n}")) for n in sorted(names)
+                   if n.startswith("samples/") and n.endswith(".json")]
+    except (zipfile.BadZipFile, EOFError, KeyError) as err:
+        raise TraceError(label, "", f"is not a readable .eval zip ({err}); the file looks "
+                         "truncated") from None
+    return header if isinstance(header, dict) else {}, samples
+
+
+def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Trace:
+    if not isinstance(sample, dict) or not isinstance(sample.get("events"), list):
+        raise TraceError(label, place, "an Inspect sample needs an `events` list")
+    draft = TraceDraft()
+    events = [e for e in sample["events"] if isinstance(e, dict)]
+    spans = {str(e.get("id")): e for e in events if e.get("event") == "span_begin"}
+    ends = {str(e.get("id")): parse_time(e.get("timestamp")) for e in events
+            if e.get("event") == "span_end"}
+
+    def agent_span(span_id: Any) -> str | None:
+        seen = set()
+        while span_id is not None and str(span_id) in spans and span_id not in seen:
+            seen.add(span_id)
+            span = spans[str(span_id)]
+            if span.get("type") == "agent":
+                return str(span_id)
+            span_id = span.get("parent_id")
+        return None
+
+    def name_of(span_id: str | None) -> str:
+        return str(spans[span_id].get("name") or "agent") if span_id else MAIN
+
+    main_acts = any(e.get("event") in ("model", "tool") and agent_span(e.get("span_id")) is None
+                    for e in events)  # then `main` exists and spawns the top-level agents
+    spawned: dict[str, dict[str, Any]] = {}
+    roots: list[str] = []
+    for e in events:
+        kind = e.get("event")
+        t = parse_time(e.get("timestamp"))
+        if t is None:
+            draft.skip(f"{kind} event without a timestamp")
+            continue
+        done = parse_time(e.get("completed")) or t
+        if kind == "span_begin" and e.get("type") == "agent":
+            agent = name_of(str(e.get("id")))
+            parent_span = agent_span(e.get("parent_id"))
+            if parent_span is None and not main_acts:
+                roots.append(agent)
+                continue
+            parent = name_of(parent_span)
+            if agent in spawned or agent == parent:
+                continue
+            spawn = draft.add(t, "spawn", parent, to=agent, role="agent", source_id=e.get("id"))
+            spawned[agent] = spawn
+            end = ends.get(str(e.get("id")))
+            if end is not None:
+                back = draft.add(end, "return", agent, from_=agent, to=parent,
+                                 source_id=e.get("id"))
+                draft.link(spawn, back, "return")
+            continue
+        owner = name_of(agent_span(e.get("span_id")))
+        if kind == "model":
+            output = e.get("output") if isinstance(e.get("output"), dict) else {}
+            usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
+            total = usage.get("total_tokens")
+            draft.add(t, "message", owner, from_=owner, kind="generation", end_t=done,
+                      model=as_text(e.get("model") or output.get("model")),
+                      tokens=total if isinstance(total, (int, float)) else None,
+                      content=_choice_text(output), source_id=e.get("uuid") or e.get("id"))
+        elif kind == "tool":
+            tool = str(e.get("function") or "tool")
+            call = draft.add(t, "tool_call", owner, tool=tool, content=as_text(e.get("arguments")),
+                             source_id=e.get("id"))
+            result = draft.add(done, "tool_result", owner, tool=tool,
+                               content=as_text(e.get("result")), error=as_text(e.get("error")),
+                               source_id=e.get("id"), trusted=False)
+            draft.link(call, result, "tool_dependency")
+            if isinstance(e.get("agent"), str):
+                draft.add(t, "orchestrator_decision", owner, decision="delegate", to=e["agent"],
+                          content=f"hand off to {e['agent']}", source_id=e.get("id"))
+        elif kind not in SKIPPED_EVENTS:
+            draft.skip(f"{kind!r} event")
+    root = roots[0] if roots else MAIN
+    draft.conclude(root)
+    draft.rewards.update(_scores(sample.get("scores")))
+    task = as_text(ev.get("task")) or "inspect"
+    sample_id = as_text(sample.get("id")) or place
+    epoch = sample.get("epoch")
+    trace_id = f"{ev.get('eval_id') or ev.get('run_id') or task}:{sample_id}" + (
+        f":{epoch}" if epoch is not None else "")
+    return draft.build(label, NAME, trace_id=trace_id, task_id=f"{task}/{sample_id}",
+                       system=as_text(ev.get("model")) or "inspect-ai",
+                       topology=draft.shape())
+
+
+def _choice_text(output: dict[str, Any]) -> str | None:
+    choices = output.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return as_text(output.get("completion"))
+    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    content = message.get("content")
+    if isinstance(content, list):
+        texts = [c.get("text") for c in content if isinstance(c, dict)
+                 and isinstance(c.get("text"), str)]
+        content = "\n".join(texts) if texts else as_text(content)
+    calls = message.get("tool_calls")
+    if not content and isinstance(calls, list):
+        return as_text([{"function": c.get("function"), "arguments": c.get("arguments")}
+                        for c in calls if isinstance(c, dict)])
+    return as_text(content)
+
+
+def _scores(scores: Any) -> dict[str, float]:
+    found: dict[str, float] = {}
+    if not isinstance(scores, dict):
+        return found
+    for name, score in scores.items():
+        value = score.get("value") if isinstance(score, dict) else score
+        if isinstance(value, bool):
+            found[str(name)] = float(value)
+        elif isinstance(value, (int, float)):
+            found[str(name)] = float(value)
+        elif isinstance(value, str) and value in GRADES:
+            found[str(name)] = GRADES[value]
+    return found
+
