@@ -49,14 +49,15 @@ def json_lines(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
 
 def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
     """The JSON values of a file that holds either one JSON document or one value per line:
-    [(line, value)], line 1 for a single document."""
-    stripped = data.lstrip()
-    if stripped[:1] in (b"{", b"[") and b"\n" in data.strip():
-        try:
-            return [(1, orjson.loads(data))]
-        except orjson.JSONDecodeError:
-            pass  # not one document: read it line by line below
-    elif stripped[:1] in (b"{", b"["):
+    [(line, value)], line 1 for a single document. A first line that is JSON on its own means
+    JSONL; otherwise the file is one document, and its parse error names line and column."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    head = data.lstrip()
+    first_line = head.split(b"\n", 1)[0]
+    try:
+        orjson.loads(first_line)
+    except orjson.JSONDecodeError:
         return [(1, parse_json(data, label))]
     return list(json_lines(data, label))
 
