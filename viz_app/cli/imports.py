@@ -34,6 +34,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     out.add_argument("--out-dir", metavar="DIR", help="write one <trace_id>.json per trace")
     p.add_argument("--redact", action="store_true",
                    help="drop inline content, keeping a sha256 hash in content_ref")
+    p.add_argument("--db", metavar="URL",
+                   help="label store (SQLAlchemy URL or SQLite path): Who&When annotations are "
+                   "stored there as imported labels")
     p.set_defaults(run=import_traces)
 
 
@@ -70,6 +73,8 @@ def import_traces(args: argparse.Namespace) -> int:
     traces, errors = collect(args.sources, args.fmt)
     for err in errors:
         print(err, file=sys.stderr)
+    if args.db:
+        _store_annotations(traces, args.db)
     if args.redact:
         traces = [redact(t) for t in traces]
     for trace in traces:
@@ -104,6 +109,17 @@ def import_traces(args: argparse.Namespace) -> int:
           + (f", {len(errors)} source{'s' if len(errors) != 1 else ''} failed" if errors else ""),
           file=sys.stderr)
     return 1 if errors else 0
+
+
+def _store_annotations(traces: list[Trace], db: str) -> None:
+    """Store every Who&When annotation among the traces as labels."""
+    from viz_app.io import whowhen
+    from viz_app.settings import database_url
+
+    url = database_url(db)
+    added = sum(whowhen.import_annotation(t, url) for t in traces
+                if t.source_format == whowhen.NAME)
+    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in {url}", file=sys.stderr)
 
 
 def _file_name(trace_id: str, used: set[str]) -> str:

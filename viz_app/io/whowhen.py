@@ -142,6 +142,8 @@ def _annotate(draft: TraceDraft, task: dict[str, Any], steps: list[dict[str, Any
     if index is None:
         return
     draft.metrics["mistake_step"] = index
+    if task.get("is_correct") is not True:
+        draft.metrics["task_success"] = 0.0  # an annotated mistake means the run failed
     event = steps[index] if 0 <= index < len(steps) else None
     if event is None:
         draft.note("annotation_unplaced", f"mistake_step {index} is outside the history "
@@ -162,6 +164,40 @@ def annotation(trace: Trace) -> dict[str, Any] | None:
                     "mistake_step": event.extras.get("mistake_step"),
                     "mistake_reason": event.extras.get("mistake_reason"), "origin": ORIGIN}
     return None
+
+
+def annotation_records(trace: Trace, questions: set[str]) -> list[dict[str, Any]]:
+    """The published annotation as label records (the label store's import shape), for the
+    rubric questions given: `task_outcome` = failure on the trace (a run Who&When annotates
+    with a mistake failed), with the mistake in the comment; and `mistake_agent` /
+    `mistake_step` on the trace when the rubric asks them."""
+    found = annotation(trace)
+    if found is None:
+        return []
+    comment = (f"Who&When: mistake by {found['mistake_agent']} at step {found['mistake_step']} "
+               f"(event {found['event_id']}): {found['mistake_reason'] or ''}").strip()
+    base = {"trace_id": trace.trace_id, "event_id": "", "reviewer": ORIGIN, "origin": ORIGIN,
+            "comment": comment, "created_at": "2025-01-01T00:00:00.000000Z"}
+    records = []
+    if "task_outcome" in questions:
+        records.append({**base, "question": "task_outcome", "value": "failure"})
+    if "mistake_agent" in questions:
+        records.append({**base, "question": "mistake_agent", "value": found["mistake_agent"]})
+    if "mistake_step" in questions:
+        records.append({**base, "question": "mistake_step", "value": found["event_id"]})
+    return records
+
+
+def import_annotation(trace: Trace, db_url: str) -> int:
+    """Store a Who&When trace's annotation as labels (source import, origin Who&When) in the
+    label store at `db_url`; returns how many labels were added (0 when already there)."""
+    from viz_app.labels.store import open_store
+
+    store = open_store(db_url)
+    records = annotation_records(trace, set(store.rubric.questions_by_id))
+    if not records:
+        return 0
+    return store.import_records(records, {trace.trace_id: trace}, ORIGIN).added
 
 
 def _slug(text: str) -> str:
