@@ -1,0 +1,69 @@
+"""Detection picks the right format for every fixture, says so, and refuses what it cannot read."""
+
+import pytest
+from importing import FIXTURES
+
+from viz_app.errors import TraceError
+from viz_app.io.detect import FORMATS, detect_format, read_any, read_folder
+
+EXPECTED = {
+    "claude_session.jsonl": "claude_code",
+    "openai_agents_batch.json": "openai_agents",
+    "openai_agents.jsonl": "openai_agents",
+    "otlp_genai_hex.json": "otlp",
+    "otlp_genai_base64.json": "otlp",
+    "otlp_openinference.jsonl": "otlp",
+    "inspect_handoff.eval": "inspect_ai",
+    "inspect_handoff.json": "inspect_ai",
+    "whowhen_magentic.json": "whowhen",
+    "whowhen_handcrafted.json": "whowhen",
+    "../example_trace.json": "orchviz",
+}
+
+
+@pytest.mark.parametrize("name,fmt", sorted(EXPECTED.items()))
+def test_each_fixture_is_detected_as_its_format(name, fmt):
+    assert detect_format(FIXTURES / name) == fmt
+
+
+@pytest.mark.parametrize("name,fmt", sorted(EXPECTED.items()))
+def test_read_any_reports_the_choice_and_sets_source_format(name, fmt):
+    heard = []
+    traces = read_any(FIXTURES / name, on_format=lambda label, chosen: heard.append(chosen))
+    assert heard == [fmt]
+    assert traces and all(t.source_format == fmt for t in traces)
+
+
+def test_detection_works_on_uploaded_bytes_with_a_name():
+    data = (FIXTURES / "claude_session.jsonl").read_bytes()
+    (trace,) = read_any(data, name="upload.jsonl")
+    assert trace.source_format == "claude_code"
+    assert trace.source == "upload.jsonl"
+
+
+def test_every_registered_format_has_a_title():
+    assert set(FORMATS) == {"orchviz", "claude_code", "openai_agents", "otlp", "codex",
+                            "inspect_ai", "whowhen"}
+    assert all(f.title for f in FORMATS.values())
+
+
+def test_a_file_in_no_known_format_is_refused_naming_the_file():
+    with pytest.raises(TraceError) as err:
+        read_any(b'{"hello": "world"}', name="mystery.json")
+    assert err.value.file == "mystery.json"
+    assert "no format orchviz reads" in err.value.problem
+
+
+def test_a_named_format_that_does_not_fit_gives_a_clear_error():
+    with pytest.raises(TraceError) as err:
+        read_any(FIXTURES / "whowhen_magentic.json", fmt="otlp")
+    assert "resourceSpans" in err.value.problem
+
+
+def test_folders_yield_one_trace_per_session():
+    heard = []
+    claude = read_folder(FIXTURES / "claude_code_project", on_format=lambda l, f: heard.append(f))
+    codex = read_folder(FIXTURES / "codex_rollouts", on_format=lambda l, f: heard.append(f))
+    assert [t.trace_id for t in claude] == ["s-2222"]
+    assert len(codex) == 1
+    assert heard == ["claude_code", "codex"]
