@@ -112,9 +112,9 @@ def export_verb(args: argparse.Namespace) -> int:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
     traces = load_trace_map(args.traces) if args.traces else {}
-    labels = store.current(reviewer=args.reviewer)
+    labels = store.current_records(reviewer=args.reviewer)
     written = export(args.format, labels, traces, store.rubric, args.output)
-    missing = sorted({x.trace_id for x in labels} - set(traces)) if args.format in NEEDS_TRACES \
+    missing = sorted({x["trace_id"] for x in labels} - set(traces)) if args.format in NEEDS_TRACES \
         else []
     for trace_id in missing:
         print(f"labels on trace {trace_id} skipped: it is not among --traces", file=sys.stderr)
@@ -174,7 +174,7 @@ def progress_verb(args: argparse.Namespace) -> int:
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print agreement per question."""
     store = _store(args)
-    report = agreement(store.rubric, store.all())
+    report = agreement(store.rubric, store.current_records())
     if args.json:
         print(json.dumps([q.model_dump() for q in report], indent=2, default=str))
         return 0

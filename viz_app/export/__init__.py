@@ -17,10 +17,10 @@ from viz_app.export.records import (flat_records, label_records, write_csv, writ
 from viz_app.export.rewards import reward_rows
 from viz_app.export.traces import write_labelled_traces
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import FIELDS, Label
+from viz_app.labels.store import FIELDS, LabelRecord
 from viz_app.model import Trace
 
-Writer = Callable[[list[Label], Mapping[str, Trace], Rubric, Path], object]
+Writer = Callable[[list[LabelRecord], Mapping[str, Trace], Rubric, Path], object]
 
 
 def _jsonl(labels, traces, rubric, out):
@@ -64,9 +64,10 @@ WRITES_FOLDER = ("traces",)
 """Formats whose output is a folder."""
 
 
-def export(format: str, labels: list[Label], traces: Mapping[str, Trace], rubric: Rubric,
+def export(format: str, labels: list[LabelRecord], traces: Mapping[str, Trace], rubric: Rubric,
            output: str | Path) -> object:
-    """Write current labels in a format; returns the path (or paths) written."""
+    """Write current label records (`LabelStore.current_records`) in a format; returns the
+    path (or paths) written."""
     if format not in FORMATS:
         raise ValueError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
     return FORMATS[format](labels, traces, rubric, Path(output))

@@ -25,7 +25,7 @@ from typing import Any
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.export.rewards import target_rewards
-from viz_app.labels.store import Label
+from viz_app.labels.store import LabelRecord
 from viz_app.model import Event, Trace
 
 
@@ -52,7 +52,7 @@ def event_line(event: Event, analysis: Analysis) -> str:
     return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
 
 
-def decision_rewards(labels: Iterable[Label], trace_id: str) -> dict[str, float]:
+def decision_rewards(labels: Iterable[LabelRecord], trace_id: str) -> dict[str, float]:
     """event id -> reward of each labelled decision point of one trace."""
     per_event: dict[str, list[float]] = defaultdict(list)
     for (tid, event_id, _question), rewards in target_rewards(labels).items():
@@ -61,7 +61,7 @@ def decision_rewards(labels: Iterable[Label], trace_id: str) -> dict[str, float]
     return {e: statistics.fmean(r) for e, r in per_event.items()}
 
 
-def _points(trace: Trace, labels: Iterable[Label]) -> tuple[Analysis, list[tuple[int, str, float]]]:
+def _points(trace: Trace, labels: Iterable[LabelRecord]) -> tuple[Analysis, list[tuple[int, str, float]]]:
     analysis = analyze(trace)
     rewards = decision_rewards(labels, trace.trace_id)
     points = sorted((analysis.position[e], e, r) for e, r in rewards.items()
@@ -69,7 +69,7 @@ def _points(trace: Trace, labels: Iterable[Label]) -> tuple[Analysis, list[tuple
     return analysis, points
 
 
-def stepwise_record(trace: Trace, labels: Iterable[Label]) -> dict[str, Any] | None:
+def stepwise_record(trace: Trace, labels: Iterable[LabelRecord]) -> dict[str, Any] | None:
     """The stepwise record of one trace, or None when none of its decisions is labelled."""
     analysis, points = _points(trace, labels)
     if not points:
@@ -85,7 +85,7 @@ def stepwise_record(trace: Trace, labels: Iterable[Label]) -> dict[str, Any] | N
             "event_ids": [e for _, e, _ in points], "rewards": [r for _, _, r in points]}
 
 
-def unpaired_records(trace: Trace, labels: Iterable[Label]) -> list[dict[str, Any]]:
+def unpaired_records(trace: Trace, labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
     """One unpaired record per labelled decision point of a trace, in time order."""
     analysis, points = _points(trace, labels)
     lines = [event_line(e, analysis) for e in analysis.order]
@@ -96,17 +96,18 @@ def unpaired_records(trace: Trace, labels: Iterable[Label]) -> list[dict[str, An
             for position, event_id, reward in points]
 
 
-def stepwise_records(traces: Mapping[str, Trace], labels: Iterable[Label]) -> list[dict[str, Any]]:
+def stepwise_records(traces: Mapping[str, Trace],
+                     labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
     """Stepwise records of every labelled trace found in `traces`, by trace id."""
     labels = list(labels)
-    found = (stepwise_record(traces[t], labels) for t in sorted({x.trace_id for x in labels})
+    found = (stepwise_record(traces[t], labels) for t in sorted({x["trace_id"] for x in labels})
              if t in traces)
     return [r for r in found if r is not None]
 
 
 def all_unpaired_records(traces: Mapping[str, Trace],
-                         labels: Iterable[Label]) -> list[dict[str, Any]]:
+                         labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
     """Unpaired records of every labelled trace found in `traces`, by trace id."""
     labels = list(labels)
-    return [r for t in sorted({x.trace_id for x in labels}) if t in traces
+    return [r for t in sorted({x["trace_id"] for x in labels}) if t in traces
             for r in unpaired_records(traces[t], labels)]

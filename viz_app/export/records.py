@@ -11,21 +11,18 @@ from typing import Any
 
 import orjson
 
-from viz_app.labels.store import FIELDS, Label
+from viz_app.labels.store import FIELDS, LabelRecord
 
 
-def label_records(labels: Iterable[Label]) -> list[dict[str, Any]]:
-    """Labels as plain records, fields in the store's order; `event_id` is null for the trace
-    itself, as the import format has it."""
-    records = []
-    for label in labels:
-        record = {name: getattr(label, name) for name in FIELDS}
-        record["event_id"] = label.event_id or None
-        records.append(record)
-    return records
+def label_records(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
+    """Label records with exactly the store's fields in its order; `event_id` is null for the
+    trace itself, as the import format has it."""
+    return [{name: record[name] for name in FIELDS} | {"event_id": record["event_id"] or None}
+            if tuple(record) != FIELDS or record["event_id"] == "" else dict(record)
+            for record in labels]
 
 
-def flat_records(labels: Iterable[Label]) -> list[dict[str, Any]]:
+def flat_records(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
     """Records for tables (CSV, Parquet): the value as JSON text, since its type varies by
     question (a number, a category, a list of tags)."""
     records = label_records(labels)
@@ -39,9 +36,7 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as out:
-        for record in records:
-            out.write(orjson.dumps(record))
-            out.write(b"\n")
+        out.writelines(orjson.dumps(record) + b"\n" for record in records)
     return target
 
 

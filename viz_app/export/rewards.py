@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import Label
+from viz_app.labels.store import LabelRecord
 
 REWARD_FIELDS = ("trace_id", "event_id", "question", "family", "credit_unit", "sub_decision",
                  "channel", "reward", "reward_std", "reward_min", "reward_max", "reviewers",
@@ -17,17 +17,18 @@ REWARD_FIELDS = ("trace_id", "event_id", "question", "family", "credit_unit", "s
 """The columns of the rewards export, in order."""
 
 
-def target_rewards(labels: Iterable[Label]) -> dict[tuple[str, str, str], list[float]]:
+def target_rewards(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str], list[float]]:
     """(trace id, event id, question) -> the rewards of its current labels, one per reviewer.
     Answers without a reward (tags, notes, pointers) are left out."""
     found: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for label in labels:
-        if label.reward is not None:
-            found[(label.trace_id, label.event_id, label.question)].append(label.reward)
+        if label["reward"] is not None:
+            found[(label["trace_id"], label["event_id"] or "", label["question"])].append(
+                label["reward"])
     return found
 
 
-def reward_rows(labels: Iterable[Label], rubric: Rubric) -> list[dict[str, Any]]:
+def reward_rows(labels: Iterable[LabelRecord], rubric: Rubric) -> list[dict[str, Any]]:
     """One row per labelled target and question: `reward` is the mean over reviewers,
     `reward_std` the population standard deviation (0 for one reviewer), `reviewers` the count.
     `labels` must be current labels (one per reviewer)."""

@@ -14,11 +14,11 @@ import orjson
 
 from viz_app.export.rewards import target_rewards
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import Label
+from viz_app.labels.store import LabelRecord
 from viz_app.model import Trace
 
 
-def trace_rewards(labels: Iterable[Label], rubric: Rubric) -> dict[str, dict[str, float]]:
+def trace_rewards(labels: Iterable[LabelRecord], rubric: Rubric) -> dict[str, dict[str, float]]:
     """trace id -> reward channel -> value: the mean over the trace's targets of each target's
     mean reward over reviewers (so a target many reviewers saw weighs no more than another)."""
     per_channel: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -30,7 +30,7 @@ def trace_rewards(labels: Iterable[Label], rubric: Rubric) -> dict[str, dict[str
             for t, channels in per_channel.items()}
 
 
-def event_rewards(labels: Iterable[Label], rubric: Rubric,
+def event_rewards(labels: Iterable[LabelRecord], rubric: Rubric,
                   trace_id: str) -> dict[str, dict[str, float]]:
     """event id -> reward channel -> mean reward over reviewers, for one trace's events."""
     found: dict[str, dict[str, float]] = defaultdict(dict)
@@ -43,11 +43,11 @@ def event_rewards(labels: Iterable[Label], rubric: Rubric,
     return found
 
 
-def labelled_trace(trace: Trace, labels: Iterable[Label], rubric: Rubric) -> dict[str, Any]:
+def labelled_trace(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric) -> dict[str, Any]:
     """The trace as a reference-schema dict: its `rewards` keep their channels and gain one per
     labelled question (such as `orchestration.aggregation_quality`); each labelled event gains
     a `rewards` key with its own channels (events are open in the schema)."""
-    labels = [x for x in labels if x.trace_id == trace.trace_id]
+    labels = [x for x in labels if x["trace_id"] == trace.trace_id]
     raw = trace.to_dict()
     raw["rewards"] = {**raw.get("rewards", {}),
                       **trace_rewards(labels, rubric).get(trace.trace_id, {})}
@@ -63,14 +63,15 @@ def file_name(trace_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._") or "trace"
 
 
-def write_labelled_traces(traces: Mapping[str, Trace], labels: Iterable[Label], rubric: Rubric,
+def write_labelled_traces(traces: Mapping[str, Trace], labels: Iterable[LabelRecord],
+                          rubric: Rubric,
                           folder: str | Path) -> list[Path]:
     """Write every labelled trace found in `traces` into `folder` as `<trace_id>.json`."""
     labels = list(labels)
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for trace_id in sorted({x.trace_id for x in labels}):
+    for trace_id in sorted({x["trace_id"] for x in labels}):
         trace = traces.get(trace_id)
         if trace is None:
             continue

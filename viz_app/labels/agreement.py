@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from viz_app.labels.rubric import ORDINAL_KINDS, Question, Rubric
-from viz_app.labels.store import Label, current_labels
+from viz_app.labels.store import LabelRecord
 
 MEASURED_KINDS = ("scale", "categorical", "boolean", "event")
 """Question kinds that get an alpha."""
@@ -67,13 +67,14 @@ def _spread(question: Question, answers: list[Any]) -> float:
     return 1 - modal / len(answers)
 
 
-def question_agreement(question: Question, labels: Iterable[Label],
+def question_agreement(question: Question, labels: Iterable[LabelRecord],
                        worst: int = 10) -> QuestionAgreement:
-    """Alpha and the most disputed targets for one question, from its current labels."""
+    """Alpha and the most disputed targets for one question, from current label records."""
     by_target: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for label in labels:
-        if label.question == question.id:
-            by_target[label.target][label.reviewer] = label.value
+        if label["question"] == question.id:
+            target = (label["trace_id"], label["event_id"] or "")
+            by_target[target][label["reviewer"]] = label["value"]
     reviewers = sorted({r for answers in by_target.values() for r in answers})
     shared = {t: a for t, a in by_target.items() if len(a) >= 2}
     level = "ordinal" if question.kind in ORDINAL_KINDS else "nominal"
@@ -110,8 +111,9 @@ def _alpha(question: Question, shared: dict, reviewers: list[str],
     return float(alpha), ""
 
 
-def agreement(rubric: Rubric, labels: Iterable[Label], worst: int = 10) -> list[QuestionAgreement]:
-    """Agreement on every question of the rubric, from a store's labels (history allowed: only
-    the current label of each reviewer counts)."""
-    current = current_labels(labels)
+def agreement(rubric: Rubric, labels: Iterable[LabelRecord],
+              worst: int = 10) -> list[QuestionAgreement]:
+    """Agreement on every question of the rubric, from current label records
+    (`LabelStore.current_records`: one answer per reviewer, target and question)."""
+    current = list(labels)
     return [question_agreement(q, current, worst) for q in rubric.questions]

@@ -49,12 +49,15 @@ labels_table = Table(
     Column("seconds_spent", Float, nullable=True),
     Column("source", String(16), nullable=False),
     Column("origin", Text, nullable=False),
-    Index("labels_by_trace", "trace_id", "reviewer"),
+    Index("labels_by_target", "trace_id", "event_id", "question", "reviewer"),
 )
 """One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself."""
 
 FIELDS = tuple(str(c.name) for c in labels_table.columns)
 """Every field of a label, in the order exports write them."""
+
+LabelRecord = Mapping[str, Any]
+"""A label as exports read it: a dict of FIELDS, `event_id` None for the trace itself."""
 
 
 class Label(BaseModel):
@@ -92,11 +95,25 @@ class Label(BaseModel):
         return row
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Label:
-        """A label from a database row."""
-        data = dict(row)
-        data["value"] = orjson.loads(data["value"])
-        return cls.model_construct(**data)
+    def from_record(cls, record: Mapping[str, Any]) -> Label:
+        """A label from a record of our own table (see `LabelStore.current_records`), not
+        validated again: it was validated when saved."""
+        label = cls.__new__(cls)  # what model_construct does, at a fraction of its cost
+        object.__setattr__(label, "__dict__", {**record, "event_id": record["event_id"] or ""})
+        object.__setattr__(label, "__pydantic_fields_set__", _ALL_FIELDS)
+        object.__setattr__(label, "__pydantic_extra__", None)
+        object.__setattr__(label, "__pydantic_private__", None)
+        return label
+
+    def to_record(self) -> dict[str, Any]:
+        """The label as an export record: every field, `event_id` None for the trace itself."""
+        return {**self.__dict__, "event_id": self.event_id or None}
+
+
+_ALL_FIELDS = frozenset(FIELDS)
+_ID, _TRACE, _EVENT, _QUESTION, _REVIEWER, _CREATED = (
+    FIELDS.index(n) for n in ("label_id", "trace_id", "event_id", "question", "reviewer",
+                              "created_at"))
 
 
 class Progress(BaseModel):
@@ -124,6 +141,14 @@ class ImportReport(BaseModel):
 
     read: int = Field(description="Records read.")
     added: int = Field(description="Labels added (records already present are not).")
+
+
+def _record(row: Iterable[Any]) -> dict[str, Any]:
+    """An export record from a row of the labels table."""
+    record = dict(zip(FIELDS, row))
+    record["value"] = orjson.loads(record["value"])
+    record["event_id"] = record["event_id"] or None
+    return record
 
 
 def now() -> str:
@@ -283,8 +308,8 @@ class LabelStore:
         if dialect in ("sqlite", "postgresql"):
             module = __import__(f"sqlalchemy.dialects.{dialect}", fromlist=["insert"])
             statement = module.insert(labels_table).on_conflict_do_nothing(
-                index_elements=["label_id"])
-            return conn.execute(statement, rows).rowcount
+                index_elements=["label_id"]).returning(labels_table.c.label_id)
+            return len(conn.execute(statement, rows).all())  # rowcount is -1 for batches
         ids = [r["label_id"] for r in rows]
         held = set(conn.execute(select(labels_table.c.label_id)
                                 .where(labels_table.c.label_id.in_(ids))).scalars())
@@ -307,20 +332,44 @@ class LabelStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def all(self, trace_id: str | None = None, reviewer: str | None = None) -> Iterator[Label]:
-        """Every stored label (the whole history), oldest first."""
-        query = select(labels_table).order_by(labels_table.c.created_at, labels_table.c.label_id)
+    @staticmethod
+    def _filtered(query, trace_id: str | None, reviewer: str | None):
         if trace_id is not None:
             query = query.where(labels_table.c.trace_id == trace_id)
         if reviewer is not None:
             query = query.where(labels_table.c.reviewer == reviewer)
+        return query
+
+    def all(self, trace_id: str | None = None, reviewer: str | None = None) -> Iterator[Label]:
+        """Every stored label (the whole history), oldest first."""
+        query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
+        query = query.order_by(labels_table.c.created_at, labels_table.c.label_id)
         with self.engine.connect() as conn:
-            for row in conn.execute(query).mappings():
-                yield Label.from_row(row)
+            for row in conn.execute(query):
+                yield Label.from_record(_record(row))
+
+    def current_records(self, trace_id: str | None = None,
+                        reviewer: str | None = None) -> list[dict[str, Any]]:
+        """The current labels as export records (dicts of every field, `event_id` None for the
+        trace itself), newest per reviewer, target and question, sorted by target. This is
+        what exports read: it builds no objects beyond the rows it returns."""
+        c = labels_table.c
+        query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
+        query = query.order_by(c.trace_id, c.event_id, c.question, c.reviewer)  # by the index
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        # A dict keeps each key where it was first seen, so the rows stay in target order.
+        newest: dict[tuple, Any] = {}
+        for row in rows:
+            key = (row[_REVIEWER], row[_TRACE], row[_EVENT], row[_QUESTION])
+            held = newest.get(key)
+            if held is None or (row[_CREATED], row[_ID]) > (held[_CREATED], held[_ID]):
+                newest[key] = row
+        return [_record(row) for row in newest.values()]
 
     def current(self, trace_id: str | None = None, reviewer: str | None = None) -> list[Label]:
-        """The current labels: newest per reviewer, target and question."""
-        return current_labels(self.all(trace_id, reviewer))
+        """The current labels: newest per reviewer, target and question, sorted by target."""
+        return [Label.from_record(r) for r in self.current_records(trace_id, reviewer)]
 
     def history(self, trace_id: str, event_id: str | None = None, question: str | None = None,
                 reviewer: str | None = None) -> list[Label]:

@@ -1,0 +1,89 @@
+"""Agreement: Krippendorff's alpha per question at the right level, and the most disputed
+targets first."""
+
+from __future__ import annotations
+
+import krippendorff
+import pytest
+
+from pathlib import Path
+
+from viz_app.io.native import load_trace
+from viz_app.labels.agreement import agreement, question_agreement
+from viz_app.labels.rubric import default_rubric
+from viz_app.labels.store import LabelStore
+
+RUBRIC = default_rubric()
+PREMATURE = Path(__file__).resolve().parent.parent / "demo_traces" / "10_review_premature_stop.json"
+
+
+def label(reviewer: str, trace_id: str, event_id: str, question: str, value) -> dict:
+    """A current label record, with only the fields agreement reads."""
+    return {"trace_id": trace_id, "event_id": event_id, "question": question, "value": value,
+            "reviewer": reviewer}
+
+
+def scale_labels(answers: dict[str, list[int]]) -> list[dict]:
+    return [label(r, f"t{i}", "e1", "aggregation_quality", v)
+            for r, values in answers.items() for i, v in enumerate(values)]
+
+
+def test_alpha_on_a_scale_is_krippendorffs_ordinal_alpha():
+    answers = {"ann": [1, 2, 3, 4, 5], "bob": [1, 2, 4, 4, 5], "cy": [2, 2, 3, 5, 5]}
+    found = question_agreement(RUBRIC.question("aggregation_quality"), scale_labels(answers))
+    expected = krippendorff.alpha(reliability_data=list(answers.values()),
+                                  value_domain=[1, 2, 3, 4, 5], level_of_measurement="ordinal")
+    assert found.level == "ordinal" and found.alpha == pytest.approx(expected)
+    assert (found.reviewers, found.shared_targets) == (3, 5)
+
+
+def test_perfect_agreement_on_varied_answers_is_alpha_one():
+    answers = {"ann": [1, 3, 5], "bob": [1, 3, 5]}
+    found = question_agreement(RUBRIC.question("aggregation_quality"), scale_labels(answers))
+    assert found.alpha == pytest.approx(1.0) and found.disagreements == []
+
+
+def test_categories_are_compared_at_the_nominal_level():
+    labels = [label(r, f"t{i}", "e9", "stopping_correctness", v)
+              for r, values in {"ann": ["correct", "late", "premature"],
+                                "bob": ["correct", "premature", "premature"]}.items()
+              for i, v in enumerate(values)]
+    found = question_agreement(RUBRIC.question("stopping_correctness"), labels)
+    expected = krippendorff.alpha(reliability_data=[[0, 1, 2], [0, 2, 2]],
+                                  level_of_measurement="nominal")
+    assert found.level == "nominal" and found.alpha == pytest.approx(expected)
+
+
+def test_targets_with_one_reviewer_do_not_count_as_shared():
+    labels = scale_labels({"ann": [1, 2, 3], "bob": [1]})
+    found = question_agreement(RUBRIC.question("aggregation_quality"), labels)
+    assert (found.targets, found.shared_targets) == (3, 1)
+
+
+def test_without_two_reviewers_on_any_target_alpha_is_missing_and_says_why():
+    found = question_agreement(RUBRIC.question("aggregation_quality"),
+                               scale_labels({"ann": [1, 2]}))
+    assert found.alpha is None and "two reviewers" in found.note
+
+
+def test_the_most_disputed_target_comes_first():
+    answers = {"ann": [1, 3, 5], "bob": [2, 3, 1]}
+    found = question_agreement(RUBRIC.question("aggregation_quality"), scale_labels(answers))
+    assert [(d.trace_id, d.spread) for d in found.disagreements] == [("t2", 1.0), ("t0", 0.25)]
+
+
+def test_only_the_newest_answer_of_each_reviewer_counts(tmp_path):
+    trace = load_trace(PREMATURE)
+    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    store.save(trace, "aggregation_quality", 1, "ann", "e12")
+    store.save(trace, "aggregation_quality", 1, "bob", "e12")
+    store.save(trace, "aggregation_quality", 5, "ann", "e12")
+    by_question = {q.question: q for q in agreement(RUBRIC, store.current_records())}
+    [dispute] = by_question["aggregation_quality"].disagreements
+    assert dispute.answers == {"ann": 5, "bob": 1}
+
+
+def test_tags_get_no_alpha():
+    labels = [label(r, "t0", "e1", "aggregation_issues", ["dropped_result"]) for r in "ab"]
+    found = question_agreement(RUBRIC.question("aggregation_issues"), labels)
+    assert found.alpha is None and "tags" in found.note

@@ -1,0 +1,150 @@
+"""Label exports: every format holds the current labels; rewards are means with their spread;
+labelled traces validate against the reference schema; stepwise and unpaired prompts are the
+orchestration up to each decision."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import jsonschema
+import pyarrow.parquet as pq
+import pytest
+
+from viz_app.cli import main
+from viz_app.export import FORMATS, export
+from viz_app.export.prompts import stepwise_record, unpaired_records
+from viz_app.export.rewards import reward_rows
+from viz_app.export.traces import labelled_trace
+from viz_app.io.native import load_trace
+from viz_app.labels.store import FIELDS, LabelStore
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "demo_traces"
+PREMATURE = DEMO / "10_review_premature_stop.json"  # aggregate e12, stop e13
+SCHEMA = json.loads((REPO / "viz_app" / "trace_schema.json").read_text())
+
+
+@pytest.fixture
+def trace():
+    return load_trace(PREMATURE)
+
+
+@pytest.fixture
+def store(tmp_path, trace):
+    """Two reviewers: ann and bob disagree on the aggregate, agree the stop was premature;
+    ann changed her mind once (her first answer is history, not current)."""
+    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    store.save(trace, "aggregation_quality", 5, "ann", "e12")
+    store.save(trace, "aggregation_quality", 2, "ann", "e12")
+    store.save(trace, "aggregation_quality", 4, "bob", "e12")
+    store.save_target(trace, "e13", {"stopping_correctness": "premature",
+                                     "stop_should_have_been": "e15"}, "ann")
+    store.save(trace, "stopping_correctness", "premature", "bob", "e13")
+    store.save(trace, "task_outcome", "failure", "ann")
+    return store
+
+
+def test_jsonl_holds_one_row_per_current_label_with_every_field(store, tmp_path):
+    path = export("jsonl", store.current_records(), {}, store.rubric, tmp_path / "l.jsonl")
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    assert len(rows) == 6 and all(list(r) == list(FIELDS) for r in rows)
+    assert {(r["reviewer"], r["value"]) for r in rows if r["question"] == "aggregation_quality"} \
+        == {("ann", 2), ("bob", 4)}
+    assert [r["event_id"] for r in rows if r["question"] == "task_outcome"] == [None]
+
+
+def test_csv_holds_the_same_rows_with_values_as_json(store, tmp_path):
+    path = export("csv", store.current_records(), {}, store.rubric, tmp_path / "l.csv")
+    rows = list(csv.DictReader(Path(path).open()))
+    assert len(rows) == 6 and list(rows[0]) == list(FIELDS)
+    assert {r["value"] for r in rows if r["question"] == "stopping_correctness"} == {'"premature"'}
+
+
+def test_parquet_holds_the_same_rows_with_typed_rewards(store, tmp_path):
+    table = pq.read_table(export("parquet", store.current_records(), {}, store.rubric,
+                                 tmp_path / "l.parquet"))
+    assert table.num_rows == 6 and table.column_names == list(FIELDS)
+    assert str(table.schema.field("reward").type) == "double"
+
+
+def test_rewards_are_the_mean_over_reviewers_with_count_and_spread(store):
+    rows = {(r["event_id"], r["question"]): r for r in reward_rows(store.current_records(), store.rubric)}
+    aggregate = rows[("e12", "aggregation_quality")]
+    assert (aggregate["reward"], aggregate["reward_std"], aggregate["reviewers"]) == \
+        (pytest.approx(0.0), pytest.approx(0.5), 2)  # ann 2 -> -0.5, bob 4 -> 0.5
+    assert (aggregate["family"], aggregate["credit_unit"], aggregate["sub_decision"]) == \
+        ("R7", "orchestrator", "O4")
+    stop = rows[("e13", "stopping_correctness")]
+    assert (stop["reward"], stop["reward_std"], stop["reviewers"]) == (-1.0, 0.0, 2)
+    assert rows[(None, "task_outcome")]["channel"] == "team.task_outcome"
+
+
+def test_answers_without_a_reward_are_not_in_the_rewards(store):
+    questions = {r["question"] for r in reward_rows(store.current_records(), store.rubric)}
+    assert "stop_should_have_been" not in questions
+
+
+def test_a_labelled_trace_keeps_its_rewards_and_gains_the_label_channels(store, trace):
+    raw = labelled_trace(trace, store.current_records(), store.rubric)
+    assert raw["rewards"]["orchestration.aggregation_quality"] == pytest.approx(0.0)
+    assert raw["rewards"]["orchestration.stopping_correctness"] == -1.0
+    assert raw["rewards"]["team"] == trace.rewards["team"]
+
+
+def test_exported_traces_validate_against_the_reference_schema(store, trace, tmp_path):
+    written = export("traces", store.current_records(), {trace.trace_id: trace}, store.rubric,
+                     tmp_path / "traces")
+    assert len(written) == 1
+    jsonschema.validate(json.loads(written[0].read_text()), SCHEMA)
+
+
+def test_a_stepwise_record_has_one_step_per_labelled_decision(store, trace):
+    record = stepwise_record(trace, store.current_records())
+    assert record["event_ids"] == ["e12", "e13"] and record["labels"] == [False, False]
+    assert record["completions"][0].rstrip().endswith(trace.event("e12").text)
+    assert "Root cause" not in record["prompt"]  # the aggregate's own text is the completion
+    assert record["prompt"].startswith(f"Task: {trace.task_id}")
+
+
+def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_last_decision(
+        store, trace):
+    record = stepwise_record(trace, store.current_records())
+    whole = record["prompt"] + "".join(record["completions"])
+    lines = [line for line in whole.splitlines() if line.startswith("[t=")]
+    assert len(lines) == [e.id for e in sorted(trace.events, key=lambda e: e.t)].index("e13") + 1
+
+
+def test_an_unpaired_prompt_is_everything_before_its_decision(store, trace):
+    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records())}
+    stop = records["e13"]
+    assert trace.event("e12").text in stop["prompt"] and trace.event("e13").text not in \
+        stop["prompt"]
+    assert trace.event("e13").text in stop["completion"] and stop["label"] is False
+
+
+def test_a_positive_reward_is_a_true_label(store, trace):
+    store.save(trace, "aggregation_quality", 5, "bob", "e12")  # ann -0.5, bob 1.0: mean 0.25
+    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records())}
+    assert records["e12"]["label"] is True and records["e12"]["reward"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("format", sorted(FORMATS))
+def test_every_format_is_written_by_the_cli(store, tmp_path, format, capsys):
+    out = tmp_path / ("out" if format == "traces" else f"out.{format}")
+    code = main(["labels", "export", "--db", store.url.removeprefix("sqlite:///"), "--format",
+                 format, "-o", str(out), "--traces", str(PREMATURE)])
+    assert code == 0 and out.exists()
+    assert "6 current labels" in capsys.readouterr().out
+
+
+def test_the_jsonl_export_imports_into_another_store_and_again_adds_nothing(store, tmp_path,
+                                                                              capsys):
+    out = tmp_path / "l.jsonl"
+    main(["labels", "export", "--db", store.url, "--format", "jsonl", "-o", str(out)])
+    other = tmp_path / "other.db"
+    args = ["labels", "import", str(out), "--db", str(other), "--traces", str(DEMO)]
+    assert main(args) == 0 and main(args) == 0
+    printed = capsys.readouterr().out
+    assert "6 records, 6 new labels" in printed and "6 records, 0 new labels" in printed
