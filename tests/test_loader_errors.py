@@ -173,7 +173,7 @@ def test_pathological_nesting_in_the_json_is_refused(tmp_path):
 def test_pathological_nesting_inside_an_event_is_refused(tmp_path):
     raw = example_dict()
     deep: list = []
-    for _ in range(200):
+    for _ in range(250):
         deep = [deep]
     raw["events"][0]["payload"] = deep
     err = load_error(write_json(tmp_path, raw))

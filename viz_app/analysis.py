@@ -7,13 +7,14 @@ the critical path and the figures are built on first use.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from functools import cached_property
 
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from viz_app.model import Event, Trace, TraceWarning
+from viz_app.model import Event, Trace, TraceWarning, paused_gc
 
 COMMUNICATION_KINDS = ("spawn", "delegate", "message", "return")
 """The kinds of agent-to-agent link the communication graph counts."""
@@ -84,11 +85,10 @@ class Figures(BaseModel):
 
 def analyze(trace: Trace) -> Analysis:
     """The analysis of a trace, built once and kept on it."""
-    cached = trace.__pydantic_private__.get("_analysis") if trace.__pydantic_private__ else None
-    if cached is None:
-        cached = Analysis(trace)
-        trace.__pydantic_private__["_analysis"] = cached
-    return cached
+    if trace._analysis is None:
+        with paused_gc():
+            trace._analysis = Analysis(trace)
+    return trace._analysis
 
 
 def structural_warnings(trace: Trace) -> list[TraceWarning]:
@@ -402,38 +402,41 @@ class Analysis:
     # -- the event DAG and its critical path ---------------------------------------------------
 
     @cached_property
-    def event_dag(self) -> nx.DiGraph:
-        """Events as nodes; the trace's edges that run forward in time, plus the order each
-        agent's events happen in, spawn -> the child's first event, a message or return -> the
-        recipient's next event, and tool call -> its result."""
-        dag = nx.DiGraph()
-        dag.add_nodes_from(self.position)
+    def dependencies(self) -> list[tuple[str, str, str]]:
+        """(src, dst, kind) for every dependency between events, each running forward in time:
+        the trace's own edges that do, then the order of each agent's events, tool call -> its
+        result, spawn -> the child's next event, and a message or return -> the recipient's
+        next event, wherever the trace's edges do not already say so."""
         pos = self.position
+        found: dict[tuple[str, str], str] = {}
         for edge in self.trace.edges:
             if pos[edge.src] < pos[edge.dst]:
-                dag.add_edge(edge.src, edge.dst, type=edge.type)
+                found.setdefault((edge.src, edge.dst), edge.type)
         for events in self.events_of.values():
             for before, after in zip(events, events[1:]):
-                if not dag.has_edge(before.id, after.id):
-                    dag.add_edge(before.id, after.id, type="sequence")
+                found.setdefault((before.id, after.id), "sequence")
         for result, call in self.call_of_result.items():
-            if pos[call] < pos[result] and not dag.has_edge(call, result):
-                dag.add_edge(call, result, type="tool_dependency")
+            if pos[call] < pos[result]:
+                found.setdefault((call, result), "tool_dependency")
         for e in self.order:
             link = self.link_of(e)
-            if link is None:
-                continue
-            nxt = self._next_event_of(link[2], pos[e.id])
-            if nxt is not None and not dag.has_edge(e.id, nxt.id):
-                dag.add_edge(e.id, nxt.id, type=link[0])
+            if link is not None:
+                nxt = self._next_event_of(link[2], pos[e.id])
+                if nxt is not None:
+                    found.setdefault((e.id, nxt.id), link[0])
+        return [(src, dst, kind) for (src, dst), kind in found.items()]
+
+    @cached_property
+    def event_dag(self) -> nx.DiGraph:
+        """The event DAG: events as nodes, `dependencies` as edges with their `type`."""
+        dag = nx.DiGraph()
+        dag.add_nodes_from(self.position)
+        dag.add_edges_from((src, dst, {"type": kind}) for src, dst, kind in self.dependencies)
         return dag
 
     def _next_event_of(self, agent: str, after: int) -> Event | None:
         events = self.events_of.get(agent, [])
-        positions = self._positions_of.get(agent, [])
-        from bisect import bisect_right
-
-        i = bisect_right(positions, after)
+        i = bisect_right(self._positions_of.get(agent, []), after)
         return events[i] if i < len(events) else None
 
     @cached_property
@@ -446,14 +449,17 @@ class Analysis:
 
         Work that overlaps along the chain counts once (a chain's length is the union of its
         events' work intervals), so the critical path never exceeds the makespan."""
-        dag, duration = self.event_dag, self.duration
+        preds: dict[str, list[str]] = defaultdict(list)
+        for src, dst, _ in self.dependencies:
+            preds[dst].append(src)
+        duration = self.duration
         best: dict[str, float] = {}
         reach: dict[str, float] = {}
         via: dict[str, str | None] = {}
-        for e in self.order:  # time order is a topological order: every DAG edge runs forward
+        for e in self.order:  # time order is a topological order: every dependency runs forward
             start, finish = float(e.t), e.t + duration[e.id]
             prior, length = None, finish - start
-            for u in dag.predecessors(e.id):
+            for u in preds.get(e.id, ()):
                 candidate = best[u] + max(0.0, finish - max(start, reach[u]))
                 if candidate > length or prior is None and candidate >= length:
                     prior, length = u, candidate
@@ -516,6 +522,10 @@ class Analysis:
     @cached_property
     def figures(self) -> Figures:
         """The trace's orchestration figures."""
+        with paused_gc():
+            return self._figures()
+
+    def _figures(self) -> Figures:
         fanouts = [len(kids) for kids in self.children.values() if kids]
         tokens = [e.tokens for e in self.order if e.tokens is not None]
         costs = [e.cost_usd for e in self.order if e.cost_usd is not None]
@@ -532,7 +542,7 @@ class Analysis:
             critical_path_s=critical_s, critical_path=chain,
             tokens=sum(tokens) if tokens else float(self.trace.costs.tokens),
             cost_usd=sum(costs), aggregates=self.aggregates, stops=self.stops,
-            warnings=self.warnings)
+            warnings=[*self.trace._warnings, *self.warnings])
 
 
 def _union_length(intervals) -> float:

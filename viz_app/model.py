@@ -8,6 +8,9 @@ type is kept as it is, never refused, because the reference schema accepts it.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -66,6 +69,19 @@ EXTENSION_KEYS: dict[str, str] = {
 """Optional event keys beyond the reference schema that orchviz understands."""
 
 Number = int | float
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many objects at once: it would scan
+    them again and again for cycles that parsed JSON cannot have."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _number(value: Any) -> float | None:
@@ -198,6 +214,7 @@ class Trace(BaseModel):
     metrics: dict[str, Number] = Field(None, description="Optional benchmark metrics.")
 
     _warnings: list[TraceWarning] = PrivateAttr(default_factory=list)
+    _analysis: Any = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="")
     _sha256: str = PrivateAttr(default="")
     _source_format: str = PrivateAttr(default="orchviz")
@@ -205,8 +222,11 @@ class Trace(BaseModel):
 
     @property
     def warnings(self) -> list[TraceWarning]:
-        """Odd but legal structure found when the trace was loaded."""
-        return self._warnings
+        """Odd but legal structure: what its reader noted (an importer's skipped records), then
+        what the analysis finds (found on first use, so loading stays as fast as parsing)."""
+        from viz_app.analysis import analyze  # analysis is built on the model
+
+        return [*self._warnings, *analyze(self).warnings]
 
     @property
     def source(self) -> str:

@@ -6,13 +6,11 @@ escapes. Odd but legal structure becomes warnings on the loaded trace.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import hashlib
 import io
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +18,15 @@ import orjson
 from pydantic import ValidationError
 
 from viz_app.errors import TraceError
-from viz_app.model import EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Trace
+from viz_app.model import EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Trace, paused_gc
 
 DEFAULT_MAX_BYTES = int(os.environ.get("ORCHVIZ_MAX_BYTES", 200 * 1024 * 1024))
 """Largest file (after decompression) that orchviz reads; ORCHVIZ_MAX_BYTES overrides it."""
 
-MAX_NESTING = 64
-"""Deepest nesting of arrays and objects allowed inside an event's extra keys."""
+MAX_NESTING = 196
+"""Deepest nesting of arrays and objects allowed inside an event's extra keys: the whole document
+then nests at most 199 levels, as pydantic's JSON parser allows, and below orjson's writer limit
+(254), so that every trace orchviz loads, it can also write."""
 
 Source = str | os.PathLike | bytes
 
@@ -93,19 +93,6 @@ def parse_json(data: bytes, label: str, line: int | None = None) -> Any:
         raise TraceError(label, *_parse_problem(data, err, line)) from None
 
 
-@contextmanager
-def paused_gc():
-    """Pause the cyclic garbage collector while building many objects at once: it would scan
-    them again and again for cycles that parsed JSON cannot have."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _parse_problem(data: bytes, err: orjson.JSONDecodeError, line: int | None) -> tuple[str, str]:
     try:
         data.decode("utf-8")
@@ -166,8 +153,19 @@ def _pool(data: bytes, label: str, on_error: Callable[[TraceError], None] | None
 
 
 def trace_from_json(data: bytes, label: str, line: int | None = None) -> Trace:
-    """Parse and validate one trace from JSON bytes."""
-    trace = trace_from_dict(parse_json(data, label, line), label, line=line)
+    """Parse and validate one trace from JSON bytes.
+
+    pydantic parses and validates in one pass, with no intermediate Python objects; only when
+    that fails does the slower path run, to say where and why in plain words."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        with paused_gc():
+            trace = Trace.model_validate_json(data)
+    except ValidationError:
+        trace = trace_from_dict(parse_json(data, label, line), label, line=line)
+    else:  # the JSON parser already refused deeper nesting than MAX_NESTING
+        _finish(trace, label, f"line {line}: " if line else "", "orchviz", nesting_checked=True)
     trace._sha256 = hashlib.sha256(data).hexdigest()
     return trace
 
@@ -185,16 +183,26 @@ def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
     except ValidationError as err:
         place, problem = describe_validation_error(err)
         raise TraceError(label, prefix + place, problem) from None
-    _check_references(trace, label, prefix)
-    _check_nesting(trace, label, prefix)
-    trace._source = label
-    trace._source_format = source_format
-    if not trace._sha256:
-        trace._sha256 = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    _finish(trace, label, prefix, source_format)
+    trace._sha256 = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return trace
 
 
+def _finish(trace: Trace, label: str, prefix: str, source_format: str,
+            nesting_checked: bool = False) -> None:
+    """The rules the schema cannot state, then where the trace came from."""
+    _check_references(trace, label, prefix)
+    if not nesting_checked:
+        _check_nesting(trace, label, prefix)
+    trace._source = label
+    trace._source_format = source_format
+
+
 def _check_references(trace: Trace, label: str, prefix: str) -> None:
+    ids = {e.id for e in trace.events}
+    if len(ids) == len(trace.events) and all(
+            edge.src in ids and edge.dst in ids for edge in trace.edges):
+        return  # the common case, checked fast; otherwise find the first offender to name it
     seen: dict[str, int] = {}
     for index, event in enumerate(trace.events):
         if event.id in seen:
