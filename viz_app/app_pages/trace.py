@@ -1,0 +1,141 @@
+"""The trace page: figures, spawn tree (or communication graph) over the message timeline, the
+inspector beside them, and a replay bar. Opened by `?trace=<id>` (and `&event=<id>`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components import literal
+from components.graph import communication_graph
+from components.inspector import inspector
+from components.replay import replay_bar
+from components.timeline import message_timeline
+from components.tree import TreeChoice, spawn_tree
+from viz_app import app_state, charts, library
+from viz_app.errors import TraceError
+
+app_state.page_style()
+app_state.reviewer()
+trace_id = app_state.url_trace()
+if not trace_id:
+    st.info("No trace is open. Pick one in the library.")
+    st.page_link(app_state.LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
+    st.stop()
+
+found = library.find_trace(app_state.engine(), trace_id)
+if found is None:
+    with st.spinner("Indexing the library…"):
+        app_state.index()
+    found = library.find_trace(app_state.engine(), trace_id)
+if found is None:
+    st.error(f"No trace with id `{literal(trace_id)}` in the library.")
+    st.page_link(app_state.LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
+    st.stop()
+try:
+    trace = app_state.load(*found)
+except (TraceError, OSError) as err:
+    st.error(f"The trace could not be loaded: {literal(err, 400)}")
+    st.stop()
+analysis = app_state.analysis(trace)
+figures = analysis.figures
+
+# -- header ------------------------------------------------------------------------------------
+st.markdown(f"### {literal(trace.trace_id, 100)}")
+st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
+           f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
+           + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
+cols = st.columns(9)
+cols[0].metric("agents", figures.agents)
+cols[1].metric("events", f"{figures.events:,}")
+cols[2].metric("depth", figures.depth)
+cols[3].metric("fan-out", f"{figures.max_fanout}", help=f"most children of one agent; "
+               f"mean {figures.mean_fanout:.1f} over agents that spawn")
+cols[4].metric("makespan", f"{figures.makespan_s:,.1f}s")
+cols[5].metric("parallelism", f"{figures.parallelism:.2f}",
+               help="sum of agent lifetimes over the makespan")
+cols[6].metric("critical path", f"{figures.critical_path_s:,.1f}s",
+               help=f"work along the longest dependent chain ({len(figures.critical_path)} events)")
+cols[7].metric("tokens", f"{figures.tokens:,.0f}")
+cols[8].metric("cost", f"${figures.cost_usd:,.3f}" if figures.cost_usd < 10
+               else f"${figures.cost_usd:,.0f}")
+
+carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
+carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
+with st.expander(f"Rewards and metrics the trace carries ({len(carried)}) · "
+                 f"warnings ({len(trace.warnings)})", expanded=bool(trace.warnings)):
+    left, right = st.columns(2)
+    if carried:
+        left.dataframe(pd.DataFrame(carried), hide_index=True, width="stretch",
+                       height=min(250, 38 + 35 * len(carried)))
+    else:
+        left.caption("no rewards or metrics")
+    if trace.warnings:
+        right.dataframe(pd.DataFrame([w.model_dump() for w in trace.warnings]), hide_index=True,
+                        width="stretch", height=min(250, 38 + 35 * len(trace.warnings)))
+    else:
+        right.caption("no structural warnings")
+
+def follow(event_id: str | None) -> None:
+    """Select an event chosen anywhere (a view, the inspector, the annotation panel)."""
+    if event_id is not None:
+        app_state.select_event(trace, event_id)
+
+
+def on_tree(choice: TreeChoice) -> None:
+    """A tree click selects the agent; on a collapsed node it also opens what the node hides."""
+    if choice.expand:
+        opened = tuple(app_state.view_state(trace, "expanded", ()))
+        if choice.agent not in opened:
+            app_state.set_view_state(trace, "expanded", opened + (choice.agent,))
+    app_state.select_agent(trace, choice.agent)
+
+
+views, side = st.columns([2.5, 1.1], gap="medium")
+with side:
+    inspector_box = st.container(border=True)
+    annotation_box = st.container()
+
+# -- ANNOTATION PANEL (issue 4) -----------------------------------------------------------------
+# The label panel goes here, before the views are drawn, so that an event id it returns is
+# followed by the tree, the timeline and the inspector in this same run:
+#     with annotation_box:
+#         follow(annotation_panel(trace, analysis, app_state.selected_event(trace)))
+# ------------------------------------------------------------------------------------------------
+
+event_id = app_state.selected_event(trace)
+agent = app_state.selected_agent(trace)
+with inspector_box:
+    st.markdown("#### Inspector")
+    inspector(trace, analysis, event_id=event_id, agent=agent, on_choose=follow)
+
+with views:
+    until = replay_bar(analysis, key=f"replay:{app_state.trace_key(trace)}")
+    controls = st.columns([2.6, 1.9, 1.4, 1.3], vertical_alignment="center")
+    view = controls[0].segmented_control(
+        "View", ["Spawn tree", "Communication graph"], default="Spawn tree", key="trace_view",
+        label_visibility="collapsed") or "Spawn tree"
+    size_by = controls[1].segmented_control(
+        "Node size", ["tokens", "active time"], default="tokens", key="tree_size_by",
+        label_visibility="collapsed", help="what a tree node's size shows") or "tokens"
+    critical = controls[2].toggle("critical path", key="show_critical",
+                                  help="highlight the longest chain of dependent work")
+    expanded = tuple(app_state.view_state(trace, "expanded", ()))
+    if controls[3].button("collapse tree", disabled=not expanded,
+                          help="fold the subtrees you opened back up"):
+        app_state.set_view_state(trace, "expanded", ())
+        expanded = ()
+    if view == "Spawn tree":
+        tree = app_state.tree_figure(trace, size_by=size_by, expanded=expanded, selected=agent,
+                                     until=until)
+        spawn_tree(tree, key=f"tree:{app_state.trace_key(trace)}", on_choose=on_tree)
+    else:
+        communication_graph(app_state.communication_html(trace, selected=agent))
+    st.caption("**Message timeline** · one lane per agent in tree order · bars: lifetimes · "
+               "arrows: spawn, delegation, message, return · rings: aggregates and stops · "
+               "click an event to inspect it, drag to zoom"
+               + (" · WebGL" if figures.events > charts.WEBGL_EVENTS else ""))
+    timeline = app_state.timeline_figure(trace, until=until, critical=critical)
+    with app_state.overlaid(timeline, charts.timeline_highlight(analysis, event_id)) as shown:
+        message_timeline(shown, analysis, key=f"timeline:{app_state.trace_key(trace)}",
+                         on_choose=follow)

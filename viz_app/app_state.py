@@ -1,0 +1,249 @@
+"""The app's shared context: settings, the database, cached traces and figures, the reviewer, and
+what is selected (kept in step with the URL, so a link opens the same view).
+
+Pages and components get everything through here; this module calls the domain modules
+(`library`, `analysis`, `charts`) and never draws anything but the reviewer box.
+
+Caching: a parsed trace and its figures are cached with `st.cache_data`, keyed by the file's hash
+(so an edited file is read again). `st.cache_data` hands every caller a copy, which for a
+20,000-event trace costs a noticeable fraction of a second, so each session also keeps the trace
+and figures it is looking at in its own session state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+from sqlalchemy import Engine
+
+from viz_app import charts, library
+from viz_app.analysis import Analysis, analyze
+from viz_app.db import connect
+from viz_app.model import Trace
+from viz_app.settings import Settings
+
+TRACE_PAGE = "app_pages/trace.py"
+LIBRARY_PAGE = "app_pages/library.py"
+_MEMO = "_orchviz_memo"
+_MEMO_SIZE = 8
+
+
+def settings() -> Settings:
+    """The running app's settings (from the environment `orchviz app` sets)."""
+    return Settings.from_env()
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str) -> Engine:
+    return connect(url)
+
+
+def engine() -> Engine:
+    """The shared database engine (trace index and label store)."""
+    return _engine(settings().db_url)
+
+
+def library_folders() -> list[Path]:
+    """The folders the library lists: the configured ones, then the uploads folder."""
+    current = settings()
+    return [*current.traces, current.uploads]
+
+
+def index(progress: library.Progress | None = None) -> library.IndexResult:
+    """Bring the trace index up to date and return the library."""
+    return library.index_folders(engine(), library_folders(), progress=progress)
+
+
+# -- traces and figures ----------------------------------------------------------------------
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes: the key of everything cached about it."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _parsed(path: str, position: int, digest: str) -> Trace:
+    del digest  # part of the cache key only
+    return library.read_indexed(path, position)
+
+
+def _memo() -> dict[tuple, Any]:
+    memo = st.session_state.get(_MEMO)
+    if memo is None:
+        memo = st.session_state[_MEMO] = {}
+    return memo
+
+
+def _remember(key: tuple, make: Callable[[], Any]) -> Any:
+    memo = _memo()
+    if key in memo:
+        value = memo.pop(key)
+    else:
+        value = make()
+    memo[key] = value  # most recent last
+    while len(memo) > _MEMO_SIZE:
+        memo.pop(next(iter(memo)))
+    return value
+
+
+def load(path: str | Path, position: int) -> Trace:
+    """The trace at a position of a file, parsed once per file content (raises TraceError)."""
+    path = str(path)
+    digest = file_digest(path)
+    return _remember(("trace", path, position, digest), lambda: _parsed(path, position, digest))
+
+
+def trace_key(trace: Trace) -> str:
+    """What identifies a loaded trace in the caches: its file, position and content hash."""
+    return f"{trace.source}|{trace.sha256}"
+
+
+def analysis(trace: Trace) -> Analysis:
+    """The trace's analysis, with its figures computed (kept on the trace)."""
+    result = analyze(trace)
+    result.figures  # noqa: B018  (computed once here, not in the middle of drawing)
+    return result
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _tree(key: str, size_by: str, expanded: tuple[str, ...], selected: str | None,
+          until: float | None, _trace: Trace) -> go.Figure:
+    return charts.tree_figure(analysis(_trace), size_by=size_by, expanded=expanded,
+                              selected=selected, until=until)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _timeline(key: str, until: float | None, critical: bool, _trace: Trace) -> go.Figure:
+    return charts.timeline_figure(analysis(_trace), until=until, critical=critical)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _communication(key: str, selected: str | None, _trace: Trace) -> str:
+    return charts.communication_html(analysis(_trace), selected=selected)
+
+
+def tree_figure(trace: Trace, *, size_by: str, expanded: tuple[str, ...], selected: str | None,
+                until: float | None) -> go.Figure:
+    """The spawn tree figure (cached by file hash and options)."""
+    key = ("tree", trace_key(trace), size_by, expanded, selected, until)
+    return _remember(key, lambda: _tree(trace_key(trace), size_by, expanded, selected, until,
+                                        trace))
+
+
+def timeline_figure(trace: Trace, *, until: float | None, critical: bool) -> go.Figure:
+    """The message timeline figure without a selection (cached by file hash and options); draw
+    it inside `overlaid` to ring the selected event."""
+    key = ("timeline", trace_key(trace), until, critical)
+    return _remember(key, lambda: _timeline(trace_key(trace), until, critical, trace))
+
+
+@contextmanager
+def overlaid(figure: go.Figure, traces: list) -> Iterator[go.Figure]:
+    """The cached figure with a few traces on top for the time of a `with` block: rebuilding or
+    copying a 20,000-event figure for each click would cost more than drawing it."""
+    count = len(figure.data)
+    for trace in traces:
+        figure.add_trace(trace)
+    try:
+        yield figure
+    finally:
+        figure.data = figure.data[:count]
+
+
+def communication_html(trace: Trace, *, selected: str | None) -> str:
+    """The communication graph page (cached by file hash)."""
+    key = ("communication", trace_key(trace), selected)
+    return _remember(key, lambda: _communication(trace_key(trace), selected, trace))
+
+
+_STYLE = """<style>
+[data-testid="stMainBlockContainer"] { padding: 2rem 2.5rem 2rem 2.5rem !important; }
+[data-testid="stMetricValue"] { font-size: 1.55rem !important; }
+</style>"""
+
+
+def page_style() -> None:
+    """Tighter page margins and metrics, so a trace's tree and timeline share the first screen.
+    (A constant style sheet: no trace text ever goes into it.)"""
+    st.html(_STYLE)
+
+
+# -- the reviewer ------------------------------------------------------------------------------
+
+
+def reviewer() -> str | None:
+    """The reviewer's name: asked once in the sidebar and kept for the session."""
+    name = st.session_state.get("reviewer")
+    box = st.sidebar.text_input("Reviewer", value=name or "", key="_reviewer_box",
+                                placeholder="your name", help="Recorded on every label you give.")
+    name = box.strip() or None
+    st.session_state["reviewer"] = name
+    return name
+
+
+# -- selection, in step with the URL ------------------------------------------------------------
+
+
+def url_trace() -> str | None:
+    """The trace id the URL names (`?trace=`)."""
+    return st.query_params.get("trace") or None
+
+
+def open_trace(trace_id: str, event_id: str | None = None) -> None:
+    """Go to the trace page for a trace (and event): the URL then links to exactly that."""
+    params = {"trace": trace_id} | ({"event": event_id} if event_id else {})
+    st.switch_page(TRACE_PAGE, query_params=params)
+
+
+def selected_event(trace: Trace) -> str | None:
+    """The selected event's id (from `?event=`), when it is an event of this trace."""
+    event_id = st.query_params.get("event")
+    return event_id if event_id and event_id in trace.events_by_id else None
+
+
+def select_event(trace: Trace, event_id: str | None) -> None:
+    """Select an event (None clears): it goes into the URL, and its agent becomes the agent."""
+    if event_id is None or event_id not in trace.events_by_id:
+        if "event" in st.query_params:
+            del st.query_params["event"]
+        return
+    st.query_params["event"] = event_id
+    st.session_state["_selected_agent"] = (trace_key(trace), analyze(trace).actor[event_id])
+
+
+def selected_agent(trace: Trace) -> str | None:
+    """The selected agent: the one last chosen, else the selected event's agent."""
+    event_id = selected_event(trace)
+    chosen = st.session_state.get("_selected_agent")
+    if chosen is not None and chosen[0] == trace_key(trace) and chosen[1] in analyze(trace).agent_stats:
+        if event_id is None or analyze(trace).actor[event_id] == chosen[1]:
+            return chosen[1]
+    return analyze(trace).actor[event_id] if event_id is not None else None
+
+
+def select_agent(trace: Trace, agent: str | None) -> None:
+    """Select an agent (clears the selected event, so the inspector shows the agent)."""
+    st.session_state["_selected_agent"] = (trace_key(trace), agent) if agent else None
+    if "event" in st.query_params:
+        del st.query_params["event"]
+
+
+def view_state(trace: Trace, name: str, default: Any) -> Any:
+    """A per-trace view setting kept for the session (expanded tree nodes, replay time...)."""
+    return st.session_state.get(f"_view:{trace_key(trace)}:{name}", default)
+
+
+def set_view_state(trace: Trace, name: str, value: Any) -> None:
+    """Change a per-trace view setting."""
+    st.session_state[f"_view:{trace_key(trace)}:{name}"] = value

@@ -1,0 +1,666 @@
+"""The figures of a trace: spawn tree, message timeline and communication graph.
+
+Pure builders over an `Analysis`, free of Streamlit, so the app and the offline report draw the
+same pictures. Every string that came from the trace is passed through `html.escape` before it
+reaches Plotly (whose labels understand a little HTML) or pyvis (whose page is HTML), and is
+truncated where a label has to stay short.
+
+Large traces stay fast: above `TREE_BUDGET` agents, subtrees collapse into one node with a count
+(expanded on demand), and above `WEBGL_EVENTS` events the timeline draws with WebGL (`Scattergl`).
+The per-event work is done once per figure with plain lists, so a builder can be cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import math
+import re
+from collections.abc import Collection, Iterable
+from typing import Literal
+
+import numpy as np
+import plotly.graph_objects as go
+from pydantic import BaseModel, Field
+
+from viz_app.analysis import Analysis
+from viz_app.model import EVENT_TYPES, Event
+
+TREE_BUDGET = 120
+"""Most agents the tree draws before it collapses subtrees (expanded ones always show)."""
+
+WEBGL_EVENTS = 3000
+"""Above this many events the timeline draws its markers and arrows with WebGL."""
+
+LABELLED_NODES = 60
+"""Up to this many tree nodes carry a text label; beyond it names show on hover only."""
+
+SizeBy = Literal["tokens", "active time"]
+
+SELECTED = "#111111"
+"""The ring around whatever is selected (near-black: the other rings are coloured)."""
+
+
+class EventStyle(BaseModel):
+    """How the timeline draws one event type."""
+
+    label: str = Field(description="The legend entry.")
+    colour: str = Field(description="Marker colour.")
+    symbol: str = Field(description="Plotly marker symbol (one that WebGL also draws).")
+    size: int = Field(description="Marker size in pixels.")
+
+
+EVENT_STYLES: dict[str, EventStyle] = {
+    # Decisions are what a reviewer grades: dark and large. Communication is blue/teal, tool work
+    # orange, lifecycle (spawn/despawn) green/grey, and the two exceptional kinds red/purple.
+    "orchestrator_decision": EventStyle(label="decision", colour="#1f2a44", symbol="diamond", size=11),
+    "spawn": EventStyle(label="spawn", colour="#2b8a3e", symbol="triangle-down", size=11),
+    "despawn": EventStyle(label="despawn", colour="#868e96", symbol="x", size=9),
+    "message": EventStyle(label="message", colour="#1c7ed6", symbol="circle", size=8),
+    "tool_call": EventStyle(label="tool call", colour="#f08c00", symbol="square", size=8),
+    "tool_result": EventStyle(label="tool result", colour="#ffc078", symbol="square-open", size=8),
+    "return": EventStyle(label="return", colour="#0ca678", symbol="triangle-left", size=10),
+    "aggregate": EventStyle(label="aggregate", colour="#ae3ec9", symbol="star", size=15),
+    "human_intervention": EventStyle(label="human", colour="#e64980", symbol="cross", size=11),
+    "safety_event": EventStyle(label="safety", colour="#e03131", symbol="hexagon", size=12),
+}
+"""A distinct colour and symbol for each of the ten event types."""
+
+ROLE_COLOURS: dict[str, str] = {
+    "orchestrator": "#1f2a44", "lead": "#364fc7", "director": "#1f2a44", "manager": "#364fc7",
+    "planner": "#5f3dc4", "executor": "#e8590c", "critic": "#c2255c", "reviewer": "#c2255c",
+    "judge": "#862e9c", "researcher": "#1971c2", "worker": "#2f9e44", "analyst": "#0c8599",
+    "coder": "#e67700", "debater": "#d9480f", "tester": "#5c940d", "fetcher": "#0b7285",
+    "agent": "#495057", "human": "#e64980",
+}
+"""Colours of well-known roles: orchestration in dark blues, doers in greens and oranges, judges
+and critics in reds and purples."""
+
+_FALLBACK = ["#1098ad", "#f59f00", "#7048e8", "#37b24d", "#f03e3e", "#1c7ed6", "#d6336c",
+             "#74b816", "#ae3ec9", "#fd7e14", "#0ca678", "#4263eb"]
+
+LINK_STYLES: dict[str, tuple[str, str]] = {
+    "spawn": ("#2b8a3e", "solid"),
+    "delegate": ("#5f3dc4", "dash"),
+    "message": ("#1c7ed6", "dot"),
+    "return": ("#0ca678", "dashdot"),
+}
+"""Colour and dash of each agent-to-agent link kind (communication.COMMUNICATION_KINDS)."""
+
+
+def role_colour(role: str) -> str:
+    """The colour of a role: a fixed one for well-known roles (matched by the role's first word,
+    so `researcher_2` is a researcher), else a stable colour from the role's hash."""
+    key = re.split(r"[^a-z]+", role.lower().strip() or "agent")[0]
+    if key in ROLE_COLOURS:
+        return ROLE_COLOURS[key]
+    for known, colour in ROLE_COLOURS.items():
+        if key.startswith(known):
+            return colour
+    digest = int(hashlib.sha1(role.encode("utf-8", "replace")).hexdigest(), 16)
+    return _FALLBACK[digest % len(_FALLBACK)]
+
+
+def safe(text: object, limit: int | None = None, *, quote: bool = False) -> str:
+    """Trace text made safe for a Plotly or HTML label: shortened to `limit` characters,
+    control and bidi characters removed, then html-escaped (quotes too with `quote`, for text
+    that may end up in an attribute; Plotly would show `&quot;` literally)."""
+    value = str(text)
+    value = _INVISIBLE.sub("", value)
+    if limit is not None and len(value) > limit:
+        value = value[: max(1, limit - 1)] + "…"
+    return html.escape(value, quote=quote)
+
+
+_INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def preview(text: str, width: int = 60, lines: int = 4) -> str:
+    """The start of a content text for a hover box: escaped, wrapped, a few lines at most."""
+    flat = " ".join(_INVISIBLE.sub("", text).split())
+    if not flat:
+        return ""
+    chunks = [flat[i:i + width] for i in range(0, min(len(flat), width * lines), width)]
+    body = "<br>".join(html.escape(c, quote=False) for c in chunks)
+    return body + ("…" if len(flat) > width * lines else "")
+
+
+# -- the spawn tree ----------------------------------------------------------------------------
+
+
+class TreeNode(BaseModel):
+    """One node the tree draws: an agent, possibly standing for its hidden subtree, or a group
+    of siblings that did not fit."""
+
+    key: str = Field(description="Unique key of the node in the figure.")
+    agent: str = Field(description="The agent it stands for (for a group: the siblings' parent).")
+    kind: Literal["agent", "collapsed", "more"] = Field(
+        description="'collapsed': an agent whose subtree is hidden; 'more': hidden siblings.")
+    parent: str | None = Field(description="Key of the node drawn above it.")
+    depth: int = Field(description="Depth in the spawn tree.")
+    members: list[str] = Field(default_factory=list,
+                               description="The agents the node stands for (itself included).")
+
+    @property
+    def hidden(self) -> int:
+        """How many agents the node hides."""
+        return len(self.members) - (1 if self.kind == "collapsed" else 0)
+
+
+MORE = "\x00more:"
+"""Key prefix of 'more' nodes (no agent name starts with a NUL)."""
+
+
+def visible_tree(analysis: Analysis, *, expanded: Collection[str] = (), focus: str | None = None,
+                 budget: int = TREE_BUDGET, agents: Collection[str] | None = None) -> list[TreeNode]:
+    """The nodes the tree draws, in tree order (each parent before its children).
+
+    Levels open breadth-first while the number of nodes stays within `budget`; below that each
+    agent with hidden children becomes a 'collapsed' node standing for its subtree. Agents in
+    `expanded` always show their children, and `focus` is always visible (its ancestors open).
+    When one parent has more children than fit, the rest become a single 'more' node. `agents`
+    limits the tree to those agents (the replay's agents that exist at a time).
+    """
+    present = set(analysis.agents) if agents is None else set(agents)
+    kids = {a: [c for c in analysis.children.get(a, []) if c in present] for a in present}
+    roots = [a for a in analysis.agents if a in present
+             and (analysis.parent.get(a) is None or analysis.parent[a] not in present)]
+    opened: set[str] = {a for a in expanded if a in present}
+    path: set[str] = set()
+    walk = focus if focus in present else None
+    while walk is not None:
+        path.add(walk)
+        walk = analysis.parent.get(walk) if analysis.parent.get(walk) in present else None
+        if walk is not None:
+            opened.add(walk)
+    shown, level = len(roots), roots
+    while level:
+        nxt: list[str] = []
+        for agent in level:
+            children = kids.get(agent, [])
+            if children and (agent in opened or shown + len(children) <= budget):
+                opened.add(agent)
+                shown += len(children)
+                nxt.extend(children)
+        level = nxt
+    room = max(budget - 1, 1)
+    nodes: list[TreeNode] = []
+    stack: list[tuple[str, str | None] | TreeNode] = [(r, None) for r in reversed(roots)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, TreeNode):
+            nodes.append(item)
+            continue
+        agent, parent_key = item
+        children = kids.get(agent, [])
+        depth = analysis.depth_of.get(agent, 0)
+        if children and agent not in opened:
+            nodes.append(TreeNode(key=agent, agent=agent, kind="collapsed", parent=parent_key,
+                                  depth=depth, members=_subtree(kids, agent)))
+            continue
+        nodes.append(TreeNode(key=agent, agent=agent, kind="agent", parent=parent_key,
+                              depth=depth, members=[agent]))
+        keep = children
+        if len(children) > room and agent not in expanded:
+            keep = [c for i, c in enumerate(children) if i < room - 1 or c in path]
+            kept = set(keep)
+            rest = [m for c in children if c not in kept for m in _subtree(kids, c)]
+            stack.append(TreeNode(key=MORE + agent, agent=agent, kind="more", parent=agent,
+                                  depth=depth + 1, members=rest))
+        stack.extend((c, agent) for c in reversed(keep))
+    return nodes
+
+
+def _subtree(kids: dict[str, list[str]], agent: str) -> list[str]:
+    found, stack = [], [agent]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(kids.get(node, [])))
+    return found
+
+
+def tree_layout(nodes: list[TreeNode]) -> dict[str, tuple[float, float]]:
+    """A tidy top-down layout: leaves side by side in tree order, each parent centred over its
+    first and last child, one row per depth (y = -depth)."""
+    children: dict[str | None, list[str]] = {}
+    depth = {n.key: n.depth for n in nodes}
+    for n in nodes:
+        children.setdefault(n.parent, []).append(n.key)
+    x: dict[str, float] = {}
+    next_leaf = 0.0
+    for root in children.get(None, []):
+        stack: list[tuple[str, bool]] = [(root, False)]
+        while stack:  # post-order without recursion: deep chains are legal traces
+            key, done = stack.pop()
+            kids = children.get(key, [])
+            if not kids:
+                x[key] = next_leaf
+                next_leaf += 1.0
+            elif done:
+                x[key] = (x[kids[0]] + x[kids[-1]]) / 2
+            else:
+                stack.append((key, True))
+                stack.extend((k, False) for k in reversed(kids))
+        next_leaf += 0.5
+    return {k: (x[k], -float(depth[k])) for k in x}
+
+
+def _weight(analysis: Analysis, agents: Iterable[str], size_by: SizeBy) -> float:
+    stats = analysis.agent_stats
+    if size_by == "tokens":
+        return sum(stats[a].tokens for a in agents)
+    return sum(stats[a].active_s for a in agents)
+
+
+def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Collection[str] = (),
+                selected: str | None = None, until: float | None = None,
+                budget: int = TREE_BUDGET, height: int | None = None) -> go.Figure:
+    """The spawn and delegation tree: agents in a tidy top-down layout, coloured by role, sized by
+    tokens or active time; spawn edges solid, delegations and messages dashed and thicker with
+    their count; collapsed subtrees drawn as one square node with their count.
+
+    `until` draws the tree as it stood at that time (agents not yet started are left out, those
+    at work are ringed); `selected` rings the selected agent. Each node's customdata is
+    `[kind, agent]`, so a click tells which agent (or which collapsed subtree) it was.
+    """
+    start = analysis.order[0].t
+    agents = None
+    if until is not None:
+        agents = {a for a, s in analysis.agent_stats.items() if s.first_t <= start + until}
+        agents = agents or {analysis.root}
+    nodes = visible_tree(analysis, expanded=expanded, focus=selected, budget=budget, agents=agents)
+    pos = tree_layout(nodes)
+    represent = _representatives(nodes)
+    fig = go.Figure()
+    spawn_x: list[float | None] = []
+    spawn_y: list[float | None] = []
+    for n in nodes:
+        if n.parent is not None and n.parent in pos:
+            (x0, y0), (x1, y1) = pos[n.parent], pos[n.key]
+            spawn_x += [x0, x0, x1, x1, None]
+            spawn_y += [y0, (y0 + y1) / 2, (y0 + y1) / 2, y1, None]
+    fig.add_trace(go.Scatter(x=spawn_x, y=spawn_y, mode="lines", name="spawn",
+                             line=dict(color="#adb5bd", width=1.5), hoverinfo="skip"))
+    _add_link_edges(fig, analysis, pos, represent, until)
+    weights = {n.key: _weight(analysis, n.members, size_by) for n in nodes}
+    top = max(weights.values(), default=0.0) or 1.0
+    by_role: dict[str, list[TreeNode]] = {}
+    for n in nodes:
+        role = analysis.role_of(n.agent) if n.kind != "more" else "more agents"
+        by_role.setdefault(role, []).append(n)
+    leaves = len(nodes) - len({n.parent for n in nodes if n.parent is not None})
+    labelled = len(nodes) <= LABELLED_NODES and leaves <= 16
+    active_keys = []
+    for role, members in by_role.items():
+        xs = [pos[n.key][0] for n in members]
+        ys = [pos[n.key][1] for n in members]
+        sizes = [12 + 30 * math.sqrt(weights[n.key] / top) for n in members]
+        symbols = ["circle" if n.kind == "agent" else "square" for n in members]
+        texts = [_node_label(n, labelled) for n in members]
+        colour = role_colour(role) if role != "more agents" else "#ced4da"
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="markers+text" if any(texts) else "markers", name=safe(role, 24),
+            text=texts, textposition="bottom center", textfont=dict(size=11, color="#343a40"),
+            marker=dict(size=sizes, color=colour, symbol=symbols,
+                        line=dict(color="white", width=1.5)),
+            customdata=[[n.kind, n.agent] for n in members],
+            hovertext=[_node_hover(analysis, n) for n in members], hoverinfo="text"))
+        if until is not None:
+            active_keys += [n.key for n in members if n.kind == "agent"
+                            and analysis.agent_stats[n.agent].first_t <= start + until
+                            <= analysis.agent_stats[n.agent].last_t]
+    if active_keys:
+        fig.add_trace(go.Scatter(
+            x=[pos[k][0] for k in active_keys], y=[pos[k][1] for k in active_keys],
+            mode="markers", name="at work", hoverinfo="skip",
+            marker=dict(size=34, color="rgba(0,0,0,0)", line=dict(color="#fab005", width=3))))
+    chosen = represent.get(selected) if selected else None
+    if chosen in pos:
+        fig.add_trace(go.Scatter(
+            x=[pos[chosen][0]], y=[pos[chosen][1]], mode="markers", name="selected",
+            hoverinfo="skip", showlegend=False,
+            marker=dict(size=44, color="rgba(0,0,0,0)", line=dict(color=SELECTED, width=4))))
+    levels = max((n.depth for n in nodes), default=0) - min((n.depth for n in nodes), default=0)
+    fig.update_layout(
+        height=height or min(380, 220 + 60 * levels), margin=dict(l=10, r=10, t=30, b=10),
+        showlegend=True, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, font=dict(size=11)),
+        xaxis=dict(visible=False), yaxis=dict(visible=False, range=_tree_y_range(pos)),
+        plot_bgcolor="white", hovermode="closest", clickmode="event+select", dragmode="pan",
+        uirevision="tree")
+    return fig
+
+
+def _tree_y_range(pos: dict[str, tuple[float, float]]) -> list[float]:
+    ys = [y for _, y in pos.values()] or [0.0]
+    return [min(ys) - 0.6, max(ys) + 0.35]
+
+
+def _node_label(node: TreeNode, labelled: bool) -> str:
+    if node.kind == "more":
+        return f"+{node.hidden} more"
+    if node.kind == "collapsed":
+        return (safe(node.agent, 16) + "<br>" if labelled else "") + f"+{node.hidden}"
+    return safe(node.agent, 18) if labelled else ""
+
+
+def _node_hover(analysis: Analysis, node: TreeNode) -> str:
+    if node.kind == "more":
+        return f"{node.hidden} more agents under {safe(node.agent, 40)}<br>click to show them"
+    s = analysis.agent_stats[node.agent]
+    lines = [f"<b>{safe(s.name, 60)}</b> ({safe(s.role, 30)})",
+             f"parent: {safe(s.parent, 40) if s.parent else '—'} · depth {s.depth}",
+             f"events {s.events} · tool calls {s.tool_calls} · messages {s.messages_sent}",
+             f"tokens {s.tokens:,.0f} · cost ${s.cost_usd:.4f}",
+             f"lifetime {s.lifetime_s:.1f}s · active {s.active_s:.1f}s",
+             f"spawned {len(s.children)} agents"]
+    if node.kind == "collapsed":
+        lines.append(f"<i>{node.hidden} agents below are collapsed: click to expand</i>")
+    return "<br>".join(lines)
+
+
+def _representatives(nodes: list[TreeNode]) -> dict[str, str]:
+    """For every drawn agent, the key of the node that draws it (itself, a collapsed ancestor,
+    or the 'more' node of its hidden siblings)."""
+    return {member: n.key for n in nodes for member in n.members}
+
+
+def _add_link_edges(fig: go.Figure, analysis: Analysis, pos: dict[str, tuple[float, float]],
+                    represent: dict[str, str], until: float | None) -> None:
+    """Delegation, message and return edges between drawn nodes, thicker with their count.
+
+    Between a parent and its child they are a straight dashed line (the spawn edge is the
+    elbow beside it); between any other two nodes, a dotted arc bent to the side.
+    """
+    limit = None if until is None else analysis.order[0].t + until
+    events = analysis.trace.events_by_id
+    parent_of = {n: p for n, p in analysis.parent.items()}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for sender, recipient, data in analysis.communication.edges(data=True):
+        a, b = represent.get(sender), represent.get(recipient)
+        if a is None or b is None or a == b or a not in pos or b not in pos:
+            continue
+        for event_id in data["events"]:
+            e = events[event_id]
+            kind = analysis.link_of(e)[0]
+            if kind == "spawn" or (limit is not None and e.t > limit):
+                continue
+            pair = (a, b) if a <= b else (b, a)
+            tally = counts.setdefault(pair, {})
+            tally[kind] = tally.get(kind, 0) + 1
+    buckets: dict[tuple[bool, float], tuple[list, list, list]] = {}
+    for (a, b), tally in counts.items():
+        total = sum(tally.values())
+        width = 1.0 if total < 3 else 2.0 if total < 8 else 3.5
+        family = parent_of.get(a) == b or parent_of.get(b) == a
+        xs, ys = ([pos[a][0], pos[b][0]], [pos[a][1], pos[b][1]]) if family else _arc(pos[a], pos[b])
+        label = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()))
+        bx, by, bt = buckets.setdefault((family, width), ([], [], []))
+        bx += xs + [None]
+        by += ys + [None]
+        bt += [f"{safe(a, 30)} ↔ {safe(b, 30)}: {label}"] * len(xs) + [None]
+    shown: set[bool] = set()
+    for (family, width), (xs, ys, texts) in sorted(buckets.items()):
+        name = "delegation / return" if family else "message"
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines", name=name, legendgroup=name, showlegend=family not in shown,
+            line=dict(color="#5f3dc4" if family else "#1c7ed6", width=width,
+                      dash="dash" if family else "dot"),
+            opacity=0.5, hovertext=texts, hoverinfo="text"))
+        shown.add(family)
+
+
+def _arc(a: tuple[float, float], b: tuple[float, float], steps: int = 12) -> tuple[list, list]:
+    """A gentle quadratic curve from a to b, bent to the side so it never hides a spawn edge."""
+    (x0, y0), (x1, y1) = a, b
+    mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+    dx, dy = x1 - x0, y1 - y0
+    length = math.hypot(dx, dy) or 1.0
+    bend = 0.18 * length + 0.25
+    cx, cy = mx - dy / length * bend, my + dx / length * bend
+    xs, ys = [], []
+    for i in range(steps + 1):
+        t = i / steps
+        xs.append((1 - t) ** 2 * x0 + 2 * (1 - t) * t * cx + t * t * x1)
+        ys.append((1 - t) ** 2 * y0 + 2 * (1 - t) * t * cy + t * t * y1)
+    return xs, ys
+
+
+# -- the message timeline ------------------------------------------------------------------------
+
+
+def timeline_figure(analysis: Analysis, *, selected: str | None = None,
+                    until: float | None = None, critical: bool = False,
+                    lanes_shown: int = 28, webgl: bool | None = None) -> go.Figure:
+    """The message timeline: one lane per agent in tree order, a bar for each agent's lifetime, a
+    marker per event (a distinct symbol and colour per type), arrows for spawns, delegations,
+    messages and returns between lanes, aggregates and stops emphasised.
+
+    `critical` overlays the critical path; `until` shows only what had happened by then (times
+    are seconds from the trace's first event); `selected` rings an event. Markers carry the event's
+    position in `analysis.order` as customdata (ids are trace text, positions are not). WebGL is used above WEBGL_EVENTS events unless `webgl` says otherwise.
+    """
+    order = analysis.order
+    start = float(order[0].t)
+    limit = None if until is None else start + until
+    gl = len(order) > WEBGL_EVENTS if webgl is None else webgl
+    scatter = go.Scattergl if gl else go.Scatter
+    lane = {a: i for i, a in enumerate(analysis.agents)}
+    actor = analysis.actor
+    duration = analysis.duration
+    fig = go.Figure()
+    _add_lifetimes(fig, analysis, lane, start, limit)
+    _add_links(fig, analysis, lane, start, limit, scatter, arrows=not gl)
+    grouped: dict[str, list[Event]] = {t: [] for t in EVENT_TYPES}
+    for e in order:
+        if limit is None or e.t <= limit:
+            grouped[e.type].append(e)
+    # big traces get a one-line preview: hover text is most of what the browser receives
+    width, lines = (70, 1) if gl else (60, 4)
+    for etype in EVENT_TYPES:
+        events = grouped[etype]
+        style = EVENT_STYLES[etype]
+        fig.add_trace(scatter(
+            x=np.fromiter((e.t - start for e in events), float, len(events)),
+            y=np.fromiter((lane[actor[e.id]] for e in events), np.int32, len(events)),
+            mode="markers", name=style.label, legendgroup=etype,
+            marker=dict(symbol=style.symbol, color=style.colour, size=style.size,
+                        line=dict(width=1, color="white") if not style.symbol.endswith("open")
+                        else dict(width=1.5, color=style.colour)),
+            customdata=np.fromiter((analysis.position[e.id] for e in events), np.int32,
+                                   len(events)),
+            text=[_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
+                  for e in events],
+            hovertemplate=f"<b>{style.label}</b> %{{text}}<extra></extra>",
+            visible=True if events else "legendonly"))
+    _add_decision_points(fig, analysis, lane, start, limit, scatter)
+    if critical:
+        _add_critical(fig, analysis, lane, start, limit, scatter)
+    for trace in timeline_highlight(analysis, selected):
+        fig.add_trace(trace)
+    if limit is not None:
+        fig.add_vline(x=until, line=dict(color="#f59f00", width=2, dash="dot"))
+    lanes = len(analysis.agents)
+    visible_lanes = min(lanes, lanes_shown)
+    span = max(analysis.makespan, 1e-9)
+    fig.update_layout(
+        height=int(min(560, max(280, 100 + 22 * visible_lanes))),
+        margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white", hovermode="closest",
+        clickmode="event+select", dragmode="zoom", uirevision="timeline",
+        legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, font=dict(size=11),
+                    itemclick="toggle", itemdoubleclick="toggleothers"),
+        xaxis=dict(title="seconds from start", range=[-0.01 * span, span * 1.01], showgrid=True,
+                   gridcolor="#f1f3f5", zeroline=False),
+        yaxis=dict(tickvals=list(range(lanes)), ticktext=[safe(a, 26) for a in analysis.agents],
+                   range=[visible_lanes - 0.5, -0.5], showgrid=False, zeroline=False,
+                   tickfont=dict(size=11), fixedrange=False))
+    return fig
+
+
+def _gapped(values: list) -> np.ndarray:
+    """Line coordinates with None gaps as a float array (NaN gaps), which Plotly sends packed."""
+    return np.array(values, dtype=float)
+
+
+def timeline_highlight(analysis: Analysis, event_id: str | None) -> list[go.Scatter]:
+    """The ring the timeline draws around a selected event (none for no or an unknown event)."""
+    if event_id is None or event_id not in analysis.position:
+        return []
+    e = analysis.trace.event(event_id)
+    lane = analysis.agents.index(analysis.actor[e.id])
+    return [go.Scatter(x=[e.t - analysis.order[0].t], y=[lane], mode="markers", name="selected",
+                       showlegend=False, hoverinfo="skip",
+                       marker=dict(size=26, color="rgba(0,0,0,0)",
+                                   line=dict(color=SELECTED, width=4)))]
+
+
+def _event_hover(e: Event, agent: str, start: float, span: float, width: int, lines: int) -> str:
+    """An event's hover text (after its type): id, agent, time, details and a content preview."""
+    extra = [f"t={e.t - start:.2f}s"] + ([f"{span:.2f}s"] if span else [])
+    if e.decision:
+        extra.append(f"decision: {e.decision}")
+    if e.to:
+        extra.append(f"to {safe(e.to, 40)}")
+    if e.tool:
+        extra.append(f"tool {safe(e.tool, 40)}")
+    body = preview(e.text, width, lines)
+    return f"{safe(e.id, 30)} · {safe(agent, 40)}<br>{' · '.join(extra)}" + (
+        f"<br>{body}" if body else "")
+
+
+def _add_lifetimes(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
+                   limit: float | None) -> None:
+    """A pale bar per agent from its start to its last event's end, in its role's colour."""
+    by_colour: dict[str, tuple[list, list]] = {}
+    for agent, stats in analysis.agent_stats.items():
+        if limit is not None and stats.first_t > limit:
+            continue
+        end = stats.last_t if limit is None else min(stats.last_t, limit)
+        xs, ys = by_colour.setdefault(role_colour(stats.role), ([], []))
+        xs += [stats.first_t - start, max(end, stats.first_t) - start, None]
+        ys += [lane[agent], lane[agent], None]
+    for colour, (xs, ys) in by_colour.items():
+        fig.add_trace(go.Scatter(x=_gapped(xs), y=_gapped(ys), mode="lines",
+                                 line=dict(color=colour, width=10),
+                                 opacity=0.18, hoverinfo="skip", showlegend=False))
+
+
+def _add_links(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
+               limit: float | None, scatter, arrows: bool) -> None:
+    """Arrows between lanes for spawns, delegations, messages and returns: from the sender's lane
+    at the event's time to the recipient's lane when the event's work ends."""
+    segments: dict[str, tuple[list, list]] = {k: ([], []) for k in LINK_STYLES}
+    for e in analysis.order:
+        if limit is not None and e.t > limit:
+            break
+        link = analysis.link_of(e)
+        if link is None:
+            continue
+        kind, sender, recipient = link
+        xs, ys = segments[kind]
+        xs += [e.t - start, e.finish - start, None]
+        ys += [lane[sender], lane[recipient], None]
+    for kind, (xs, ys) in segments.items():
+        if not xs:
+            continue
+        colour, dash = LINK_STYLES[kind]
+        extra: dict = {"mode": "lines"}
+        if arrows:  # an arrowhead at each arrival point only (segments are start, end, gap)
+            extra = dict(mode="lines+markers", marker=dict(
+                symbol="arrow", angleref="previous", color=colour,
+                size=np.tile(np.array([0, 9, 0], dtype=np.int8), len(xs) // 3)))
+        fig.add_trace(scatter(x=_gapped(xs), y=_gapped(ys), name=f"{kind} →",
+                              legendgroup=f"link-{kind}", hoverinfo="skip", opacity=0.6,
+                              line=dict(color=colour, width=1.2, dash=dash), **extra))
+
+
+def _add_decision_points(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
+                         limit: float | None, scatter) -> None:
+    """Rings around aggregates and stops: the decisions a reviewer grades."""
+    events = analysis.trace.events_by_id
+    for points, name, colour in ((analysis.aggregates, "aggregate point", "#ae3ec9"),
+                                 (analysis.stops, "stop", "#e03131")):
+        chosen = [events[p.event_id] for p in points
+                  if limit is None or events[p.event_id].t <= limit]
+        if not chosen:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[e.t - start for e in chosen], y=[lane[analysis.actor[e.id]] for e in chosen],
+            mode="markers+text", name=name, text=["STOP" if name == "stop" else "AGG"] * len(chosen),
+            textposition="top center", textfont=dict(size=10, color=colour),
+            customdata=[analysis.position[e.id] for e in chosen], hoverinfo="skip",
+            marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(color=colour, width=2.5))))
+
+
+def _add_critical(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
+                  limit: float | None, scatter) -> None:
+    events = analysis.trace.events_by_id
+    chain = [events[i] for i in analysis.critical[1] if limit is None or events[i].t <= limit]
+    fig.add_trace(scatter(
+        x=[e.t - start for e in chain], y=[lane[analysis.actor[e.id]] for e in chain],
+        mode="lines+markers", name="critical path", hoverinfo="skip",
+        line=dict(color="#fab005", width=4), opacity=0.75,
+        marker=dict(size=6, color="#fab005")))
+
+
+# -- the communication graph --------------------------------------------------------------------
+
+
+def communication_html(analysis: Analysis, *, height: int = 560, selected: str | None = None) -> str:
+    """The communication graph as a self-contained pyvis page: agents as nodes coloured by role,
+    an arrow per (sender, recipient) pair weighted by how many spawns, delegations, messages and
+    returns it carries. Every label and title is escaped, the page has no heading, its JavaScript
+    is inlined, and a Content-Security-Policy lets only those inline scripts run."""
+    from pyvis.network import Network
+
+    graph = analysis.communication
+    net = Network(height=f"{height}px", width="100%", directed=True, heading="",
+                  cdn_resources="in_line", bgcolor="#ffffff", font_color="#343a40")
+    ids = {agent: i for i, agent in enumerate(analysis.agents)}
+    big = len(ids) > 150
+    positions = tree_layout(visible_tree(analysis, budget=len(ids) + 1)) if big else {}
+    for agent, i in ids.items():
+        stats = analysis.agent_stats[agent]
+        title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
+                           f"tokens {stats.tokens:,.0f}", f"messages sent {stats.messages_sent}"])
+        options = dict(label=safe(agent, 24, quote=True), title=safe(title, quote=True), color=role_colour(stats.role),
+                       size=10 + 4 * math.log1p(stats.events), shape="dot",
+                       borderWidth=4 if agent == selected else 1)
+        if agent in positions:
+            x, y = positions[agent]
+            options.update(x=x * 40, y=-y * 160, physics=False)
+        net.add_node(i, **options)
+    for sender, recipient, data in graph.edges(data=True):
+        kinds = [f"{k} {data[k]}" for k in LINK_STYLES if data.get(k)]
+        main = max(LINK_STYLES, key=lambda k: data.get(k, 0))
+        net.add_edge(ids[sender], ids[recipient], value=data["weight"],
+                     title=safe(f"{sender} → {recipient}: " + ", ".join(kinds), quote=True),
+                     color=LINK_STYLES[main][0], dashes=main != "spawn",
+                     arrows="to")
+    if big:
+        net.toggle_physics(False)
+    else:
+        net.barnes_hut(gravity=-4000, spring_length=140)
+    page = net.generate_html(notebook=False)
+    return harden_html(page)
+
+
+_EXTERNAL = re.compile(r"<link[^>]+href=\"https?://[^>]*>\s*|<script[^>]+src=\"https?://[^>]*>\s*</script>",
+                       re.IGNORECASE)
+_HEADING = re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>", re.IGNORECASE)
+_INLINE_SCRIPT = re.compile(r"<script(?:\s+type=\"text/javascript\")?>(.*?)</script>", re.DOTALL)
+
+
+def harden_html(page: str) -> str:
+    """A generated page with no external resources, no empty heading, and a Content-Security-
+    Policy that allows exactly its own inline scripts (so an injected handler could not run)."""
+    import base64
+
+    page = _EXTERNAL.sub("", page)
+    page = _HEADING.sub("", page)
+    hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+                     + "'" for body in _INLINE_SCRIPT.findall(page)})
+    policy = (f"default-src 'none'; script-src {' '.join(hashes)}; style-src 'unsafe-inline'; "
+              "img-src data:; font-src data:")
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+    return page.replace("<head>", "<head>\n" + meta, 1)
