@@ -135,7 +135,8 @@ def otlp_export(target_bytes: int, seed: int = 0) -> bytes:
                  output__value=text(rng, 80))
             span(agent, "execute_tool", clock + step * 4 + 2, clock + step * 4 + 3,
                  gen_ai__operation__name="execute_tool", gen_ai__tool__name="search",
-                 gen_ai__tool__call__id=f"c{worker}_{step}", gen_ai__tool__call__result=text(rng, 60))
+                 gen_ai__tool__call__id=f"c{worker}_{step}",
+                 gen_ai__tool__call__result=text(rng, 60))
         clock += 5
     request = {"resourceSpans": [{"resource": {"attributes": attrs(service__name="bench")},
                                   "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}

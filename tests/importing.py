@@ -1,5 +1,6 @@
 """Helpers for the importer tests: where the fixtures are, and what a trace looks like as an
-orchestration (agents, spawns, delegations, returns, stops), checked against the reference schema."""
+orchestration (agents, spawns, delegations, returns, stops), checked against the reference
+schema."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ from importing import FIXTURES
 from viz_app.synth import HOSTILE_MARKER
 
 SESSION = FIXTURES / "claude_session.jsonl"
-PAYLOAD = f'<img src=x onerror="window.{HOSTILE_MARKER}=1"><script>window.{HOSTILE_MARKER}=1</script>'
+PAYLOAD = (f'<img src=x onerror="window.{HOSTILE_MARKER}=1">'
+           f'<script>window.{HOSTILE_MARKER}=1</script>')
 
 
 def hostile_session(path):

@@ -67,3 +67,13 @@ def test_folders_yield_one_trace_per_session():
     assert [t.trace_id for t in claude] == ["s-2222"]
     assert len(codex) == 1
     assert heard == ["claude_code", "codex"]
+
+
+def test_a_native_trace_too_large_to_parse_for_a_look_is_still_detected():
+    from viz_app.io.native import dump_trace, trace_from_dict
+    from viz_app.synth import synth_trace
+
+    big = dump_trace(trace_from_dict(synth_trace(agents=40, events=15000,
+                                                 topology="hierarchical", seed=3), "big"))
+    assert len(big) > 1_100_000
+    assert detect_format(big, "big.json") == "orchviz"

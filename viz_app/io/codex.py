@@ -299,7 +299,7 @@ def _thread_events(draft: TraceDraft, thread: Thread, names: dict[str, str],
                                      spawn_of, model, source, spawned)
         elif kind == "response_item" and item in ("function_call_output",
                                                   "custom_tool_call_output"):
-            _output(draft, t, agent, payload, calls, names, spawn_of, by_id, unclaimed, source)
+            _output(draft, t, agent, payload, calls, source)
         else:
             draft.skip(f"{kind} {item!r}" if item else f"line type {kind!r}")
     return completed
@@ -345,9 +345,7 @@ def _call(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
 
 
 def _output(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
-            calls: dict[str, dict[str, Any]], names: dict[str, str],
-            spawn_of: dict[str, dict[str, Any]], by_id: dict[str, Thread],
-            unclaimed: list[Thread], source: str) -> None:
+            calls: dict[str, dict[str, Any]], source: str) -> None:
     call = calls.get(str(payload.get("call_id")))
     output = payload.get("output")
     if call is not None and call["type"] == "spawn":

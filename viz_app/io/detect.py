@@ -15,7 +15,7 @@ from pathlib import Path
 from viz_app.errors import TraceError
 from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, whowhen
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
-from viz_app.io.records import first_value
+from viz_app.io.records import first_value, head_has
 from viz_app.model import Trace
 
 
@@ -39,6 +39,8 @@ def _detect_native(data: bytes, name: str) -> float:
         return 1.0
     if isinstance(first, dict) and "events" in first and "edges" in first:
         return 0.8
+    if first is None and head_has(data, b"trace_id", b"events"):
+        return 0.7
     return 0.0
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, parse_json, read_source
-from viz_app.io.records import TraceDraft, as_text, first_value, parse_time
+from viz_app.io.records import TraceDraft, as_text, first_value, head_has, parse_time
 from viz_app.model import Trace
 
 NAME = "inspect_ai"
@@ -41,6 +41,8 @@ def detect(data: bytes, name: str = "") -> float:
     first = first_value(data)
     if isinstance(first, dict) and "eval" in first and ("samples" in first or "plan" in first):
         return 1.0
+    if first is None and head_has(data, b"eval", b"task", b"status"):
+        return 0.7
     return 0.0
 
 

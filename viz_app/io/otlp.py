@@ -148,8 +148,8 @@ def _trace(spans: list[dict[str, Any]], label: str, trace_id: str, service: str 
             draft.skip("span without startTimeUnixNano")
             continue
         end = _nanos(span.get("endTimeUnixNano")) or start
-        rows.append((start, end, hex_id(span.get("spanId"), 8), hex_id(span.get("parentSpanId"), 8),
-                     attrs, span))
+        rows.append((start, end, hex_id(span.get("spanId"), 8),
+                     hex_id(span.get("parentSpanId"), 8), attrs, span))
     rows.sort(key=lambda r: r[0])
     by_id = {r[2]: r for r in rows if r[2]}
     agent_of = {r[2]: a for r in rows if (a := _span_agent(r[4], r[5])) is not None}

@@ -62,19 +62,34 @@ def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
     return list(json_lines(data, label))
 
 
+_first_seen: list[Any] = [None, None]  # [bytes, value]: detectors share one parse of a file
+
+
 def first_value(data: bytes, limit: int = 65536) -> Any:
-    """The first JSON value of a file (its first line, or the whole small document), or None;
-    detection looks at this and never raises."""
-    head = data[:limit]
-    line = head.split(b"\n", 1)[0]
+    """The first JSON value of a file (its first line, or the whole document up to 1 MB), or
+    None; detection looks at this and never raises. Every detector asks about the same bytes,
+    so the last answer is kept."""
+    if _first_seen[0] is data:
+        return _first_seen[1]
+    value = None
+    line = data[:limit * 16].split(b"\n", 1)[0]
     for candidate in (line, data if len(data) <= limit * 16 else b""):
         if not candidate.strip():
             continue
         try:
-            return orjson.loads(candidate)
+            value = orjson.loads(candidate)
+            break
         except orjson.JSONDecodeError:
             continue
-    return None
+    _first_seen[0], _first_seen[1] = data, value
+    return value
+
+
+def head_has(data: bytes, *keys: bytes, limit: int = 65536) -> bool:
+    """Whether every one of these JSON keys (quoted) appears in the file's first bytes; the
+    fallback of detection for documents too large to parse just to look at them."""
+    head = data[:limit]
+    return all(b'"' + key + b'"' in head for key in keys)
 
 
 def parse_time(value: Any) -> float | None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, parse_json, read_source
-from viz_app.io.records import TraceDraft, as_text, first_value
+from viz_app.io.records import TraceDraft, as_text, first_value, head_has
 from viz_app.model import Trace
 
 NAME = "whowhen"
@@ -37,6 +37,9 @@ def detect(data: bytes, name: str = "") -> float:
         return 1.0
     if isinstance(first, dict) and isinstance(first.get("history"), list) and "question" in first:
         return 0.6
+    if first is None and head_has(data, b"history") and (
+            head_has(data, b"mistake_agent") or b'"mistake_agent"' in data[-65536:]):
+        return 0.7
     return 0.0
 
 
