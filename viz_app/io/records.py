@@ -27,10 +27,11 @@ NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request"})
 """Message kinds that are never a run's final answer."""
 
 
-def json_lines(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for each non-blank line of JSONL bytes. A line that is not
-    JSON raises TraceError naming it; a cut-off last line is reported as a truncated file."""
-    start, number, size = 0, 0, len(data)
+def json_lines(data: bytes, label: str, first_line: int = 1) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for each non-blank line of JSONL bytes (numbered from
+    `first_line`). A line that is not JSON raises TraceError naming it; a cut-off last line is
+    reported as a truncated file."""
+    start, number, size = 0, first_line - 1, len(data)
     while start < size:
         end = data.find(b"\n", start)
         if end < 0:
@@ -53,13 +54,18 @@ def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
     JSONL; otherwise the file is one document, and its parse error names line and column."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    head = data.lstrip()
-    first_line = head.split(b"\n", 1)[0]
+    skipped = len(data) - len(data.lstrip())
+    blank_lines = data.count(b"\n", 0, skipped)
+    body = data[skipped:]
+    cut = body.find(b"\n")
     try:
-        orjson.loads(first_line)
+        first = orjson.loads(body if cut < 0 else body[:cut])
     except orjson.JSONDecodeError:
         return [(1, parse_json(data, label))]
-    return list(json_lines(data, label))
+    found = [(blank_lines + 1, first)]  # parsed once: a one-line document can be large
+    if cut >= 0:
+        found.extend(json_lines(body[cut + 1:], label, first_line=blank_lines + 2))
+    return found
 
 
 _first_seen: list[Any] = [None, None]  # [bytes, value]: detectors share one parse of a file
