@@ -58,7 +58,7 @@ def _event(trace: Trace, analysis: Analysis, e: Event, key: str, choose) -> None
     order, i = analysis.order, analysis.position[e.id]
     mine = analysis.events_of.get(agent, [])
     j = next(k for k, x in enumerate(mine) if x.id == e.id)
-    st.markdown(f"**{literal(e.type)}** `{literal(e.id, 40)}` · t = {e.t:g}s"
+    st.markdown(f"**{literal(e.type)}** {literal(e.id, 40)} · t = {e.t:g}s"
                 + (f" → {e.end_t:g}s" if e.end_t is not None else ""))
     st.caption(f"agent: {literal(agent, 60)} · role: {literal(analysis.role_of(agent), 40)}")
     prev_col, next_col = st.columns(2)
@@ -118,7 +118,7 @@ def _event_table(analysis: Analysis, events: list[Event], key: str, choose,
 
 def _agent(analysis: Analysis, agent: str, key: str, choose) -> None:
     stats = analysis.agent_stats[agent]
-    st.markdown(f"**Agent** `{literal(agent, 60)}`")
+    st.markdown(f"**Agent** {literal(agent, 60)}")
     st.caption(f"role: {literal(stats.role, 40)} · parent: "
                f"{literal(stats.parent, 40) if stats.parent else '— (a root)'} · depth {stats.depth}")
     a, b, c = st.columns(3)

@@ -173,15 +173,18 @@ def visible_tree(analysis: Analysis, *, expanded: Collection[str] = (), focus: s
         walk = analysis.parent.get(walk) if analysis.parent.get(walk) in present else None
         if walk is not None:
             opened.add(walk)
-    shown, level = len(roots), roots
+    shown, level = len(roots), list(roots)
     while level:
         nxt: list[str] = []
         for agent in level:
             children = kids.get(agent, [])
-            if children and (agent in opened or shown + len(children) <= budget):
+            # a root always opens (a swarm's one root would otherwise hide everything);
+            # its children beyond the budget then become one 'more' node
+            if children and (agent in opened or shown + len(children) <= budget
+                             or agent in roots):
                 opened.add(agent)
-                shown += len(children)
-                nxt.extend(children)
+                shown += min(len(children), budget)
+                nxt.extend(children[:budget])
         level = nxt
     room = max(budget - 1, 1)
     nodes: list[TreeNode] = []
@@ -647,6 +650,7 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
 
 _EXTERNAL = re.compile(r"<link[^>]+href=\"https?://[^>]*>\s*|<script[^>]+src=\"https?://[^>]*>\s*</script>",
                        re.IGNORECASE)
+_COMMENTED = re.compile(r"<!--\s*<link[^>]*>\s*<script[^>]*>\s*</script>\s*-->")
 _HEADING = re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>", re.IGNORECASE)
 _INLINE_SCRIPT = re.compile(r"<script(?:\s+type=\"text/javascript\")?>(.*?)</script>", re.DOTALL)
 
@@ -657,6 +661,7 @@ def harden_html(page: str) -> str:
     import base64
 
     page = _EXTERNAL.sub("", page)
+    page = _COMMENTED.sub("", page)
     page = _HEADING.sub("", page)
     hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
                      + "'" for body in _INLINE_SCRIPT.findall(page)})
