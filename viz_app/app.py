@@ -11,4 +11,6 @@ st.navigation([
             default=True),
     st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:",
             url_path="trace"),
+    st.Page("app_pages/agreement.py", title="Agreement", icon=":material/group:",
+            url_path="agreement"),
 ]).run()

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from components import literal
+from components.annotation import annotation_panel
 from components.graph import communication_graph
 from components.inspector import inspector
 from components.replay import replay_bar
@@ -97,10 +98,10 @@ with side:
     annotation_box = st.container()
 
 # -- ANNOTATION PANEL (issue 4) -----------------------------------------------------------------
-# The label panel goes here, before the views are drawn, so that an event id it returns is
-# followed by the tree, the timeline and the inspector in this same run:
-#     with annotation_box:
-#         follow(annotation_panel(trace, analysis, app_state.selected_event(trace)))
+# Drawn before the views, so that an event id it returns is followed by the tree, the timeline
+# and the inspector in this same run.
+with annotation_box:
+    follow(annotation_panel(trace, analysis, app_state.selected_event(trace)))
 # ------------------------------------------------------------------------------------------------
 
 event_id = app_state.selected_event(trace)

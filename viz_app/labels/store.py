@@ -11,8 +11,6 @@ twice adds nothing.
 from __future__ import annotations
 
 import hashlib
-import sys
-import types
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -20,7 +18,9 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import (Column, Engine, Float, Index, String, Table, Text, func, insert, select)
+from sqlalchemy import (Column, Engine, Float, Index, String, Table, Text, func, insert, inspect,
+                        select)
+from sqlalchemy import text as sql_text
 from sqlalchemy.exc import IntegrityError
 
 from viz_app import db
@@ -49,9 +49,11 @@ labels_table = Table(
     Column("seconds_spent", Float, nullable=True),
     Column("source", String(16), nullable=False),
     Column("origin", Text, nullable=False),
+    Column("pair_trace_id", String(512), nullable=True),
     Index("labels_by_target", "trace_id", "event_id", "question", "reviewer"),
 )
-"""One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself."""
+"""One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself;
+`pair_trace_id` names the second trace of a pairwise judgement (None for any other label)."""
 
 FIELDS = tuple(str(c.name) for c in labels_table.columns)
 """Every field of a label, in the order exports write them."""
@@ -82,6 +84,8 @@ class Label(BaseModel):
     source: Literal["human", "import"] = Field("human", description="Saved in the app or CLI by "
                                                "a person, or imported from a file.")
     origin: str = Field("", description="For an import: the file (or judge) it came from.")
+    pair_trace_id: str | None = Field(None, description="For a judgement of two traces: the "
+                                      "second trace (the label's trace is the first).")
 
     @property
     def target(self) -> tuple[str, str]:
@@ -111,9 +115,9 @@ class Label(BaseModel):
 
 
 _ALL_FIELDS = frozenset(FIELDS)
-_ID, _TRACE, _EVENT, _QUESTION, _REVIEWER, _CREATED = (
+_ID, _TRACE, _EVENT, _QUESTION, _REVIEWER, _CREATED, _PAIR = (
     FIELDS.index(n) for n in ("label_id", "trace_id", "event_id", "question", "reviewer",
-                              "created_at"))
+                              "created_at", "pair_trace_id"))
 
 
 class Progress(BaseModel):
@@ -168,7 +172,8 @@ def current_labels(labels: Iterable[Label]) -> list[Label]:
     """The newest label per reviewer, target and question (ties broken by label id)."""
     newest: dict[tuple[str, str, str, str], Label] = {}
     for label in labels:
-        key = (label.reviewer, label.trace_id, label.event_id, label.question)
+        key = (label.reviewer, label.trace_id, label.event_id, label.question,
+               label.pair_trace_id)
         held = newest.get(key)
         if held is None or (label.created_at, label.label_id) > (held.created_at, held.label_id):
             newest[key] = label
@@ -216,25 +221,13 @@ def label_from_record(record: Mapping[str, Any], rubric: Rubric, traces: Mapping
         source="import", origin=record.get("origin") or origin)
 
 
-def _engine(url: str) -> Engine:
-    """The shared engine. `viz_app.db` imports `viz_app.library` to declare the trace index;
-    until that module exists the label store must still open, so a missing one is stood in for."""
-    try:
-        import viz_app.library  # noqa: F401
-    except ModuleNotFoundError as err:
-        if err.name != "viz_app.library":
-            raise
-        sys.modules["viz_app.library"] = types.ModuleType("viz_app.library")
-    return db.connect(url)
-
-
 class LabelStore:
     """The labels in one database, checked against one rubric."""
 
     def __init__(self, url: str, rubric: Rubric | None = None):
         self.url = url
         self.rubric = rubric or default_rubric()
-        self.engine = _engine(url)
+        self.engine: Engine = db.connect(url)
         self._record_schema()
 
     def _record_schema(self) -> None:
@@ -251,6 +244,15 @@ class LabelStore:
             elif found > LABELS_SCHEMA_VERSION:
                 raise RuntimeError(f"the labels were written by a newer orchviz (labels schema "
                                    f"{found}); this one knows {LABELS_SCHEMA_VERSION}")
+            self._add_pair_column(conn)
+
+    @staticmethod
+    def _add_pair_column(conn) -> None:
+        """Add the nullable `pair_trace_id` column to a labels table made before pairwise
+        judgements (`create_all` does not alter tables; old rows are not pairs)."""
+        columns = {c["name"] for c in inspect(conn).get_columns("labels")}
+        if "pair_trace_id" not in columns:
+            conn.execute(sql_text("ALTER TABLE labels ADD COLUMN pair_trace_id VARCHAR(512)"))
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -361,7 +363,7 @@ class LabelStore:
         # A dict keeps each key where it was first seen, so the rows stay in target order.
         newest: dict[tuple, Any] = {}
         for row in rows:
-            key = (row[_REVIEWER], row[_TRACE], row[_EVENT], row[_QUESTION])
+            key = (row[_REVIEWER], row[_TRACE], row[_EVENT], row[_QUESTION], row[_PAIR])
             held = newest.get(key)
             if held is None or (row[_CREATED], row[_ID]) > (held[_CREATED], held[_ID]):
                 newest[key] = row

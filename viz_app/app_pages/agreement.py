@@ -1,0 +1,75 @@
+"""The agreement page: Krippendorff's alpha per question, how many targets two or more reviewers
+labelled, the targets they disagree on most (one click from their trace), and the exports."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from components import literal
+from components.annotation import label_store
+from viz_app import app_state
+from viz_app.export import export
+from viz_app.labels.agreement import agreement
+from viz_app.labels.rubric import RubricError
+
+app_state.page_style()
+app_state.reviewer()
+st.title("Agreement")
+try:
+    store = label_store()
+except RubricError as err:
+    st.error(f"The rubric cannot be used: {literal(err, 400)}")
+    st.stop()
+records = store.current_records()
+reviewers = sorted({r["reviewer"] for r in records})
+st.caption(f"{len(records):,} current labels by {len(reviewers)} reviewer"
+           f"{'s' if len(reviewers) != 1 else ''} · rubric {literal(store.rubric.name, 60)} "
+           f"{literal(store.rubric.version, 20)} · alpha is ordinal for scales, nominal for "
+           "categories; only targets with two or more reviewers count")
+report = agreement(store.rubric, records)
+summary = pd.DataFrame([{
+    "question": q.question, "level": q.level, "alpha": q.alpha, "reviewers": q.reviewers,
+    "targets labelled": q.targets, "targets with 2+ reviewers": q.shared_targets,
+    "note": q.note} for q in report])
+st.dataframe(summary, hide_index=True, width="stretch",
+             column_config={"alpha": st.column_config.NumberColumn(format="%.3f"),
+                            "note": st.column_config.TextColumn(width="large")})
+
+st.subheader("Where reviewers disagree most")
+disputes = [(q.question, d) for q in report for d in q.disagreements]
+disputes.sort(key=lambda item: -item[1].spread)
+if not disputes:
+    st.caption("No target has two reviewers who disagree.")
+else:
+    frame = pd.DataFrame([{
+        "question": question, "trace": d.trace_id, "event": d.event_id or "(whole trace)",
+        "spread": d.spread,
+        "answers": " · ".join(f"{r}: {v}" for r, v in sorted(d.answers.items()))}
+        for question, d in disputes])
+    st.caption("Click a row to open that target in its trace.")
+    picked = st.dataframe(frame, key="agreement_disputes", hide_index=True, width="stretch",
+                          on_select="rerun", selection_mode="single-row",
+                          column_config={"spread": st.column_config.ProgressColumn(
+                              min_value=0.0, max_value=1.0, format="%.2f"),
+                              "answers": st.column_config.TextColumn(width="large")})
+    if picked is not None and picked.selection.rows:
+        _question, chosen = disputes[picked.selection.rows[0]]
+        app_state.open_trace(chosen.trace_id, chosen.event_id or None)
+
+st.subheader("Download the labels")
+formats = {"jsonl": "labels.jsonl", "csv": "labels.csv", "parquet": "labels.parquet",
+           "rewards": "rewards.jsonl"}
+columns = st.columns(len(formats))
+for column, (name, filename) in zip(columns, formats.items()):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / filename
+        export(name, records, {}, store.rubric, path)
+        column.download_button(f"{name}", path.read_bytes(), file_name=filename,
+                               key=f"download:{name}", width="stretch",
+                               disabled=not records, icon=":material/download:")
+st.caption("Labelled traces and the stepwise and unpaired training files need the traces: "
+           "`orchviz labels export --format traces|stepwise|unpaired --traces DIR -o OUT`.")
