@@ -1,0 +1,125 @@
+"""The app's pages, run in-process with Streamlit's AppTest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from factories import REPO, demo_paths
+from viz_app.synth import hostile_trace
+
+APP = str(REPO / "viz_app" / "app.py")
+DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
+
+
+@pytest.fixture
+def library_env(tmp_path, monkeypatch):
+    """A library of the demo traces, the hostile trace and a broken file, with its own db."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for path in demo_paths():
+        shutil.copy(path, traces / path.name)
+    (traces / "hostile.json").write_text(json.dumps(hostile_trace()))
+    (traces / "broken.json").write_text('{"trace_id": "broken", "events": [')
+    monkeypatch.setenv("ORCHVIZ_TRACES", str(traces))
+    monkeypatch.setenv("ORCHVIZ_DB", str(tmp_path / "orchviz.db"))
+    monkeypatch.setenv("ORCHVIZ_UPLOADS", str(tmp_path / "uploads"))
+    return traces
+
+
+def run(trace: str | None = None, event: str | None = None) -> AppTest:
+    """The app opened at its root URL, with the deep-link parameters given."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    if trace:
+        at.query_params["trace"] = trace
+    if event:
+        at.query_params["event"] = event
+    return at.run()
+
+
+def markdown_bodies(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown] + [c.value for c in at.caption]
+
+
+def test_the_library_lists_every_demo_trace(library_env):
+    at = run()
+    assert not at.exception
+    listed = at.dataframe[0].value["trace id"].tolist()
+    assert set(DEMO_IDS) | {"hostile-xss"} == set(listed)
+
+
+def test_the_library_lists_the_broken_file_with_its_error(library_env):
+    at = run()
+    failures = at.dataframe[1].value
+    assert failures["file"].tolist() == [str((library_env / "broken.json").resolve())]
+    assert "broken.json" in failures["error"][0] and "truncated" in failures["error"][0]
+    assert any("failed to load (1)" in h.value for h in at.subheader)
+
+
+def test_the_library_search_narrows_the_table(library_env):
+    at = run()
+    at.text_input(key="library_query").input("researcher_pep").run()
+    assert at.dataframe[0].value["trace id"].tolist() == ["demo-09-review-dropped-finding"]
+
+
+@pytest.mark.parametrize("trace_id", DEMO_IDS)
+def test_the_trace_page_renders_every_demo_trace(library_env, trace_id):
+    at = run(trace_id)
+    assert not at.exception, at.exception
+    assert at.query_params["trace"] == [trace_id] or at.query_params["trace"] == trace_id
+    assert len(at.metric) >= 9  # the header's figures
+    assert len(at.get("plotly_chart")) == 2  # tree and timeline, on screen together
+
+
+def test_a_deep_link_selects_the_event_in_the_inspector(library_env):
+    at = run("demo-05-hierarchical-ebikes", "e10")
+    assert not at.exception
+    assert any("spawn" in body and "e10" in body for body in markdown_bodies(at))
+    assert [c.value for c in at.code] == ["Spawn approval analyst."]
+
+
+def test_next_in_the_inspector_moves_the_selection_and_the_url(library_env):
+    at = run("demo-05-hierarchical-ebikes", "e10")
+    at.button(key="inspector:next ▶").click().run()
+    assert not at.exception
+    moved = at.query_params["event"]
+    moved = moved[0] if isinstance(moved, list) else moved
+    assert moved == "e11"
+    assert any("e11" in body for body in markdown_bodies(at))
+
+
+def test_an_unknown_trace_id_says_so(library_env):
+    at = run("no-such-trace")
+    assert not at.exception
+    assert any("No trace with id" in e.value for e in at.error)
+
+
+def test_the_replay_steps_to_the_next_event(library_env):
+    at = run("demo-01-centralized-faithful")
+    slider = next(s for s in at.slider if s.key.endswith(":t"))
+    assert slider.value == slider.max
+    at.button(key=slider.key.replace(":t", ":first")).click().run()
+    at.button(key=slider.key.replace(":t", ":forward")).click().run()
+    slider = next(s for s in at.slider if s.key.endswith(":t"))
+    assert 0 < slider.value < slider.max
+
+
+def test_the_hostile_trace_renders_as_text(library_env):
+    at = run("hostile-xss", "e5")
+    assert not at.exception
+    shown = "\n".join(c.value for c in at.code)
+    assert "<script>window.__pwned=1</script>" in shown  # the payload, shown as text
+    for element in list(at.markdown) + list(at.caption):
+        assert not element.proto.allow_html
+    for body in markdown_bodies(at):
+        # in Markdown, every < of trace text arrives backslash-escaped
+        assert "<script" not in body.replace("\\<script", "")
+        assert "<img" not in body.replace("\\<img", "")
+
+
+def test_every_page_element_with_markdown_refuses_html(library_env):
+    for at in (run(), run("hostile-xss")):
+        assert all(not m.proto.allow_html for m in at.markdown)
