@@ -39,6 +39,7 @@ def connect(url: str) -> Engine:
 
 def _create(url: str) -> Engine:
     import viz_app.labels.store  # noqa: F401  (declares the label tables on `metadata`)
+    import viz_app.labels.bookmarks  # noqa: F401  (declares the bookmarks table)
     import viz_app.library  # noqa: F401  (declares the trace index table)
 
     if url.startswith("sqlite"):

@@ -13,9 +13,12 @@ from tqdm import tqdm
 
 from viz_app.errors import TraceError
 from viz_app.export import FORMATS, NEEDS_TRACES, WRITES_FOLDER, export
+from viz_app.export.bookmarks import write_bookmarks
+from viz_app.export.preference import unplaced_pairs, write_preference
 from viz_app.io.detect import read_any
 from viz_app.io.files import trace_files
 from viz_app.labels.agreement import agreement
+from viz_app.labels.bookmarks import BookmarkStore
 from viz_app.labels.rubric import LabelError, RubricError, load_rubric
 from viz_app.labels.store import LabelStore
 from viz_app.model import Trace
@@ -34,9 +37,13 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "question). jsonl, csv, parquet: one row per label with every field. "
                        "rewards: per target, the mean reward over reviewers with count and "
                        "spread. traces: each labelled trace with its rewards filled (-o is a "
-                       "folder). stepwise, unpaired: reward-model shapes (JSON Lines).")
+                       "folder). stepwise, unpaired: reward-model shapes (JSON Lines). "
+                       "preference: one {prompt, chosen, rejected, margin} row per judged pair "
+                       "of traces (needs --traces). bookmarks: the bookmarks and their notes.")
     _common(p, traces_required=False)
-    p.add_argument("--format", choices=list(FORMATS), required=True)
+    p.add_argument("--format", choices=[*FORMATS, *CASE_STUDY_FORMATS], required=True)
+    p.add_argument("--from-scores", action="store_true",
+                   help="preference: also pair traces of one task_id by their scalar labels")
     p.add_argument("-o", "--output", required=True, help="the file (or folder) to write")
     p.add_argument("--reviewer", help="only this reviewer's labels")
     p.set_defaults(run=export_verb)
@@ -101,6 +108,10 @@ def load_trace_map(paths: list[str]) -> dict[str, Trace]:
     return found
 
 
+CASE_STUDY_FORMATS = ("preference", "bookmarks")
+"""Export formats of case studies: pairwise preferences, and bookmarks with their notes."""
+
+
 def export_verb(args: argparse.Namespace) -> int:
     """Write current labels in one format."""
     try:
@@ -108,6 +119,8 @@ def export_verb(args: argparse.Namespace) -> int:
     except RubricError as err:
         print(err, file=sys.stderr)
         return 1
+    if args.format in CASE_STUDY_FORMATS:
+        return _case_study_export(args, store)
     if args.format in NEEDS_TRACES and not args.traces:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
@@ -121,6 +134,25 @@ def export_verb(args: argparse.Namespace) -> int:
     where = f"{len(written)} traces in {args.output}" if args.format in WRITES_FOLDER \
         else str(written)
     print(f"{len(labels)} current labels -> {where}")
+    return 0
+
+
+def _case_study_export(args: argparse.Namespace, store: LabelStore) -> int:
+    """Write the preference rows (judged pairs, optionally pairs from scores) or the bookmarks."""
+    if args.format == "bookmarks":
+        path = write_bookmarks(BookmarkStore(store.url), args.output, args.reviewer)
+        print(f"{len(path.read_bytes().splitlines())} current bookmarks -> {path}")
+        return 0
+    if not args.traces:
+        print("--format preference needs the traces: add --traces DIR", file=sys.stderr)
+        return 2
+    traces = load_trace_map(args.traces)
+    labels = store.current_records(reviewer=args.reviewer)
+    for first, second in unplaced_pairs(labels, traces):
+        print(f"judgement of {first} vs {second} skipped: a trace is not among --traces",
+              file=sys.stderr)
+    path = write_preference(labels, traces, args.output, from_scores=args.from_scores)
+    print(f"{len(path.read_bytes().splitlines())} preference pairs -> {path}")
     return 0
 
 
