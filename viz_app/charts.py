@@ -308,7 +308,8 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
             marker=dict(size=sizes, color=colour, symbol=symbols,
                         line=dict(color="white", width=1.5)),
             customdata=[[n.kind, n.agent] for n in members],
-            hovertext=[_node_hover(analysis, n) for n in members], hoverinfo="text"))
+            hovertext=[_node_hover(analysis, n) for n in members], hoverinfo="text",
+            unselected=dict(marker=dict(opacity=1)), selected=dict(marker=dict(opacity=1))))
         if until is not None:
             active_keys += [n.key for n in members if n.kind == "agent"
                             and analysis.agent_stats[n.agent].first_t <= start + until
@@ -391,25 +392,23 @@ def _add_link_edges(fig: go.Figure, analysis: Analysis, pos: dict[str, tuple[flo
             pair = (a, b) if a <= b else (b, a)
             tally = counts.setdefault(pair, {})
             tally[kind] = tally.get(kind, 0) + 1
-    buckets: dict[tuple[bool, float], tuple[list, list, list]] = {}
+    buckets: dict[tuple[bool, float], tuple[list, list]] = {}
     for (a, b), tally in counts.items():
         total = sum(tally.values())
         width = 1.0 if total < 3 else 2.0 if total < 8 else 3.5
         family = parent_of.get(a) == b or parent_of.get(b) == a
         xs, ys = ([pos[a][0], pos[b][0]], [pos[a][1], pos[b][1]]) if family else _arc(pos[a], pos[b])
-        label = ", ".join(f"{n} {k}" for k, n in sorted(tally.items()))
-        bx, by, bt = buckets.setdefault((family, width), ([], [], []))
+        bx, by = buckets.setdefault((family, width), ([], []))
         bx += xs + [None]
         by += ys + [None]
-        bt += [f"{safe(a, 30)} ↔ {safe(b, 30)}: {label}"] * len(xs) + [None]
     shown: set[bool] = set()
-    for (family, width), (xs, ys, texts) in sorted(buckets.items()):
+    for (family, width), (xs, ys) in sorted(buckets.items()):
         name = "delegation / return" if family else "message"
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines", name=name, legendgroup=name, showlegend=family not in shown,
             line=dict(color="#5f3dc4" if family else "#1c7ed6", width=width,
                       dash="dash" if family else "dot"),
-            opacity=0.5, hovertext=texts, hoverinfo="text"))
+            opacity=0.5, hoverinfo="skip"))  # skipped lines never catch a click meant for a node
         shown.add(family)
 
 
@@ -475,6 +474,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
             text=[_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
                   for e in events],
             hovertemplate=f"<b>{style.label}</b> %{{text}}<extra></extra>",
+            unselected=dict(marker=dict(opacity=1)),
             visible=True if events else "legendonly"))
     _add_decision_points(fig, analysis, lane, start, limit, scatter)
     if critical:
