@@ -458,7 +458,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
         if limit is None or e.t <= limit:
             grouped[e.type].append(e)
     # big traces get a one-line preview: hover text is most of what the browser receives
-    width, lines = (70, 1) if gl else (60, 4)
+    width, lines = (60, 1) if gl else (60, 4)
     for etype in EVENT_TYPES:
         events = grouped[etype]
         style = EVENT_STYLES[etype]

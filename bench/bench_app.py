@@ -1,0 +1,128 @@
+"""Benchmark: from opening a trace's deep link to its tree and timeline drawn, in Chromium.
+
+Starts `orchviz app` on a temporary folder holding one demo trace and two synthetic traces of
+800 agents (2,000 and 20,000 events), lets the library index them, then opens each trace's deep
+link in a fresh browser page and waits until both Plotly figures are drawn in the DOM (two
+`.js-plotly-plot` elements with their points, and no script run in progress). Each trace is
+opened twice: the first open (`cold`) parses and draws it; the second (`warm`) is a new session
+on the same server, as when a colleague opens a pasted link.
+
+Run: `python bench/bench_app.py` (prints each time and the ratio 20k/demo; exits 1 when the
+20k-event trace misses the target: within 3x the demo's time and under 4 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import CHROMIUM_ARGS, CHROMIUM_PATH, free_port, wait_for_streamlit  # noqa: E402
+from viz_app.synth import synth_trace  # noqa: E402
+
+DEMO = REPO / "demo_traces" / "05_hierarchical_three_levels.json"
+TARGET_RATIO = 3.0
+TARGET_SECONDS = 4.0
+
+DRAWN = """() => {
+    const plots = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot');
+    if (plots.length < 2) return false;
+    for (const p of plots) {
+        if (!p._fullData || !p.querySelector('.main-svg')) return false;
+    }
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !(app && app.getAttribute('data-test-script-state') === 'running');
+}"""
+
+
+def start_app(folder: Path, db: Path) -> tuple[subprocess.Popen, str]:
+    """`orchviz app` on the folder; returns the process and its base URL once healthy."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "viz_app", "app", "--traces", str(folder), "--db", str(db),
+         "--uploads", str(folder.parent / "uploads"), "--port", str(port), "--host", "127.0.0.1"],
+        cwd=folder.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return proc, base
+        except OSError:
+            time.sleep(0.25)
+    proc.terminate()
+    raise SystemExit("the app did not start")
+
+
+def open_and_time(browser, url: str) -> float:
+    """Seconds from navigating to the deep link until tree and timeline are drawn."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url)
+    page.wait_for_function(DRAWN, timeout=120_000, polling=50)
+    elapsed = time.perf_counter() - start
+    context.close()
+    return elapsed
+
+
+def main() -> int:
+    """Run the benchmark and print its figures."""
+    from playwright.sync_api import sync_playwright
+
+    work = Path(tempfile.mkdtemp(prefix="orchviz-bench-app-"))
+    folder = work / "traces"
+    folder.mkdir()
+    shutil.copy(DEMO, folder / DEMO.name)
+    cases = {"demo": json.loads(DEMO.read_text())["trace_id"]}
+    for label, events in (("2k", 2_000), ("20k", 20_000)):
+        raw = synth_trace(800, events, topology="hierarchical", seed=7)
+        (folder / f"synth_{label}.json").write_text(json.dumps(raw))
+        cases[label] = raw["trace_id"]
+    proc, base = start_app(folder, work / "bench.db")
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM_PATH, headless=True,
+                                         args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(base)  # the library indexes the folder once
+            wait_for_streamlit(page, timeout=120_000)
+            page.close()
+            times: dict[str, dict[str, float]] = {}
+            for label, trace_id in cases.items():
+                url = f"{base}/?trace={trace_id}"
+                times[label] = {"cold": open_and_time(browser, url),
+                                "warm": open_and_time(browser, url)}
+            browser.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+        shutil.rmtree(work, ignore_errors=True)
+    for label, t in times.items():
+        print(f"{label:>5}: cold {t['cold']:.2f} s   warm {t['warm']:.2f} s")
+    ok = True
+    for kind in ("cold", "warm"):
+        ratio = times["20k"][kind] / times["demo"][kind]
+        meets = ratio <= TARGET_RATIO and times["20k"][kind] < TARGET_SECONDS
+        ok &= meets
+        print(f"ratio 20k/demo ({kind}): {ratio:.2f}  "
+              f"(target <= {TARGET_RATIO:g} and 20k < {TARGET_SECONDS:g} s: "
+              f"{'met' if meets else 'MISSED'})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
