@@ -46,10 +46,6 @@ def app(args: argparse.Namespace) -> int:
                         uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    # The pages import `components`, which sits beside `viz_app`: make sure Streamlit's process
-    # finds that copy first (an editable install made before it existed maps it to nothing).
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE.parent), env.get("PYTHONPATH"))
-                                        if p)
     command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "app.py"),
                *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
