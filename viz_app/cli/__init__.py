@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from viz_app import __version__
-from viz_app.cli import app, imports, labels, traces
+from viz_app.cli import app, imports, labels, report, traces
 
-VERB_MODULES = [traces, imports, app, labels]
+VERB_MODULES = [traces, imports, app, labels, report]
 """Each module has `register(subparsers)`, adding its verbs with their `--help`."""
 
 

@@ -1,0 +1,258 @@
+"""The case-study report: one self-contained file that opens with no network, draws its
+figures, lists labels, bookmarks (in the order of the run, notes rendered safely) and warnings,
+and runs no script that came from a trace or a note."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import shot
+from viz_app.cli import main
+from viz_app.export.report import note_html, report_html, report_markdown
+from viz_app.io.native import load_trace, trace_from_dict
+from viz_app.labels.bookmarks import BookmarkStore
+from viz_app.labels.store import LabelStore
+from viz_app.synth import HOSTILE_MARKER, hostile_trace
+
+REPO = Path(__file__).resolve().parent.parent
+PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
+PAYLOAD = "<img src=x onerror=window.__pwned=1><script>window.__pwned=1</script>"
+
+
+@pytest.fixture
+def trace():
+    return load_trace(PREMATURE)
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    import json
+
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile_trace()), "utf-8")
+    return load_trace(path)
+
+
+def case_db(tmp_path, trace, payload: str = "") -> str:
+    """A store with labels and three bookmarks on a trace, written out of their order in the run."""
+    url = f"sqlite:///{tmp_path / 'case.db'}"
+    labels, marks = LabelStore(url), BookmarkStore(url)
+    aggregate, stop = analysis_points(trace)
+    labels.save(trace, "aggregation_quality", 2, "ann", aggregate, comment="drops it" + payload)
+    labels.save(trace, "task_outcome", "failure", "bob" + payload)
+    marks.add(trace, "bob", "**Stops** here" + payload, event_id=stop)
+    marks.add(trace, "ann", "The merge" + payload, event_id=aggregate)
+    marks.add(trace, "ann", "The start" + payload, start_s=0.0, end_s=1.0)
+    return url
+
+
+def analysis_points(trace) -> tuple[str, str]:
+    from viz_app.analysis import analyze
+
+    a = analyze(trace)
+    return a.aggregates[0].event_id, a.stops[-1].event_id
+
+
+def write(tmp_path, trace, url: str | None, *extra) -> Path:
+    source = tmp_path / "trace.json"
+    source.write_text(__import__("json").dumps(trace.to_dict()), "utf-8")
+    out = tmp_path / "case.html"
+    args = ["report", str(source), "-o", str(out), *extra]
+    if url:
+        args += ["--db", url]
+    assert main(args) == 0
+    return out
+
+
+# -- what the page holds ---------------------------------------------------------------------
+
+
+SCRIPT = re.compile(r"<script[^>]*>(.*?)</script>", re.DOTALL)
+
+
+def test_the_report_inlines_plotly_and_references_no_host(tmp_path, trace):
+    page = report_html(trace)
+    assert "Plotly" in page and len(page) > 1_000_000  # the library itself, not a link to it
+    markup = SCRIPT.sub("", page)
+    assert not re.search(r"\b(src|href)\s*=", markup) and "@import" not in markup
+    assert "url(" not in markup  # no web font, no background image
+
+
+def test_every_script_of_the_report_is_plotly_or_draws_a_figure(tmp_path, hostile):
+    page = write(tmp_path, hostile, case_db(tmp_path, hostile, PAYLOAD)).read_text("utf-8")
+    bodies = SCRIPT.findall(page)
+    assert len(bodies) >= 3
+    assert all(b.startswith(("/**", "window.PLOTLYENV")) or "Plotly.newPlot" in b for b in bodies)
+    assert all(HOSTILE_MARKER not in b or "Plotly.newPlot" in b for b in bodies)
+    assert all("</" not in b for b in bodies if "Plotly.newPlot" in b)  # JSON with <\/ escaped
+
+
+def test_the_report_allows_only_its_own_scripts(trace):
+    page = report_html(trace)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src 'none'" in policy and "connect-src 'none'" in policy
+    assert policy.count("'sha256-") == len(SCRIPT.findall(page))
+
+
+def test_the_report_lists_bookmarks_in_the_order_of_the_run_with_their_notes(tmp_path, trace):
+    out = write(tmp_path, trace, case_db(tmp_path, trace))
+    page = out.read_text("utf-8")
+    notes = [page.index(n) for n in ("The start", "The merge", "<strong>Stops</strong> here")]
+    assert notes == sorted(notes)
+    assert 'id="bookmark-3"' in page and 'id="bookmark-4"' not in page
+
+
+def test_the_report_lists_labels_with_their_reviewers_and_the_warnings(tmp_path, trace):
+    page = write(tmp_path, trace, case_db(tmp_path, trace)).read_text("utf-8")
+    labels = page[page.index('id="labels"'):page.index('id="warnings"')]
+    assert "aggregation_quality" in labels and "<td>ann</td>" in labels
+    assert "task_outcome" in labels and "<td>bob</td>" in labels
+    assert "Warnings (0)" in page
+
+
+def test_a_trace_with_warnings_shows_each_warning(tmp_path):
+    raw = load_trace(PREMATURE).to_dict()
+    raw["events"].append({"id": "late-spawn", "t": 40, "type": "spawn", "agent": "orchestrator",
+                          "to": "db_analyst", "role": "analyst"})
+    odd = trace_from_dict(raw, "odd.json")
+    assert odd.warnings
+    page = report_html(odd)
+    assert f"Warnings ({len(odd.warnings)})" in page
+    assert all(w.code in page for w in odd.warnings)
+
+
+def test_without_a_store_the_report_says_it_has_no_labels(tmp_path, trace, capsys):
+    out = write(tmp_path, trace, None, "--db", str(tmp_path / "missing.db"))
+    assert "No labels." in out.read_text("utf-8") and "No bookmarks." in out.read_text("utf-8")
+    assert not (tmp_path / "missing.db").exists()
+    assert "no label store" in capsys.readouterr().err
+
+
+def test_the_report_has_a_print_stylesheet(trace):
+    page = report_html(trace)
+    assert "@media print" in page and "break-inside: avoid" in page
+
+
+def test_every_trace_string_is_escaped(tmp_path, hostile):
+    page = write(tmp_path, hostile, case_db(tmp_path, hostile, PAYLOAD)).read_text("utf-8")
+    markup = SCRIPT.sub("", page)
+    assert HOSTILE_MARKER in markup  # the payloads are there, as text
+    assert not re.search(r"<(img|svg|iframe|object|embed|input|form|a )", markup, re.I)
+    assert not re.search(r"<details[^>]*\bopen", markup, re.I)
+    assert markup.count("<details>") == 2  # the two bookmarked events' content, closed
+
+
+# -- notes ------------------------------------------------------------------------------------
+
+
+def test_a_note_renders_a_safe_subset_of_markdown():
+    rendered = note_html("# Title\n\nSome **bold**, *italic* and `code`.\n\n- one\n- two\n\n"
+                         "1. first\n\n> quoted\n\n```\nx < y\n```\n[docs](https://example.org/a)")
+    for piece in ("<h3>Title</h3>", "<strong>bold</strong>", "<em>italic</em>",
+                  "<code>code</code>", "<ul><li>one</li><li>two</li></ul>", "<ol><li>first</li></ol>",
+                  "<blockquote><p>quoted</p></blockquote>", "<pre><code>x &lt; y</code></pre>",
+                  '<a href="https://example.org/a" rel="noopener noreferrer">docs</a>'):
+        assert piece in rendered, piece
+
+
+@pytest.mark.parametrize("raw", [
+    "<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+    "[click](javascript:alert(1))", "[x](https://a.b/\"onmouseover=alert(1))",
+    "**<b>bold</b>**", "`<script>`", "<details open ontoggle=alert(1)>",
+])
+def test_raw_html_in_a_note_shows_as_text(raw):
+    rendered = note_html(raw)
+    tags = {t.lower() for t in re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", rendered)}
+    assert tags <= {"p", "br", "strong", "em", "code", "pre", "ul", "ol", "li", "blockquote",
+                    "h3", "h4", "h5", "h6", "a"}
+    for href in re.findall(r'href="([^"]*)"', rendered):
+        assert href.startswith(("https://", "http://", "mailto:"))
+        assert "onmouseover" not in href and "&quot;" not in href
+
+
+def test_the_markdown_report_keeps_notes_but_makes_their_html_inert(trace):
+    from viz_app.labels.bookmarks import Bookmark
+
+    mark = Bookmark(version_id="v", bookmark_id="b", trace_id=trace.trace_id, trace_sha256="",
+                    event_id=None, start_s=0.0, end_s=0.0, note="**bold** <script>x</script>",
+                    reviewer="ann", created_at="2026-01-01T00:00:00.000000Z")
+    text = report_markdown(trace, [], [mark])
+    assert "**bold** &lt;script>x&lt;/script>" in text and "<script" not in text
+
+
+def test_the_markdown_report_embeds_png_figures_when_chromium_renders_them(tmp_path, trace,
+                                                                        chromium):
+    out = tmp_path / "case.md"
+    source = tmp_path / "trace.json"
+    source.write_text(__import__("json").dumps(trace.to_dict()), "utf-8")
+    assert main(["report", str(source), "--format", "md", "-o", str(out), "--db",
+                 case_db(tmp_path, trace)]) == 0
+    text = out.read_text("utf-8")
+    for name in ("tree", "timeline"):
+        assert f"(case_files/{name}.png)" in text
+        png = tmp_path / "case_files" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert text.index("The start") < text.index("The merge") < text.index("Stops")
+
+
+# -- in a browser, offline -----------------------------------------------------------------------
+
+
+def open_offline(page, path: Path) -> list[str]:
+    """Open a file with every non-file request aborted; returns the requests attempted."""
+    attempted: list[str] = []
+
+    def guard(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            attempted.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", guard)
+    page.goto(path.as_uri())
+    page.wait_for_selector("#orchviz-timeline .main-svg", timeout=30_000)
+    page.wait_for_timeout(500)
+    return attempted
+
+
+@pytest.mark.browser
+def test_the_report_opens_offline_and_draws_its_figures(page, tmp_path, trace):
+    out = write(tmp_path, trace, case_db(tmp_path, trace))
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    attempted = open_offline(page, out)
+    assert attempted == []
+    for div in ("orchviz-tree", "orchviz-timeline"):
+        assert page.locator(f"#{div} .main-svg").count() >= 1
+        assert page.locator(f"#{div} .scatterlayer .trace").count() >= 3  # drawn, not empty
+    assert page.locator(".bookmark").count() == 3
+    assert errors == []
+    shot(page, "report_offline")
+
+
+@pytest.mark.browser
+def test_the_hostile_report_runs_no_script_from_the_trace_or_notes(page, tmp_path, hostile):
+    out = write(tmp_path, hostile, case_db(tmp_path, hostile, PAYLOAD))
+    attempted = open_offline(page, out)
+    page.hover("#orchviz-timeline .scatterlayer .trace .point >> nth=0", force=True)
+    page.locator("details").first.evaluate("d => d.open = true")
+    page.wait_for_timeout(300)
+    assert page.evaluate(f"typeof window.{HOSTILE_MARKER}") == "undefined"
+    assert attempted == []  # an <img src=x> that ran would have asked for x
+    assert page.locator("#bookmarks").inner_text().count("window.__pwned=1") >= 3  # shown as text
+    shot(page, "report_hostile")
+
+
+@pytest.mark.browser
+def test_the_report_prints(page, tmp_path, trace):
+    out = write(tmp_path, trace, case_db(tmp_path, trace))
+    open_offline(page, out)
+    page.emulate_media(media="print")
+    assert page.evaluate("getComputedStyle(document.querySelector('.modebar-container') "
+                         "|| document.body).display") in ("none", "block")
+    pdf = page.pdf(format="A4", landscape=True)
+    assert pdf[:4] == b"%PDF" and len(pdf) > 20_000

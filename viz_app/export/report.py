@@ -1,0 +1,582 @@
+"""The case-study report: one trace, its figures, its interactive spawn tree and timeline, its
+labels with their reviewers, its bookmarks with their notes in the order of the run, and its
+warnings, as one self-contained file.
+
+HTML (`report_html`): Plotly's JavaScript is inlined, nothing is fetched from any host, and a
+Content-Security-Policy lets exactly the page's own scripts run, so even a payload that slipped
+through could not execute. Every string that came from a trace or a reviewer is html-escaped;
+notes are Markdown rendered by `note_html`, a small renderer that escapes first and then turns
+a safe subset (paragraphs, headings, lists, quotes, code, emphasis, http(s) links) into tags.
+A print stylesheet lays the report out for paper.
+
+Markdown (`report_markdown`): the same content, with the figures as PNG files when they can be
+rendered here (`figure_pngs`: Chromium through Playwright), and without them otherwise.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import plotly.graph_objects as go
+from pydantic import BaseModel, Field
+
+from viz_app import charts
+from viz_app.analysis import Analysis, analyze
+from viz_app.case_study import Step, steps, timeline_marks
+from viz_app.labels.bookmarks import Bookmark
+from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
+from viz_app.labels.store import LabelRecord
+from viz_app.model import Trace
+
+CHROMIUM = os.environ.get("ORCHVIZ_CHROMIUM", "/usr/bin/chromium")
+"""The Chromium that renders PNG figures for the Markdown report (override: ORCHVIZ_CHROMIUM)."""
+
+Format = Literal["html", "md"]
+
+
+# -- notes: a safe Markdown subset ---------------------------------------------------------------
+
+_LINK = re.compile(r"\[([^\]\n]{1,300})\]\(((?:https?://|mailto:)[^\s()<>\"']{1,2000})\)")
+_CODE = re.compile(r"`([^`\n]+)`")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
+_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?!\*)|(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?!\w)")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
+_NUMBERED = re.compile(r"^\s*\d{1,9}[.)]\s+(.*)$")
+_QUOTE = re.compile(r"^\s*>\s?(.*)$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _inline(text: str) -> str:
+    """One line of a note as HTML: escaped, then code, links, bold and italic."""
+    parts: list[str] = []
+    last = 0
+    for match in _CODE.finditer(text):  # code spans keep their text exactly
+        parts.append(_emphasis(text[last:match.start()]))
+        parts.append(f"<code>{html.escape(match.group(1))}</code>")
+        last = match.end()
+    parts.append(_emphasis(text[last:]))
+    return "".join(parts)
+
+
+def _emphasis(text: str) -> str:
+    pieces: list[str] = []
+    last = 0
+    for match in _LINK.finditer(text):
+        pieces.append(_marks(html.escape(text[last:match.start()])))
+        pieces.append(f'<a href="{html.escape(match.group(2))}" rel="noopener noreferrer">'
+                      f"{_marks(html.escape(match.group(1)))}</a>")
+        last = match.end()
+    pieces.append(_marks(html.escape(text[last:])))
+    return "".join(pieces)
+
+
+def _marks(escaped: str) -> str:
+    escaped = _BOLD.sub(lambda m: f"<strong>{m.group(1) or m.group(2)}</strong>", escaped)
+    return _ITALIC.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", escaped)
+
+
+def note_html(text: str) -> str:
+    """A Markdown note as safe HTML: raw HTML shows as text, links only to http(s) and mailto,
+    and only paragraphs, headings, lists, quotes, code and emphasis become tags."""
+    out: list[str] = []
+    paragraph: list[str] = []
+    listing: tuple[str, list[str]] | None = None
+    quote: list[str] = []
+    lines = (text or "").replace("\r\n", "\n").split("\n")
+
+    def flush() -> None:
+        nonlocal listing
+        if paragraph:
+            out.append("<p>" + "<br>".join(_inline(x) for x in paragraph) + "</p>")
+            paragraph.clear()
+        if listing is not None:
+            tag, items = listing
+            out.append(f"<{tag}>" + "".join(f"<li>{_inline(x)}</li>" for x in items)
+                       + f"</{tag}>")
+            listing = None
+        if quote:
+            out.append("<blockquote>" + note_html("\n".join(quote)) + "</blockquote>")
+            quote.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE.match(line):
+            flush()
+            fence = _FENCE.match(line).group(1)
+            body: list[str] = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith(fence):
+                body.append(lines[i])
+                i += 1
+            out.append(f"<pre><code>{html.escape(chr(10).join(body))}</code></pre>")
+            i += 1
+            continue
+        if not line.strip():
+            flush()
+        elif (m := _QUOTE.match(line)) is not None:
+            if not quote:
+                flush()
+            quote.append(m.group(1))
+        elif (m := _HEADING.match(line)) is not None:
+            flush()
+            level = min(6, len(m.group(1)) + 2)  # a note's heading sits under the report's
+            out.append(f"<h{level}>{_inline(m.group(2))}</h{level}>")
+        elif (m := _BULLET.match(line)) is not None or (m := _NUMBERED.match(line)) is not None:
+            tag = "ul" if _BULLET.match(line) else "ol"
+            if paragraph or quote or (listing is not None and listing[0] != tag):
+                flush()
+            if listing is None:
+                listing = (tag, [])
+            listing[1].append(m.group(1))
+        else:
+            if listing is not None or quote:
+                flush()
+            paragraph.append(line.strip())
+        i += 1
+    flush()
+    return "\n".join(out)
+
+
+def note_markdown(text: str) -> str:
+    """A note for a Markdown file: its Markdown kept (headings two levels down, under the
+    bookmark's own), raw HTML made inert (`<` as an entity: no tag can open), so a viewer that
+    renders HTML in Markdown shows it as text."""
+    inert = (text or "").replace("<", "&lt;")
+    return re.sub(r"^(#{1,6})(?=\s)", lambda m: "#" * min(6, len(m.group(1)) + 2), inert,
+                  flags=re.MULTILINE)
+
+
+def md_text(text: object) -> str:
+    """Trace text for a Markdown file: on one line, Markdown characters backslash-escaped and
+    HTML characters as entities, so it shows exactly as written."""
+    value = " ".join(str(text).split())
+    value = re.sub(r"([\\`*_\[\]|~])", r"\\\1", value)
+    value = re.sub(r"^([#+\-=>!]|\d+[.)](?=\s|$))", r"\\\1", value)  # would start a block
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# -- what the report holds -----------------------------------------------------------------------
+
+
+class FigureRow(BaseModel):
+    """One line of the figures table."""
+
+    name: str
+    value: str
+    note: str = ""
+
+
+class LabelRow(BaseModel):
+    """One current label as the report lists it (plain text; escaped where it is written)."""
+
+    target: str = Field(description="'trace', an event id, or 'vs <trace>' for a pair.")
+    question: str
+    answer: str
+    reward: str
+    reviewer: str
+    created_at: str
+    comment: str
+
+
+def figure_rows(analysis: Analysis) -> list[FigureRow]:
+    """The trace's orchestration figures, as the trace page shows them."""
+    f = analysis.figures
+    return [
+        FigureRow(name="agents", value=str(f.agents)),
+        FigureRow(name="events", value=f"{f.events:,}",
+                  note=f"{f.messages} messages, {f.tool_calls} tool calls"),
+        FigureRow(name="depth", value=str(f.depth)),
+        FigureRow(name="fan-out", value=str(f.max_fanout),
+                  note=f"mean {f.mean_fanout:.1f} over agents that spawn"),
+        FigureRow(name="makespan", value=f"{f.makespan_s:,.1f}s"),
+        FigureRow(name="parallelism", value=f"{f.parallelism:.2f}",
+                  note="sum of agent lifetimes over the makespan"),
+        FigureRow(name="critical path", value=f"{f.critical_path_s:,.1f}s",
+                  note=f"{len(f.critical_path)} events on the longest dependent chain"),
+        FigureRow(name="tokens", value=f"{f.tokens:,.0f}"),
+        FigureRow(name="cost", value=f"${f.cost_usd:,.3f}"),
+        FigureRow(name="aggregates", value=str(len(f.aggregates))),
+        FigureRow(name="stops", value=str(len(f.stops)),
+                  note="inferred" if any(s.inferred for s in f.stops) else ""),
+    ]
+
+
+def _answer(record: LabelRecord) -> str:
+    value = record["value"]
+    if record["question"] == PAIRWISE_QUESTION and isinstance(value, dict):
+        if value.get("chosen") is None:
+            return "about the same"
+        strength = STRENGTHS.get(value.get("strength"), "better")
+        return f"{value['chosen']} is {strength}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def label_rows(trace: Trace, labels: Iterable[LabelRecord]) -> list[LabelRow]:
+    """The current labels on a trace (pairwise judgements it is part of included), by target."""
+    rows = []
+    for r in labels:
+        pair = r.get("pair_trace_id")
+        if r["trace_id"] != trace.trace_id and pair != trace.trace_id:
+            continue
+        if pair:
+            target = f"vs {r['trace_id'] if pair == trace.trace_id else pair}"
+        else:
+            target = r["event_id"] or "trace"
+        rows.append(LabelRow(
+            target=target, question=r["question"], answer=_answer(r),
+            reward="" if r["reward"] is None else f"{r['reward']:+.2f}", reviewer=r["reviewer"],
+            created_at=r["created_at"][:19].replace("T", " "), comment=r.get("comment") or ""))
+    order = analyze(trace).position
+    return sorted(rows, key=lambda x: (x.target not in order, order.get(x.target, 0), x.target,
+                                       x.question, x.reviewer))
+
+
+def report_figures(analysis: Analysis, bookmarks: Iterable[Bookmark] = ()) -> dict[str, go.Figure]:
+    """The report's two figures: the spawn tree, and the timeline with the bookmarks marked."""
+    timeline = charts.timeline_figure(analysis)
+    for mark in timeline_marks(analysis, bookmarks):
+        timeline.add_trace(mark)
+    tree = charts.tree_figure(analysis)
+    for fig in (tree, timeline):
+        fig.update_layout(clickmode="none", dragmode="zoom" if fig is timeline else "pan")
+    return {"tree": tree, "timeline": timeline}
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+_CSS = """
+:root { --ink: #212529; --muted: #6c757d; --rule: #dee2e6; --mark: #f03e3e; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+       sans-serif; color: var(--ink); margin: 0; background: #f8f9fa; }
+main { max-width: 1280px; margin: 0 auto; padding: 28px 36px 60px; background: white; }
+h1 { font-size: 1.7rem; margin: 0 0 4px; overflow-wrap: anywhere; }
+h2 { font-size: 1.2rem; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--rule); }
+.meta { color: var(--muted); margin: 0 0 8px; overflow-wrap: anywhere; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 10px; }
+.figure { border: 1px solid var(--rule); border-radius: 6px; padding: 8px 12px; }
+.figure .name { color: var(--muted); font-size: .8rem; }
+.figure .value { font-size: 1.35rem; font-weight: 600; }
+.figure .note { color: var(--muted); font-size: .75rem; }
+.plot { border: 1px solid var(--rule); border-radius: 6px; margin: 8px 0 4px; }
+.caption { color: var(--muted); font-size: .85rem; }
+table { border-collapse: collapse; width: 100%; font-size: .88rem; }
+th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom: 1px solid var(--rule);
+         overflow-wrap: anywhere; }
+th { background: #f1f3f5; }
+ol.bookmarks { list-style: none; padding: 0; counter-reset: none; }
+.bookmark { border: 1px solid var(--rule); border-left: 4px solid var(--mark); border-radius: 6px;
+            padding: 10px 16px; margin: 12px 0; }
+.bookmark h3 { margin: 0 0 4px; font-size: 1.05rem; }
+.bookmark .num { color: var(--mark); margin-right: 6px; }
+.bookmark .where { color: var(--muted); font-size: .85rem; overflow-wrap: anywhere; }
+.note { margin: 8px 0; }
+.note blockquote { border-left: 3px solid var(--rule); margin: 6px 0; padding: 0 12px; color: #495057; }
+pre { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; white-space: pre-wrap;
+      overflow-wrap: anywhere; font-size: .82rem; max-height: 320px; overflow: auto; }
+code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; font-size: .88em; }
+pre code { background: none; padding: 0; }
+details summary { cursor: pointer; color: var(--muted); font-size: .85rem; }
+.empty { color: var(--muted); font-style: italic; }
+footer { color: var(--muted); font-size: .8rem; margin-top: 40px; }
+@media print {
+  @page { size: A4 landscape; margin: 14mm; }
+  body { background: white; font-size: 11pt; }
+  main { max-width: none; padding: 0; }
+  h2 { break-after: avoid; }
+  .bookmark, .figure, .plot, tr { break-inside: avoid; }
+  .modebar, .modebar-container { display: none !important; }
+  details:not([open]) > *:not(summary) { display: block; }
+  pre { max-height: none; overflow: visible; }
+  a { color: inherit; text-decoration: none; }
+  a[href^="http"]::after { content: " (" attr(href) ")"; font-size: .8em; color: var(--muted); }
+}
+"""
+
+_SCRIPT = re.compile(r"<script(?:\s[^>]*)?>(.*?)</script>", re.DOTALL | re.IGNORECASE)
+
+
+def _figure_div(fig: go.Figure, div_id: str) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config={"displaylogo": False, "responsive": True,
+                               "modeBarButtonsToRemove": ["select2d", "lasso2d"]})
+
+
+def _policy(page: str) -> str:
+    """A Content-Security-Policy allowing exactly the page's own inline scripts, no request
+    to any host ('unsafe-eval' only because Plotly's WebGL traces compile shaders with it)."""
+    hashes = sorted({"'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest())
+                     .decode() + "'" for body in _SCRIPT.findall(page)})
+    return (f"default-src 'none'; script-src {' '.join(hashes)} 'unsafe-eval'; "
+            "style-src 'unsafe-inline'; img-src data:; font-src data:; connect-src 'none'; "
+            "form-action 'none'; base-uri 'none'")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _step_html(step: Step, analysis: Analysis) -> str:
+    b = step.bookmark
+    esc = html.escape
+    where = esc(_sentence(b.where)) + (f" · {esc(step.agent)}" if step.agent else "")
+    parts = [f'<li class="bookmark" id="bookmark-{step.number}">',
+             f'<h3><span class="num">{step.number}</span>{where}</h3>',
+             f'<div class="where">note by {esc(b.reviewer)} · '
+             f'{esc(b.created_at[:19].replace("T", " "))}</div>',
+             f'<div class="note">{note_html(b.note) or "<p class=empty>no note</p>"}</div>']
+    if b.event_id is not None and b.event_id in analysis.position:
+        e = analysis.trace.event(b.event_id)
+        text = e.text
+        parts.append(f"<details><summary>{esc(e.type)} {esc(e.id)}: content "
+                     f"({len(text):,} characters)</summary><pre>{esc(text) or '(no content)'}"
+                     "</pre></details>")
+    if step.labels:
+        items = "".join(f"<li>{esc(r['question'])}: <strong>{esc(_answer(r))}</strong> "
+                        f"({esc(r['reviewer'])})</li>" for r in step.labels)
+        parts.append(f'<div class="caption">labels here:</div><ul>{items}</ul>')
+    parts.append("</li>")
+    return "\n".join(parts)
+
+
+def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
+                bookmarks: Iterable[Bookmark] = (), *, generated_at: str | None = None) -> str:
+    """The case study of one trace as one self-contained HTML page."""
+    from plotly.offline import get_plotlyjs
+
+    esc = html.escape
+    analysis = analyze(trace)
+    labels = list(labels)
+    bookmarks = list(bookmarks)
+    presented = steps(analysis, bookmarks, labels)
+    figures = report_figures(analysis, bookmarks)
+    stamp = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    meta = [f"task <strong>{esc(trace.task_id)}</strong>",
+            f"topology <strong>{esc(trace.topology or 'not given')}</strong>",
+            f"format {esc(trace.source_format or 'orchviz')}"]
+    body: list[str] = [
+        f"<h1>Case study: {esc(trace.trace_id)}</h1>",
+        f'<p class="meta">{" · ".join(meta)}</p>',
+    ]
+    if trace.system:
+        body.append(f'<p class="meta">{esc(trace.system)}</p>')
+    body.append('<section id="figures"><h2>Figures</h2><div class="figures">')
+    body += [f'<div class="figure"><div class="name">{esc(r.name)}</div>'
+             f'<div class="value">{esc(r.value)}</div><div class="note">{esc(r.note)}</div></div>'
+             for r in figure_rows(analysis)]
+    body.append("</div></section>")
+    body.append('<section id="tree"><h2>Spawn tree</h2><div class="plot">'
+                + _figure_div(figures["tree"], "orchviz-tree") + "</div>"
+                '<p class="caption">Agents coloured by role and sized by tokens; solid lines are '
+                "spawns, dashed lines delegations and messages. Hover for details, drag to pan."
+                "</p></section>")
+    body.append('<section id="timeline"><h2>Message timeline</h2><div class="plot">'
+                + _figure_div(figures["timeline"], "orchviz-timeline") + "</div>"
+                '<p class="caption">One lane per agent; red numbered flags are the bookmarks '
+                "below. Drag to zoom, double-click to reset.</p></section>")
+    body.append(f'<section id="bookmarks"><h2>Bookmarks and notes ({len(presented)})</h2>')
+    if presented:
+        body.append('<ol class="bookmarks">' + "\n".join(_step_html(s, analysis)
+                                                           for s in presented) + "</ol>")
+    else:
+        body.append('<p class="empty">No bookmarks.</p>')
+    body.append("</section>")
+    rows = label_rows(trace, labels)
+    body.append(f'<section id="labels"><h2>Labels ({len(rows)})</h2>')
+    if rows:
+        body.append("<table><thead><tr><th>target</th><th>question</th><th>answer</th>"
+                    "<th>reward</th><th>reviewer</th><th>when</th><th>comment</th></tr></thead>"
+                    "<tbody>" + "".join(
+                        f"<tr><td>{esc(r.target)}</td><td>{esc(r.question)}</td>"
+                        f"<td>{esc(r.answer)}</td><td>{esc(r.reward)}</td>"
+                        f"<td>{esc(r.reviewer)}</td><td>{esc(r.created_at)}</td>"
+                        f"<td>{esc(r.comment)}</td></tr>" for r in rows) + "</tbody></table>")
+    else:
+        body.append('<p class="empty">No labels.</p>')
+    body.append("</section>")
+    body.append(f'<section id="warnings"><h2>Warnings ({len(trace.warnings)})</h2>')
+    if trace.warnings:
+        body.append("<table><thead><tr><th>code</th><th>event</th><th>message</th></tr></thead>"
+                    "<tbody>" + "".join(
+                        f"<tr><td>{esc(w.code)}</td><td>{esc(w.event_id or '')}</td>"
+                        f"<td>{esc(w.message)}</td></tr>" for w in trace.warnings)
+                    + "</tbody></table>")
+    else:
+        body.append('<p class="empty">No structural warnings.</p>')
+    body.append("</section>")
+    body.append(f"<footer>orchviz case study · generated {esc(stamp)} · trace file "
+                f"{esc(trace.source or '')} · sha256 {esc(trace.sha256 or '')}</footer>")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>Case study: {esc(trace.trace_id)}</title>\n<style>{_CSS}</style>\n"
+            f"<script>{get_plotlyjs()}</script>\n</head>\n<body><main>\n"
+            + "\n".join(body) + "\n</main></body></html>\n")
+    meta_policy = f'<meta http-equiv="Content-Security-Policy" content="{_policy(page)}">'
+    return page.replace("<meta charset=\"utf-8\">", "<meta charset=\"utf-8\">\n" + meta_policy, 1)
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+
+
+def _md_cell(text: object) -> str:
+    return md_text(text).replace("\n", " ") or " "
+
+
+def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
+                    bookmarks: Iterable[Bookmark] = (), *,
+                    images: Mapping[str, str] | None = None,
+                    generated_at: str | None = None) -> str:
+    """The case study as Markdown; `images` maps 'tree' and 'timeline' to the PNG files' paths
+    relative to the Markdown file (figures are left out when there are none)."""
+    analysis = analyze(trace)
+    labels = list(labels)
+    presented = steps(analysis, list(bookmarks), labels)
+    stamp = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    images = images or {}
+    out = [f"# Case study: {md_text(trace.trace_id)}", "",
+           f"task **{md_text(trace.task_id)}** · topology **{md_text(trace.topology or 'not given')}**"
+           f" · format {md_text(trace.source_format or 'orchviz')}", ""]
+    if trace.system:
+        out += [md_text(trace.system), ""]
+    out += ["## Figures", "", "| figure | value | note |", "|---|---|---|"]
+    out += [f"| {_md_cell(r.name)} | {_md_cell(r.value)} | {_md_cell(r.note)} |"
+            for r in figure_rows(analysis)]
+    for name, title in (("tree", "Spawn tree"), ("timeline", "Message timeline")):
+        out += ["", f"## {title}", ""]
+        if name in images:
+            out.append(f"![{title}]({images[name]})")
+        else:
+            out.append(f"_The {title.lower()} is in the HTML report (`orchviz report --format "
+                       "html`); no PNG could be rendered here._")
+    out += ["", f"## Bookmarks and notes ({len(presented)})", ""]
+    if not presented:
+        out.append("_No bookmarks._")
+    for step in presented:
+        b = step.bookmark
+        where = md_text(_sentence(b.where)) + (f" · {md_text(step.agent)}" if step.agent else "")
+        out += [f"### {step.number}. {where}", "",
+                f"note by {md_text(b.reviewer)} · {md_text(b.created_at[:19].replace('T', ' '))}",
+                "", note_markdown(b.note) or "_no note_", ""]
+        for r in step.labels:
+            out.append(f"- {md_text(r['question'])}: **{md_text(_answer(r))}** "
+                       f"({md_text(r['reviewer'])})")
+        if step.labels:
+            out.append("")
+    rows = label_rows(trace, labels)
+    out += ["", f"## Labels ({len(rows)})", ""]
+    if rows:
+        out += ["| target | question | answer | reward | reviewer | when | comment |",
+                "|---|---|---|---|---|---|---|"]
+        out += ["| " + " | ".join(_md_cell(v) for v in (r.target, r.question, r.answer, r.reward,
+                                                        r.reviewer, r.created_at, r.comment))
+                + " |" for r in rows]
+    else:
+        out.append("_No labels._")
+    out += ["", f"## Warnings ({len(trace.warnings)})", ""]
+    out += [f"- `{md_text(w.code)}` {md_text(w.event_id or '')} {md_text(w.message)}"
+            for w in trace.warnings] or ["_No structural warnings._"]
+    out += ["", f"_orchviz case study · generated {md_text(stamp)}_", ""]
+    return "\n".join(out)
+
+
+def figure_pngs(figures: Mapping[str, go.Figure], folder: str | Path, *,
+                width: int = 1400) -> dict[str, Path]:
+    """Render figures to PNG files in `folder` with Chromium (Playwright), offline; returns the
+    files written by figure name, or {} when Playwright or Chromium is not available here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Playwright's sync API refuses a thread that already runs an event loop (a notebook, a
+    # test's browser): a thread of its own always works.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(_render_pngs, figures, Path(folder), width).result()
+
+
+def _render_pngs(figures: Mapping[str, go.Figure], target: Path, width: int) -> dict[str, Path]:
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {}
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return {}
+    from plotly.offline import get_plotlyjs
+
+    target.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--headless", "--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": width + 40, "height": 900},
+                                    device_scale_factor=1.5)
+            page.route("**/*", lambda route: route.abort())  # nothing leaves the machine
+            for name, fig in figures.items():
+                shown = go.Figure(fig).update_layout(width=width)
+                page.set_content(
+                    f"<html><head><meta charset='utf-8'><script>{get_plotlyjs()}</script></head>"
+                    f"<body style='margin:0;background:white'>"
+                    f"{_figure_div(shown, 'figure')}</body></html>")
+                page.wait_for_selector("#figure .main-svg", timeout=30_000)
+                path = target / f"{name}.png"
+                page.locator("#figure").screenshot(path=str(path))
+                written[name] = path
+            browser.close()
+    except PlaywrightError:
+        return written
+    return written
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+class ReportResult(BaseModel):
+    """What `write_report` wrote."""
+
+    path: Path = Field(description="The report file.")
+    images: list[Path] = Field(default_factory=list, description="PNG figures (Markdown only).")
+    note: str = Field("", description="What could not be included, if anything.")
+
+
+def case_study_records(trace: Trace, db_url: str | None) -> tuple[list[dict[str, Any]],
+                                                                  list[Bookmark]]:
+    """The current labels and bookmarks of a trace in a database (none without one)."""
+    if db_url is None:
+        return [], []
+    from viz_app.labels.bookmarks import BookmarkStore
+    from viz_app.labels.store import LabelStore
+
+    records = [r for r in LabelStore(db_url).current_records()
+               if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))]
+    return records, BookmarkStore(db_url).current(trace.trace_id)
+
+
+def write_report(trace: Trace, output: str | Path, *, db_url: str | None = None,
+                 format: Format = "html") -> ReportResult:
+    """Write the case study of a trace (labels and bookmarks from `db_url`) as HTML, or as
+    Markdown with its figures as PNG files in `<name>_files/` beside it."""
+    labels, bookmarks = case_study_records(trace, db_url)
+    target = Path(output)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if format == "html":
+        target.write_text(report_html(trace, labels, bookmarks), "utf-8")
+        return ReportResult(path=target)
+    folder = target.with_name(target.stem + "_files")
+    pngs = figure_pngs(report_figures(analyze(trace), bookmarks), folder)
+    images = {name: f"{folder.name}/{p.name}" for name, p in pngs.items()}
+    target.write_text(report_markdown(trace, labels, bookmarks, images=images), "utf-8")
+    note = "" if pngs else ("figures left out: rendering PNGs needs Playwright and Chromium "
+                            f"(looked for {CHROMIUM}; set ORCHVIZ_CHROMIUM)")
+    return ReportResult(path=target, images=list(pngs.values()), note=note)
