@@ -46,6 +46,15 @@ def label_store() -> LabelStore:
     return _store(current.db_url, path, mtime)
 
 
+def labelled_targets(reviewer: str | None) -> dict[str, int]:
+    """For the library: trace id -> targets with a label by the reviewer (by anyone when None);
+    empty when the label store cannot be opened (the trace page says why)."""
+    try:
+        return label_store().labelled_counts(reviewer)
+    except RubricError:
+        return {}
+
+
 def _reviewer() -> str | None:
     """The reviewer's name: from `st.user` when the app has authentication, else the name the
     reviewer gave once in the sidebar (`app_state.reviewer`)."""
@@ -301,7 +310,7 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
     frame = pd.DataFrame([{
         "": "■ stop" if e.id == event.id else ("after" if analysis.position[e.id] > where
                                                  else "before"),
-        "event": e.id, "type": e.type, "agent": analysis.actor[e.id], "t": float(e.t),
+        "event": e.id, "t": float(e.t), "agent": analysis.actor[e.id], "type": e.type,
         "text": _short(e.text, 200)} for e in window])
     pointer_key = f"{base}:{event.id}:pointer"
 
@@ -312,7 +321,10 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
 
     st.dataframe(frame, key=f"{base}:around:{event.id}", hide_index=True, on_select=picked,
                  selection_mode="single-row", width="stretch",
-                 column_config={"t": st.column_config.NumberColumn(format="%.1f"),
+                 column_config={"": st.column_config.TextColumn(width=60),
+                                "event": st.column_config.TextColumn(width=50),
+                                "t": st.column_config.NumberColumn(format="%.1f", width=50),
+                                "agent": st.column_config.TextColumn(width=110),
                                 "text": st.column_config.TextColumn(width="large")})
     st.caption("Pick a row to set where it should have stopped, or use the timeline:")
     state = st.session_state[f"_{base}"]
@@ -352,8 +364,9 @@ def _form(trace: Trace, analysis: Analysis, store: LabelStore, reviewer: str,
             st.session_state[note_key] = next(iter(saved.values())).comment
         comment = st.text_area("Note (optional)", key=note_key, height=68,
                                placeholder="anything a trainer or another reviewer should know")
-        status = (f"saved {literal(max(x.created_at for x in saved.values())[:19], 30)} UTC"
-                  if saved else ":orange[not saved yet]")
+        stamp = max(x.created_at for x in saved.values()) if saved else ""
+        status = (f"saved {stamp[:10]} at {stamp[11:16]} UTC" if saved
+                  else ":orange[not saved yet]")
         st.caption(f"{status} · nothing is stored until you press Save (Ctrl+Enter)")
         submitted = st.form_submit_button("Save", type="primary", shortcut="Ctrl+Enter",
                                           icon=":material/save:")
@@ -460,4 +473,6 @@ def _show_flash(base: str) -> None:
     if found is None:
         return
     kind, text = found
-    {"success": st.success, "warning": st.warning}.get(kind, st.info)(literal(text, 300))
+    # a toast shows wherever the reviewer has scrolled to (the form may be far down the panel)
+    st.toast(literal(text, 300), icon=":material/check_circle:" if kind == "success"
+             else ":material/warning:")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.annotation import labelled_targets
 from viz_app import app_state, library
 
 if app_state.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
     app_state.open_trace(app_state.url_trace(), st.query_params.get("event"))
 
-app_state.reviewer()
+reviewer = app_state.reviewer()
 st.title("orchviz")
 st.markdown("Browse orchestration traces of LLM multi-agent systems: who spawned whom, who "
             "talked to whom, when, and what every event said. Pick a trace to open it.")
@@ -47,13 +48,14 @@ if chosen:
 
 st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or changed "
            f"files, {result.skipped} unchanged · click a row to open the trace")
+labelled = labelled_targets(reviewer)  # by this reviewer, or by anyone when none is named
 frame = pd.DataFrame([{
     "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
     "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
     "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-    "file": r.path,
-} for r in rows], columns=["trace id", "task", "system", "topology", "format", "events", "agents",
-                           "depth", "makespan (s)", "parallelism", "tokens", "file"])
+    "labelled": labelled.get(r.trace_id, 0), "file": r.path,
+} for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "format", "events",
+                           "agents", "depth", "makespan (s)", "parallelism", "tokens", "file"])
 table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
 picked = st.dataframe(
     frame, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
@@ -65,6 +67,9 @@ picked = st.dataframe(
         "parallelism": st.column_config.NumberColumn(format="%.2f"),
         "tokens": st.column_config.NumberColumn(format="localized"),
         "file": st.column_config.TextColumn(width="small"),
+        "labelled": st.column_config.NumberColumn(
+            width="small", help="Targets (aggregates, stops, the trace...) with a label "
+            + ("by you" if reviewer else "by anyone")),
     })
 if picked is not None and picked.selection.rows:
     st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
