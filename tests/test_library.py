@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,11 @@ def test_the_index_works_on_postgresql(postgres_url, folder):
 
 def test_demo_folder_is_what_the_library_reads_by_default():
     assert DEMO_DIR.is_dir() and demo_paths()
+
+
+def test_a_claude_code_project_lists_one_trace_per_session_with_its_subagents(engine, tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "importers" / "claude_code_project", project)
+    result = library.index_folders(engine, [project])
+    assert [r.trace_id for r in result.rows] == ["s-2222"]
+    assert result.rows[0].agents == 3 and result.failures == []

@@ -37,6 +37,7 @@ from sqlalchemy import (
 from viz_app.analysis import analyze
 from viz_app.db import metadata
 from viz_app.errors import TraceError
+from viz_app.io.claude_code import is_subagent_file
 from viz_app.io.detect import read_any
 from viz_app.io.files import TRACE_SUFFIXES, trace_files
 from viz_app.model import Trace
@@ -120,7 +121,7 @@ def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:
     """Every trace file under the folders (missing folders are skipped, not errors: the uploads
     folder may not exist yet)."""
     existing = [Path(f) for f in folders if Path(f).exists()]
-    return [p.resolve() for p in trace_files(existing)]
+    return [p.resolve() for p in trace_files(existing) if not is_subagent_file(p)]
 
 
 def index_folders(engine: Engine, folders: Iterable[str | os.PathLike],

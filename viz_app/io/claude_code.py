@@ -43,9 +43,13 @@ def detect(data: bytes, name: str = "") -> float:
 
 
 def import_claude_code(source: Source, *, name: str | None = None,
-                       subagent_files: Iterable[Source] = ()) -> list[Trace]:
+                       subagent_files: Iterable[Source] | None = None) -> list[Trace]:
     """The session in a transcript file as one trace; `subagent_files` are the session's
-    `agent-<id>.jsonl` files, read as its sidechains."""
+    `agent-<id>.jsonl` files, read as its sidechains (found beside a session file when not
+    given)."""
+    if subagent_files is None:
+        is_path = not isinstance(source, bytes)
+        subagent_files = subagent_files_of(Path(source)) if is_path else []
     data, label = read_source(source, name)
     lines = list(_lines(data, label))
     for extra in subagent_files:
@@ -306,23 +310,40 @@ def _unspawned(draft: TraceDraft, threads: dict[str | None, list], names: dict[s
 
 
 def read_project(folder: str | Path) -> list[Trace]:
-    """One trace per session of a Claude Code project folder, each with its sub-agent files
-    (`agent-<id>.jsonl` beside it, or under `<sessionId>/subagents/`)."""
-    root = Path(folder)
-    sessions = sorted(p for p in root.glob("*.jsonl") if not p.name.startswith("agent-"))
-    loose = sorted(root.glob("agent-*.jsonl"))
-    by_session: dict[str, list[Path]] = defaultdict(list)
-    for path in loose:
-        first = first_value(path.read_bytes()[:65536])
-        if isinstance(first, dict) and isinstance(first.get("sessionId"), str):
-            by_session[first["sessionId"]].append(path)
-    traces: list[Trace] = []
-    for path in sessions:
-        session_id = path.stem
-        extra = by_session.get(session_id, []) + sorted(
-            (root / session_id / "subagents").glob("agent-*.jsonl"))
-        traces.extend(import_claude_code(path, subagent_files=extra))
-    return traces
+    """One trace per session of a Claude Code project folder, each with its sub-agent files."""
+    sessions = sorted(p for p in Path(folder).glob("*.jsonl") if not p.name.startswith("agent-"))
+    return [trace for path in sessions for trace in import_claude_code(path)]
+
+
+def subagent_files_of(session: Path) -> list[Path]:
+    """A session's sub-agent transcripts: `agent-<id>.jsonl` beside it that name its session,
+    and every file under `<sessionId>/subagents/`."""
+    if session.name.startswith("agent-") or not session.parent.is_dir():
+        return []
+    beside = [p for p in sorted(session.parent.glob("agent-*.jsonl"))
+              if _session_of(p) == session.stem]
+    return beside + sorted((session.parent / session.stem / "subagents").glob("agent-*.jsonl"))
+
+
+def is_subagent_file(path: Path) -> bool:
+    """Whether a file is a sub-agent transcript that belongs to a session file (and so is read
+    with that session, not on its own)."""
+    if not (path.name.startswith("agent-") and path.name.endswith(".jsonl")):
+        return False
+    if path.parent.name == "subagents":
+        return (path.parent.parent.parent / f"{path.parent.parent.name}.jsonl").exists()
+    session = _session_of(path)
+    return session is not None and (path.parent / f"{session}.jsonl").exists()
+
+
+def _session_of(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            first = first_value(handle.read(65536))
+    except OSError:
+        return None
+    session = first.get("sessionId") if isinstance(first, dict) else None
+    return session if isinstance(session, str) else None
 
 
 def is_project(folder: str | Path) -> bool:
