@@ -22,17 +22,7 @@ import orjson
 from viz_app.analysis import analyze
 from viz_app.io.native import load_trace
 from viz_app.synth import synth_trace
-
-
-def best_of(repeats: int, step) -> float:
-    """Fastest of `repeats` timings of `step()` (the least disturbed by a noisy machine)."""
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from timing import best_of
 
 
 def full_analysis(trace) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from viz_app.io.claude_code import import_claude_code
 from viz_app.io.otlp import import_otlp
+from timing import best_of
 
 WORDS = ("agent tool result search file patch test review plan merge answer context token "
          "budget parallel return spawn stop aggregate evidence source claim").split()
@@ -141,17 +142,6 @@ def otlp_export(target_bytes: int, seed: int = 0) -> bytes:
     request = {"resourceSpans": [{"resource": {"attributes": attrs(service__name="bench")},
                                   "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
     return json.dumps(request).encode()
-
-
-def best_of(repeats: int, step) -> float:
-    """Fastest of `repeats` timings of `step()`."""
-    times = []
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

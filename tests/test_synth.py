@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from viz_app.synth import HOSTILE_MARKER, TOPOLOGIES, hostile_trace, swarm_trace, synth_trace, tree_trace
+from viz_app.model import TOPOLOGIES
+from viz_app.synth import HOSTILE_MARKER, hostile_trace, swarm_trace, synth_trace, tree_trace
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "viz_app" / "trace_schema.json").read_text())
 VALIDATOR = Draft202012Validator(SCHEMA)

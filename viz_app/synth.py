@@ -1,8 +1,7 @@
 """Synthetic orchestration traces in the reference schema, for tests, benchmarks and demos.
 
-Every function here returns a plain ``dict`` that validates against ``trace_schema.json``; nothing
-imports another ``viz_app`` module, so the traces can be built before (and independently of) the
-models that read them. All randomness comes from a seeded ``random.Random``, so a call with the same
+Every function here returns a plain ``dict`` that validates against ``trace_schema.json``, built
+without the models that read it, so tests can feed it to the loader as any file would. All randomness comes from a seeded ``random.Random``, so a call with the same
 arguments always returns the same trace.
 """
 
@@ -12,20 +11,11 @@ import bisect
 import random
 from collections.abc import Iterable
 
+from viz_app.model import TOPOLOGIES
+
 HOSTILE_MARKER = "__pwned"
 """The ``window`` property that any script smuggled in by :func:`hostile_trace` would set."""
 
-TOPOLOGIES = (
-    "centralized",
-    "planner_executor_critic",
-    "debate",
-    "swarm",
-    "hierarchical",
-    "harness",
-    "mixed",
-    "unknown",
-)
-"""Every topology the reference schema allows."""
 
 PRICE_PER_MTOK_USD = {
     "gpt-4o": 5.0,
