@@ -63,7 +63,8 @@ def main() -> int:
         stored = store.count()
     print(f"save one label (median of {args.saves}): {save_ms:.2f} ms  "
           f"(target {SAVE_TARGET_MS:.0f} ms: {save_ms / SAVE_TARGET_MS:.2f} of it)")
-    print(f"export {len(labels):,} current labels of {stored:,} stored (median of 3): {export_s:.2f} s  (target {EXPORT_TARGET_S:.0f} s: "
+    print(f"export {len(labels):,} current labels of {stored:,} stored (median of 3): "
+          f"{export_s:.2f} s  (target {EXPORT_TARGET_S:.0f} s: "
           f"{export_s / EXPORT_TARGET_S:.2f} of it; CPU {statistics.median(cpu):.2f} s, load "
           f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     return 0 if save_ms < SAVE_TARGET_MS and export_s < EXPORT_TARGET_S else 1

@@ -201,7 +201,8 @@ def _navigation(trace: Trace, store: LabelStore, reviewer: str, state: dict, pro
             _leave(state, base, progress.next_target)
             st.session_state[stash] = progress.next_target
 
-    left.button("Next target", key=f"{base}:next", icon=":material/skip_next:", on_click=next_target,
+    left.button("Next target", key=f"{base}:next", icon=":material/skip_next:",
+                on_click=next_target,
                 disabled=progress.next_target is None, width="stretch", shortcut="N",
                 help="The first target of this trace you have not labelled yet (key N)")
     if right.button("Next trace", key=f"{base}:next_trace", width="stretch",
@@ -379,10 +380,10 @@ def _scale_keys(question: Question, key: str) -> None:
     points = [c.value for c in question.choices][: len(SCALE_KEYS)]
     columns = st.columns([1.6] + [1] * len(points), vertical_alignment="center")
     columns[0].caption("keys")
-    for column, point in zip(columns[1:], points):
-        column.button(str(point), key=f"{key}:key:{point}", shortcut=SCALE_KEYS[points.index(point)],
+    for column, point, shortcut in zip(columns[1:], points, SCALE_KEYS):
+        column.button(str(point), key=f"{key}:key:{point}", shortcut=shortcut,
                       on_click=st.session_state.__setitem__, args=(key, point), width="stretch",
-                      help=f"{question.choice(point).label} (key {SCALE_KEYS[points.index(point)]})")
+                      help=f"{question.choice(point).label} (key {shortcut})")
 
 
 def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: LabelTarget) -> Any:

@@ -110,7 +110,8 @@ def test_a_reviewer_labels_an_aggregation_and_a_stop_and_finds_them_after_reload
     page.get_by_role("option", name=re.compile(r"e12 · aggregate")).click()
     wait_for_streamlit(page)
     assert checked(page, "2 major gaps")
-    assert form(page).get_by_text(re.compile(r"saved \d{4}-\d\d-\d\d at \d\d:\d\d UTC")).is_visible()
+    saved = re.compile(r"saved \d{4}-\d\d-\d\d at \d\d:\d\d UTC")
+    assert form(page).get_by_text(saved).is_visible()
     shot(page, "labelling_04_after_reload")
 
     # the export holds them with the rubric's rewards

@@ -70,7 +70,8 @@ def test_parquet_holds_the_same_rows_with_typed_rewards(store, tmp_path):
 
 
 def test_rewards_are_the_mean_over_reviewers_with_count_and_spread(store):
-    rows = {(r["event_id"], r["question"]): r for r in reward_rows(store.current_records(), store.rubric)}
+    found = reward_rows(store.current_records(), store.rubric)
+    rows = {(r["event_id"], r["question"]): r for r in found}
     aggregate = rows[("e12", "aggregation_quality")]
     assert (aggregate["reward"], aggregate["reward_std"], aggregate["reviewers"]) == \
         (pytest.approx(0.0), pytest.approx(0.5), 2)  # ann 2 -> -0.5, bob 4 -> 0.5

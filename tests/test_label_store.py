@@ -199,7 +199,8 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, tra
     url = f"sqlite:///{tmp_path / 'killed.db'}"
     store = LabelStore(url)
     store.save(trace, "aggregation_quality", 4, "ann", "e12")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url], stdout=subprocess.PIPE,
                               env=env, text=True)
     try:

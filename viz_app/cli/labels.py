@@ -186,7 +186,8 @@ def import_verb(args: argparse.Namespace) -> int:
     failed = 0
     for path in tqdm(args.files, desc="importing", unit="file", disable=None, file=sys.stderr):
         try:
-            report = store.import_records(read_records(path), traces, args.origin or Path(path).name)
+            origin = args.origin or Path(path).name
+            report = store.import_records(read_records(path), traces, origin)
         except (LabelError, OSError) as err:
             tqdm.write(f"{path}: nothing imported: {err}", sys.stderr)
             failed += 1

@@ -61,7 +61,10 @@ def decision_rewards(labels: Iterable[LabelRecord], trace_id: str) -> dict[str, 
     return {e: statistics.fmean(r) for e, r in per_event.items()}
 
 
-def _points(trace: Trace, labels: Iterable[LabelRecord]) -> tuple[Analysis, list[tuple[int, str, float]]]:
+def _points(trace: Trace,
+            labels: Iterable[LabelRecord]) -> tuple[Analysis, list[tuple[int, str, float]]]:
+    """The trace's analysis and its labelled decision points as (position, event id, reward),
+    in time order."""
     analysis = analyze(trace)
     rewards = decision_rewards(labels, trace.trace_id)
     points = sorted((analysis.position[e], e, r) for e, r in rewards.items()

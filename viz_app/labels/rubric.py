@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -400,6 +401,25 @@ def reward_of(question: Question, value: Any) -> float | None:
     return None
 
 
+_ASKED: weakref.WeakKeyDictionary[Analysis, dict[str, dict[str, set[str | None]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _asked_about(rubric: Rubric, analysis: Analysis) -> dict[str, set[str | None]]:
+    """question id -> the event ids (None: the trace) it is asked about, kept per analysis and
+    rubric: an import checks thousands of records against one trace."""
+    per_rubric = _ASKED.setdefault(analysis, {})
+    key = rubric.sha256 or str(id(rubric))  # a rubric built in code may have no hash
+    found = per_rubric.get(key)
+    if found is None:
+        found = {}
+        for target in targets(rubric, analysis):
+            for question_id in target.questions:
+                found.setdefault(question_id, set()).add(target.event_id)
+        per_rubric[key] = found
+    return found
+
+
 def check_answer(rubric: Rubric, analysis: Analysis, question_id: str, event_id: str | None,
                  value: Any, answers: dict[str, Any] | None = None) -> float | None:
     """Refuse (LabelError) an answer that the rubric or the trace does not allow; return its
@@ -409,7 +429,7 @@ def check_answer(rubric: Rubric, analysis: Analysis, question_id: str, event_id:
     event_id = event_id or None
     if event_id is not None and event_id not in trace.events_by_id:
         raise LabelError(f"trace {trace.trace_id} has no event {event_id!r}")
-    wanted = {t.event_id for t in targets(rubric, analysis) if question_id in t.questions}
+    wanted = _asked_about(rubric, analysis).get(question_id, set())
     if event_id not in wanted:
         where = f"event {event_id}" if event_id else "the trace itself"
         raise LabelError(f"question {question_id} is not asked about {where} of trace "

@@ -183,7 +183,8 @@ def current_labels(labels: Iterable[Label]) -> list[Label]:
 def derived_label_id(record: Mapping[str, Any]) -> str:
     """A label id from a record's content, so the same record always gets the same id."""
     content = {k: v for k, v in record.items() if k != "label_id"}
-    return "imp-" + hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()[:40]
+    canonical = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    return "imp-" + hashlib.sha256(canonical).hexdigest()[:40]
 
 
 REQUIRED_IMPORT_KEYS = ("trace_id", "event_id", "question", "value", "reviewer")
