@@ -240,14 +240,16 @@ def _next_unlabelled_trace(store: LabelStore, reviewer: str, current: str) -> st
 # -- what the reviewer judges -------------------------------------------------------------------
 
 
-def _content(event: Event, height: int = 160) -> None:
-    """An event's text in a scrolling box: proportional type reads better in a narrow column
-    than code; every line is `literal`-escaped, so Markdown and HTML in it show as written."""
+def _content(event: Event, height: int = 160, per_line: int = 18) -> None:
+    """An event's text in a box that scrolls beyond `height` pixels (`per_line`: characters a
+    line of the box holds). Proportional type reads better in a narrow column than code; every
+    line is `literal`-escaped, so Markdown and HTML in it show as written."""
     if not event.text:
         st.caption("no content")
         return
     lines = [literal(line, None) for line in event.text.splitlines() if line.strip()]
-    with st.container(height=height, border=True):
+    rows = sum(1 + len(line) // per_line for line in lines)
+    with st.container(height=min(height, 34 + 26 * rows), border=True):
         st.markdown("  \n".join(lines))
 
 
@@ -296,11 +298,11 @@ def _compare(trace: Trace, analysis: Analysis, event: Event, inputs: list[Event]
         for item in inputs:
             st.markdown(f"**`{literal(item.id, 20)}`** {literal(item.type)} from "
                         f"{literal(item.from_ or analysis.actor[item.id], 40)}")
-            _content(item, 220)
+            _content(item, 260, per_line=70)
     with right:
         st.markdown(f"**`{literal(event.id, 20)}`** aggregate by "
                     f"{literal(analysis.actor[event.id], 40)}")
-        _content(event, 600)
+        _content(event, 620, per_line=70)
 
 
 def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, base: str) -> None:

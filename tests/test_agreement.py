@@ -87,3 +87,22 @@ def test_tags_get_no_alpha():
     labels = [label(r, "t0", "e1", "aggregation_issues", ["dropped_result"]) for r in "ab"]
     found = question_agreement(RUBRIC.question("aggregation_issues"), labels)
     assert found.alpha is None and "tags" in found.note
+
+
+def test_the_agreement_page_shows_alpha_and_the_most_disputed_target(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    trace = load_trace(PREMATURE)
+    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    for reviewer, point in (("ann", 1), ("bob", 5)):
+        store.save(trace, "aggregation_quality", point, reviewer, "e12")
+    monkeypatch.setenv("ORCHVIZ_DB", store.url)
+    page = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "viz_app" /
+                                 "app_pages" / "agreement.py"), default_timeout=30).run()
+    assert not page.exception
+    summary, disputes = page.dataframe[0].value, page.dataframe[1].value
+    row = summary[summary["question"] == "aggregation_quality"].iloc[0]
+    expected = krippendorff.alpha(reliability_data=[[1], [5]], value_domain=[1, 2, 3, 4, 5],
+                                  level_of_measurement="ordinal")
+    assert row["targets with 2+ reviewers"] == 1 and row["alpha"] == pytest.approx(expected)
+    assert disputes.iloc[0]["event"] == "e12" and disputes.iloc[0]["spread"] == 1.0
