@@ -6,11 +6,20 @@ import streamlit as st
 
 st.set_page_config(page_title="orchviz", page_icon=str(Path(__file__).parent / "static" / "favicon.png"),
                    layout="wide")
-st.navigation([
+present = st.Page("app_pages/present.py", title="Present", icon=":material/slideshow:",
+                  url_path="present")
+page = st.navigation([
     st.Page("app_pages/library.py", title="Library", icon=":material/library_books:",
             default=True),
     st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:",
             url_path="trace"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:",
+            url_path="compare"),
+    present,
     st.Page("app_pages/agreement.py", title="Agreement", icon=":material/group:",
             url_path="agreement"),
-]).run()
+])
+if st.query_params.get("present") == "1" and st.query_params.get("trace") \
+        and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
+    st.switch_page(present, query_params=st.query_params.to_dict())
+page.run()

@@ -8,6 +8,7 @@ import streamlit as st
 
 from components import literal
 from components.annotation import annotation_panel
+from components.bookmarks import bookmark_panel, event_bookmarks, present_link, report_button
 from components.graph import communication_graph
 from components.inspector import inspector
 from components.replay import replay_bar
@@ -42,7 +43,12 @@ analysis = app_state.analysis(trace)
 figures = analysis.figures
 
 # -- header ------------------------------------------------------------------------------------
-st.markdown(f"### {literal(trace.trace_id, 100)}")
+title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
+title.markdown(f"### {literal(trace.trace_id, 100)}")
+with present_col:
+    present_link(trace)
+with report_col:
+    report_button(trace)
 st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
            f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
            + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
@@ -96,12 +102,15 @@ views, side = st.columns([2.5, 1.1], gap="medium")
 with side:
     inspector_box = st.container(border=True)
     annotation_box = st.container()
+    bookmarks_box = st.container()
 
 # -- ANNOTATION PANEL (issue 4) -----------------------------------------------------------------
 # Drawn before the views, so that an event id it returns is followed by the tree, the timeline
 # and the inspector in this same run.
 with annotation_box:
     follow(annotation_panel(trace, analysis, app_state.selected_event(trace)))
+with bookmarks_box:
+    follow(bookmark_panel(trace, analysis, app_state.selected_event(trace)))
 # ------------------------------------------------------------------------------------------------
 
 event_id = app_state.selected_event(trace)
@@ -109,6 +118,7 @@ agent = app_state.selected_agent(trace)
 with inspector_box:
     st.markdown("#### Inspector")
     inspector(trace, analysis, event_id=event_id, agent=agent, on_choose=follow)
+    event_bookmarks(trace, event_id)
 
 with views:
     until = replay_bar(analysis, key=f"replay:{app_state.trace_key(trace)}")

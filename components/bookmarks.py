@@ -1,0 +1,189 @@
+"""Case-study widgets of the trace page: bookmarks with Markdown notes (add, edit, remove, go
+to), the bookmarks on the selected event for the inspector, the way into presentation mode, and
+the report download.
+
+Everything goes through `viz_app.labels.bookmarks.BookmarkStore` and `viz_app.export.report`
+(no SQL, no HTML built here). Notes are the reviewer's Markdown, shown with `st.markdown`,
+which renders Markdown but never raw HTML; trace text goes through `literal`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import streamlit as st
+
+from components import literal
+from viz_app import app_state
+from viz_app.analysis import Analysis
+from viz_app.labels.bookmarks import Bookmark, BookmarkError, BookmarkStore, bookmarks_at
+from viz_app.model import Trace
+
+PRESENT_PAGE = "app_pages/present.py"
+"""The presentation page (also reached by `?trace=<id>&present=1`)."""
+
+
+@st.cache_resource(show_spinner=False)
+def _store(url: str) -> BookmarkStore:
+    return BookmarkStore(url)
+
+
+def bookmark_store() -> BookmarkStore:
+    """The app's bookmark store (shared: it holds only the database connection)."""
+    return _store(app_state.settings().db_url)
+
+
+_HEADING = re.compile(r"^(#{1,6})(?=\s)", re.MULTILINE)
+
+
+def note(bookmark: Bookmark) -> None:
+    """A bookmark's note as Markdown (raw HTML in it shows as text; its headings made small, so
+    a note never shouts over the page), or a placeholder."""
+    if bookmark.note:
+        st.markdown(_HEADING.sub(lambda m: "#" * min(6, len(m.group(1)) + 3), bookmark.note))
+    else:
+        st.caption("no note")
+
+
+def _caption(bookmark: Bookmark, number: int | None = None) -> str:
+    head = f"**{number}.** " if number is not None else ""
+    return (f"{head}{literal(bookmark.where, 80)} · {literal(bookmark.reviewer, 40)} · "
+            f"{bookmark.created_at[:16].replace('T', ' ')}")
+
+
+def _reviewer() -> str | None:
+    """The reviewer named in the sidebar (`app_state.reviewer`), if any."""
+    return st.session_state.get("reviewer") or None
+
+
+def bookmark_panel(trace: Trace, analysis: Analysis, selected_event: str | None, *,
+                   until: float | None = None, key: str = "bookmarks",
+                   on_choose: Callable[[str], None] | None = None) -> str | None:
+    """The trace's bookmarks in the order of the run with their notes, a form to bookmark the
+    selected event or a time range (starting at `until`, the replay time, if given), and edit /
+    remove / go-to buttons. Returns the id of an event the reviewer went to here, else None."""
+    reviewer = _reviewer()
+    store = bookmark_store()
+    marks = store.current(trace.trace_id)
+    stash = f"_chosen:{key}"
+
+    def choose(event_id: str) -> None:
+        st.session_state[stash] = event_id
+        if on_choose is not None:
+            on_choose(event_id)
+
+    with st.expander(f"Bookmarks and notes ({len(marks)})", expanded=bool(marks)):
+        _new_bookmark(trace, analysis, store, selected_event, until, reviewer, key)
+        for number, mark in enumerate(marks, 1):
+            with st.container(border=True):
+                st.markdown(_caption(mark, number))
+                note(mark)
+                go, edit, remove = st.columns([1, 1, 1])
+                if mark.event_id is not None:
+                    go.button("go to", key=f"{key}:go:{mark.version_id}", on_click=choose,
+                              args=(mark.event_id,), width="stretch",
+                              help="select the bookmarked event")
+                with edit.popover("edit", width="stretch"):
+                    _edit_form(trace, store, mark, reviewer, key)
+                if remove.button("remove", key=f"{key}:rm:{mark.version_id}", width="stretch",
+                                 disabled=not reviewer,
+                                 help="remove it (its versions stay in the history)"):
+                    store.remove(mark.bookmark_id, reviewer)
+                    st.rerun()
+        if marks:
+            st.page_link(PRESENT_PAGE, label="Present these bookmarks", icon=":material/slideshow:",
+                         query_params={"trace": trace.trace_id, "present": "1"})
+    return st.session_state.pop(stash, None)
+
+
+def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
+                  selected_event: str | None, until: float | None, reviewer: str | None,
+                  key: str) -> None:
+    span = max(float(analysis.makespan), 0.001)
+    choices = (["the selected event"] if selected_event else []) + ["a time range"]
+    with st.form(f"{key}:new", clear_on_submit=True, border=False):
+        what = st.radio("Bookmark", choices, horizontal=True, key=f"{key}:what",
+                        help="the event selected in the tree, timeline or inspector; or a "
+                        "stretch of the run")
+        start = until if until is not None else 0.0
+        window = st.slider("Time range (seconds from start)", 0.0, span,
+                           (min(start, span), min(span, start + span / 10)), step=span / 500,
+                           format="%.1f s", key=f"{key}:range",
+                           help="used for a time-range bookmark")
+        text = st.text_area("Note (Markdown)", key=f"{key}:note", height=100,
+                            placeholder="Here the orchestrator drops the one result that had "
+                            "the answer…")
+        if selected_event:
+            st.caption(f"selected event: `{literal(selected_event, 40)}`")
+        saved = st.form_submit_button("Add bookmark", type="primary", disabled=not reviewer,
+                                      help=None if reviewer else "enter your name in the sidebar")
+    if saved:
+        try:
+            if what == "the selected event" and selected_event:
+                store.add(trace, reviewer, text, event_id=selected_event)
+            else:
+                store.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
+        except BookmarkError as err:
+            st.error(literal(err, 300))
+            return
+        st.toast("Bookmark added")
+        st.rerun()
+
+
+def _edit_form(trace: Trace, store: BookmarkStore, mark: Bookmark, reviewer: str | None,
+               key: str) -> None:
+    with st.form(f"{key}:edit:{mark.version_id}", border=False):
+        text = st.text_area("Note (Markdown)", value=mark.note, height=140)
+        saved = st.form_submit_button("Save note", type="primary", disabled=not reviewer)
+    if saved:
+        try:
+            store.edit(trace, mark.bookmark_id, reviewer, text)
+        except BookmarkError as err:
+            st.error(literal(err, 300))
+            return
+        st.rerun()
+    history = store.history(mark.bookmark_id)
+    if len(history) > 1:
+        st.caption(f"{len(history)} versions: "
+                   + ", ".join(f"{literal(v.reviewer, 30)} {v.created_at[:16].replace('T', ' ')}"
+                               for v in history))
+
+
+def event_bookmarks(trace: Trace, event_id: str | None) -> None:
+    """For the inspector: the bookmarks on the selected event, with their notes."""
+    if event_id is None:
+        return
+    found = bookmarks_at(bookmark_store().current(trace.trace_id), event_id)
+    if not found:
+        return
+    st.markdown(f"**Bookmarked** ({len(found)})")
+    for mark in found:
+        with st.container(border=True):
+            st.caption(_caption(mark))
+            note(mark)
+
+
+def report_button(trace: Trace, *, key: str = "report") -> None:
+    """A download button for the trace's case-study report with its current labels and
+    bookmarks (built when clicked, not on every run)."""
+    from components.annotation import label_store
+    from viz_app.export.report import report_html
+    from viz_app.export.traces import file_name
+
+    def build() -> str:
+        records = [r for r in label_store().current_records()
+                   if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))]
+        return report_html(trace, records, bookmark_store().current(trace.trace_id))
+
+    st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
+                       mime="text/html", key=key, icon=":material/download:",
+                       help="one self-contained HTML file: figures, tree, timeline, labels, "
+                       "bookmarks with notes, warnings (opens offline, prints cleanly)")
+
+
+def present_link(trace: Trace) -> None:
+    """The way into presentation mode for the trace."""
+    st.page_link(PRESENT_PAGE, label="Present", icon=":material/slideshow:",
+                 query_params={"trace": trace.trace_id, "present": "1"},
+                 help="full-width view that steps through the bookmarks")

@@ -1,0 +1,198 @@
+"""The compare page: two traces (typically two rollouts of one task) side by side: their
+figures with the differences marked, their spawn trees with agents aligned by role and position,
+their timelines on one time axis, and the pairwise question. Opened by `?a=<id>&b=<id>`."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from components import literal
+from components.annotation import label_store
+from viz_app import app_state, library
+from viz_app.analysis import Analysis
+from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
+                                shared_timeline)
+from viz_app.errors import TraceError
+from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS, judgement, save_preference
+from viz_app.labels.rubric import LabelError, RubricError
+from viz_app.model import Trace
+
+app_state.page_style()
+reviewer = app_state.reviewer()
+st.markdown("### Compare two runs")
+
+rows = app_state.index().rows
+if len(rows) < 2:
+    st.info("The library needs at least two traces to compare.")
+    st.stop()
+by_id = {r.trace_id: r for r in rows}
+ids = list(by_id)
+
+
+def _default_b(a: str) -> str:
+    """Another rollout of the same task when there is one, else the next trace."""
+    same = [t for t in ids if t != a and by_id[t].task_id == by_id[a].task_id]
+    return same[0] if same else ids[(ids.index(a) + 1) % len(ids)]
+
+
+a_id = st.query_params.get("a") if st.query_params.get("a") in by_id else ids[0]
+b_id = st.query_params.get("b") if st.query_params.get("b") in by_id else _default_b(a_id)
+if b_id == a_id:
+    b_id = _default_b(a_id)
+
+
+def _option(trace_id: str) -> str:
+    row = by_id[trace_id]
+    return f"{trace_id} · {row.task_id} · {row.agents} agents"
+
+
+pick_a, pick_b = st.columns(2)
+chosen_a = pick_a.selectbox("Run A", ids, index=ids.index(a_id), format_func=_option,
+                            key="compare:a")
+others = [t for t in ids if t != chosen_a]
+chosen_b = pick_b.selectbox("Run B", others,
+                            index=others.index(b_id) if b_id in others else
+                            others.index(_default_b(chosen_a)),
+                            format_func=_option, key="compare:b")
+if (chosen_a, chosen_b) != (st.query_params.get("a"), st.query_params.get("b")):
+    st.query_params.update({"a": chosen_a, "b": chosen_b})
+
+
+def _load(trace_id: str) -> Trace:
+    found = library.find_trace(app_state.engine(), trace_id)
+    if found is None:
+        st.error(f"No trace with id `{literal(trace_id)}` in the library.")
+        st.stop()
+    try:
+        return app_state.load(*found)
+    except (TraceError, OSError) as err:
+        st.error(f"The trace could not be loaded: {literal(err, 400)}")
+        st.stop()
+
+
+trace_a, trace_b = _load(chosen_a), _load(chosen_b)
+analysis_a, analysis_b = app_state.analysis(trace_a), app_state.analysis(trace_b)
+if trace_a.task_id != trace_b.task_id:
+    st.caption(f"Different tasks: **{literal(trace_a.task_id, 80)}** and "
+               f"**{literal(trace_b.task_id, 80)}**.")
+else:
+    st.caption(f"Both runs attempt task **{literal(trace_a.task_id, 100)}**.")
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+
+def _shown(value: float, unit: str) -> str:
+    if unit == "$":
+        return f"${value:,.3f}"
+    if unit == "s":
+        return f"{value:,.1f}s"
+    return f"{value:,.2f}" if value != int(value) else f"{value:,.0f}"
+
+
+def _figure_table(diffs: list[FigureDiff]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "figure": d.name, "A": _shown(d.a, d.unit), "B": _shown(d.b, d.unit),
+        "B − A": ("+" if d.delta > 0 else "") + _shown(d.delta, d.unit) if d.differs else "=",
+        "better": {"a": "A", "b": "B"}.get(d.better or "", ""),
+    } for d in diffs])
+
+
+def _mark(frame: pd.DataFrame, diffs: list[FigureDiff]):
+    """Differing figures on a yellow ground, the better value in green."""
+    def style(row: pd.Series) -> list[str]:
+        d = diffs[row.name]
+        base = "background-color: #fff3bf" if d.differs else ""
+        cells = []
+        for column in frame.columns:
+            css = base
+            if column == "A" and d.better == "a" or column == "B" and d.better == "b":
+                css += "; color: #2b8a3e; font-weight: 600"
+            cells.append(css)
+        return cells
+
+    return frame.style.apply(style, axis=1)
+
+
+diffs = figure_differences(analysis_a, analysis_b)
+st.markdown(f"**Figures** · {sum(d.differs for d in diffs)} of {len(diffs)} differ "
+            "(yellow; the better value in green where lower is better)")
+st.dataframe(_mark(_figure_table(diffs), diffs), hide_index=True, width="stretch",
+             height=38 + 35 * len(diffs), key="compare:figures")
+
+
+# -- trees and timelines -----------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _figures(key_a: str, key_b: str, _a: Analysis, _b: Analysis) -> tuple[go.Figure, go.Figure,
+                                                                         go.Figure, int, int]:
+    alignment = align(_a, _b)
+    return (aligned_tree_figure(_a, alignment, "a"), aligned_tree_figure(_b, alignment, "b"),
+            shared_timeline(_a, _b, names=("A · " + _a.trace.trace_id,
+                                           "B · " + _b.trace.trace_id)),
+            len(alignment.only_a), len(alignment.only_b))
+
+
+tree_a, tree_b, timeline, only_a, only_b = _figures(app_state.trace_key(trace_a),
+                                                    app_state.trace_key(trace_b),
+                                                    analysis_a, analysis_b)
+st.markdown(f"**Spawn trees**, agents aligned by role and position · {only_a} only in A, "
+            f"{only_b} only in B (orange ring: only in this run; grey: only in the other; "
+            "purple diamond: paired by position, the roles differ)")
+left, right = st.columns(2)
+left.caption(f"**A** · {literal(trace_a.trace_id, 80)}")
+left.plotly_chart(tree_a, key="compare:tree-a", config={"displaylogo": False})
+right.caption(f"**B** · {literal(trace_b.trace_id, 80)}")
+right.plotly_chart(tree_b, key="compare:tree-b", config={"displaylogo": False})
+st.markdown("**Timelines** on one time axis (seconds from each run's start; the dotted line "
+            "is the run's end)")
+st.plotly_chart(timeline, key="compare:timeline", config={"displaylogo": False})
+
+
+# -- the pairwise question ------------------------------------------------------------------------
+
+st.markdown(f"**{PAIRWISE_PROMPT}**")
+try:
+    store = label_store()
+except RubricError as err:
+    st.error(f"The label store cannot be opened: {literal(err, 300)}")
+    st.stop()
+held = judgement(store, trace_a.trace_id, trace_b.trace_id, reviewer) if reviewer else None
+if held is not None:
+    verdict = "about the same" if held.chosen is None else (
+        f"{'A' if held.chosen == trace_a.trace_id else 'B'} "
+        f"{STRENGTHS.get(held.strength, 'better')}")
+    st.caption(f"Your current answer: **{verdict}** ({held.created_at[:16].replace('T', ' ')}). "
+               "Saving again replaces it; the old one stays in the history.")
+options = ["A is better", "B is better", "About the same"]
+current = None if held is None else (2 if held.chosen is None else
+                                     0 if held.chosen == trace_a.trace_id else 1)
+with st.form("compare:pairwise", border=True):
+    choice = st.radio("Which orchestration is better?", options, index=current,
+                      horizontal=True, key="compare:choice")
+    strength = st.select_slider("How much better (optional)", ["not said", *STRENGTHS.values()],
+                                value=STRENGTHS.get(held.strength, "not said") if held else
+                                "not said", key="compare:strength")
+    reason = st.text_area("Why", value=held.reason if held else "", height=90,
+                          key="compare:reason",
+                          placeholder="B waits for the profiler's result; A stops before it.")
+    saved = st.form_submit_button("Save judgement", type="primary", disabled=not reviewer,
+                                  help=None if reviewer else "enter your name in the sidebar")
+if not reviewer:
+    st.caption("Enter your name in the sidebar to answer.")
+if saved:
+    chosen = {0: trace_a.trace_id, 1: trace_b.trace_id, 2: None}.get(
+        options.index(choice) if choice else -1, "")
+    level = {v: k for k, v in STRENGTHS.items()}.get(strength)
+    try:
+        if chosen == "":
+            raise LabelError("pick which run is better (or about the same)")
+        save_preference(store, trace_a, trace_b, chosen, reviewer, reason,
+                        None if chosen is None else level)
+    except LabelError as err:
+        st.error(literal(err, 300))
+    else:
+        st.success("Judgement saved.")
