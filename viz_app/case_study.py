@@ -89,7 +89,7 @@ def timeline_marks(analysis: Analysis, bookmarks: Iterable[Bookmark],
             drawn.append(go.Scatter(
                 x=[xs[-1]], y=[ys[-1] - 0.32], mode="markers", showlegend=False, hoverinfo="skip",
                 name="current bookmark",
-                marker=dict(size=34, color="rgba(0,0,0,0)", line=dict(color=MARK, width=4))))
+                marker=dict(size=42, color="rgba(0,0,0,0)", line=dict(color=MARK, width=4))))
     if xs:
         drawn.append(go.Scatter(
             x=xs, y=ys, mode="markers+text", text=texts, textposition="middle right",
