@@ -85,7 +85,8 @@ def test_every_script_of_the_report_is_plotly_or_draws_a_figure(tmp_path, hostil
     page = write(tmp_path, hostile, case_db(tmp_path, hostile, PAYLOAD)).read_text("utf-8")
     bodies = SCRIPT.findall(page)
     assert len(bodies) >= 3
-    assert all(b.startswith(("/**", "window.PLOTLYENV")) or "Plotly.newPlot" in b for b in bodies)
+    ours = ("/**", "window.PLOTLYENV", "window.addEventListener('beforeprint'")
+    assert all(b.startswith(ours) or "Plotly.newPlot" in b for b in bodies)
     assert all(HOSTILE_MARKER not in b or "Plotly.newPlot" in b for b in bodies)
     assert all("</" not in b for b in bodies if "Plotly.newPlot" in b)  # JSON with <\/ escaped
 
@@ -256,3 +257,4 @@ def test_the_report_prints(page, tmp_path, trace):
                          "|| document.body).display") in ("none", "block")
     pdf = page.pdf(format="A4", landscape=True)
     assert pdf[:4] == b"%PDF" and len(pdf) > 20_000
+    assert page.evaluate("[...document.querySelectorAll('details')].every(d => d.open)")

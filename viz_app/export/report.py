@@ -299,12 +299,15 @@ footer { color: var(--muted); font-size: .8rem; margin-top: 40px; }
   h2 { break-after: avoid; }
   .bookmark, .figure, .plot, tr { break-inside: avoid; }
   .modebar, .modebar-container { display: none !important; }
-  details:not([open]) > *:not(summary) { display: block; }
   pre { max-height: none; overflow: visible; }
   a { color: inherit; text-decoration: none; }
   a[href^="http"]::after { content: " (" attr(href) ")"; font-size: .8em; color: var(--muted); }
 }
 """
+
+_PRINT_SCRIPT = ("window.addEventListener('beforeprint', () => "
+                 "document.querySelectorAll('details').forEach(d => { d.open = true; }));")
+"""Paper cannot be clicked: every collapsed event content opens for printing."""
 
 _SCRIPT = re.compile(r"<script(?:\s[^>]*)?>(.*?)</script>", re.DOTALL | re.IGNORECASE)
 
@@ -422,7 +425,8 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>Case study: {esc(trace.trace_id)}</title>\n<style>{_CSS}</style>\n"
-            f"<script>{get_plotlyjs()}</script>\n</head>\n<body><main>\n"
+            f"<script>{get_plotlyjs()}</script>\n<script>{_PRINT_SCRIPT}</script>\n"
+            "</head>\n<body><main>\n"
             + "\n".join(body) + "\n</main></body></html>\n")
     meta_policy = f'<meta http-equiv="Content-Security-Policy" content="{_policy(page)}">'
     return page.replace("<meta charset=\"utf-8\">", "<meta charset=\"utf-8\">\n" + meta_policy, 1)
