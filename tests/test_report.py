@@ -239,7 +239,12 @@ def test_the_report_opens_offline_and_draws_its_figures(page, tmp_path, trace):
 def test_the_hostile_report_runs_no_script_from_the_trace_or_notes(page, tmp_path, hostile):
     out = write(tmp_path, hostile, case_db(tmp_path, hostile, PAYLOAD))
     attempted = open_offline(page, out)
-    page.hover("#orchviz-timeline .scatterlayer .trace .point >> nth=0", force=True)
+    plot = page.locator("#orchviz-timeline")
+    plot.scroll_into_view_if_needed()
+    box = plot.bounding_box()
+    for fx in (0.1, 0.3, 0.5, 0.7, 0.9):  # sweep the pointer: hover boxes show event text
+        for fy in (0.3, 0.5, 0.7):
+            page.mouse.move(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
     page.locator("details").first.evaluate("d => d.open = true")
     page.wait_for_timeout(300)
     assert page.evaluate(f"typeof window.{HOSTILE_MARKER}") == "undefined"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import plotly.graph_objects as go
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
 from viz_app.labels.bookmarks import Bookmark
@@ -22,8 +22,6 @@ MARK = "#f03e3e"
 
 class Step(BaseModel):
     """One step of a presentation: a bookmark, where it is, and the labels on it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     number: int = Field(description="1-based place in the presentation.")
     bookmark: Bookmark = Field(description="The bookmark shown.")

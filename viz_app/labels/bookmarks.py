@@ -9,7 +9,6 @@ removal is a version marked `removed`). The table lives in the one orchviz datab
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -259,12 +258,6 @@ def _note(text: str) -> str:
         raise BookmarkError(f"a note holds at most {NOTE_LIMIT:,} characters "
                             f"(this one has {len(text):,})")
     return text
-
-
-def bookmark_key(bookmark: Bookmark) -> str:
-    """A short stable key of a bookmark for widget keys and anchors (ids are already safe, but
-    a key derived by hash cannot collide with trace text)."""
-    return hashlib.sha1(bookmark.bookmark_id.encode()).hexdigest()[:12]
 
 
 def open_bookmarks(url: str) -> BookmarkStore:
