@@ -125,3 +125,11 @@ def test_a_trace_without_bookmarks_presents_its_figures_and_says_so(env):
     assert not at.exception
     assert any("no bookmarks yet" in i.value for i in at.info)
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_the_trace_page_offers_the_report_and_presentation_mode(env):
+    at = trace_page()
+    downloads = at.get("download_button")
+    assert len(downloads) == 1 and downloads[0].proto.label == "Report"
+    links = [p.proto for p in at.get("page_link")]
+    assert any(p.label == "Present" and "present" in p.page for p in links)
