@@ -7,7 +7,7 @@ import re
 import plotly.graph_objects as go
 import pytest
 
-from factories import as_trace, demo_paths
+from factories import as_trace, demo_paths, example_dict
 from viz_app import charts
 from viz_app.analysis import analyze
 from viz_app.io.native import load_trace
@@ -234,3 +234,13 @@ def test_every_demo_trace_draws_all_three_views():
         a = analyze(load_trace(path))
         assert charts.tree_figure(a).data and charts.timeline_figure(a).data
         assert "vis.DataSet" in charts.communication_html(a)
+
+
+def test_a_tool_result_that_matches_no_call_gets_a_lane_of_its_own():
+    raw = example_dict()
+    raw["events"][5]["tool"] = "shell.run"
+    raw["edges"] = [e for e in raw["edges"] if e["dst"] != "e6"]
+    analysis = analyze(as_trace(raw))
+    fig = charts.timeline_figure(analysis)
+    assert analysis.lanes[-1] == "browser.search"
+    assert list(fig.layout.yaxis.ticktext)[-1] == "browser.search"

@@ -261,6 +261,14 @@ class Analysis:
         return ordered
 
     @cached_property
+    def lanes(self) -> list[str]:
+        """Who the timeline gives a lane: the agents in tree order, then any tool whose result
+        matched no call (it has no caller to belong to)."""
+        agents = set(self.agents)
+        strays = sorted({who for who in self.actor.values() if who not in agents})
+        return [*self.agents, *strays]
+
+    @cached_property
     def children(self) -> dict[str, list[str]]:
         """Each agent's spawned children, in spawn order."""
         kids: dict[str, list[str]] = defaultdict(list)

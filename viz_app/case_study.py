@@ -71,7 +71,7 @@ def timeline_marks(analysis: Analysis, bookmarks: Iterable[Bookmark],
         b = step.bookmark
         if b.event_id is not None and step.agent is not None:
             xs.append(float(analysis.trace.event(b.event_id).t) - first)
-            ys.append(analysis.agents.index(step.agent) + 0.32)  # just under its event
+            ys.append(analysis.lanes.index(step.agent) + 0.32)  # just under its event
             texts.append(f"<b>{step.number}</b>")
         else:
             start, end = b.start_s, max(b.end_s, b.start_s + analysis.makespan / 400)

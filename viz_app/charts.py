@@ -447,7 +447,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     limit = None if until is None else start + until
     gl = len(order) > WEBGL_EVENTS if webgl is None else webgl
     scatter = go.Scattergl if gl else go.Scatter
-    lane = {a: i for i, a in enumerate(analysis.agents)}
+    lane = {a: i for i, a in enumerate(analysis.lanes)}
     actor = analysis.actor
     duration = analysis.duration
     fig = go.Figure()
@@ -483,7 +483,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
         fig.add_trace(trace)
     if limit is not None:
         fig.add_vline(x=until, line=dict(color="#f59f00", width=2, dash="dot"))
-    lanes = len(analysis.agents)
+    lanes = len(analysis.lanes)
     visible_lanes = min(lanes, lanes_shown)
     span = max(analysis.makespan, 1e-9)
     fig.update_layout(
@@ -494,7 +494,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
                     itemclick="toggle", itemdoubleclick="toggleothers"),
         xaxis=dict(title="seconds from start", range=[-0.01 * span, span * 1.01], showgrid=True,
                    gridcolor="#f1f3f5", zeroline=False),
-        yaxis=dict(tickvals=list(range(lanes)), ticktext=[safe(a, 26) for a in analysis.agents],
+        yaxis=dict(tickvals=list(range(lanes)), ticktext=[safe(a, 26) for a in analysis.lanes],
                    range=[visible_lanes - 0.5, -0.5], showgrid=False, zeroline=False,
                    tickfont=dict(size=11), fixedrange=False))
     return fig
@@ -510,7 +510,7 @@ def timeline_highlight(analysis: Analysis, event_id: str | None) -> list[go.Scat
     if event_id is None or event_id not in analysis.position:
         return []
     e = analysis.trace.event(event_id)
-    lane = analysis.agents.index(analysis.actor[e.id])
+    lane = analysis.lanes.index(analysis.actor[e.id])
     return [go.Scatter(x=[e.t - analysis.order[0].t], y=[lane], mode="markers", name="selected",
                        showlegend=False, hoverinfo="skip",
                        marker=dict(size=26, color="rgba(0,0,0,0)",
