@@ -457,8 +457,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     for e in order:
         if limit is None or e.t <= limit:
             grouped[e.type].append(e)
-    # big traces get a one-line preview: hover text is most of what the browser receives
-    width, lines = (60, 1) if gl else (60, 4)
+    width, lines = 60, 4  # big (WebGL) timelines get `_compact_hover` instead
     for etype in EVENT_TYPES:
         events = grouped[etype]
         style = EVENT_STYLES[etype]
@@ -471,7 +470,8 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
                         else dict(width=1.5, color=style.colour)),
             customdata=np.fromiter((analysis.position[e.id] for e in events), np.int32,
                                    len(events)),
-            text=[_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
+            text=[_compact_hover(e, actor[e.id], start) for e in events] if gl else
+                 [_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
                   for e in events],
             hovertemplate=f"<b>{style.label}</b> %{{text}}<extra></extra>",
             unselected=dict(marker=dict(opacity=1)),
@@ -528,6 +528,14 @@ def _event_hover(e: Event, agent: str, start: float, span: float, width: int, li
         extra.append(f"tool {safe(e.tool, 40)}")
     body = preview(e.text, width, lines)
     return f"{safe(e.id, 30)} · {safe(agent, 40)}<br>{' · '.join(extra)}" + (
+        f"<br>{body}" if body else "")
+
+
+def _compact_hover(e: Event, agent: str, start: float) -> str:
+    """A big trace's hover text: id, agent, time and the start of the content. Hover text is most
+    of what the browser receives for a large timeline; the inspector shows the rest on click."""
+    body = preview(e.text, 40, 1)
+    return f"{safe(e.id, 16)} · {safe(agent, 24)} · t={e.t - start:.1f}s" + (
         f"<br>{body}" if body else "")
 
 
