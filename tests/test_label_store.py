@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from viz_app.io.native import load_trace
 from viz_app.labels.rubric import LabelError
-from viz_app.labels.store import LabelStore, derived_label_id
+from viz_app.labels.store import LABELS_SCHEMA_VERSION, LabelStore, derived_label_id
 
 REPO = Path(__file__).resolve().parent.parent
 PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
@@ -98,7 +98,7 @@ def test_the_sqlite_store_runs_in_wal_mode(store):
 def test_the_labels_schema_version_is_recorded(store):
     with store.engine.connect() as conn:
         found = conn.execute(text("SELECT version FROM orchviz_schema WHERE name = 'labels'"))
-        assert found.scalar() == 1
+        assert found.scalar() == LABELS_SCHEMA_VERSION
 
 
 def record(reviewer: str, value: int, trace_id: str = "demo-10-review-premature-stop") -> dict:

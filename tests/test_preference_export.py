@@ -193,10 +193,14 @@ def test_a_database_from_before_pairs_gains_the_pair_column(tmp_path, traces):
     path = tmp_path / "old.db"
     LabelStore(f"sqlite:///{path}").save(traces["run-a"], "task_outcome", "success", "ann")
     with sqlite3.connect(path) as conn:
-        conn.execute("ALTER TABLE labels DROP COLUMN pair_trace_id")
+        conn.execute("ALTER TABLE labels DROP COLUMN pair_trace_id")  # as labels schema 1 was
+        conn.execute("UPDATE orchviz_schema SET version = 1 WHERE name = 'labels'")
     from viz_app import db
 
     db._engines.clear()  # a fresh process would open the file anew
     store = LabelStore(f"sqlite:///{path}")
     save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
     assert store.count() == 2 and len(preference_rows(store.current_records(), traces)) == 1
+    with sqlite3.connect(path) as conn:
+        [(version,)] = conn.execute("SELECT version FROM orchviz_schema WHERE name = 'labels'")
+    assert version == 2

@@ -29,7 +29,7 @@ from viz_app.labels.rubric import (LabelError, LabelTarget, Rubric, asked, check
                                    default_rubric, targets)
 from viz_app.model import Trace
 
-LABELS_SCHEMA_VERSION = 1
+LABELS_SCHEMA_VERSION = 2
 """Version of the `labels` table, kept in `orchviz_schema` under the name `labels`."""
 
 labels_table = Table(
@@ -222,6 +222,18 @@ def label_from_record(record: Mapping[str, Any], rubric: Rubric, traces: Mapping
         source="import", origin=record.get("origin") or origin)
 
 
+def _add_pair_column(conn) -> None:
+    """Schema 2: the nullable `pair_trace_id` column, for pairwise judgements (`create_all` does
+    not alter an existing table; old rows are not pairs)."""
+    columns = {c["name"] for c in inspect(conn).get_columns("labels")}
+    if "pair_trace_id" not in columns:
+        conn.execute(sql_text("ALTER TABLE labels ADD COLUMN pair_trace_id VARCHAR(512)"))
+
+
+MIGRATIONS = {2: _add_pair_column}
+"""For each labels schema version, the step that brings a database of the version before it up."""
+
+
 class LabelStore:
     """The labels in one database, checked against one rubric."""
 
@@ -245,15 +257,12 @@ class LabelStore:
             elif found > LABELS_SCHEMA_VERSION:
                 raise RuntimeError(f"the labels were written by a newer orchviz (labels schema "
                                    f"{found}); this one knows {LABELS_SCHEMA_VERSION}")
-            self._add_pair_column(conn)
+            elif found < LABELS_SCHEMA_VERSION:
+                for version in range(found + 1, LABELS_SCHEMA_VERSION + 1):
+                    MIGRATIONS[version](conn)
+                conn.execute(info.update().where(info.c.name == "labels")
+                             .values(version=LABELS_SCHEMA_VERSION))
 
-    @staticmethod
-    def _add_pair_column(conn) -> None:
-        """Add the nullable `pair_trace_id` column to a labels table made before pairwise
-        judgements (`create_all` does not alter tables; old rows are not pairs)."""
-        columns = {c["name"] for c in inspect(conn).get_columns("labels")}
-        if "pair_trace_id" not in columns:
-            conn.execute(sql_text("ALTER TABLE labels ADD COLUMN pair_trace_id VARCHAR(512)"))
 
     # -- writing ----------------------------------------------------------------------------
 
