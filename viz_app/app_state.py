@@ -4,10 +4,10 @@ what is selected (kept in step with the URL, so a link opens the same view).
 Pages and components get everything through here; this module calls the domain modules
 (`library`, `analysis`, `charts`) and never draws anything but the reviewer box.
 
-Caching: a parsed trace and its figures are cached with `st.cache_data`, keyed by the file's hash
-(so an edited file is read again). `st.cache_data` hands every caller a copy, which for a
-20,000-event trace costs a noticeable fraction of a second, so each session also keeps the trace
-and figures it is looking at in its own session state.
+Caching, keyed by the file's hash (so an edited file is read again): a parsed, analysed trace is
+read-only and shared by every session (`st.cache_resource`); its figures are `st.cache_data`, a
+copy per caller because a view may draw a highlight onto its own copy, and each session keeps the
+figures it is looking at in its session state, so a rerun does not copy them again.
 """
 
 from __future__ import annotations
@@ -72,13 +72,13 @@ def file_digest(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _parsed(path: str, position: int, digest: str) -> Trace:
+    # A parsed trace is read-only and large, so every session shares one copy (st.cache_data
+    # would unpickle a copy per session: for 20,000 events, 0.4 s and about 100 MB each).
     del digest  # part of the cache key only
     trace = library.read_indexed(path, position)
-    # analysed before it is cached, so a new session unpickles the figures instead of
-    # recomputing them (for 20,000 events that is the cheaper of the two)
-    analysis(trace).communication  # noqa: B018
+    analysis(trace).communication  # noqa: B018  (analysed once, before any session reads it)
     return trace
 
 
@@ -104,8 +104,7 @@ def _remember(key: tuple, make: Callable[[], Any]) -> Any:
 def load(path: str | Path, position: int) -> Trace:
     """The trace at a position of a file, parsed once per file content (raises TraceError)."""
     path = str(path)
-    digest = file_digest(path)
-    return _remember(("trace", path, position, digest), lambda: _parsed(path, position, digest))
+    return _parsed(path, position, file_digest(path))
 
 
 def trace_key(trace: Trace) -> str:

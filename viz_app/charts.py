@@ -534,9 +534,8 @@ def _event_hover(e: Event, agent: str, start: float, span: float, width: int, li
 def _compact_hover(e: Event, agent: str, start: float) -> str:
     """A big trace's hover text: id, agent, time and the start of the content. Hover text is most
     of what the browser receives for a large timeline; the inspector shows the rest on click."""
-    body = preview(e.text, 40, 1)
-    return f"{safe(e.id, 16)} · {safe(agent, 24)} · t={e.t - start:.1f}s" + (
-        f"<br>{body}" if body else "")
+    body = preview(e.text, 24, 1)
+    return f"{safe(e.id, 12)} {safe(agent, 20)} {e.t - start:.1f}s" + (f"<br>{body}" if body else "")
 
 
 def _add_lifetimes(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
