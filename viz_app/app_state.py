@@ -22,9 +22,11 @@ import plotly.graph_objects as go
 import streamlit as st
 from sqlalchemy import Engine
 
+from components import literal
 from viz_app import charts, library
 from viz_app.analysis import Analysis, analyze
 from viz_app.db import connect
+from viz_app.errors import TraceError
 from viz_app.model import Trace
 from viz_app.settings import Settings
 
@@ -105,6 +107,30 @@ def load(path: str | Path, position: int) -> Trace:
     """The trace at a position of a file, parsed once per file content (raises TraceError)."""
     path = str(path)
     return _parsed(path, position, file_digest(path))
+
+
+def linked_trace(none_open: str) -> Trace:
+    """The trace the URL names (`?trace=<id>`), loaded; when there is none, or it cannot be
+    found or read, the page says so (`none_open` when the URL names none) and stops."""
+    trace_id = url_trace()
+    if not trace_id:
+        st.info(none_open)
+        st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
+        st.stop()
+    found = library.find_trace(engine(), trace_id)
+    if found is None:  # a link to a trace added since the index was last brought up to date
+        with st.spinner("Indexing the library…"):
+            index()
+        found = library.find_trace(engine(), trace_id)
+    if found is None:
+        st.error(f"No trace with id `{literal(trace_id)}` in the library.")
+        st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
+        st.stop()
+    try:
+        return load(*found)
+    except (TraceError, OSError) as err:
+        st.error(f"The trace could not be loaded: {literal(err, 400)}")
+        st.stop()
 
 
 def trace_key(trace: Trace) -> str:

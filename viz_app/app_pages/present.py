@@ -10,9 +10,8 @@ import streamlit as st
 from components import literal
 from components.annotation import label_store
 from components.bookmarks import bookmark_store, note
-from viz_app import app_state, library
+from viz_app import app_state
 from viz_app.case_study import steps, timeline_marks
-from viz_app.errors import TraceError
 from viz_app.labels.rubric import RubricError
 
 _CLEAN = """<style>
@@ -23,24 +22,8 @@ _CLEAN = """<style>
 </style>"""
 
 st.html(_CLEAN)  # a constant style sheet: no trace text goes into it
-trace_id = app_state.url_trace()
-if not trace_id:
-    st.info("Presentation mode shows one trace: open it from the trace page (Present).")
-    st.page_link(app_state.LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
-    st.stop()
-found = library.find_trace(app_state.engine(), trace_id)
-if found is None:
-    with st.spinner("Indexing the library…"):
-        app_state.index()
-    found = library.find_trace(app_state.engine(), trace_id)
-if found is None:
-    st.error(f"No trace with id `{literal(trace_id)}` in the library.")
-    st.stop()
-try:
-    trace = app_state.load(*found)
-except (TraceError, OSError) as err:
-    st.error(f"The trace could not be loaded: {literal(err, 400)}")
-    st.stop()
+trace = app_state.linked_trace(
+    "Presentation mode shows one trace: open it from the trace page (Present).")
 analysis = app_state.analysis(trace)
 
 try:

@@ -14,31 +14,11 @@ from components.inspector import inspector
 from components.replay import replay_bar
 from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
-from viz_app import app_state, charts, library
-from viz_app.errors import TraceError
+from viz_app import app_state, charts
 
 app_state.page_style()
 app_state.reviewer()
-trace_id = app_state.url_trace()
-if not trace_id:
-    st.info("No trace is open. Pick one in the library.")
-    st.page_link(app_state.LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
-    st.stop()
-
-found = library.find_trace(app_state.engine(), trace_id)
-if found is None:
-    with st.spinner("Indexing the library…"):
-        app_state.index()
-    found = library.find_trace(app_state.engine(), trace_id)
-if found is None:
-    st.error(f"No trace with id `{literal(trace_id)}` in the library.")
-    st.page_link(app_state.LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
-    st.stop()
-try:
-    trace = app_state.load(*found)
-except (TraceError, OSError) as err:
-    st.error(f"The trace could not be loaded: {literal(err, 400)}")
-    st.stop()
+trace = app_state.linked_trace("No trace is open. Pick one in the library.")
 analysis = app_state.analysis(trace)
 figures = analysis.figures
 
