@@ -13,7 +13,6 @@ import gc
 import json
 import platform
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 

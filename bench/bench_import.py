@@ -9,7 +9,6 @@ ratio. Target: import within 5x the bare parse.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import random
 import tempfile
