@@ -214,3 +214,14 @@ def test_a_claude_code_project_lists_one_trace_per_session_with_its_subagents(en
     result = library.index_folders(engine, [project])
     assert [r.trace_id for r in result.rows] == ["s-2222"]
     assert result.rows[0].agents == 3 and result.failures == []
+
+
+def test_a_who_and_when_run_in_the_library_brings_its_annotation_as_imported_labels(engine, tmp_path):
+    from viz_app.labels.store import open_store
+
+    folder = tmp_path / "whowhen"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "importers" / "whowhen_magentic.json", folder)
+    library.index_folders(engine, [folder])
+    labels = open_store(engine.url.render_as_string(hide_password=False)).current_records()
+    assert [(r["source"], r["origin"]) for r in labels] == [("import", "Who&When")]

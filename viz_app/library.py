@@ -37,6 +37,7 @@ from sqlalchemy import (
 from viz_app.analysis import analyze
 from viz_app.db import metadata
 from viz_app.errors import TraceError
+from viz_app.io import whowhen
 from viz_app.io.claude_code import is_subagent_file
 from viz_app.io.detect import read_any
 from viz_app.io.files import TRACE_SUFFIXES, trace_files
@@ -280,6 +281,13 @@ def _index_file(engine: Engine, path: Path, stat: tuple[int, int] | None) -> Non
         traces, errors = [], [err]
     except Exception as err:  # an importer's bug must not stop the rest of the library
         traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
+    for trace in traces:  # a published annotation arrives with its run, as imported labels
+        if trace.source_format == whowhen.NAME:
+            try:
+                whowhen.import_annotation(trace, engine.url.render_as_string(hide_password=False))
+            except Exception as err:  # the run still lists; the failure is listed beside it
+                errors.append(TraceError(str(path), "annotation", f"its labels were not "
+                                         f"imported ({err})"))
     size, mtime = stat if stat is not None else (-1, -1)
     now = time.time()
     records = [{**_trace_record(trace), "position": i} for i, trace in enumerate(traces)]
