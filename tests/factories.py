@@ -43,3 +43,17 @@ def reference_validator():
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(json.loads(SCHEMA_PATH.read_text("utf-8")))
+
+
+def review_library(folder: Path) -> Path:
+    """A library folder holding the demo traces, the hostile trace and a truncated file."""
+    import shutil
+
+    from viz_app.synth import hostile_trace
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in demo_paths():
+        shutil.copy(path, folder / path.name)
+    (folder / "hostile.json").write_text(json.dumps(hostile_trace()), "utf-8")
+    (folder / "broken.json").write_text('{"trace_id": "broken", "events": [', "utf-8")
+    return folder

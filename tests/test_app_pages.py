@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import REPO, demo_paths
-from viz_app.synth import hostile_trace
+from factories import REPO, demo_paths, review_library
 
 APP = str(REPO / "viz_app" / "app.py")
 DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
@@ -18,12 +16,7 @@ DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
 @pytest.fixture
 def library_env(tmp_path, monkeypatch):
     """A library of the demo traces, the hostile trace and a broken file, with its own db."""
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for path in demo_paths():
-        shutil.copy(path, traces / path.name)
-    (traces / "hostile.json").write_text(json.dumps(hostile_trace()))
-    (traces / "broken.json").write_text('{"trace_id": "broken", "events": [')
+    traces = review_library(tmp_path / "traces")
     monkeypatch.setenv("ORCHVIZ_TRACES", str(traces))
     monkeypatch.setenv("ORCHVIZ_DB", str(tmp_path / "orchviz.db"))
     monkeypatch.setenv("ORCHVIZ_UPLOADS", str(tmp_path / "uploads"))

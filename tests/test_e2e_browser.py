@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-
 import pytest
 
 from conftest import shot, wait_for_streamlit
-from factories import demo_paths
-from viz_app.synth import HOSTILE_MARKER, hostile_trace
+from factories import review_library
+from viz_app.synth import HOSTILE_MARKER
 
 pytestmark = pytest.mark.browser
 
@@ -17,12 +14,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def base_url(app_server, tmp_path):
     """The app on demo traces, the hostile trace and a broken file, with a fresh database."""
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for path in demo_paths():
-        shutil.copy(path, traces / path.name)
-    (traces / "hostile.json").write_text(json.dumps(hostile_trace()))
-    (traces / "broken.json").write_text('{"trace_id": "broken", "events": [')
+    traces = review_library(tmp_path / "traces")
     return app_server([traces], tmp_path / "orchviz.db")
 
 
