@@ -19,8 +19,8 @@ import streamlit as st
 from components import literal
 from viz_app import app_state
 from viz_app.analysis import Analysis
-from viz_app.labels.rubric import (LabelError, LabelTarget, Question, RubricError, asked,
-                                   load_rubric, targets)
+from viz_app.labels.rubric import (LabelError, LabelTarget, Question, Rubric, RubricError,
+                                   asked, targets)
 from viz_app.labels.store import Label, LabelStore, progress_of
 from viz_app.model import Event, Trace
 
@@ -32,25 +32,23 @@ SCALE_KEYS = "123456789"
 
 
 @st.cache_resource(show_spinner=False)
-def _store(url: str, rubric_path: str | None, rubric_mtime: float) -> LabelStore:
-    del rubric_mtime  # part of the cache key: an edited rubric is read again
-    return LabelStore(url, load_rubric(rubric_path))
+def _store(url: str, rubric_sha: str, _rubric: Rubric) -> LabelStore:
+    del rubric_sha  # the cache key of the rubric (an edited rubric file has another)
+    return LabelStore(url, _rubric)
 
 
 def label_store() -> LabelStore:
     """The app's label store with its rubric (shared by every session; it holds only the
     database connection and the rubric)."""
-    current = app_state.settings()
-    path = str(current.rubric) if current.rubric else None
-    mtime = current.rubric.stat().st_mtime if current.rubric and current.rubric.exists() else 0.0
-    return _store(current.db_url, path, mtime)
+    rubric = app_state.rubric()
+    return _store(app_state.settings().db_url, rubric.sha256, rubric)
 
 
-def labelled_targets(reviewer: str | None) -> dict[str, int]:
-    """For the library: trace id -> targets with a label by the reviewer (by anyone when None);
-    empty when the label store cannot be opened (the trace page says why)."""
+def answered_targets(reviewer: str | None) -> dict[str, dict[str, set[str]]]:
+    """For the library: trace id -> target key -> questions answered by the reviewer (by anyone
+    when None); empty when the label store cannot be opened (the trace page says why)."""
     try:
-        return label_store().labelled_counts(reviewer)
+        return label_store().answered(reviewer)
     except RubricError:
         return {}
 
@@ -221,13 +219,17 @@ def _next_unlabelled_trace(store: LabelStore, reviewer: str, current: str) -> st
     rows = app_state.index().rows
     ids = [r.trace_id for r in rows]
     start = ids.index(current) + 1 if current in ids else 0
-    counts = store.labelled_counts(reviewer)
+    answered = store.answered(reviewer)
     ordered = rows[start:] + rows[:start]
     for row in ordered:
-        if row.trace_id != current and counts.get(row.trace_id, 0) == 0:
-            return row.trace_id
-    for row in ordered:
         if row.trace_id == current:
+            continue
+        if row.trace_id not in answered:
+            return row.trace_id
+        if row.targets is not None and row.labelled(answered[row.trace_id]) < len(row.targets):
+            return row.trace_id
+    for row in ordered:  # rows indexed without their targets (the rubric file was wrong then)
+        if row.trace_id == current or row.targets is not None:
             continue
         try:
             if not store.progress(app_state.load(row.path, row.position), reviewer).done:

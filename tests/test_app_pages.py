@@ -116,3 +116,15 @@ def test_the_hostile_trace_renders_as_text(library_env):
 def test_every_page_element_with_markdown_refuses_html(library_env):
     for at in (run(), run("hostile-xss")):
         assert all(not m.proto.allow_html for m in at.markdown)
+
+
+def test_the_library_says_how_many_of_each_traces_targets_are_labelled(library_env):
+    from viz_app.io.native import load_trace
+    from viz_app.labels.store import open_store
+
+    trace = load_trace(library_env / "09_review_dropped_finding.json")
+    open_store(f"sqlite:///{library_env.parent / 'orchviz.db'}").save(
+        trace, "aggregation_quality", 2, "ann", "e12")
+    table = run().dataframe[0].value.set_index("trace id")["labelled"]
+    assert table["demo-09-review-dropped-finding"] == "1 of 3"
+    assert table["demo-05-hierarchical-ebikes"].startswith("0 of ")

@@ -225,3 +225,78 @@ def test_a_who_and_when_run_in_the_library_brings_its_annotation_as_imported_lab
     library.index_folders(engine, [folder])
     labels = open_store(engine.url.render_as_string(hide_password=False)).current_records()
     assert [(r["source"], r["origin"]) for r in labels] == [("import", "Who&When")]
+
+
+# -- how far each trace is labelled -------------------------------------------------------------
+
+DROPPED = "demo-09-review-dropped-finding"
+
+
+def indexed_row(result: library.IndexResult, trace_id: str) -> library.IndexRow:
+    return next(r for r in result.rows if r.trace_id == trace_id)
+
+
+def test_each_row_records_what_the_rubric_asks_to_label_in_its_trace(engine, folder):
+    from viz_app.labels.rubric import default_rubric
+
+    row = indexed_row(library.index_folders(engine, [folder], rubric=default_rubric()), DROPPED)
+    assert row.targets == {"e12": ["aggregation_quality"], "e13": ["stopping_correctness"],
+                           "": ["task_outcome"]}
+
+
+def test_a_row_indexed_without_a_rubric_has_no_targets(engine, folder):
+    assert indexed_row(library.index_folders(engine, [folder]), DROPPED).targets is None
+
+
+def test_a_row_counts_the_targets_whose_required_questions_are_answered(engine, folder):
+    from viz_app.labels.rubric import default_rubric
+    from viz_app.labels.store import open_store
+
+    rubric = default_rubric()
+    row = indexed_row(library.index_folders(engine, [folder], rubric=rubric), DROPPED)
+    store = open_store(engine.url.render_as_string(hide_password=False), rubric)
+    trace = library.read_indexed(row.path, row.position)
+    store.save(trace, "aggregation_quality", 2, "ann", "e12")
+    store.save(trace, "task_outcome", "failure", "bob")
+    assert row.labelled(store.answered("ann")[DROPPED]) == 1
+    assert row.labelled(store.answered()[DROPPED]) == 2
+    assert DROPPED not in store.answered("carol")
+
+
+def test_another_rubric_reads_the_files_again_for_their_targets(engine, folder, monkeypatch):
+    from viz_app.labels.rubric import default_rubric, rubric_from_dict
+
+    rubric = default_rubric()
+    library.index_folders(engine, [folder], rubric=rubric)
+    reads = count_reads(monkeypatch)
+    library.index_folders(engine, [folder], rubric=rubric)
+    assert reads == []
+    trace_only = rubric.model_dump(mode="json", exclude={"sha256"})
+    trace_only["questions"] = [q for q in trace_only["questions"] if q["id"] == "task_outcome"]
+    result = library.index_folders(engine, [folder], rubric=rubric_from_dict(trace_only))
+    assert len(reads) == len(library.library_files([folder]))
+    assert indexed_row(result, DROPPED).targets == {"": ["task_outcome"]}
+
+
+def test_an_older_database_gets_a_new_index_and_keeps_its_labels(tmp_path, folder):
+    from sqlalchemy import text
+
+    from viz_app import db
+    from viz_app.labels.rubric import default_rubric
+    from viz_app.labels.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = connect(url)
+    row = indexed_row(library.index_folders(engine, [folder], rubric=default_rubric()), DROPPED)
+    open_store(url).save(library.read_indexed(row.path, row.position), "task_outcome",
+                         "failure", "ann")
+    with engine.begin() as conn:  # the index as orchviz schema 1 made it
+        conn.execute(text("ALTER TABLE orchviz_trace_index DROP COLUMN targets"))
+        conn.execute(text("ALTER TABLE orchviz_trace_index DROP COLUMN rubric_sha"))
+        conn.execute(text("UPDATE orchviz_schema SET version = 1 WHERE name = 'orchviz'"))
+    engine.dispose()
+    db._engines.pop(url)
+    again = connect(url)
+    result = library.index_folders(again, [folder], rubric=default_rubric())
+    assert indexed_row(result, DROPPED).targets is not None
+    assert [r["value"] for r in open_store(url).current_records(DROPPED)] == ["failure"]

@@ -27,6 +27,7 @@ from viz_app import charts, library
 from viz_app.analysis import Analysis, analyze
 from viz_app.db import connect
 from viz_app.errors import TraceError
+from viz_app.labels.rubric import Rubric, RubricError, load_rubric
 from viz_app.model import Trace
 from viz_app.settings import Settings
 
@@ -57,9 +58,27 @@ def library_folders() -> list[Path]:
     return [*current.traces, current.uploads]
 
 
+@st.cache_resource(show_spinner=False)
+def _rubric(path: str | None, mtime: float) -> Rubric:
+    del mtime  # part of the cache key: an edited rubric is read again
+    return load_rubric(path)
+
+
+def rubric() -> Rubric:
+    """The app's rubric (`--rubric`, else the default); RubricError when its file is wrong."""
+    path = settings().rubric
+    mtime = path.stat().st_mtime if path is not None and path.exists() else 0.0
+    return _rubric(str(path) if path is not None else None, mtime)
+
+
 def index(progress: library.Progress | None = None) -> library.IndexResult:
-    """Bring the trace index up to date and return the library."""
-    return library.index_folders(engine(), library_folders(), progress=progress)
+    """Bring the trace index up to date and return the library (with each trace's targets
+    under the app's rubric; without them when the rubric file is wrong: the trace page says why)."""
+    try:
+        current = rubric()
+    except RubricError:
+        current = None
+    return library.index_folders(engine(), library_folders(), progress=progress, rubric=current)
 
 
 # -- traces and figures ----------------------------------------------------------------------

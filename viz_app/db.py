@@ -12,8 +12,9 @@ import threading
 
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_engine, event, select
 
-SCHEMA_VERSION = 1
-"""Version of the tables below; bump it with a migration in `_migrate`."""
+SCHEMA_VERSION = 2
+"""Version of the trace index table; bump it with a step in MIGRATIONS. (Labels and bookmarks
+keep their own versions, in the same `orchviz_schema` table.)"""
 
 metadata = MetaData()
 
@@ -60,8 +61,20 @@ def _sqlite_pragmas(connection, _record) -> None:
     cursor.close()
 
 
+def _rebuild_trace_index(conn) -> None:
+    """Version 2 records each trace's label targets in the index. The index is a cache of the
+    trace files, so it is dropped and built again on the next listing; no label is touched."""
+    index = metadata.tables["orchviz_trace_index"]
+    index.drop(conn)
+    index.create(conn)
+
+
+MIGRATIONS = {2: _rebuild_trace_index}
+"""For each schema version, the step that brings a database of the version before it up."""
+
+
 def _migrate(engine: Engine) -> None:
-    """Bring an older database up to SCHEMA_VERSION (version 1 is the first: nothing to do)."""
+    """Bring an older database up to SCHEMA_VERSION (version 1 is the first)."""
     with engine.begin() as conn:
         found = conn.execute(select(schema_info.c.version)
                              .where(schema_info.c.name == "orchviz")).scalar()
@@ -70,3 +83,8 @@ def _migrate(engine: Engine) -> None:
         elif found > SCHEMA_VERSION:
             raise RuntimeError(f"the database was written by a newer orchviz (schema {found}); "
                                f"this one knows schema {SCHEMA_VERSION}")
+        elif found < SCHEMA_VERSION:
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[version](conn)
+            conn.execute(schema_info.update().where(schema_info.c.name == "orchviz")
+                         .values(version=SCHEMA_VERSION))

@@ -12,6 +12,7 @@ up here with its `source_format`.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import time
@@ -41,6 +42,7 @@ from viz_app.io import whowhen
 from viz_app.io.claude_code import is_subagent_file
 from viz_app.io.detect import read_any
 from viz_app.io.files import TRACE_SUFFIXES, trace_files
+from viz_app.labels.rubric import Rubric, counted, targets
 from viz_app.model import Trace
 
 SEARCH_TEXT_LIMIT = 200_000
@@ -68,6 +70,8 @@ trace_index = Table(
     Column("sha256", String(64)),
     Column("warnings", Integer),
     Column("search_text", Text),
+    Column("targets", Text),
+    Column("rubric_sha", String(64)),
     Column("error", Text),
     Column("indexed_at", Float, nullable=False),
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
@@ -95,6 +99,15 @@ class IndexRow(BaseModel):
     cost_usd: float = Field(description="What the run cost in dollars.")
     sha256: str = Field(description="Hash of the trace's bytes (labels record it).")
     warnings: int = Field(description="How many structural warnings loading it gave.")
+    targets: dict[str, list[str]] | None = Field(
+        None, description="What the rubric asks to label in it: target key ('' for the trace) "
+        "-> the questions that must be answered; None when indexed without a rubric.")
+
+    def labelled(self, answered: dict[str, set[str]]) -> int:
+        """How many of its targets have every required question answered (`answered`: target
+        key -> questions with a current label, as `LabelStore.answered` gives for a trace)."""
+        return sum(1 for key, required in (self.targets or {}).items()
+                   if set(required) <= answered.get(key, set()))
 
 
 class IndexFailure(BaseModel):
@@ -126,15 +139,17 @@ def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def index_folders(engine: Engine, folders: Iterable[str | os.PathLike],
-                  progress: Progress | None = None) -> IndexResult:
+                  progress: Progress | None = None, rubric: Rubric | None = None) -> IndexResult:
     """Bring the index up to date with the folders and return their traces and failures.
 
     Files whose size and modification time are unchanged are not read again; new and changed
     files are read with `read_any`; rows of files that disappeared from these folders are dropped.
+    With a rubric, each row records the trace's targets under it, so the library can say "2 of 5
+    labelled" without loading the trace; files indexed under another rubric are read again.
     """
     folders = [Path(f).resolve() for f in folders]
     files = library_files(folders)
-    known = _known_files(engine)
+    known = _known_files(engine, rubric.sha256 if rubric is not None else None)
     present = {str(p) for p in files}
     stale = [path for path in known if _under(path, folders) and path not in present]
     result = IndexResult()
@@ -153,7 +168,7 @@ def index_folders(engine: Engine, folders: Iterable[str | os.PathLike],
     for done, (path, stat) in enumerate(todo, start=1):
         if progress is not None:
             progress(done - 1, len(todo), str(path))
-        _index_file(engine, path, stat)
+        _index_file(engine, path, stat, rubric)
         result.parsed += 1
     if progress is not None and todo:
         progress(len(todo), len(todo), "")
@@ -161,10 +176,10 @@ def index_folders(engine: Engine, folders: Iterable[str | os.PathLike],
     return result
 
 
-def index_file(engine: Engine, path: str | os.PathLike) -> None:
+def index_file(engine: Engine, path: str | os.PathLike, rubric: Rubric | None = None) -> None:
     """(Re-)index one file now, whatever the index remembers of it."""
     path = Path(path).resolve()
-    _index_file(engine, path, _stat(path))
+    _index_file(engine, path, _stat(path), rubric)
 
 
 def listing(engine: Engine, files: Sequence[Path]) -> tuple[list[IndexRow], list[IndexFailure]]:
@@ -175,7 +190,8 @@ def listing(engine: Engine, files: Sequence[Path]) -> tuple[list[IndexRow], list
         records = conn.execute(select(*columns)).mappings().all()
     records = sorted((r for r in records if r["path"] in wanted),
                      key=lambda r: (wanted[r["path"]], r["position"]))
-    rows = [IndexRow.model_validate({k: r[k] for k in IndexRow.model_fields})
+    rows = [IndexRow.model_validate({**{k: r[k] for k in IndexRow.model_fields},
+                                     "targets": json.loads(r["targets"]) if r["targets"] else None})
             for r in records if r["error"] is None]
     failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records
                 if r["error"] is not None]
@@ -262,18 +278,27 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _known_files(engine: Engine) -> dict[str, tuple[int, int]]:
+def _known_files(engine: Engine, rubric_sha: str | None) -> dict[str, tuple[int, int]]:
+    """Path -> (size, mtime) of the files indexed, leaving out those whose traces were indexed
+    under another rubric (their targets are out of date). A failed file is kept: it has none."""
     with engine.connect() as conn:
         found = conn.execute(select(trace_index.c.path, trace_index.c.size,
-                                    trace_index.c.mtime_ns).distinct()).all()
-    return {r.path: (int(r.size), int(r.mtime_ns)) for r in found}
+                                    trace_index.c.mtime_ns, trace_index.c.rubric_sha,
+                                    trace_index.c.error)).all()
+    known: dict[str, tuple[int, int]] = {}
+    outdated = {r.path for r in found if r.error is None and r.rubric_sha != rubric_sha}
+    for r in found:
+        if r.path not in outdated:
+            known[r.path] = (int(r.size), int(r.mtime_ns))
+    return known
 
 
 def _under(path: str, folders: Sequence[Path]) -> bool:
     return any(path == str(f) or path.startswith(str(f) + os.sep) for f in folders)
 
 
-def _index_file(engine: Engine, path: Path, stat: tuple[int, int] | None) -> None:
+def _index_file(engine: Engine, path: Path, stat: tuple[int, int] | None,
+                rubric: Rubric | None) -> None:
     errors: list[TraceError] = []
     try:
         traces = read_any(path, on_error=errors.append)
@@ -290,7 +315,7 @@ def _index_file(engine: Engine, path: Path, stat: tuple[int, int] | None) -> Non
                                          f"imported ({err})"))
     size, mtime = stat if stat is not None else (-1, -1)
     now = time.time()
-    records = [{**_trace_record(trace), "position": i} for i, trace in enumerate(traces)]
+    records = [{**_trace_record(trace, rubric), "position": i} for i, trace in enumerate(traces)]
     records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
     with engine.begin() as conn:
         conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
@@ -303,8 +328,10 @@ def _index_file(engine: Engine, path: Path, stat: tuple[int, int] | None) -> Non
 _EMPTY = {c.name: None for c in trace_index.columns if c.name != "id"}
 
 
-def _trace_record(trace: Trace) -> dict:
+def _trace_record(trace: Trace, rubric: Rubric | None) -> dict:
     figures = analyze(trace).figures
+    found = None if rubric is None else {
+        t.key: t.required for t in targets(rubric, analyze(trace)) if counted(t)}
     return {
         "trace_id": trace.trace_id, "task_id": trace.task_id, "system": trace.system or "",
         "topology": trace.topology or "", "source_format": trace.source_format,
@@ -312,6 +339,8 @@ def _trace_record(trace: Trace) -> dict:
         "makespan_s": figures.makespan_s, "parallelism": figures.parallelism,
         "tokens": figures.tokens, "cost_usd": figures.cost_usd, "sha256": trace.sha256,
         "warnings": len(trace.warnings), "search_text": search_text(trace), "error": None,
+        "targets": None if found is None else json.dumps(found),
+        "rubric_sha": None if rubric is None else rubric.sha256,
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.annotation import labelled_targets
+from components.annotation import answered_targets
 from viz_app import app_state, library
 
 if app_state.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
@@ -49,12 +49,23 @@ if chosen:
 
 st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or changed "
            f"files, {result.skipped} unchanged · click a row to open the trace")
-labelled = labelled_targets(reviewer)  # by this reviewer, or by anyone when none is named
+answered = answered_targets(reviewer)  # by this reviewer, or by anyone when none is named
+
+
+def labelled(row: library.IndexRow) -> str:
+    """'2 of 5' targets labelled; a bare count when the row was indexed without a rubric."""
+    found = answered.get(row.trace_id, {})
+    if row.targets is None:
+        return f"{len(found)} labelled"
+    return f"{row.labelled(found)} of {len(row.targets)}"
+
+
+
 frame = pd.DataFrame([{
     "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
     "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
     "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-    "labelled": labelled.get(r.trace_id, 0), "file": r.path,
+    "labelled": labelled(r), "file": r.path,
 } for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "format", "events",
                            "agents", "depth", "makespan (s)", "parallelism", "tokens", "file"])
 table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
@@ -68,9 +79,10 @@ picked = st.dataframe(
         "parallelism": st.column_config.NumberColumn(format="%.2f"),
         "tokens": st.column_config.NumberColumn(format="localized"),
         "file": st.column_config.TextColumn(width="small"),
-        "labelled": st.column_config.NumberColumn(
-            width="small", help="Targets (aggregates, stops, the trace...) with a label "
-            + ("by you" if reviewer else "by anyone")),
+        "labelled": st.column_config.TextColumn(
+            width="small", help="Targets (aggregates, stops, the trace...) with every required "
+            "question answered " + ("by you" if reviewer else "by anyone")
+            + ", of those the rubric asks for"),
     })
 if picked is not None and picked.selection.rows:
     st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1

@@ -412,17 +412,20 @@ class LabelStore:
         return progress_of(targets(self.rubric, analyze(trace)), trace.trace_id,
                            self.current(trace.trace_id, reviewer))
 
-    def labelled_counts(self, reviewer: str | None = None) -> dict[str, int]:
-        """For each trace id, how many distinct targets have a current label (cheap: no trace
-        is loaded; for 'n of m', use `progress`)."""
-        query = select(labels_table.c.trace_id, labels_table.c.event_id).distinct()
+    def answered(self, reviewer: str | None = None) -> dict[str, dict[str, set[str]]]:
+        """For each trace id, target key -> the questions with a label, by one reviewer or
+        (None) by anyone. Cheap: no trace is loaded; the library's `IndexRow.labelled` turns it
+        into "n of m"."""
+        c = labels_table.c
+        query = select(c.trace_id, c.event_id, c.question).distinct().where(
+            c.pair_trace_id.is_(None))  # a judgement of two traces is no target of either
         if reviewer is not None:
-            query = query.where(labels_table.c.reviewer == reviewer)
-        counts: dict[str, int] = {}
+            query = query.where(c.reviewer == reviewer)
+        found: dict[str, dict[str, set[str]]] = {}
         with self.engine.connect() as conn:
-            for trace_id, _event in conn.execute(query):
-                counts[trace_id] = counts.get(trace_id, 0) + 1
-        return counts
+            for trace_id, event_id, question in conn.execute(query):
+                found.setdefault(trace_id, {}).setdefault(event_id, set()).add(question)
+        return found
 
 
 def progress_of(found: list[LabelTarget], trace_id: str, labels: Iterable[Label]) -> Progress:
