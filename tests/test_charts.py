@@ -90,9 +90,15 @@ def test_a_small_tree_shows_every_agent():
     assert all(n.kind == "agent" for n in nodes)
 
 
-def test_a_large_tree_collapses_within_the_budget_and_keeps_every_agent_counted(big):
-    nodes = charts.visible_tree(big, budget=100)
-    assert len(nodes) <= 101
+def side_by_side(nodes: list[charts.TreeNode]) -> int:
+    """How many nodes the tree lays side by side: the drawn tree's leaves."""
+    parents = {n.parent for n in nodes}
+    return sum(n.key not in parents for n in nodes)
+
+
+def test_a_large_tree_collapses_to_the_width_budget_and_keeps_every_agent_counted(big):
+    nodes = charts.visible_tree(big, budget=30)
+    assert 20 <= side_by_side(nodes) <= 30  # opens as far as the width allows, no further
     assert any(n.kind != "agent" for n in nodes)
     counted = [m for n in nodes for m in n.members]
     assert sorted(counted) == sorted(big.agents)  # each agent drawn or inside exactly one node
@@ -115,7 +121,17 @@ def test_a_wide_fan_out_groups_the_siblings_that_do_not_fit():
     a = analysis_of(swarm_trace(300))
     nodes = charts.visible_tree(a, budget=50)
     more = [n for n in nodes if n.kind == "more"]
-    assert len(more) == 1 and more[0].hidden > 200 and len(nodes) <= 51
+    assert len(more) == 1 and more[0].hidden > 200 and side_by_side(nodes) <= 50
+
+
+def test_the_800_agent_tree_fits_its_width_and_no_two_nodes_touch(big):
+    figure = charts.tree_figure(big)
+    nodes = [t for t in figure.data if t.customdata is not None]
+    xs = [x for t in nodes for x in t.x]
+    px_per_unit = charts.TREE_WIDTH_PX / (max(xs) - min(xs) + 1)
+    largest = max(size for t in nodes for size in t.marker.size)
+    assert side_by_side(charts.visible_tree(big)) <= charts.TREE_BUDGET
+    assert largest < px_per_unit  # neighbours stand at least one unit apart
 
 
 def test_tree_nodes_tell_a_click_which_agent_it_was():

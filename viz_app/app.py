@@ -1,8 +1,11 @@
-"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else."""
+"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else (but
+the hidden chart that has the browser fetch Plotly while the first page runs)."""
 
 from pathlib import Path
 
 import streamlit as st
+
+from viz_app import app_state
 
 st.set_page_config(page_title="orchviz", page_icon=str(Path(__file__).parent / "static" / "favicon.png"),
                    layout="wide")
@@ -22,4 +25,6 @@ page = st.navigation([
 if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
     st.switch_page(present, query_params=st.query_params.to_dict())
-page.run()
+ahead = app_state.charts_ahead()
+page.run()  # a page that switches, reruns or stops leaves the chart for its next run to clear
+app_state.charts_ready(ahead)

@@ -20,6 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from sqlalchemy import Engine
 
 from components import literal
@@ -215,9 +216,13 @@ def communication_html(trace: Trace, *, selected: str | None) -> str:
     return _remember(key, lambda: _communication(trace_key(trace), selected, trace))
 
 
+_CHARTS_READY = "_charts_ready"
+_EMPTY_CHART = go.Figure(layout=dict(height=10, margin=dict(l=0, r=0, t=0, b=0)))
+
 _STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding: 2rem 2.5rem 2rem 2.5rem !important; }
 [data-testid="stMetricValue"] { font-size: 1.55rem !important; }
+.st-key-chart-library { display: none !important; }
 </style>"""
 
 
@@ -225,6 +230,28 @@ def page_style() -> None:
     """Tighter page margins and metrics, so a trace's tree and timeline share the first screen.
     (A constant style sheet: no trace text ever goes into it.)"""
     st.html(_STYLE)
+
+
+def charts_ahead() -> DeltaGenerator | None:
+    """Until a page of this session has been drawn, a hidden, empty Plotly chart at the top.
+
+    The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
+    first shows a chart: without this, a deep link would wait for the bundle after the server
+    had sent the tree and timeline. With it the download overlaps the server's work on the
+    trace. `app.py` clears it once the page has run; returns None when it is not needed."""
+    if st.session_state.get(_CHARTS_READY):
+        return None
+    slot = st.empty()
+    with slot.container(key="chart-library"):
+        st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
+    return slot
+
+
+def charts_ready(slot: DeltaGenerator | None) -> None:
+    """The page has run: remove the hidden chart of `charts_ahead`."""
+    if slot is not None:
+        slot.empty()
+        st.session_state[_CHARTS_READY] = True
 
 
 # -- the reviewer ------------------------------------------------------------------------------

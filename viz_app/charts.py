@@ -5,8 +5,8 @@ same pictures. Every string that came from the trace is passed through `html.esc
 reaches Plotly (whose labels understand a little HTML) or pyvis (whose page is HTML), and is
 truncated where a label has to stay short.
 
-Large traces stay fast: above `TREE_BUDGET` agents, subtrees collapse into one node with a count
-(expanded on demand), and above `WEBGL_EVENTS` events the timeline draws with WebGL (`Scattergl`).
+Large traces stay fast and readable: when more than `TREE_BUDGET` nodes would stand side by
+side, subtrees collapse into one node with a count (expanded on demand), and above `WEBGL_EVENTS` events the timeline draws with WebGL (`Scattergl`).
 The per-event work is done once per figure with plain lists, so a builder can be cached.
 """
 
@@ -26,8 +26,12 @@ from pydantic import BaseModel, Field
 from viz_app.analysis import Analysis
 from viz_app.model import EVENT_TYPES, Event
 
-TREE_BUDGET = 120
-"""Most agents the tree draws before it collapses subtrees (expanded ones always show)."""
+TREE_BUDGET = 36
+"""Most tree nodes side by side (leaves of the drawn tree) before subtrees collapse: about what
+the tree's 800 px width holds with a count label under each (expanded ones always show)."""
+
+TREE_WIDTH_PX = 800
+"""The width the tree is drawn at on a 1600 px screen, for sizing its nodes to their spacing."""
 
 WEBGL_EVENTS = 3000
 """Above this many events the timeline draws its markers and arrows with WebGL."""
@@ -117,12 +121,14 @@ _INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u
 
 def preview(text: str, width: int = 60, lines: int = 4) -> str:
     """The start of a content text for a hover box: escaped, wrapped, a few lines at most."""
-    flat = " ".join(_INVISIBLE.sub("", text).split())
+    shown = width * lines
+    head = text[: 4 * shown]  # enough for the preview unless the text is mostly blank
+    flat = " ".join(_INVISIBLE.sub("", head).split())
     if not flat:
         return ""
-    chunks = [flat[i:i + width] for i in range(0, min(len(flat), width * lines), width)]
+    chunks = [flat[i:i + width] for i in range(0, min(len(flat), shown), width)]
     body = "<br>".join(html.escape(c, quote=False) for c in chunks)
-    return body + ("…" if len(flat) > width * lines else "")
+    return body + ("…" if len(flat) > shown or len(head) < len(text) else "")
 
 
 # -- the spawn tree ----------------------------------------------------------------------------
@@ -155,8 +161,10 @@ def visible_tree(analysis: Analysis, *, expanded: Collection[str] = (), focus: s
                  budget: int = TREE_BUDGET, agents: Collection[str] | None = None) -> list[TreeNode]:
     """The nodes the tree draws, in tree order (each parent before its children).
 
-    Levels open breadth-first while the number of nodes stays within `budget`; below that each
-    agent with hidden children becomes a 'collapsed' node standing for its subtree. Agents in
+    Levels open breadth-first, agent by agent in tree order, while the nodes side by side (the
+    drawn tree's leaves) stay within `budget`, so the figure never packs more than its width
+    holds; below that each agent with hidden children becomes a 'collapsed' node standing for
+    its subtree. Agents in
     `expanded` always show their children, and `focus` is always visible (its ancestors open).
     When one parent has more children than fit, the rest become a single 'more' node. `agents`
     limits the tree to those agents (the replay's agents that exist at a time).
@@ -173,17 +181,18 @@ def visible_tree(analysis: Analysis, *, expanded: Collection[str] = (), focus: s
         walk = analysis.parent.get(walk) if analysis.parent.get(walk) in present else None
         if walk is not None:
             opened.add(walk)
-    shown, level = len(roots), list(roots)
+    leaves, level = len(roots), list(roots)
     while level:
         nxt: list[str] = []
         for agent in level:
             children = kids.get(agent, [])
-            # a root always opens (a swarm's one root would otherwise hide everything);
-            # its children beyond the budget then become one 'more' node
-            if children and (agent in opened or shown + len(children) <= budget
-                             or agent in roots):
+            # opening an agent puts its children (at most `budget`: the rest become one 'more'
+            # node) where it stood; a root always opens (a swarm's one root would otherwise
+            # hide everything)
+            wider = min(len(children), budget) - 1
+            if children and (agent in opened or leaves + wider <= budget or agent in roots):
                 opened.add(agent)
-                shown += min(len(children), budget)
+                leaves += wider
                 nxt.extend(children[:budget])
         level = nxt
     room = max(budget - 1, 1)
@@ -288,6 +297,7 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
     _add_link_edges(fig, analysis, pos, represent, until)
     weights = {n.key: _weight(analysis, n.members, size_by) for n in nodes}
     top = max(weights.values(), default=0.0) or 1.0
+    biggest = _largest_node(pos)
     by_role: dict[str, list[TreeNode]] = {}
     for n in nodes:
         role = analysis.role_of(n.agent) if n.kind != "more" else "more agents"
@@ -298,7 +308,7 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
     for role, members in by_role.items():
         xs = [pos[n.key][0] for n in members]
         ys = [pos[n.key][1] for n in members]
-        sizes = [12 + 30 * math.sqrt(weights[n.key] / top) for n in members]
+        sizes = [10 + (biggest - 10) * math.sqrt(weights[n.key] / top) for n in members]
         symbols = ["circle" if n.kind == "agent" else "square" for n in members]
         texts = [_node_label(n, labelled) for n in members]
         colour = role_colour(role) if role != "more agents" else "#ced4da"
@@ -327,16 +337,33 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
             marker=dict(size=44, color="rgba(0,0,0,0)", line=dict(color=SELECTED, width=4))))
     levels = max((n.depth for n in nodes), default=0) - min((n.depth for n in nodes), default=0)
     fig.update_layout(
-        height=height or min(380, 220 + 60 * levels), margin=dict(l=10, r=10, t=30, b=10),
+        height=height or min(380, 220 + 60 * levels),
+        margin=dict(l=10, r=10, t=legend_margin(fig), b=10),
         showlegend=True, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, font=dict(size=11)),
-        xaxis=dict(visible=False), yaxis=dict(visible=False, range=_tree_y_range(pos)),
+        xaxis=dict(visible=False), yaxis=dict(visible=False, range=_tree_y_range(fig)),
         plot_bgcolor="white", hovermode="closest", clickmode="event+select", dragmode="pan",
         uirevision="tree")
     return fig
 
 
-def _tree_y_range(pos: dict[str, tuple[float, float]]) -> list[float]:
-    ys = [y for _, y in pos.values()] or [0.0]
+def _largest_node(pos: dict[str, tuple[float, float]]) -> float:
+    """The marker size (px) of the heaviest node: 42, or less where nodes stand so close that
+    neighbours would overlap."""
+    rows: dict[float, list[float]] = {}
+    for x, y in pos.values():
+        rows.setdefault(y, []).append(x)
+    gaps = [b - a for row in rows.values() for a, b in zip(sorted(row), sorted(row)[1:])]
+    if not gaps:
+        return 42.0
+    xs = [x for x, _ in pos.values()]
+    px_per_unit = TREE_WIDTH_PX / (max(xs) - min(xs) + 1)
+    return max(14.0, min(42.0, 0.85 * min(gaps) * px_per_unit))
+
+
+def _tree_y_range(fig: go.Figure) -> list[float]:
+    """The rows with room for the labels under the bottom one and every arc drawn."""
+    ys = [y for trace in fig.data if trace.y is not None for y in trace.y if y is not None]
+    ys = ys or [0.0]
     return [min(ys) - 0.6, max(ys) + 0.35]
 
 
@@ -488,7 +515,9 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     span = max(analysis.makespan, 1e-9)
     fig.update_layout(
         height=int(min(560, max(280, 100 + 22 * visible_lanes))),
-        margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white", hovermode="closest",
+        margin=dict(l=lane_label_margin(analysis.lanes[:visible_lanes]), r=10,
+                    t=legend_margin(fig), b=52),
+        plot_bgcolor="white", hovermode="closest",
         clickmode="event+select", dragmode="zoom", uirevision="timeline",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, font=dict(size=11),
                     itemclick="toggle", itemdoubleclick="toggleothers"),
@@ -498,6 +527,31 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
                    range=[visible_lanes - 0.5, -0.5], showgrid=False, zeroline=False,
                    tickfont=dict(size=11), fixedrange=False))
     return fig
+
+
+# Plotly grows a figure's margins to fit its legend and axis labels, and when they grow it draws
+# the whole figure a second time (a fifth of the 20k-event timeline's drawing time). Margins that
+# already fit, estimated from the text at its 11 px font, spare that second pass; a narrower
+# screen than estimated still gets its margins grown.
+CHAR_PX = 6.4
+LEGEND_ROW_PX = 950
+
+
+def legend_margin(fig: go.Figure) -> int:
+    """A top margin that fits the figure's horizontal legend on a plot about 1,000 px wide."""
+    widths = [44 + CHAR_PX * len(trace.name) for trace in fig.data
+              if trace.name and trace.showlegend is not False]
+    rows, used = 1, 0.0
+    for width in widths:
+        if used and used + width > LEGEND_ROW_PX:
+            rows, used = rows + 1, 0.0
+        used += width
+    return 20 + 27 * rows
+
+
+def lane_label_margin(lanes: Iterable[str]) -> int:
+    """A left margin that fits the lane labels the timeline first shows."""
+    return int(14 + CHAR_PX * max((len(html.unescape(safe(a, 26))) for a in lanes), default=4))
 
 
 def _gapped(values: list) -> np.ndarray:
