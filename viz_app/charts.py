@@ -33,7 +33,7 @@ the tree's 800 px width holds with a count label under each (expanded ones alway
 TREE_WIDTH_PX = 800
 """The width the tree is drawn at on a 1600 px screen, for sizing its nodes to their spacing."""
 
-WEBGL_EVENTS = 3000
+WEBGL_EVENTS = 1500
 """Above this many events the timeline draws its markers and arrows with WebGL."""
 
 LABELLED_NODES = 60
@@ -516,7 +516,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     fig.update_layout(
         height=int(min(560, max(280, 100 + 22 * visible_lanes))),
         margin=dict(l=lane_label_margin(analysis.lanes[:visible_lanes]), r=10,
-                    t=legend_margin(fig), b=52),
+                    t=legend_margin(fig), b=66),
         plot_bgcolor="white", hovermode="closest",
         clickmode="event+select", dragmode="zoom", uirevision="timeline",
         legend=dict(orientation="h", y=1.01, yanchor="bottom", x=0, font=dict(size=11),

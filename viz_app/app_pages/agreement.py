@@ -16,7 +16,6 @@ from viz_app.export import export
 from viz_app.labels.agreement import agreement
 from viz_app.labels.rubric import RubricError
 
-app_state.page_style()
 app_state.reviewer()
 st.title("Agreement")
 try:

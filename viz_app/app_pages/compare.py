@@ -19,7 +19,6 @@ from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS, judgement, save_pre
 from viz_app.labels.rubric import LabelError, RubricError
 from viz_app.model import Trace
 
-app_state.page_style()
 reviewer = app_state.reviewer()
 st.markdown("### Compare two runs")
 

@@ -11,7 +11,6 @@ from viz_app import app_state, library
 if app_state.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
     app_state.open_trace(app_state.url_trace(), st.query_params.get("event"))
 
-app_state.page_style()
 reviewer = app_state.reviewer()
 st.title("orchviz")
 st.markdown("Browse orchestration traces of LLM multi-agent systems: who spawned whom, who "

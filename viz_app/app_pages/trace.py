@@ -16,7 +16,6 @@ from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
 from viz_app import app_state, charts
 
-app_state.page_style()
 app_state.reviewer()
 trace = app_state.linked_trace("No trace is open. Pick one in the library.")
 analysis = app_state.analysis(trace)
