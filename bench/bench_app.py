@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import CHROMIUM_ARGS, CHROMIUM_PATH, free_port, wait_for_streamlit  # noqa: E402
+from timing import machine  # noqa: E402
 from viz_app.synth import synth_trace  # noqa: E402
 
 DEMO = REPO / "demo_traces" / "05_hierarchical_three_levels.json"
@@ -147,11 +148,13 @@ def main() -> int:
             page.close()
             times = {label: measure(browser, returning, f"{base}/?trace={trace_id}")
                      for label, trace_id in cases.items()}
+            browser_version = browser.version
             browser.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
         shutil.rmtree(work, ignore_errors=True)
+    print(f"{machine()}; Chromium {browser_version}, software WebGL; medians of {REPEATS}")
     for label, t in times.items():
         print(f"{label:>5}: " + "   ".join(f"{kind} {drawn:.2f} s (server {server:.2f} s)"
                                          for kind, (drawn, server) in t.items()))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import platform
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -21,7 +20,7 @@ import orjson
 from viz_app.analysis import analyze
 from viz_app.io.native import load_trace
 from viz_app.synth import synth_trace
-from timing import best_of
+from timing import best_of, machine
 
 
 def full_analysis(trace) -> None:
@@ -59,8 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 20_000, 200_000])
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, {platform.system()}")
+    print(machine())
     print(f"{'events':>8} {'MB':>6} {'json.loads':>11} {'load/parse':>11} {'analysis/parse':>15} "
           f"{'peak mem/file':>14}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -159,10 +159,8 @@ def trace_key(trace: Trace) -> str:
 
 
 def analysis(trace: Trace) -> Analysis:
-    """The trace's analysis, with its figures computed (kept on the trace)."""
-    result = analyze(trace)
-    result.figures  # noqa: B018  (computed once here, not in the middle of drawing)
-    return result
+    """The trace's analysis (kept on the trace; each part is computed when first asked for)."""
+    return analyze(trace)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -19,48 +19,54 @@ from viz_app import app_state, charts
 app_state.reviewer()
 trace = app_state.linked_trace("No trace is open. Pick one in the library.")
 analysis = app_state.analysis(trace)
-figures = analysis.figures
+# The header is filled last: its figures wait on the critical path, the slowest part to compute,
+# and the tree and timeline should reach the browser first.
+header = st.container()
 
-# -- header ------------------------------------------------------------------------------------
-title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
-title.markdown(f"### {literal(trace.trace_id, 100)}")
-with present_col:
-    present_link(trace)
-with report_col:
-    report_button(trace)
-st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
-           f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
-           + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
-cols = st.columns(9)
-cols[0].metric("agents", figures.agents)
-cols[1].metric("events", f"{figures.events:,}")
-cols[2].metric("depth", figures.depth)
-cols[3].metric("fan-out", f"{figures.max_fanout}", help=f"most children of one agent; "
-               f"mean {figures.mean_fanout:.1f} over agents that spawn")
-cols[4].metric("makespan", f"{figures.makespan_s:,.1f}s")
-cols[5].metric("parallelism", f"{figures.parallelism:.2f}",
-               help="sum of agent lifetimes over the makespan")
-cols[6].metric("critical path", f"{figures.critical_path_s:,.1f}s",
-               help=f"work along the longest dependent chain ({len(figures.critical_path)} events)")
-cols[7].metric("tokens", f"{figures.tokens:,.0f}")
-cols[8].metric("cost", f"${figures.cost_usd:,.3f}" if figures.cost_usd < 10
-               else f"${figures.cost_usd:,.0f}")
 
-carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
-carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
-with st.expander(f"Rewards and metrics the trace carries ({len(carried)}) · "
-                 f"warnings ({len(trace.warnings)})", expanded=bool(trace.warnings)):
-    left, right = st.columns(2)
-    if carried:
-        left.dataframe(pd.DataFrame(carried), hide_index=True, width="stretch",
-                       height=min(250, 38 + 35 * len(carried)))
-    else:
-        left.caption("no rewards or metrics")
-    if trace.warnings:
-        right.dataframe(pd.DataFrame([w.model_dump() for w in trace.warnings]), hide_index=True,
-                        width="stretch", height=min(250, 38 + 35 * len(trace.warnings)))
-    else:
-        right.caption("no structural warnings")
+def draw_header() -> None:
+    """The trace's id and links, its figures, what it carries and its warnings."""
+    figures = analysis.figures
+    title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
+    title.markdown(f"### {literal(trace.trace_id, 100)}")
+    with present_col:
+        present_link(trace)
+    with report_col:
+        report_button(trace)
+    st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
+               f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
+               + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
+    cols = st.columns(9)
+    cols[0].metric("agents", figures.agents)
+    cols[1].metric("events", f"{figures.events:,}")
+    cols[2].metric("depth", figures.depth)
+    cols[3].metric("fan-out", f"{figures.max_fanout}", help=f"most children of one agent; "
+                   f"mean {figures.mean_fanout:.1f} over agents that spawn")
+    cols[4].metric("makespan", f"{figures.makespan_s:,.1f}s")
+    cols[5].metric("parallelism", f"{figures.parallelism:.2f}",
+                   help="sum of agent lifetimes over the makespan")
+    cols[6].metric("critical path", f"{figures.critical_path_s:,.1f}s",
+                   help=f"work along the longest dependent chain ({len(figures.critical_path)} events)")
+    cols[7].metric("tokens", f"{figures.tokens:,.0f}")
+    cols[8].metric("cost", f"${figures.cost_usd:,.3f}" if figures.cost_usd < 10
+                   else f"${figures.cost_usd:,.0f}")
+
+    carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
+    carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
+    with st.expander(f"Rewards and metrics the trace carries ({len(carried)}) · "
+                     f"warnings ({len(trace.warnings)})", expanded=bool(trace.warnings)):
+        left, right = st.columns(2)
+        if carried:
+            left.dataframe(pd.DataFrame(carried), hide_index=True, width="stretch",
+                           height=min(250, 38 + 35 * len(carried)))
+        else:
+            left.caption("no rewards or metrics")
+        if trace.warnings:
+            right.dataframe(pd.DataFrame([w.model_dump() for w in trace.warnings]), hide_index=True,
+                            width="stretch", height=min(250, 38 + 35 * len(trace.warnings)))
+        else:
+            right.caption("no structural warnings")
+
 
 def follow(event_id: str | None) -> None:
     """Select an event chosen anywhere (a view, the inspector, the annotation panel)."""
@@ -124,8 +130,11 @@ with views:
     st.caption("**Message timeline** · one lane per agent in tree order · bars: lifetimes · "
                "arrows: spawn, delegation, message, return · rings: aggregates and stops · "
                "click an event to inspect it, drag to zoom"
-               + (" · WebGL" if figures.events > charts.WEBGL_EVENTS else ""))
+               + (" · WebGL" if len(analysis.order) > charts.WEBGL_EVENTS else ""))
     timeline = app_state.timeline_figure(trace, until=until, critical=critical)
     with app_state.overlaid(timeline, charts.timeline_highlight(analysis, event_id)) as shown:
         message_timeline(shown, analysis, key=f"timeline:{app_state.trace_key(trace)}",
                          on_choose=follow)
+
+with header:
+    draw_header()
