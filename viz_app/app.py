@@ -1,5 +1,4 @@
-"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else (but
-the hidden chart that has the browser fetch Plotly while the first page runs)."""
+"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else."""
 
 from pathlib import Path
 
@@ -26,6 +25,5 @@ if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
     st.switch_page(present, query_params=st.query_params.to_dict())
 app_state.page_style()
-ahead = app_state.charts_ahead()
-page.run()  # a page that switches, reruns or stops leaves the chart for its next run to clear
-app_state.charts_ready(ahead)
+with app_state.charts_ahead():
+    page.run()

@@ -20,12 +20,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 from sqlalchemy import Engine
 
 from components import literal
 from viz_app import charts, library
-from viz_app.analysis import Analysis, analyze
+from viz_app.analysis import analyze
 from viz_app.db import connect
 from viz_app.errors import TraceError
 from viz_app.labels.rubric import Rubric, RubricError, load_rubric
@@ -100,7 +99,7 @@ def _parsed(path: str, position: int, digest: str) -> Trace:
     # would unpickle a copy per session: for 20,000 events, 0.4 s and about 100 MB each).
     del digest  # part of the cache key only
     trace = library.read_indexed(path, position)
-    analysis(trace).communication  # noqa: B018  (analysed once, before any session reads it)
+    analyze(trace).communication  # noqa: B018  (analysed once, before any session reads it)
     return trace
 
 
@@ -158,26 +157,21 @@ def trace_key(trace: Trace) -> str:
     return f"{trace.source}|{trace.sha256}"
 
 
-def analysis(trace: Trace) -> Analysis:
-    """The trace's analysis (kept on the trace; each part is computed when first asked for)."""
-    return analyze(trace)
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def _tree(key: str, size_by: str, expanded: tuple[str, ...], selected: str | None,
           until: float | None, _trace: Trace) -> go.Figure:
-    return charts.tree_figure(analysis(_trace), size_by=size_by, expanded=expanded,
+    return charts.tree_figure(analyze(_trace), size_by=size_by, expanded=expanded,
                               selected=selected, until=until)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _timeline(key: str, until: float | None, critical: bool, _trace: Trace) -> go.Figure:
-    return charts.timeline_figure(analysis(_trace), until=until, critical=critical)
+    return charts.timeline_figure(analyze(_trace), until=until, critical=critical)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _communication(key: str, selected: str | None, _trace: Trace) -> str:
-    return charts.communication_html(analysis(_trace), selected=selected)
+    return charts.communication_html(analyze(_trace), selected=selected)
 
 
 def tree_figure(trace: Trace, *, size_by: str, expanded: tuple[str, ...], selected: str | None,
@@ -230,26 +224,23 @@ def page_style() -> None:
     st.html(_STYLE)
 
 
-def charts_ahead() -> DeltaGenerator | None:
-    """Until a page of this session has been drawn, a hidden, empty Plotly chart at the top.
+@contextmanager
+def charts_ahead() -> Iterator[None]:
+    """Run a page under a hidden, empty Plotly chart, until a page of this session has run.
 
     The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
     first shows a chart: without this, a deep link would wait for the bundle after the server
     had sent the tree and timeline. With it the download overlaps the server's work on the
-    trace. `app.py` clears it once the page has run; returns None when it is not needed."""
+    trace. A page that switches, reruns or stops leaves the chart for its next run to remove."""
     if st.session_state.get(_CHARTS_READY):
-        return None
+        yield
+        return
     slot = st.empty()
     with slot.container(key="chart-library"):
         st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
-    return slot
-
-
-def charts_ready(slot: DeltaGenerator | None) -> None:
-    """The page has run: remove the hidden chart of `charts_ahead`."""
-    if slot is not None:
-        slot.empty()
-        st.session_state[_CHARTS_READY] = True
+    yield  # not past here when the page raises to switch, rerun or stop
+    slot.empty()
+    st.session_state[_CHARTS_READY] = True
 
 
 # -- the reviewer ------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ reaches Plotly (whose labels understand a little HTML) or pyvis (whose page is H
 truncated where a label has to stay short.
 
 Large traces stay fast and readable: when more than `TREE_BUDGET` nodes would stand side by
-side, subtrees collapse into one node with a count (expanded on demand), and above `WEBGL_EVENTS` events the timeline draws with WebGL (`Scattergl`).
+side, subtrees collapse into one node with a count (expanded on demand), and above
+`WEBGL_EVENTS` events the timeline draws with WebGL (`Scattergl`).
 The per-event work is done once per figure with plain lists, so a builder can be cached.
 """
 
@@ -164,8 +165,8 @@ def visible_tree(analysis: Analysis, *, expanded: Collection[str] = (), focus: s
     Levels open breadth-first, agent by agent in tree order, while the nodes side by side (the
     drawn tree's leaves) stay within `budget`, so the figure never packs more than its width
     holds; below that each agent with hidden children becomes a 'collapsed' node standing for
-    its subtree. Agents in
-    `expanded` always show their children, and `focus` is always visible (its ancestors open).
+    its subtree. Agents in `expanded` always show their children, and `focus` is always
+    visible (its ancestors open).
     When one parent has more children than fit, the rest become a single 'more' node. `agents`
     limits the tree to those agents (the replay's agents that exist at a time).
     """
@@ -513,10 +514,11 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
         fig.add_vline(x=until, line=dict(color="#f59f00", width=2, dash="dot"))
     lanes = len(analysis.lanes)
     visible_lanes = min(lanes, lanes_shown)
+    labels = [safe(a, 26) for a in analysis.lanes]
     span = max(analysis.makespan, 1e-9)
     fig.update_layout(
         height=int(min(560, max(280, 100 + 22 * visible_lanes))),
-        margin=dict(l=lane_label_margin(analysis.lanes[:visible_lanes]), r=10,
+        margin=dict(l=lane_label_margin(labels[:visible_lanes]), r=10,
                     t=legend_margin(fig), b=66),
         plot_bgcolor="white", hovermode="closest",
         clickmode="event+select", dragmode="zoom", uirevision="timeline",
@@ -524,7 +526,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
                     itemclick="toggle", itemdoubleclick="toggleothers"),
         xaxis=dict(title="seconds from start", range=[-0.01 * span, span * 1.01], showgrid=True,
                    gridcolor="#f1f3f5", zeroline=False),
-        yaxis=dict(tickvals=list(range(lanes)), ticktext=[safe(a, 26) for a in analysis.lanes],
+        yaxis=dict(tickvals=list(range(lanes)), ticktext=labels,
                    range=[visible_lanes - 0.5, -0.5], showgrid=False, zeroline=False,
                    tickfont=dict(size=11), fixedrange=False))
     return fig
@@ -550,9 +552,9 @@ def legend_margin(fig: go.Figure) -> int:
     return 20 + 27 * rows
 
 
-def lane_label_margin(lanes: Iterable[str]) -> int:
-    """A left margin that fits the lane labels the timeline first shows."""
-    return int(14 + CHAR_PX * max((len(html.unescape(safe(a, 26))) for a in lanes), default=4))
+def lane_label_margin(labels: Iterable[str]) -> int:
+    """A left margin that fits the (escaped) lane labels the timeline first shows."""
+    return int(14 + CHAR_PX * max((len(html.unescape(label)) for label in labels), default=4))
 
 
 def _gapped(values: list) -> np.ndarray:

@@ -11,7 +11,7 @@ import streamlit as st
 from components import literal
 from components.annotation import label_store
 from viz_app import app_state, library
-from viz_app.analysis import Analysis
+from viz_app.analysis import Analysis, analyze
 from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
                                 shared_timeline)
 from viz_app.errors import TraceError
@@ -72,7 +72,7 @@ def _load(trace_id: str) -> Trace:
 
 
 trace_a, trace_b = _load(chosen_a), _load(chosen_b)
-analysis_a, analysis_b = app_state.analysis(trace_a), app_state.analysis(trace_b)
+analysis_a, analysis_b = analyze(trace_a), analyze(trace_b)
 if trace_a.task_id != trace_b.task_id:
     st.caption(f"Different tasks: **{literal(trace_a.task_id, 80)}** and "
                f"**{literal(trace_b.task_id, 80)}**.")

@@ -11,6 +11,7 @@ from components import literal
 from components.annotation import label_store
 from components.bookmarks import bookmark_store, note
 from viz_app import app_state
+from viz_app.analysis import analyze
 from viz_app.case_study import steps, timeline_marks
 from viz_app.labels.rubric import RubricError
 
@@ -24,7 +25,7 @@ _CLEAN = """<style>
 st.html(_CLEAN)  # a constant style sheet: no trace text goes into it
 trace = app_state.linked_trace(
     "Presentation mode shows one trace: open it from the trace page (Present).")
-analysis = app_state.analysis(trace)
+analysis = analyze(trace)
 
 try:
     labels = label_store().current_records(trace_id=trace.trace_id)

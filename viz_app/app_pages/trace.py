@@ -15,10 +15,11 @@ from components.replay import replay_bar
 from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
 from viz_app import app_state, charts
+from viz_app.analysis import analyze
 
 app_state.reviewer()
 trace = app_state.linked_trace("No trace is open. Pick one in the library.")
-analysis = app_state.analysis(trace)
+analysis = analyze(trace)
 # The header is filled last: its figures wait on the critical path, the slowest part to compute,
 # and the tree and timeline should reach the browser first.
 header = st.container()
