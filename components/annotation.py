@@ -2,7 +2,8 @@
 form, the context a reviewer needs to judge it, progress, and the way to the next unlabelled
 target or trace.
 
-Everything the reviewer saves goes through `viz_app.labels.store.LabelStore` (no SQL here).
+Everything the reviewer saves goes through the Workspace the page gives (no SQL here, and the
+rules of a save are the Workspace's).
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
 Keyboard: Streamlit's own button shortcuts (no script of ours runs in the page): keys 1-5 pick
 a point of the scale question, Ctrl+Enter saves the form, N goes to the next unlabelled target.
@@ -11,57 +12,26 @@ a point of the scale question, Ctrl+Enter saves the form, N goes to the next unl
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from components import literal
-from viz_app import app_state
 from viz_app.analysis import Analysis
-from viz_app.labels.rubric import (LabelError, LabelTarget, Question, Rubric, RubricError,
-                                   asked, targets)
-from viz_app.labels.store import Label, LabelStore, progress_of
+from viz_app.errors import LabelError, RubricError
+from viz_app.labels.label import Label, Reviewer, progress_of
+from viz_app.labels.rubric import LabelTarget, Question, targets
 from viz_app.model import Event, Trace
+from viz_app.store.labels import LabelStore
+from viz_app.workspace import Workspace
 
 CONTEXT_EVENTS = 4
 """Events shown before and after a stop decision."""
 
 SCALE_KEYS = "123456789"
 """Keys that pick the points of a scale (Streamlit button shortcuts)."""
-
-
-@st.cache_resource(show_spinner=False)
-def _store(url: str, rubric_sha: str, _rubric: Rubric) -> LabelStore:
-    del rubric_sha  # the cache key of the rubric (an edited rubric file has another)
-    return LabelStore(url, _rubric)
-
-
-def label_store() -> LabelStore:
-    """The app's label store with its rubric (shared by every session; it holds only the
-    database connection and the rubric)."""
-    rubric = app_state.rubric()
-    return _store(app_state.settings().db_url, rubric.sha256, rubric)
-
-
-def answered_targets(reviewer: str | None) -> dict[str, dict[str, set[str]]]:
-    """For the library: trace id -> target key -> questions answered by the reviewer (by anyone
-    when None); empty when the label store cannot be opened (the trace page says why)."""
-    try:
-        return label_store().answered(reviewer)
-    except RubricError:
-        return {}
-
-
-def _reviewer() -> str | None:
-    """The reviewer's name: from `st.user` when the app has authentication, else the name the
-    reviewer gave once in the sidebar (`app_state.reviewer`)."""
-    try:
-        if getattr(st.user, "is_logged_in", False):
-            return st.user.get("email") or st.user.get("name")
-    except Exception:  # st.user raises when no authentication is configured
-        pass
-    return st.session_state.get("reviewer") or None
 
 
 def _short(text: object, limit: int = 60) -> str:
@@ -85,16 +55,18 @@ def _event_label(event: Event, analysis: Analysis) -> str:
            f"t={float(event.t):g}s"
 
 
-def annotation_panel(trace: Trace, analysis: Analysis, selected_event: str | None) -> str | None:
+def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
+                     reviewer: Reviewer | None, selected_event: str | None, *,
+                     open_trace: Callable[[str], None]) -> str | None:
     """Draw the panel for one trace. Returns the event id of a target the reviewer moved to
-    here (the page then selects it in the tree, timeline and inspector), else None."""
+    here (the page then selects it in the tree, timeline and inspector), else None;
+    `open_trace(trace_id)` is called to go to the next trace the reviewer has left to label."""
     st.markdown("#### Labels")
     try:
-        store = label_store()
+        store = workspace.labels
     except RubricError as err:
         st.error(f"The rubric cannot be used: {literal(err, 400)}")
         return None
-    reviewer = _reviewer()
     if not reviewer:
         st.info("Enter your name under **Reviewer** in the sidebar to label this trace.")
         return None
@@ -107,10 +79,10 @@ def annotation_panel(trace: Trace, analysis: Analysis, selected_event: str | Non
     _show_flash(base)
 
     found = targets(rubric, analysis)
-    mine = store.answers(trace.trace_id, reviewer)
+    mine = store.answers(trace.trace_id, reviewer.name)
     progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
     st.progress(progress.labelled / progress.total if progress.total else 1.0,
-                text=f"{progress.text} by {literal(reviewer, 40)}")
+                text=f"{progress.text} by {literal(reviewer.name, 40)}")
 
     shown = [t for t in found if t.required or state["optional"]]
     keys = [t.key for t in shown]
@@ -122,7 +94,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, selected_event: str | Non
         state["target"] = progress.next_target if progress.next_target in keys else keys[0]
     target = shown[keys.index(state["target"])]
 
-    _navigation(trace, store, reviewer, state, progress, base, stash)
+    _navigation(trace, workspace, reviewer, state, progress, base, stash, open_trace)
     done = {t.key for t in found if set(t.required) <= set(mine.get(t.key, {}))}
     st.selectbox("Target", keys, index=keys.index(target.key), key=f"{base}:target:{target.key}",
                  format_func=lambda k: _target_label(shown[keys.index(k)], analysis, k in done),
@@ -138,8 +110,8 @@ def annotation_panel(trace: Trace, analysis: Analysis, selected_event: str | Non
                       help="Also list targets whose questions are all optional (messages).")
 
     _context(trace, analysis, target, base)
-    _form(trace, analysis, store, reviewer, target, mine.get(target.key, {}), state, base)
-    _others(store, trace, target, reviewer, bool(mine.get(target.key)))
+    _form(trace, analysis, workspace, reviewer, target, mine.get(target.key, {}), state, base)
+    _others(store, trace, target, reviewer.name, bool(mine.get(target.key)))
     chosen = st.session_state.pop(stash, None)
     return chosen or None
 
@@ -190,8 +162,8 @@ def _set_optional(state: dict, key: str) -> None:
     state["optional"] = st.session_state[key]
 
 
-def _navigation(trace: Trace, store: LabelStore, reviewer: str, state: dict, progress, base: str,
-                stash: str) -> None:
+def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: dict, progress,
+                base: str, stash: str, open_trace: Callable[[str], None]) -> None:
     left, right = st.columns(2)
 
     def next_target() -> None:
@@ -206,37 +178,11 @@ def _navigation(trace: Trace, store: LabelStore, reviewer: str, state: dict, pro
     if right.button("Next trace", key=f"{base}:next_trace", width="stretch",
                     icon=":material/fast_forward:",
                     help="The next trace in the library with targets you have not labelled"):
-        following = _next_unlabelled_trace(store, reviewer, trace.trace_id)
+        following = workspace.next_unlabelled(reviewer.name, after=trace.trace_id)
         if following is None:
             _flash(base, "success", "Every trace in the library is labelled. Thank you!")
             st.rerun()
-        app_state.open_trace(following)
-
-
-def _next_unlabelled_trace(store: LabelStore, reviewer: str, current: str) -> str | None:
-    """The first trace after this one (library order, wrapping) not fully labelled by the
-    reviewer. Traces with no label of theirs are found without loading them."""
-    rows = app_state.index().rows
-    ids = [r.trace_id for r in rows]
-    start = ids.index(current) + 1 if current in ids else 0
-    answered = store.answered(reviewer)
-    ordered = rows[start:] + rows[:start]
-    for row in ordered:
-        if row.trace_id == current:
-            continue
-        if row.trace_id not in answered:
-            return row.trace_id
-        if row.targets is not None and row.labelled(answered[row.trace_id]) < len(row.targets):
-            return row.trace_id
-    for row in ordered:  # rows indexed without their targets (the rubric file was wrong then)
-        if row.trace_id == current or row.targets is not None:
-            continue
-        try:
-            if not store.progress(app_state.load(row.path, row.position), reviewer).done:
-                return row.trace_id
-        except Exception:  # a file that changed or vanished since it was indexed
-            continue
-    return None
+        open_trace(following)
 
 
 # -- what the reviewer judges -------------------------------------------------------------------
@@ -349,9 +295,9 @@ def _widget_key(base: str, target: LabelTarget, question: Question) -> str:
     return f"{base}:{target.key}:{question.id}"
 
 
-def _form(trace: Trace, analysis: Analysis, store: LabelStore, reviewer: str,
+def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Reviewer,
           target: LabelTarget, saved: dict[str, Label], state: dict, base: str) -> None:
-    rubric = store.rubric
+    rubric = workspace.rubric
     questions = [rubric.question(q) for q in target.questions]
     scale = next((q for q in questions if q.kind == "scale"), None)
     if scale is not None:
@@ -376,7 +322,7 @@ def _form(trace: Trace, analysis: Analysis, store: LabelStore, reviewer: str,
         submitted = st.form_submit_button("Save", type="primary", shortcut="Ctrl+Enter",
                                           icon=":material/save:")
     if submitted:
-        _save(store, trace, reviewer, target, questions, values, comment, state, base)
+        _save(workspace, trace, reviewer, target, values, comment, state, base)
 
 
 def _scale_keys(question: Question, key: str) -> None:
@@ -413,33 +359,15 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
     return st.text_area(label, key=key, help=q.guidance or None, height=68)
 
 
-def _save(store: LabelStore, trace: Trace, reviewer: str, target: LabelTarget,
-          questions: list[Question], values: dict[str, Any], comment: str, state: dict,
-          base: str) -> None:
-    answers = {q.id: values[q.id] for q in questions if q.kind != "tags" and
-               values[q.id] not in (None, "")}
-    missing = [q.prompt for q in questions if q.id in target.required and q.id not in answers]
-    if missing:
-        st.error("Answer first: " + "; ".join(literal(m, 80) for m in missing))
-        return
-    for q in questions:
-        if q.kind == "tags":
-            answers[q.id] = list(values[q.id] or [])
-    for q in questions:
-        if q.ask_when is None:
-            continue
-        if not asked(q, answers):
-            answers.pop(q.id, None)
-        elif q.id not in answers:
-            st.error(f"Answer first: {literal(q.prompt, 80)}")
-            return
+def _save(workspace: Workspace, trace: Trace, reviewer: Reviewer, target: LabelTarget,
+          values: dict[str, Any], comment: str, state: dict, base: str) -> None:
     try:
-        store.save_target(trace, target.event_id, answers, reviewer, comment=comment or "",
-                          seconds_spent=round(time.time() - state["opened"], 1))
+        made = workspace.save_answers(trace, target, values, reviewer, comment=comment or "",
+                                      seconds_spent=round(time.time() - state["opened"], 1))
     except LabelError as err:
         st.error(literal(err, 400))
         return
-    _flash(base, "success", f"Saved {len(answers)} answer{'s' if len(answers) != 1 else ''} on "
+    _flash(base, "success", f"Saved {len(made)} answer{'s' if len(made) != 1 else ''} on "
                             f"{target.event_id or 'the whole trace'}.")
     st.rerun()
 

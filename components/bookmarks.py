@@ -2,7 +2,7 @@
 to), the bookmarks on the selected event for the inspector, the way into presentation mode, and
 the report download.
 
-Everything goes through `viz_app.labels.bookmarks.BookmarkStore` and `viz_app.export.report`
+Everything goes through the BookmarkStore and the Workspace the page gives, and `viz_app.export.report`
 (no SQL, no HTML built here). Notes are the reviewer's Markdown, shown with `st.markdown`,
 which renders Markdown but never raw HTML; trace text goes through `literal`.
 """
@@ -15,23 +15,15 @@ from collections.abc import Callable
 import streamlit as st
 
 from components import literal
-from viz_app import app_state
 from viz_app.analysis import Analysis
-from viz_app.labels.bookmarks import Bookmark, BookmarkError, BookmarkStore, bookmarks_at
+from viz_app.errors import BookmarkError
+from viz_app.labels.bookmark import Bookmark, bookmarks_at
 from viz_app.model import Trace
+from viz_app.store.bookmarks import BookmarkStore
+from viz_app.workspace import Workspace
 
 PRESENT_PAGE = "app_pages/present.py"
 """The presentation page (also reached by `?trace=<id>&present=1`)."""
-
-
-@st.cache_resource(show_spinner=False)
-def _store(url: str) -> BookmarkStore:
-    return BookmarkStore(url)
-
-
-def bookmark_store() -> BookmarkStore:
-    """The app's bookmark store (shared: it holds only the database connection)."""
-    return _store(app_state.settings().db_url)
 
 
 _HEADING = re.compile(r"^(#{1,6})(?=\s)", re.MULTILINE)
@@ -52,19 +44,13 @@ def _caption(bookmark: Bookmark, number: int | None = None) -> str:
             f"{bookmark.created_at[:16].replace('T', ' ')}")
 
 
-def _reviewer() -> str | None:
-    """The reviewer named in the sidebar (`app_state.reviewer`), if any."""
-    return st.session_state.get("reviewer") or None
-
-
-def bookmark_panel(trace: Trace, analysis: Analysis, selected_event: str | None, *,
-                   until: float | None = None, key: str = "bookmarks",
+def bookmark_panel(trace: Trace, analysis: Analysis, store: BookmarkStore, reviewer: str | None,
+                   selected_event: str | None, *, until: float | None = None,
+                   key: str = "bookmarks",
                    on_choose: Callable[[str], None] | None = None) -> str | None:
     """The trace's bookmarks in the order of the run with their notes, a form to bookmark the
     selected event or a time range (starting at `until`, the replay time, if given), and edit /
     remove / go-to buttons. Returns the id of an event the reviewer went to here, else None."""
-    reviewer = _reviewer()
-    store = bookmark_store()
     marks = store.current(trace.trace_id)
     stash = f"_chosen:{key}"
 
@@ -150,11 +136,11 @@ def _edit_form(trace: Trace, store: BookmarkStore, mark: Bookmark, reviewer: str
                                for v in history))
 
 
-def event_bookmarks(trace: Trace, event_id: str | None) -> None:
-    """For the inspector: the bookmarks on the selected event, with their notes."""
+def event_bookmarks(bookmarks: list[Bookmark], event_id: str | None) -> None:
+    """For the inspector: the bookmarks (of the trace) on the selected event, with their notes."""
     if event_id is None:
         return
-    found = bookmarks_at(bookmark_store().current(trace.trace_id), event_id)
+    found = bookmarks_at(bookmarks, event_id)
     if not found:
         return
     st.markdown(f"**Bookmarked** ({len(found)})")
@@ -164,17 +150,14 @@ def event_bookmarks(trace: Trace, event_id: str | None) -> None:
             note(mark)
 
 
-def report_button(trace: Trace, *, key: str = "report") -> None:
+def report_button(trace: Trace, workspace: Workspace, *, key: str = "report") -> None:
     """A download button for the trace's case-study report with its current labels and
     bookmarks (built when clicked, not on every run)."""
-    from components.annotation import label_store
     from viz_app.export.report import report_html
     from viz_app.export.traces import file_name
 
     def build() -> str:
-        records = [r for r in label_store().current_records()
-                   if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))]
-        return report_html(trace, records, bookmark_store().current(trace.trace_id))
+        return report_html(trace, *workspace.case_study(trace))
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
-from viz_app.labels.bookmarks import Bookmark
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.bookmark import Bookmark
+from viz_app.labels.label import LabelRecord
 
 MARK = "#f03e3e"
 """Colour of bookmark marks (red: apart from every event type's colour but safety's hexagon)."""

@@ -1,10 +1,15 @@
-"""The one error orchviz raises for input it cannot read."""
+"""Every error orchviz raises on purpose: one base, `OrchvizError`, whose message is one sentence
+that a person can act on. The CLI prints it and exits 1; the app shows it and keeps running."""
 
 from __future__ import annotations
 
 
-class TraceError(ValueError):
-    """A trace file that cannot be loaded: names the file, the place in it, and what is wrong."""
+class OrchvizError(Exception):
+    """Something orchviz cannot do, said in one sentence (no traceback needed)."""
+
+
+class _Located(OrchvizError, ValueError):
+    """An error in a file: names the file, the place in it, and what is wrong."""
 
     def __init__(self, file: str, place: str, problem: str):
         self.file = file
@@ -15,3 +20,23 @@ class TraceError(ValueError):
     def as_dict(self) -> dict[str, str]:
         """The error as a machine-readable record."""
         return {"file": self.file, "place": self.place, "problem": self.problem}
+
+
+class TraceError(_Located):
+    """A trace file that cannot be loaded: names the file, the place in it, and what is wrong."""
+
+
+class RubricError(_Located):
+    """A rubric file that cannot be used: names the file, the place in it, and what is wrong."""
+
+
+class LabelError(OrchvizError, ValueError):
+    """A label the rubric or the trace refuses: an unknown event, question or answer."""
+
+
+class BookmarkError(LabelError):
+    """A bookmark the trace refuses: an unknown event, a range outside the run, no reviewer."""
+
+
+class SchemaError(OrchvizError):
+    """A database orchviz cannot use as it is: written by a newer release, or not migrated."""

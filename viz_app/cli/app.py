@@ -31,7 +31,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def streamlit_flags() -> list[str]:
     """The packaged `.streamlit/config.toml` as Streamlit command-line flags."""
-    config = tomllib.loads((PACKAGE / ".streamlit" / "config.toml").read_text("utf-8"))
+    config = tomllib.loads((PACKAGE / "ui" / ".streamlit" / "config.toml").read_text("utf-8"))
     flags: list[str] = []
     for section, values in config.items():
         for key, value in values.items():
@@ -46,7 +46,7 @@ def app(args: argparse.Namespace) -> int:
                         uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "app.py"),
+    command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "ui" / "app.py"),
                *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
           f"{', '.join(args.traces)}; labels: {settings.db_url})", flush=True)

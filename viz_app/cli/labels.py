@@ -18,7 +18,7 @@ from viz_app.export.preference import unplaced_pairs, write_preference
 from viz_app.io.detect import read_any
 from viz_app.io.files import trace_files
 from viz_app.labels.agreement import agreement
-from viz_app.labels.bookmarks import BookmarkStore
+from viz_app.store.bookmarks import BookmarkStore
 from viz_app.labels.rubric import LabelError, RubricError, load_rubric
 from viz_app.labels.store import LabelStore
 from viz_app.model import Trace

@@ -17,7 +17,7 @@ from viz_app.export.records import (flat_records, label_records, write_csv, writ
 from viz_app.export.rewards import reward_rows
 from viz_app.export.traces import write_labelled_traces
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import FIELDS, LabelRecord
+from viz_app.labels.label import FIELDS, LabelRecord
 from viz_app.model import Trace
 
 Writer = Callable[[list[LabelRecord], Mapping[str, Trace], Rubric, Path], object]

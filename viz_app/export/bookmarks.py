@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from viz_app.export.records import write_jsonl
-from viz_app.labels.bookmarks import BookmarkStore
+from viz_app.store.bookmarks import BookmarkStore
 
 
 def bookmark_records(store: BookmarkStore, reviewer: str | None = None) -> list[dict]:

@@ -29,7 +29,7 @@ from viz_app.export.prompts import event_line
 from viz_app.export.records import write_jsonl
 from viz_app.export.rewards import target_rewards
 from viz_app.labels.pairs import STRENGTHS, Preference, pair_key, preferences
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
 
 PREFERENCE_FIELDS = ("prompt", "chosen", "rejected", "margin", "chosen_trace_id",

@@ -25,7 +25,7 @@ from typing import Any
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.export.rewards import target_rewards
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 from viz_app.model import Event, Trace
 
 

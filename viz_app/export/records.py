@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from viz_app.labels.store import FIELDS, LabelRecord
+from viz_app.labels.label import FIELDS, LabelRecord
 
 
 def label_records(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:

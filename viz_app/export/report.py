@@ -32,9 +32,9 @@ from pydantic import BaseModel, Field
 from viz_app import charts
 from viz_app.analysis import Analysis, analyze
 from viz_app.case_study import Step, steps, timeline_marks
-from viz_app.labels.bookmarks import Bookmark
+from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
 
 CHROMIUM = os.environ.get("ORCHVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -554,24 +554,12 @@ class ReportResult(BaseModel):
     note: str = Field("", description="What could not be included, if anything.")
 
 
-def case_study_records(trace: Trace, db_url: str | None) -> tuple[list[dict[str, Any]],
-                                                                  list[Bookmark]]:
-    """The current labels and bookmarks of a trace in a database (none without one)."""
-    if db_url is None:
-        return [], []
-    from viz_app.labels.bookmarks import BookmarkStore
-    from viz_app.labels.store import LabelStore
-
-    records = [r for r in LabelStore(db_url).current_records()
-               if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))]
-    return records, BookmarkStore(db_url).current(trace.trace_id)
-
-
-def write_report(trace: Trace, output: str | Path, *, db_url: str | None = None,
-                 format: Format = "html") -> ReportResult:
-    """Write the case study of a trace (labels and bookmarks from `db_url`) as HTML, or as
-    Markdown with its figures as PNG files in `<name>_files/` beside it."""
-    labels, bookmarks = case_study_records(trace, db_url)
+def write_report(trace: Trace, output: str | Path, labels: list[LabelRecord] = (),
+                 bookmarks: list[Bookmark] = (), *, format: Format = "html") -> ReportResult:
+    """Write the case study of a trace (its current label records and bookmarks, as
+    `Workspace.case_study` gives them) as HTML, or as Markdown with its figures as PNG files in
+    `<name>_files/` beside it."""
+    labels, bookmarks = list(labels), list(bookmarks)
     target = Path(output)
     target.parent.mkdir(parents=True, exist_ok=True)
     if format == "html":

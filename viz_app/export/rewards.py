@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 
 REWARD_FIELDS = ("trace_id", "event_id", "question", "family", "credit_unit", "sub_decision",
                  "channel", "reward", "reward_std", "reward_min", "reward_max", "reviewers",

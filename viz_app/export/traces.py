@@ -14,7 +14,7 @@ import orjson
 
 from viz_app.export.rewards import target_rewards
 from viz_app.labels.rubric import Rubric
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
 
 

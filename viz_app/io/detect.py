@@ -8,12 +8,14 @@ many sessions (Claude Code projects, Codex rollout folders) and yields one trace
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
 from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, whowhen
+from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
 from viz_app.io.records import first_value, head_has
 from viz_app.model import Trace
@@ -130,8 +132,6 @@ def read_folder(folder: str | Path, *, fmt: str | None = None,
         return claude_code.read_project(folder)
     if chosen == codex.NAME:
         return codex.read_rollouts(folder)
-    from viz_app.io.files import trace_files
-
     traces: list[Trace] = []
     for path in trace_files([folder]):
         try:
@@ -141,3 +141,20 @@ def read_folder(folder: str | Path, *, fmt: str | None = None,
                 raise
             on_error(err)
     return traces
+
+
+def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:
+    """Every trace file under the folders (missing folders are skipped, not errors: the uploads
+    folder may not exist yet)."""
+    existing = [Path(f) for f in folders if Path(f).exists()]
+    return [p.resolve() for p in trace_files(existing)
+            if not claude_code.is_subagent_file(p)]
+
+
+def read_at(path: str | os.PathLike, position: int) -> Trace:
+    """The trace at a position of a file, read again (raises TraceError when it cannot be)."""
+    traces = read_any(Path(path), on_error=lambda _err: None)
+    if not 0 <= position < len(traces):
+        raise TraceError(str(path), f"trace {position + 1}",
+                         f"the file now holds {len(traces)} traces; index it again")
+    return traces[position]

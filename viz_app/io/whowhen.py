@@ -191,17 +191,5 @@ def annotation_records(trace: Trace, questions: set[str]) -> list[dict[str, Any]
     return records
 
 
-def import_annotation(trace: Trace, db_url: str) -> int:
-    """Store a Who&When trace's annotation as labels (source import, origin Who&When) in the
-    label store at `db_url`; returns how many labels were added (0 when already there)."""
-    from viz_app.labels.store import open_store
-
-    store = open_store(db_url)
-    records = annotation_records(trace, set(store.rubric.questions_by_id))
-    if not records:
-        return 0
-    return store.import_records(records, {trace.trace_id: trace}, ORIGIN).added
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48]

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from viz_app.labels.rubric import ORDINAL_KINDS, Question, Rubric
-from viz_app.labels.store import LabelRecord
+from viz_app.labels.label import LabelRecord
 
 MEASURED_KINDS = ("scale", "categorical", "boolean", "event")
 """Question kinds that get an alpha."""

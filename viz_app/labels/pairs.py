@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from viz_app.labels.rubric import LabelError
-from viz_app.labels.store import Label, LabelRecord, LabelStore, now, trace_sha256
+from viz_app.errors import LabelError
+from viz_app.labels.label import Identity, Label, LabelRecord, now, trace_sha256
+from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 
 PAIRWISE_QUESTION = "pairwise_preference"
@@ -61,8 +62,9 @@ def pair_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
-def judgement_label(store: LabelStore, a: Trace, b: Trace, chosen: str | None, reviewer: str,
-                    reason: str, strength: int | None = None) -> Label:
+def judgement_label(rubric: Rubric, a: Trace, b: Trace, chosen: str | None, reviewer: str,
+                    reason: str, strength: int | None = None, *,
+                    identified_by: Identity = "cli") -> Label:
     """The label that records a judgement of traces a and b (not yet saved); LabelError when the
     two are one trace, `chosen` is neither, the strength is not 1-3, or the reason or reviewer is
     missing."""
@@ -85,17 +87,9 @@ def judgement_label(store: LabelStore, a: Trace, b: Trace, chosen: str | None, r
         label_id=uuid.uuid4().hex, trace_id=first.trace_id, trace_sha256=trace_sha256(first),
         event_id="", question=PAIRWISE_QUESTION,
         value={"chosen": chosen, "strength": strength, "pair_sha256": trace_sha256(second)},
-        reward=None, reviewer=reviewer, created_at=now(), rubric_version=store.rubric.version,
-        rubric_sha256=store.rubric.sha256, comment=reason, seconds_spent=None, source="human",
-        origin="", pair_trace_id=second.trace_id)
-
-
-def save_preference(store: LabelStore, a: Trace, b: Trace, chosen: str | None, reviewer: str,
-                    reason: str, strength: int | None = None) -> Preference:
-    """Save a reviewer's judgement of two traces (see `judgement_label`) in the label store."""
-    label = judgement_label(store, a, b, chosen, reviewer, reason, strength)
-    store.add([label])
-    return preference_of(label.to_record())
+        reward=None, reviewer=reviewer, created_at=now(), rubric_version=rubric.version,
+        rubric_sha256=rubric.sha256, comment=reason, seconds_spent=None, source="human",
+        origin="", pair_trace_id=second.trace_id, identified_by=identified_by)
 
 
 def preference_of(record: LabelRecord) -> Preference:
@@ -113,10 +107,11 @@ def preferences(records: Iterable[LabelRecord]) -> list[Preference]:
             if r["question"] == PAIRWISE_QUESTION and r.get("pair_trace_id")]
 
 
-def judgement(store: LabelStore, a: str, b: str, reviewer: str) -> Preference | None:
-    """A reviewer's current judgement of a pair of traces, if they gave one."""
+def judgement(records: Iterable[LabelRecord], a: str, b: str, reviewer: str) -> Preference | None:
+    """A reviewer's current judgement of a pair of traces among current label records, if they
+    gave one."""
     first, second = pair_key(a, b)
-    for p in preferences(store.current_records(trace_id=first, reviewer=reviewer)):
-        if p.second == second:
+    for p in preferences(records):
+        if p.reviewer == reviewer and (p.first, p.second) == (first, second):
             return p
     return None

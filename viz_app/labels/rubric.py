@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from viz_app.analysis import Analysis
+from viz_app.errors import LabelError, RubricError
 
 REWARD_FAMILIES: dict[str, str] = {
     "R1": "team", "R2": "agent", "R3": "role", "R4": "process",
@@ -40,20 +41,6 @@ Kind = Literal["scale", "categorical", "tags", "boolean", "text", "event"]
 
 ORDINAL_KINDS = ("scale",)
 """Kinds whose answers are ordered (Krippendorff's alpha at the ordinal level)."""
-
-
-class RubricError(ValueError):
-    """A rubric file that cannot be used: names the file, the place in it, and what is wrong."""
-
-    def __init__(self, file: str, place: str, problem: str):
-        self.file = file
-        self.place = place
-        self.problem = problem
-        super().__init__(f"{file}: {place}: {problem}" if place else f"{file}: {problem}")
-
-
-class LabelError(ValueError):
-    """A label the rubric or the trace refuses: an unknown event, question or answer."""
 
 
 # -- targets --------------------------------------------------------------------------------

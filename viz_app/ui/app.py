@@ -4,9 +4,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_app import app_state
+from viz_app.ui import session
 
-st.set_page_config(page_title="orchviz", page_icon=str(Path(__file__).parent / "static" / "favicon.png"),
+st.set_page_config(page_title="orchviz", page_icon=str(Path(__file__).parent.parent / "static" / "favicon.png"),
                    layout="wide")
 present = st.Page("app_pages/present.py", title="Present", icon=":material/slideshow:",
                   url_path="present")
@@ -24,6 +24,6 @@ page = st.navigation([
 if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
     st.switch_page(present, query_params=st.query_params.to_dict())
-app_state.page_style()
-with app_state.charts_ahead():
+session.page_style()
+with session.charts_ahead():
     page.run()

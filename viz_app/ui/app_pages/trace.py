@@ -14,12 +14,15 @@ from components.inspector import inspector
 from components.replay import replay_bar
 from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
-from viz_app import app_state, charts
+from viz_app import charts
+from viz_app.ui import session
 from viz_app.analysis import analyze
 
-app_state.reviewer()
-trace = app_state.linked_trace("No trace is open. Pick one in the library.")
+reviewer = session.reviewer()
+workspace = session.workspace()
+trace = session.linked_trace("No trace is open. Pick one in the library.")
 analysis = analyze(trace)
+bookmarks = workspace.bookmarks
 # The header is filled last: its figures wait on the critical path, the slowest part to compute,
 # and the tree and timeline should reach the browser first.
 header = st.container()
@@ -33,7 +36,7 @@ def draw_header() -> None:
     with present_col:
         present_link(trace)
     with report_col:
-        report_button(trace)
+        report_button(trace, workspace)
     st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
                f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
                + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
@@ -72,16 +75,16 @@ def draw_header() -> None:
 def follow(event_id: str | None) -> None:
     """Select an event chosen anywhere (a view, the inspector, the annotation panel)."""
     if event_id is not None:
-        app_state.select_event(trace, event_id)
+        session.select_event(trace, event_id)
 
 
 def on_tree(choice: TreeChoice) -> None:
     """A tree click selects the agent; on a collapsed node it also opens what the node hides."""
     if choice.expand:
-        opened = tuple(app_state.view_state(trace, "expanded", ()))
+        opened = tuple(session.view_state(trace, "expanded", ()))
         if choice.agent not in opened:
-            app_state.set_view_state(trace, "expanded", opened + (choice.agent,))
-    app_state.select_agent(trace, choice.agent)
+            session.set_view_state(trace, "expanded", opened + (choice.agent,))
+    session.select_agent(trace, choice.agent)
 
 
 views, side = st.columns([2.5, 1.1], gap="medium")
@@ -94,20 +97,22 @@ with side:
 # Drawn before the views, so that an event id it returns is followed by the tree, the timeline
 # and the inspector in this same run.
 with annotation_box:
-    follow(annotation_panel(trace, analysis, app_state.selected_event(trace)))
+    follow(annotation_panel(trace, analysis, workspace, reviewer, session.selected_event(trace),
+                            open_trace=session.open_trace))
 with bookmarks_box:
-    follow(bookmark_panel(trace, analysis, app_state.selected_event(trace)))
+    follow(bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
+                          session.selected_event(trace)))
 # ------------------------------------------------------------------------------------------------
 
-event_id = app_state.selected_event(trace)
-agent = app_state.selected_agent(trace)
+event_id = session.selected_event(trace)
+agent = session.selected_agent(trace)
 with inspector_box:
     st.markdown("#### Inspector")
     inspector(trace, analysis, event_id=event_id, agent=agent, on_choose=follow)
-    event_bookmarks(trace, event_id)
+    event_bookmarks(bookmarks.current(trace.trace_id), event_id)
 
 with views:
-    until = replay_bar(analysis, key=f"replay:{app_state.trace_key(trace)}")
+    until = replay_bar(analysis, key=f"replay:{session.trace_key(trace)}")
     controls = st.columns([2.6, 1.9, 1.4, 1.3], vertical_alignment="center")
     view = controls[0].segmented_control(
         "View", ["Spawn tree", "Communication graph"], default="Spawn tree", key="trace_view",
@@ -117,24 +122,24 @@ with views:
         label_visibility="collapsed", help="what a tree node's size shows") or "tokens"
     critical = controls[2].toggle("critical path", key="show_critical",
                                   help="highlight the longest chain of dependent work")
-    expanded = tuple(app_state.view_state(trace, "expanded", ()))
+    expanded = tuple(session.view_state(trace, "expanded", ()))
     if controls[3].button("collapse tree", disabled=not expanded,
                           help="fold the subtrees you opened back up"):
-        app_state.set_view_state(trace, "expanded", ())
+        session.set_view_state(trace, "expanded", ())
         expanded = ()
     if view == "Spawn tree":
-        tree = app_state.tree_figure(trace, size_by=size_by, expanded=expanded, selected=agent,
+        tree = session.tree_figure(trace, size_by=size_by, expanded=expanded, selected=agent,
                                      until=until)
-        spawn_tree(tree, key=f"tree:{app_state.trace_key(trace)}", on_choose=on_tree)
+        spawn_tree(tree, key=f"tree:{session.trace_key(trace)}", on_choose=on_tree)
     else:
-        communication_graph(app_state.communication_html(trace, selected=agent))
+        communication_graph(session.communication_html(trace, selected=agent))
     st.caption("**Message timeline** · one lane per agent in tree order · bars: lifetimes · "
                "arrows: spawn, delegation, message, return · rings: aggregates and stops · "
                "click an event to inspect it, drag to zoom"
                + (" · WebGL" if len(analysis.order) > charts.WEBGL_EVENTS else ""))
-    timeline = app_state.timeline_figure(trace, until=until, critical=critical)
-    with app_state.overlaid(timeline, charts.timeline_highlight(analysis, event_id)) as shown:
-        message_timeline(shown, analysis, key=f"timeline:{app_state.trace_key(trace)}",
+    timeline = session.timeline_figure(trace, until=until, critical=critical)
+    with session.overlaid(timeline, charts.timeline_highlight(analysis, event_id)) as shown:
+        message_timeline(shown, analysis, key=f"timeline:{session.trace_key(trace)}",
                          on_choose=follow)
 
 with header:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.annotation import answered_targets
-from viz_app import app_state, library
+from viz_app.io.uploads import save_upload
+from viz_app.store.index import IndexRow
+from viz_app.ui import session
 
-if app_state.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
-    app_state.open_trace(app_state.url_trace(), st.query_params.get("event"))
+if session.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
+    session.open_trace(session.url_trace(), st.query_params.get("event"))
 
-reviewer = app_state.reviewer()
+reviewer = session.reviewer()
 st.title("orchviz")
 st.markdown("Browse orchestration traces of LLM multi-agent systems: who spawned whom, who "
             "talked to whom, when, and what every event said. Pick a trace to open it.")
@@ -20,8 +21,8 @@ uploads = st.file_uploader("Add traces (JSON, JSONL, or a format orchviz imports
                            accept_multiple_files=True, key="uploads",
                            help="Saved into the uploads folder, so they stay after a restart.")
 for upload in uploads or []:
-    saved = app_state.settings().uploads
-    path = library.save_upload(saved, upload.name, upload.getvalue())
+    saved = session.settings().uploads
+    path = save_upload(saved, upload.name, upload.getvalue())
     st.session_state.setdefault("_uploaded", set()).add(str(path))
 
 bar = st.empty()
@@ -34,7 +35,8 @@ def show_progress(done: int, total: int, path: str) -> None:
                                         f"{total} files…")
 
 
-result = app_state.index(progress=show_progress)
+workspace = session.workspace()
+result = workspace.update_index(progress=show_progress)
 bar.empty()
 
 query_col, topology_col = st.columns([3, 1])
@@ -42,22 +44,19 @@ query = query_col.text_input("Search", placeholder="trace id, task, agent name o
                              key="library_query")
 topologies = sorted({r.topology for r in result.rows if r.topology})
 chosen = topology_col.multiselect("Topology", topologies, key="library_topologies")
-rows = library.search(result.rows, query, app_state.engine()) if query.strip() else result.rows
+rows = workspace.search(result.rows, query) if query.strip() else result.rows
 if chosen:
     rows = [r for r in rows if r.topology in chosen]
 
 st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or changed "
            f"files, {result.skipped} unchanged · click a row to open the trace")
-answered = answered_targets(reviewer)  # by this reviewer, or by anyone when none is named
+# by this reviewer, or by anyone when none is named
+answered = workspace.answered(reviewer.name if reviewer else None)
 
 
-def labelled(row: library.IndexRow) -> str:
-    """'2 of 5' targets labelled; a bare count when the row was indexed without a rubric."""
-    found = answered.get(row.trace_id, {})
-    if row.targets is None:
-        return f"{len(found)} labelled"
-    return f"{row.labelled(found)} of {len(row.targets)}"
-
+def labelled(row: IndexRow) -> str:
+    """'2 of 5' targets labelled."""
+    return workspace.labelled_text(row, answered)
 
 
 frame = pd.DataFrame([{
@@ -85,7 +84,7 @@ picked = st.dataframe(
     })
 if picked is not None and picked.selection.rows:
     st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
-    app_state.open_trace(rows[picked.selection.rows[0]].trace_id)
+    session.open_trace(rows[picked.selection.rows[0]].trace_id)
 
 if result.failures:
     st.subheader(f"Files that failed to load ({len(result.failures)})")

@@ -8,12 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from components import literal
-from components.annotation import label_store
-from components.bookmarks import bookmark_store, note
-from viz_app import app_state
+from components.bookmarks import note
+from viz_app.ui import session
 from viz_app.analysis import analyze
 from viz_app.case_study import steps, timeline_marks
-from viz_app.labels.rubric import RubricError
 
 _CLEAN = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
@@ -23,15 +21,12 @@ _CLEAN = """<style>
 </style>"""
 
 st.html(_CLEAN)  # a constant style sheet: no trace text goes into it
-trace = app_state.linked_trace(
+trace = session.linked_trace(
     "Presentation mode shows one trace: open it from the trace page (Present).")
 analysis = analyze(trace)
 
-try:
-    labels = label_store().current_records(trace_id=trace.trace_id)
-except RubricError:
-    labels = []
-presented = steps(analysis, bookmark_store().current(trace.trace_id), labels)
+labels, bookmarks = session.workspace().case_study(trace)
+presented = steps(analysis, bookmarks, [r for r in labels if r["trace_id"] == trace.trace_id])
 count = len(presented)
 try:
     number = min(max(int(st.query_params.get("step", "1")), 1), max(count, 1))
@@ -58,7 +53,7 @@ where.markdown(f"**{number if step else 0} / {count}**", text_alignment="center"
 forward.button("next", key="present:next", width="stretch",
                disabled=step is None or number >= count, on_click=go, args=(number + 1,),
                shortcut="Right", help="next bookmark (→)", type="primary")
-leave.page_link(app_state.TRACE_PAGE, label="Leave", icon=":material/close:",
+leave.page_link(session.TRACE_PAGE, label="Leave", icon=":material/close:",
                 query_params={"trace": trace.trace_id}
                 | ({"event": step.bookmark.event_id} if step and step.bookmark.event_id else {}))
 
@@ -68,7 +63,7 @@ if step is None:
 
 tree_col, note_col = st.columns([1.5, 1], gap="large")
 with tree_col:
-    tree = app_state.tree_figure(trace, size_by="tokens", expanded=(),
+    tree = session.tree_figure(trace, size_by="tokens", expanded=(),
                                  selected=step.agent if step else None, until=None)
     st.plotly_chart(tree, key="present:tree", config={"displaylogo": False},
                     height="content")
@@ -96,9 +91,9 @@ with note_col:
             else:
                 st.caption("no labels on it")
 
-timeline = app_state.timeline_figure(trace, until=None, critical=False)
+timeline = session.timeline_figure(trace, until=None, critical=False)
 current = step.bookmark.bookmark_id if step else None
-with app_state.overlaid(timeline, timeline_marks(analysis, [s.bookmark for s in presented],
+with session.overlaid(timeline, timeline_marks(analysis, [s.bookmark for s in presented],
                                                  current)) as shown:
     st.plotly_chart(shown, key=f"present:timeline:{number}", config={"displaylogo": False},
                     height="content")

@@ -9,20 +9,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import literal
-from components.annotation import label_store
-from viz_app import app_state, library
+from viz_app.ui import session
 from viz_app.analysis import Analysis, analyze
 from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
                                 shared_timeline)
-from viz_app.errors import TraceError
-from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS, judgement, save_preference
-from viz_app.labels.rubric import LabelError, RubricError
+from viz_app.errors import LabelError, OrchvizError, RubricError
+from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS
 from viz_app.model import Trace
 
-reviewer = app_state.reviewer()
+reviewer = session.reviewer()
 st.markdown("### Compare two runs")
 
-rows = app_state.index().rows
+rows = session.index().rows
 if len(rows) < 2:
     st.info("The library needs at least two traces to compare.")
     st.stop()
@@ -60,13 +58,13 @@ if (chosen_a, chosen_b) != (st.query_params.get("a"), st.query_params.get("b")):
 
 
 def _load(trace_id: str) -> Trace:
-    found = library.find_trace(app_state.engine(), trace_id)
+    found = session.workspace().find(trace_id)
     if found is None:
         st.error(f"No trace with id `{literal(trace_id)}` in the library.")
         st.stop()
     try:
-        return app_state.load(*found)
-    except (TraceError, OSError) as err:
+        return session.load(*found)
+    except (OrchvizError, OSError) as err:
         st.error(f"The trace could not be loaded: {literal(err, 400)}")
         st.stop()
 
@@ -135,8 +133,8 @@ def _figures(key_a: str, key_b: str, _a: Analysis, _b: Analysis) -> tuple[go.Fig
             len(alignment.only_a), len(alignment.only_b))
 
 
-tree_a, tree_b, timeline, only_a, only_b = _figures(app_state.trace_key(trace_a),
-                                                    app_state.trace_key(trace_b),
+tree_a, tree_b, timeline, only_a, only_b = _figures(session.trace_key(trace_a),
+                                                    session.trace_key(trace_b),
                                                     analysis_a, analysis_b)
 st.markdown(f"**Spawn trees**, agents aligned by role and position · {only_a} only in A, "
             f"{only_b} only in B (orange ring: only in this run; grey: only in the other; "
@@ -154,12 +152,13 @@ st.plotly_chart(timeline, key="compare:timeline", config={"displaylogo": False})
 # -- the pairwise question ------------------------------------------------------------------------
 
 st.markdown(f"**{PAIRWISE_PROMPT}**")
+workspace = session.workspace()
 try:
-    store = label_store()
+    held = workspace.judgement(trace_a.trace_id, trace_b.trace_id, reviewer.name) \
+        if reviewer else None
 except RubricError as err:
     st.error(f"The label store cannot be opened: {literal(err, 300)}")
     st.stop()
-held = judgement(store, trace_a.trace_id, trace_b.trace_id, reviewer) if reviewer else None
 if held is not None:
     verdict = "about the same" if held.chosen is None else (
         f"{'A' if held.chosen == trace_a.trace_id else 'B'} "
@@ -189,8 +188,8 @@ if saved:
     try:
         if chosen == "":
             raise LabelError("pick which run is better (or about the same)")
-        save_preference(store, trace_a, trace_b, chosen, reviewer, reason,
-                        None if chosen is None else level)
+        workspace.save_preference(trace_a, trace_b, chosen, reviewer, reason,
+                                  None if chosen is None else level)
     except LabelError as err:
         st.error(literal(err, 300))
     else:

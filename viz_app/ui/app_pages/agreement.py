@@ -10,16 +10,15 @@ import pandas as pd
 import streamlit as st
 
 from components import literal
-from components.annotation import label_store
-from viz_app import app_state
+from viz_app.ui import session
 from viz_app.export import export
 from viz_app.labels.agreement import agreement
-from viz_app.labels.rubric import RubricError
+from viz_app.errors import RubricError
 
-app_state.reviewer()
+session.reviewer()
 st.title("Agreement")
 try:
-    store = label_store()
+    store = session.workspace().labels
 except RubricError as err:
     st.error(f"The rubric cannot be used: {literal(err, 400)}")
     st.stop()
@@ -57,7 +56,7 @@ else:
                               "answers": st.column_config.TextColumn(width="large")})
     if picked is not None and picked.selection.rows:
         _question, chosen = disputes[picked.selection.rows[0]]
-        app_state.open_trace(chosen.trace_id, chosen.event_id or None)
+        session.open_trace(chosen.trace_id, chosen.event_id or None)
 
 st.subheader("Download the labels")
 formats = {"jsonl": "labels.jsonl", "csv": "labels.csv", "parquet": "labels.parquet",

@@ -12,14 +12,15 @@ import threading
 
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_engine, event, select
 
+from viz_app.errors import SchemaError
+from viz_app.store.tables import metadata
+
 SCHEMA_VERSION = 2
 """Version of the trace index table; bump it with a step in MIGRATIONS. (Labels and bookmarks
 keep their own versions, in the same `orchviz_schema` table.)"""
 
-metadata = MetaData()
-
 schema_info = Table(
-    "orchviz_schema", metadata,
+    "orchviz_schema", MetaData(),
     Column("name", String(64), primary_key=True),
     Column("version", Integer, nullable=False),
 )
@@ -39,16 +40,13 @@ def connect(url: str) -> Engine:
 
 
 def _create(url: str) -> Engine:
-    import viz_app.labels.store  # noqa: F401  (declares the label tables on `metadata`)
-    import viz_app.labels.bookmarks  # noqa: F401  (declares the bookmarks table)
-    import viz_app.library  # noqa: F401  (declares the trace index table)
-
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = create_engine(url, pool_pre_ping=True)
     metadata.create_all(engine)
+    schema_info.create(engine, checkfirst=True)
     _migrate(engine)
     return engine
 
@@ -81,7 +79,7 @@ def _migrate(engine: Engine) -> None:
         if found is None:
             conn.execute(schema_info.insert().values(name="orchviz", version=SCHEMA_VERSION))
         elif found > SCHEMA_VERSION:
-            raise RuntimeError(f"the database was written by a newer orchviz (schema {found}); "
+            raise SchemaError(f"the database was written by a newer orchviz (schema {found}); "
                                f"this one knows schema {SCHEMA_VERSION}")
         elif found < SCHEMA_VERSION:
             for version in range(found + 1, SCHEMA_VERSION + 1):

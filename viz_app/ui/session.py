@@ -1,8 +1,8 @@
-"""The app's shared context: settings, the database, cached traces and figures, the reviewer, and
-what is selected (kept in step with the URL, so a link opens the same view).
+"""A browser session's view of orchviz: the shared Workspace, cached traces and figures, the
+reviewer, and what is selected (kept in step with the URL, so a link opens the same view).
 
-Pages and components get everything through here; this module calls the domain modules
-(`library`, `analysis`, `charts`) and never draws anything but the reviewer box.
+Pages get everything through here and hand domain objects to `components`; this module calls the
+Workspace and the domain modules (`analysis`, `charts`) and draws nothing but the reviewer box.
 
 Caching, keyed by the file's hash (so an edited file is read again): a parsed, analysed trace is
 read-only and shared by every session (`st.cache_resource`); its figures are `st.cache_data`, a
@@ -23,13 +23,15 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from components import literal
-from viz_app import charts, library
+from viz_app import charts
 from viz_app.analysis import analyze
-from viz_app.db import connect
-from viz_app.errors import TraceError
-from viz_app.labels.rubric import Rubric, RubricError, load_rubric
+from viz_app.errors import OrchvizError
+from viz_app.io.detect import read_at
+from viz_app.labels.label import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
+from viz_app.store.index import IndexProgress, IndexResult
+from viz_app.workspace import Workspace
 
 TRACE_PAGE = "app_pages/trace.py"
 LIBRARY_PAGE = "app_pages/library.py"
@@ -43,42 +45,23 @@ def settings() -> Settings:
 
 
 @st.cache_resource(show_spinner=False)
-def _engine(url: str) -> Engine:
-    return connect(url)
+def _workspace(settings_json: str, rubric_mtime: float) -> Workspace:
+    del rubric_mtime  # part of the cache key: an edited rubric file is read again
+    return Workspace(Settings.model_validate_json(settings_json))
 
 
-def engine() -> Engine:
-    """The shared database engine (trace index and label store)."""
-    return _engine(settings().db_url)
-
-
-def library_folders() -> list[Path]:
-    """The folders the library lists: the configured ones, then the uploads folder."""
+def workspace() -> Workspace:
+    """The app's Workspace, shared by every session (it holds the database connection and the
+    rubric, nothing of any one reviewer)."""
     current = settings()
-    return [*current.traces, current.uploads]
-
-
-@st.cache_resource(show_spinner=False)
-def _rubric(path: str | None, mtime: float) -> Rubric:
-    del mtime  # part of the cache key: an edited rubric is read again
-    return load_rubric(path)
-
-
-def rubric() -> Rubric:
-    """The app's rubric (`--rubric`, else the default); RubricError when its file is wrong."""
-    path = settings().rubric
+    path = current.rubric
     mtime = path.stat().st_mtime if path is not None and path.exists() else 0.0
-    return _rubric(str(path) if path is not None else None, mtime)
+    return _workspace(current.model_dump_json(), mtime)
 
 
-def index(progress: library.Progress | None = None) -> library.IndexResult:
-    """Bring the trace index up to date and return the library (with each trace's targets
-    under the app's rubric; without them when the rubric file is wrong: the trace page says why)."""
-    try:
-        current = rubric()
-    except RubricError:
-        current = None
-    return library.index_folders(engine(), library_folders(), progress=progress, rubric=current)
+def index(progress: IndexProgress | None = None) -> IndexResult:
+    """Bring the trace index up to date and return the library."""
+    return workspace().update_index(progress=progress)
 
 
 # -- traces and figures ----------------------------------------------------------------------
@@ -98,7 +81,7 @@ def _parsed(path: str, position: int, digest: str) -> Trace:
     # A parsed trace is read-only and large, so every session shares one copy (st.cache_data
     # would unpickle a copy per session: for 20,000 events, 0.4 s and about 100 MB each).
     del digest  # part of the cache key only
-    trace = library.read_indexed(path, position)
+    trace = read_at(path, position)
     analyze(trace).communication  # noqa: B018  (analysed once, before any session reads it)
     return trace
 
@@ -136,18 +119,15 @@ def linked_trace(none_open: str) -> Trace:
         st.info(none_open)
         st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
         st.stop()
-    found = library.find_trace(engine(), trace_id)
-    if found is None:  # a link to a trace added since the index was last brought up to date
-        with st.spinner("Indexing the library…"):
-            index()
-        found = library.find_trace(engine(), trace_id)
+    with st.spinner("Finding the trace…"):
+        found = workspace().find(trace_id)
     if found is None:
         st.error(f"No trace with id `{literal(trace_id)}` in the library.")
         st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
         st.stop()
     try:
         return load(*found)
-    except (TraceError, OSError) as err:
+    except (OrchvizError, OSError) as err:
         st.error(f"The trace could not be loaded: {literal(err, 400)}")
         st.stop()
 
@@ -246,14 +226,29 @@ def charts_ahead() -> Iterator[None]:
 # -- the reviewer ------------------------------------------------------------------------------
 
 
-def reviewer() -> str | None:
-    """The reviewer's name: asked once in the sidebar and kept for the session."""
+def reviewer() -> Reviewer | None:
+    """Who is labelling, read one way for every page: the signed-in user's e-mail (or name)
+    when the app has authentication, else the name typed once in the sidebar and kept for the
+    session. Labels, bookmarks and judgements all record this."""
+    signed_in = _signed_in()
+    if signed_in is not None:
+        st.sidebar.caption(f"Signed in as **{literal(signed_in, 60)}**")
+        return Reviewer(name=signed_in, via="login")
     name = st.session_state.get("reviewer")
     box = st.sidebar.text_input("Reviewer", value=name or "", key="_reviewer_box",
                                 placeholder="your name", help="Recorded on every label you give.")
     name = box.strip() or None
     st.session_state["reviewer"] = name
-    return name
+    return Reviewer(name=name, via="name") if name else None
+
+
+def _signed_in() -> str | None:
+    try:
+        if getattr(st.user, "is_logged_in", False):
+            return st.user.get("email") or st.user.get("name") or None
+    except Exception:  # st.user raises when the app has no authentication configured
+        pass
+    return None
 
 
 # -- selection, in step with the URL ------------------------------------------------------------

@@ -1,0 +1,205 @@
+"""A label: one saved answer with its provenance (who, how they were identified, when, under
+which rubric and trace version, from where), and the pure helpers over labels: the current label
+of each reviewer, progress over a trace's targets, labels from import records. No SQL here: the
+store (`viz_app.store.labels`) keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from viz_app.analysis import analyze
+from viz_app.errors import LabelError
+from viz_app.labels.rubric import LabelTarget, Rubric, check_answer, counted
+from viz_app.model import Trace
+
+Identity = Literal["login", "name", "cli", "import", ""]
+"""How a reviewer was identified when a label was saved."""
+
+
+
+class Reviewer(BaseModel):
+    """Who is answering, and how orchviz knows it: the name every label they save records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The reviewer's name or e-mail.")
+    via: Identity = Field(description="How the name was learnt (see `Label.identified_by`).")
+
+
+LabelRecord = Mapping[str, Any]
+"""A label as exports read it: a dict of FIELDS, `event_id` None for the trace itself."""
+
+
+class Label(BaseModel):
+    """One saved answer, with who gave it, when, and under which rubric and trace version."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label_id: str = Field(description="Unique id: random for a save, derived from the content "
+                          "of an imported record that has none.")
+    trace_id: str = Field(description="The trace labelled.")
+    trace_sha256: str = Field(description="SHA-256 of the trace file the label was made on.")
+    event_id: str = Field(description="The event labelled; '' for the trace itself.")
+    question: str = Field(description="The rubric question answered.")
+    value: Any = Field(description="The answer: a scale point, category, tags, text or event id.")
+    reward: float | None = Field(description="The answer's reward in [-1, 1] under the rubric.")
+    reviewer: str = Field(description="Who answered.")
+    created_at: str = Field(description="When, as ISO 8601 UTC with microseconds.")
+    rubric_version: str = Field(description="Version of the rubric the question came from.")
+    rubric_sha256: str = Field(description="SHA-256 of that rubric.")
+    comment: str = Field("", description="The reviewer's free-text note on the target.")
+    seconds_spent: float | None = Field(None, description="Time spent on the target, if known.")
+    source: Literal["human", "import"] = Field("human", description="Saved in the app or CLI by "
+                                               "a person, or imported from a file.")
+    origin: str = Field("", description="For an import: the file (or judge) it came from.")
+    pair_trace_id: str | None = Field(None, description="For a judgement of two traces: the "
+                                      "second trace (the label's trace is the first).")
+    identified_by: Identity = Field("", description="How the reviewer was known: `login` (the "
+                                    "app's sign-in), `name` (typed in the app), `cli` (a command's "
+                                    "argument), `import` (a file's field); '' before 0.2.")
+
+    @property
+    def target(self) -> tuple[str, str]:
+        """(trace id, event id) of what was labelled."""
+        return self.trace_id, self.event_id
+
+    def to_row(self) -> dict[str, Any]:
+        """The label as a database row (its value as JSON text)."""
+        row = self.model_dump()
+        row["value"] = orjson.dumps(self.value).decode()
+        return row
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Label:
+        """A label from a record of our own table (see `LabelStore.current_records`), not
+        validated again: it was validated when saved."""
+        label = cls.__new__(cls)  # what model_construct does, at a fraction of its cost
+        object.__setattr__(label, "__dict__", {**record, "event_id": record["event_id"] or ""})
+        object.__setattr__(label, "__pydantic_fields_set__", _ALL_FIELDS)
+        object.__setattr__(label, "__pydantic_extra__", None)
+        object.__setattr__(label, "__pydantic_private__", None)
+        return label
+
+    def to_record(self) -> dict[str, Any]:
+        """The label as an export record: every field, `event_id` None for the trace itself."""
+        return {**self.__dict__, "event_id": self.event_id or None}
+
+
+FIELDS: tuple[str, ...] = tuple(Label.model_fields)
+"""Every field of a label, in the order exports (and the labels table) write them."""
+
+_ALL_FIELDS = frozenset(FIELDS)
+
+
+class Progress(BaseModel):
+    """How far one reviewer (or anyone) is with one trace."""
+
+    trace_id: str
+    labelled: int = Field(description="Targets whose required questions all have an answer.")
+    total: int = Field(description="Targets with a required question.")
+    next_target: str | None = Field(description="Key of the first target not yet labelled "
+                                    "('' for the trace itself); None when all are.")
+
+    @property
+    def text(self) -> str:
+        """'3 of 5 targets labelled'."""
+        return f"{self.labelled} of {self.total} targets labelled"
+
+    @property
+    def done(self) -> bool:
+        """Whether every counted target is labelled."""
+        return self.labelled >= self.total
+
+
+class ImportReport(BaseModel):
+    """What an import did."""
+
+    read: int = Field(description="Records read.")
+    added: int = Field(description="Labels added (records already present are not).")
+
+
+def now() -> str:
+    """The current time as labels record it: ISO 8601 UTC with microseconds, so that text order
+    is time order."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def trace_sha256(trace: Trace) -> str:
+    """The hash a label records for its trace: of the file it came from, else of its JSON."""
+    if trace.sha256:
+        return trace.sha256
+    return hashlib.sha256(orjson.dumps(trace.to_dict(), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def current_labels(labels: Iterable[Label]) -> list[Label]:
+    """The newest label per reviewer, target and question (ties broken by label id)."""
+    newest: dict[tuple[str, str, str, str], Label] = {}
+    for label in labels:
+        key = (label.reviewer, label.trace_id, label.event_id, label.question,
+               label.pair_trace_id)
+        held = newest.get(key)
+        if held is None or (label.created_at, label.label_id) > (held.created_at, held.label_id):
+            newest[key] = label
+    return sorted(newest.values(), key=lambda x: (x.trace_id, x.event_id, x.question, x.reviewer))
+
+
+def derived_label_id(record: Mapping[str, Any]) -> str:
+    """A label id from a record's content, so the same record always gets the same id."""
+    content = {k: v for k, v in record.items() if k != "label_id"}
+    canonical = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    return "imp-" + hashlib.sha256(canonical).hexdigest()[:40]
+
+
+REQUIRED_IMPORT_KEYS = ("trace_id", "event_id", "question", "value", "reviewer")
+
+
+def label_from_record(record: Mapping[str, Any], rubric: Rubric, traces: Mapping[str, Trace],
+                      origin: str) -> Label:
+    """A label from an import record in the jsonl export's shape; LabelError when the record
+    lacks a key, names an unknown trace, event or question, or gives a value the rubric refuses.
+    The reward is always the rubric's, times and hashes are filled in when missing."""
+    if not isinstance(record, Mapping):
+        raise LabelError("a label record is a JSON object")
+    missing = [k for k in REQUIRED_IMPORT_KEYS if k not in record]
+    if missing:
+        raise LabelError(f"the record lacks {', '.join(missing)}")
+    trace = traces.get(record["trace_id"])
+    if trace is None:
+        raise LabelError(f"no trace {record['trace_id']!r} among the traces given (--traces)")
+    reviewer = record["reviewer"]
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise LabelError("reviewer must be a non-empty string")
+    event_id = record["event_id"] or None
+    reward = check_answer(rubric, analyze(trace), record["question"], event_id, record["value"],
+                          record.get("answers"))
+    seconds = record.get("seconds_spent")
+    return Label(
+        label_id=str(record.get("label_id") or derived_label_id(record)),
+        trace_id=trace.trace_id, trace_sha256=record.get("trace_sha256") or trace_sha256(trace),
+        event_id=event_id or "", question=record["question"], value=record["value"],
+        reward=reward, reviewer=reviewer.strip(), created_at=record.get("created_at") or now(),
+        rubric_version=record.get("rubric_version") or rubric.version,
+        rubric_sha256=record.get("rubric_sha256") or rubric.sha256,
+        comment=record.get("comment") or "",
+        seconds_spent=float(seconds) if isinstance(seconds, (int, float)) else None,
+        source="import", origin=record.get("origin") or origin, identified_by="import")
+
+
+def progress_of(found: list[LabelTarget], trace_id: str, labels: Iterable[Label]) -> Progress:
+    """Progress over a trace's targets given current labels: a target is labelled when each of
+    its required questions has an answer."""
+    answered: dict[str, set[str]] = {}
+    for label in labels:
+        answered.setdefault(label.event_id, set()).add(label.question)
+    counted_targets = [t for t in found if counted(t)]
+    done = [t for t in counted_targets if set(t.required) <= answered.get(t.key, set())]
+    pending = [t for t in counted_targets if t not in done]
+    return Progress(trace_id=trace_id, labelled=len(done), total=len(counted_targets),
+                    next_target=pending[0].key if pending else None)

@@ -1,0 +1,277 @@
+"""The trace index: every trace under the library's folders, indexed once in the database.
+
+Each file is remembered by path, size and modification time, so a folder of thousands of traces is
+parsed once and later starts list it at once. A file holds one trace (JSON) or a pool of them
+(JSONL), so a row is keyed by its file and its position in that file. A file that fails to load gets
+a row too, with its `TraceError` message: the library lists failures, it never hides them.
+
+Files are read only through `viz_app.io.detect.read_any`, so every format an importer adds shows
+up here with its `source_format`. The index writes no labels: a caller that wants to act on each
+freshly read trace (the Workspace imports published annotations) passes `on_read`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine, and_, delete, select
+
+from viz_app.analysis import analyze
+from viz_app.errors import OrchvizError, TraceError
+from viz_app.io.detect import library_files, read_any
+from viz_app.labels.rubric import Rubric, counted, targets
+from viz_app.model import Trace
+from viz_app.store.tables import trace_index
+
+SEARCH_TEXT_LIMIT = 200_000
+"""Characters of event content kept per trace for search (agent names always fit before it)."""
+
+
+class IndexRow(BaseModel):
+    """What the library shows of one trace, without parsing its file again."""
+
+    path: str = Field(description="The file the trace is in.")
+    position: int = Field(description="Its place among the traces of that file (0 for JSON).")
+    trace_id: str = Field(description="The trace's id.")
+    task_id: str = Field(description="The task the run attempted.")
+    system: str = Field(description="The system that produced it ('' if not given).")
+    topology: str = Field(description="Its topology ('' if not given).")
+    source_format: str = Field(description="`orchviz`, or the importer that converted it.")
+    events: int = Field(description="Number of events.")
+    agents: int = Field(description="Number of agents.")
+    depth: int = Field(description="Depth of the spawn tree.")
+    makespan_s: float = Field(description="From the first event to the end of the last.")
+    parallelism: float = Field(description="Sum of agent lifetimes over the makespan.")
+    tokens: float = Field(description="Tokens the run used.")
+    cost_usd: float = Field(description="What the run cost in dollars.")
+    sha256: str = Field(description="Hash of the trace's bytes (labels record it).")
+    warnings: int = Field(description="How many structural warnings loading it gave.")
+    targets: dict[str, list[str]] | None = Field(
+        None, description="What the rubric asks to label in it: target key ('' for the trace) "
+        "-> the questions that must be answered; None when indexed without a rubric.")
+
+    def labelled(self, answered: dict[str, set[str]]) -> int:
+        """How many of its targets have every required question answered (`answered`: target
+        key -> questions with a current label, as `LabelStore.answered` gives for a trace)."""
+        return sum(1 for key, required in (self.targets or {}).items()
+                   if set(required) <= answered.get(key, set()))
+
+
+class IndexFailure(BaseModel):
+    """A file (or a line of a pool) that could not be loaded, with the reason."""
+
+    path: str = Field(description="The file that failed.")
+    error: str = Field(description="The TraceError message: file, place and problem.")
+
+
+class IndexResult(BaseModel):
+    """The library after indexing: its traces, its failures, and what indexing had to do."""
+
+    rows: list[IndexRow] = Field(default_factory=list, description="Every loaded trace.")
+    failures: list[IndexFailure] = Field(default_factory=list, description="Every failure.")
+    parsed: int = Field(0, description="Files read this time (new or changed).")
+    skipped: int = Field(0, description="Files unchanged since they were indexed: not read.")
+    removed: int = Field(0, description="Files indexed before that are gone now.")
+
+
+IndexProgress = Callable[[int, int, str], None]
+"""Called as `progress(done, total, path)` while files are indexed."""
+
+OnRead = Callable[[Trace], None]
+"""Called with each trace read from a new or changed file; an OrchvizError it raises is listed
+as a failure of that file (the trace still lists)."""
+
+
+class TraceIndex:
+    """The index of the library's traces, in one database."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def update(self, folders: Iterable[str | os.PathLike], *, rubric: Rubric | None = None,
+               progress: IndexProgress | None = None, on_read: OnRead | None = None) -> IndexResult:
+        """Bring the index up to date with the folders and return their traces and failures.
+
+        Files whose size and modification time are unchanged are not read again; new and changed
+        files are read with `read_any`; rows of files that disappeared from these folders are dropped.
+        With a rubric, each row records the trace's targets under it, so the library can say "2 of 5
+        labelled" without loading the trace; files indexed under another rubric are read again.
+        """
+        folders = [Path(f).resolve() for f in folders]
+        files = library_files(folders)
+        known = self._known_files(rubric.sha256 if rubric is not None else None)
+        present = {str(p) for p in files}
+        stale = [path for path in known if _under(path, folders) and path not in present]
+        result = IndexResult()
+        if stale:
+            with self.engine.begin() as conn:
+                for path in stale:
+                    conn.execute(delete(trace_index).where(trace_index.c.path == path))
+            result.removed = len(stale)
+        todo = []
+        for path in files:
+            stat = _stat(path)
+            if stat is not None and known.get(str(path)) == stat:
+                result.skipped += 1
+            else:
+                todo.append((path, stat))
+        for done, (path, stat) in enumerate(todo, start=1):
+            if progress is not None:
+                progress(done - 1, len(todo), str(path))
+            self._index_file(path, stat, rubric, on_read)
+            result.parsed += 1
+        if progress is not None and todo:
+            progress(len(todo), len(todo), "")
+        result.rows, result.failures = self.listing(files)
+        return result
+
+    def reindex(self, path: str | os.PathLike, *, rubric: Rubric | None = None,
+                on_read: OnRead | None = None) -> None:
+        """(Re-)index one file now, whatever the index remembers of it."""
+        path = Path(path).resolve()
+        self._index_file(path, _stat(path), rubric, on_read)
+
+    def listing(self, files: Sequence[Path]) -> tuple[list[IndexRow], list[IndexFailure]]:
+        """The indexed traces and failures of these files, in file order then position."""
+        wanted = {str(p): i for i, p in enumerate(files)}
+        columns = [trace_index.c[name] for name in IndexRow.model_fields] + [trace_index.c.error]
+        with self.engine.connect() as conn:
+            records = conn.execute(select(*columns)).mappings().all()
+        records = sorted((r for r in records if r["path"] in wanted),
+                         key=lambda r: (wanted[r["path"]], r["position"]))
+        rows = [IndexRow.model_validate({**{k: r[k] for k in IndexRow.model_fields},
+                                         "targets": json.loads(r["targets"]) if r["targets"] else None})
+                for r in records if r["error"] is None]
+        failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records
+                    if r["error"] is not None]
+        return rows, failures
+
+    def search(self, rows: Sequence[IndexRow], query: str) -> list[IndexRow]:
+        """The rows matching every word of the query, case-insensitively.
+
+        A word matches a row's id, task, system, topology or format, the agent names, roles, tools
+        and the event content kept in the index.
+        """
+        terms = query.lower().split()
+        if not terms:
+            return list(rows)
+        hits = self._matching_keys(terms)
+        return [r for r in rows if (r.path, r.position) in hits]
+
+    def find(self, trace_id: str) -> tuple[Path, int] | None:
+        """Where the index found a trace: (file, position in it), or None when it has no such id."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                select(trace_index.c.path, trace_index.c.position)
+                .where(trace_index.c.trace_id == trace_id, trace_index.c.error.is_(None))
+                .order_by(trace_index.c.indexed_at.desc(), trace_index.c.path)).first()
+        return (Path(found.path), int(found.position)) if found is not None else None
+
+    def _known_files(self, rubric_sha: str | None) -> dict[str, tuple[int, int]]:
+        """Path -> (size, mtime) of the files indexed, leaving out those whose traces were indexed
+        under another rubric (their targets are out of date). A failed file is kept: it has none."""
+        with self.engine.connect() as conn:
+            found = conn.execute(select(trace_index.c.path, trace_index.c.size,
+                                        trace_index.c.mtime_ns, trace_index.c.rubric_sha,
+                                        trace_index.c.error)).all()
+        known: dict[str, tuple[int, int]] = {}
+        outdated = {r.path for r in found if r.error is None and r.rubric_sha != rubric_sha}
+        for r in found:
+            if r.path not in outdated:
+                known[r.path] = (int(r.size), int(r.mtime_ns))
+        return known
+
+    def _index_file(self, path: Path, stat: tuple[int, int] | None, rubric: Rubric | None,
+                    on_read: OnRead | None) -> None:
+        errors: list[TraceError] = []
+        try:
+            traces = read_any(path, on_error=errors.append)
+        except TraceError as err:
+            traces, errors = [], [err]
+        except Exception as err:  # an importer's bug must not stop the rest of the library
+            traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
+        for trace in traces:
+            if on_read is not None:
+                try:
+                    on_read(trace)
+                except OrchvizError as err:  # the trace still lists; the failure is listed beside it
+                    errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
+        size, mtime = stat if stat is not None else (-1, -1)
+        now = time.time()
+        records = [{**_trace_record(trace, rubric), "position": i} for i, trace in enumerate(traces)]
+        records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
+        with self.engine.begin() as conn:
+            conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
+            if records:
+                conn.execute(trace_index.insert(), [
+                    {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
+                     "indexed_at": now} for r in records])
+
+    def _matching_keys(self, terms: Sequence[str]) -> set[tuple[str, int]]:
+        conditions = [trace_index.c.search_text.like(f"%{_like_escape(t)}%", escape="\\")
+                      for t in terms]
+        with self.engine.connect() as conn:
+            found = conn.execute(select(trace_index.c.path, trace_index.c.position)
+                                 .where(and_(trace_index.c.error.is_(None), *conditions))).all()
+        return {(r.path, int(r.position)) for r in found}
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _under(path: str, folders: Sequence[Path]) -> bool:
+    return any(path == str(f) or path.startswith(str(f) + os.sep) for f in folders)
+
+
+_EMPTY = {c.name: None for c in trace_index.columns if c.name != "id"}
+
+
+def _trace_record(trace: Trace, rubric: Rubric | None) -> dict:
+    figures = analyze(trace).figures
+    found = None if rubric is None else {
+        t.key: t.required for t in targets(rubric, analyze(trace)) if counted(t)}
+    return {
+        "trace_id": trace.trace_id, "task_id": trace.task_id, "system": trace.system or "",
+        "topology": trace.topology or "", "source_format": trace.source_format,
+        "events": figures.events, "agents": figures.agents, "depth": figures.depth,
+        "makespan_s": figures.makespan_s, "parallelism": figures.parallelism,
+        "tokens": figures.tokens, "cost_usd": figures.cost_usd, "sha256": trace.sha256,
+        "warnings": len(trace.warnings), "search_text": search_text(trace), "error": None,
+        "targets": None if found is None else json.dumps(found),
+        "rubric_sha": None if rubric is None else rubric.sha256,
+    }
+
+
+def search_text(trace: Trace) -> str:
+    """The lower-cased text a search looks in: ids, task, system, agent names, roles, tools, then
+    event content up to SEARCH_TEXT_LIMIT characters."""
+    analysis = analyze(trace)
+    head = [trace.trace_id, trace.task_id, trace.system or "", trace.topology or "",
+            trace.source_format]
+    head += analysis.agents
+    head += sorted({analysis.role_of(a) for a in analysis.agents})
+    head += sorted({e.tool for e in trace.events if e.tool})
+    text = "\n".join(head)
+    budget = max(0, SEARCH_TEXT_LIMIT - len(text))
+    parts = []
+    for event in analysis.order:
+        if budget <= 0:
+            break
+        piece = event.text[:budget]
+        parts.append(piece)
+        budget -= len(piece) + 1
+    return (text + "\n" + "\n".join(parts)).lower()
+
+
+def _like_escape(term: str) -> str:
+    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

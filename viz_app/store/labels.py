@@ -1,0 +1,209 @@
+"""The label store: every answer a reviewer saves, kept forever (append-only).
+
+A save adds a row; nothing is updated or deleted. The *current* label of a reviewer on a target
+and question is their newest row, and the older rows are its history. Every row is checked against
+the rubric and the trace before it is written (`LabelError` otherwise); imported rows get a
+`label_id` derived from their content, so importing the same file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine, func, insert, select
+
+from viz_app.analysis import analyze
+from viz_app.errors import LabelError
+from viz_app.labels.label import (FIELDS, Identity, ImportReport, Label, Progress,
+                                  label_from_record, now, progress_of, trace_sha256)
+from viz_app.labels.rubric import Rubric, asked, check_answer, targets
+from viz_app.model import Trace
+from viz_app.store.tables import labels_table
+
+_ID, _TRACE, _EVENT, _QUESTION, _REVIEWER, _CREATED, _PAIR = (
+    FIELDS.index(n) for n in ("label_id", "trace_id", "event_id", "question", "reviewer",
+                              "created_at", "pair_trace_id"))
+
+
+def _record(row: Iterable[Any]) -> dict[str, Any]:
+    """An export record from a row of the labels table."""
+    record = dict(zip(FIELDS, row))
+    record["value"] = orjson.loads(record["value"])
+    record["event_id"] = record["event_id"] or None
+    return record
+
+
+class LabelStore:
+    """The labels in one database, checked against one rubric."""
+
+    def __init__(self, engine: Engine, rubric: Rubric):
+        self.engine = engine
+        self.rubric = rubric
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def save(self, trace: Trace, question: str, value: Any, reviewer: str,
+             event_id: str | None = None, *, comment: str = "",
+             seconds_spent: float | None = None, identified_by: Identity = "cli") -> Label:
+        """Save one answer as a new label (LabelError when the rubric or trace refuses it)."""
+        return self.save_target(trace, event_id, {question: value}, reviewer, comment=comment,
+                                seconds_spent=seconds_spent, identified_by=identified_by)[0]
+
+    def save_target(self, trace: Trace, event_id: str | None, answers: Mapping[str, Any],
+                    reviewer: str, *, comment: str = "",
+                    seconds_spent: float | None = None,
+                    identified_by: Identity = "cli") -> list[Label]:
+        """Save a reviewer's answers on one target together (one transaction). Follow-up
+        questions are checked against the other answers; None answers are skipped."""
+        reviewer = (reviewer or "").strip()
+        if not reviewer:
+            raise LabelError("a label needs a reviewer name")
+        given = {q: v for q, v in answers.items() if v is not None}
+        if not given:
+            raise LabelError("nothing to save: no question was answered")
+        analysis = analyze(trace)
+        stamp, sha = now(), trace_sha256(trace)
+        made: list[Label] = []
+        for question, value in given.items():
+            if not asked(self.rubric.question(question), given):
+                raise LabelError(f"{question} is asked only when "
+                                 f"{self.rubric.question(question).ask_when.question} is one of "
+                                 f"{self.rubric.question(question).ask_when.values}")
+            reward = check_answer(self.rubric, analysis, question, event_id, value, given)
+            made.append(Label(
+                label_id=uuid.uuid4().hex, trace_id=trace.trace_id, trace_sha256=sha,
+                event_id=event_id or "", question=question, value=value, reward=reward,
+                reviewer=reviewer, created_at=stamp, rubric_version=self.rubric.version,
+                rubric_sha256=self.rubric.sha256, comment=comment or "",
+                seconds_spent=seconds_spent, source="human", origin="",
+                identified_by=identified_by))
+        with self.engine.begin() as conn:
+            conn.execute(insert(labels_table), [m.to_row() for m in made])
+        return made
+
+    def add(self, labels: Iterable[Label], chunk: int = 5000) -> int:
+        """Write labels already checked, skipping any whose label_id is stored; returns how many
+        were added. All of them go in one transaction: a crash adds none."""
+        rows = [label.to_row() for label in labels]
+        if not rows:
+            return 0
+        added = 0
+        with self.engine.begin() as conn:
+            for start in range(0, len(rows), chunk):
+                added += self._insert_new(conn, rows[start:start + chunk])
+        return added
+
+    def _insert_new(self, conn, rows: list[dict[str, Any]]) -> int:
+        dialect = self.engine.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            module = __import__(f"sqlalchemy.dialects.{dialect}", fromlist=["insert"])
+            statement = module.insert(labels_table).on_conflict_do_nothing(
+                index_elements=["label_id"]).returning(labels_table.c.label_id)
+            return len(conn.execute(statement, rows).all())  # rowcount is -1 for batches
+        ids = [r["label_id"] for r in rows]
+        held = set(conn.execute(select(labels_table.c.label_id)
+                                .where(labels_table.c.label_id.in_(ids))).scalars())
+        fresh = [r for r in rows if r["label_id"] not in held]
+        if fresh:
+            conn.execute(insert(labels_table), fresh)
+        return len(fresh)
+
+    def import_records(self, records: Iterable[Mapping[str, Any]], traces: Mapping[str, Trace],
+                       origin: str) -> ImportReport:
+        """Import label records (the jsonl export's shape) all or nothing: every record is
+        checked first, and the first bad one raises LabelError naming its place."""
+        labels: list[Label] = []
+        for number, record in enumerate(records, 1):
+            try:
+                labels.append(label_from_record(record, self.rubric, traces, origin))
+            except LabelError as err:
+                raise LabelError(f"{origin}: record {number}: {err}") from None
+        return ImportReport(read=len(labels), added=self.add(labels))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _filtered(query, trace_id: str | None, reviewer: str | None):
+        if trace_id is not None:
+            query = query.where(labels_table.c.trace_id == trace_id)
+        if reviewer is not None:
+            query = query.where(labels_table.c.reviewer == reviewer)
+        return query
+
+    def all(self, trace_id: str | None = None, reviewer: str | None = None) -> Iterator[Label]:
+        """Every stored label (the whole history), oldest first."""
+        query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
+        query = query.order_by(labels_table.c.created_at, labels_table.c.label_id)
+        with self.engine.connect() as conn:
+            for row in conn.execute(query):
+                yield Label.from_record(_record(row))
+
+    def current_records(self, trace_id: str | None = None,
+                        reviewer: str | None = None) -> list[dict[str, Any]]:
+        """The current labels as export records (dicts of every field, `event_id` None for the
+        trace itself), newest per reviewer, target and question, sorted by target. This is
+        what exports read: it builds no objects beyond the rows it returns."""
+        c = labels_table.c
+        query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
+        query = query.order_by(c.trace_id, c.event_id, c.question, c.reviewer)  # by the index
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        # A dict keeps each key where it was first seen, so the rows stay in target order.
+        newest: dict[tuple, Any] = {}
+        for row in rows:
+            key = (row[_REVIEWER], row[_TRACE], row[_EVENT], row[_QUESTION], row[_PAIR])
+            held = newest.get(key)
+            if held is None or (row[_CREATED], row[_ID]) > (held[_CREATED], held[_ID]):
+                newest[key] = row
+        return [_record(row) for row in newest.values()]
+
+    def current(self, trace_id: str | None = None, reviewer: str | None = None) -> list[Label]:
+        """The current labels: newest per reviewer, target and question, sorted by target."""
+        return [Label.from_record(r) for r in self.current_records(trace_id, reviewer)]
+
+    def history(self, trace_id: str, event_id: str | None = None, question: str | None = None,
+                reviewer: str | None = None) -> list[Label]:
+        """Every label ever saved on a trace (or one target of it), oldest first."""
+        found = self.all(trace_id, reviewer)
+        return [x for x in found if (event_id is None or x.event_id == (event_id or ""))
+                and (question is None or x.question == question)]
+
+    def count(self) -> int:
+        """How many label rows are stored (history included)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(labels_table)).scalar_one()
+
+    def reviewers(self) -> list[str]:
+        """Everyone who has saved a label, sorted."""
+        with self.engine.connect() as conn:
+            return sorted(conn.execute(select(labels_table.c.reviewer).distinct()).scalars())
+
+    def answers(self, trace_id: str, reviewer: str) -> dict[str, dict[str, Label]]:
+        """A reviewer's current labels on a trace: target key -> question -> label."""
+        found: dict[str, dict[str, Label]] = {}
+        for label in self.current(trace_id, reviewer):
+            found.setdefault(label.event_id, {})[label.question] = label
+        return found
+
+    def progress(self, trace: Trace, reviewer: str | None = None) -> Progress:
+        """How many of a trace's targets are labelled, by one reviewer or (None) by anyone."""
+        return progress_of(targets(self.rubric, analyze(trace)), trace.trace_id,
+                           self.current(trace.trace_id, reviewer))
+
+    def answered(self, reviewer: str | None = None) -> dict[str, dict[str, set[str]]]:
+        """For each trace id, target key -> the questions with a label, by one reviewer or
+        (None) by anyone. Cheap: no trace is loaded; the library's `IndexRow.labelled` turns it
+        into "n of m"."""
+        c = labels_table.c
+        query = select(c.trace_id, c.event_id, c.question).distinct().where(
+            c.pair_trace_id.is_(None))  # a judgement of two traces is no target of either
+        if reviewer is not None:
+            query = query.where(c.reviewer == reviewer)
+        found: dict[str, dict[str, set[str]]] = {}
+        with self.engine.connect() as conn:
+            for trace_id, event_id, question in conn.execute(query):
+                found.setdefault(trace_id, {}).setdefault(event_id, set()).add(question)
+        return found

@@ -1,0 +1,274 @@
+"""The Workspace: the one front door to orchviz's data.
+
+A Workspace holds what one team works on together: the folders of traces (and the uploads
+folder), the database (trace index, labels, bookmarks, behind one migration history), and the
+rubric that labels are checked against. The CLI, every page of the app and the tests go through
+it, so a rule such as "which trace comes next for this reviewer" or "what a save must contain"
+is written once, here. The reviewer is always an argument: a Workspace is shared by everyone who
+uses it, and knows nobody.
+
+    ws = Workspace.open("orchviz.db", traces=["demo_traces"])
+    library = ws.update_index()
+    trace = ws.trace(library.rows[0].trace_id)
+    ws.save_answers(trace, "e12", {"aggregation_quality": 2}, Reviewer(name="ann", via="cli"))
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from viz_app.errors import LabelError, OrchvizError, RubricError, TraceError
+from viz_app.io import whowhen
+from viz_app.io.detect import read_at
+from viz_app.labels.bookmark import Bookmark
+from viz_app.labels.label import (ImportReport, Label, LabelRecord, Progress, Reviewer,
+                                  label_from_record)
+from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
+from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
+from viz_app.model import Trace
+from viz_app.settings import Settings, database_url
+from viz_app.store.bookmarks import BookmarkStore
+from viz_app.store.database import connect
+from viz_app.store.index import IndexProgress, IndexResult, IndexRow, TraceIndex
+from viz_app.store.labels import LabelStore
+
+
+class Workspace:
+    """Settings, database, rubric, trace index and stores, opened together."""
+
+    def __init__(self, settings: Settings, *, rubric: Rubric | None = None):
+        self.settings = settings
+        self.engine: Engine = connect(settings.db_url)
+        self.index = TraceIndex(self.engine)
+        self.bookmarks = BookmarkStore(self.engine)
+        self._rubric: Rubric | None = rubric
+        self.rubric_error: RubricError | None = None
+        if rubric is None:
+            try:
+                self._rubric = load_rubric(settings.rubric)
+            except RubricError as err:  # the library still lists; labelling says why it cannot
+                self.rubric_error = err
+
+    @classmethod
+    def open(cls, db: str | os.PathLike, *, traces: Sequence[str | os.PathLike] = (),
+             rubric: str | os.PathLike | Rubric | None = None,
+             uploads: str | os.PathLike | None = None) -> Workspace:
+        """A Workspace on a database (a SQLAlchemy URL or a SQLite file's path), listing the
+        given folders or files of traces, under a rubric (a file, a Rubric, or the default)."""
+        given = rubric if isinstance(rubric, Rubric) else None
+        settings = Settings(
+            traces=[Path(t) for t in traces], db_url=database_url(db),
+            uploads=Path(uploads).resolve() if uploads is not None else Path("uploads").resolve(),
+            rubric=Path(rubric) if rubric is not None and given is None else None)
+        return cls(settings, rubric=given)
+
+    @classmethod
+    def from_env(cls) -> Workspace:
+        """The Workspace that `orchviz app` describes in the environment (see Settings)."""
+        return cls(Settings.from_env())
+
+    # -- the rubric and the label store ---------------------------------------------------------
+
+    @property
+    def rubric(self) -> Rubric:
+        """The rubric labels are checked against; RubricError when its file cannot be used."""
+        if self._rubric is None:
+            assert self.rubric_error is not None
+            raise self.rubric_error
+        return self._rubric
+
+    @property
+    def labels(self) -> LabelStore:
+        """The label store under the workspace's rubric; RubricError when it cannot be used."""
+        return LabelStore(self.engine, self.rubric)
+
+    # -- traces -----------------------------------------------------------------------------------
+
+    @property
+    def folders(self) -> list[Path]:
+        """The folders the library lists: the configured ones, then the uploads folder."""
+        return [*self.settings.traces, self.settings.uploads]
+
+    def update_index(self, progress: IndexProgress | None = None) -> IndexResult:
+        """Bring the trace index up to date and return the library. Each trace's targets are
+        recorded under the rubric (left out when the rubric file is wrong), and a run that
+        arrives with a published annotation (Who&When) brings it as imported labels."""
+        return self.index.update(self.folders, rubric=self._rubric, progress=progress,
+                                 on_read=self._import_published)
+
+    def _import_published(self, trace: Trace) -> None:
+        if trace.source_format == whowhen.NAME and self._rubric is not None:
+            self.import_published_labels([trace])
+
+    def find(self, trace_id: str) -> tuple[Path, int] | None:
+        """Where a trace is (file, position in it), bringing the index up to date once when it
+        does not know the id yet (a trace added since)."""
+        found = self.index.find(trace_id)
+        if found is None:
+            self.update_index()
+            found = self.index.find(trace_id)
+        return found
+
+    def trace(self, trace_id: str) -> Trace:
+        """A trace of the library by id; TraceError when there is none or it cannot be read."""
+        found = self.find(trace_id)
+        if found is None:
+            raise TraceError(trace_id, "", "no trace with this id in the library")
+        return read_at(*found)
+
+    def search(self, rows: Sequence[IndexRow], query: str) -> list[IndexRow]:
+        """The rows matching every word of a query (ids, task, agents, tools, content)."""
+        return self.index.search(rows, query)
+
+    # -- progress ---------------------------------------------------------------------------------
+
+    def targets(self, trace: Trace) -> list[LabelTarget]:
+        """What the rubric asks to label in a trace, in time order."""
+        from viz_app.analysis import analyze
+
+        return targets(self.rubric, analyze(trace))
+
+    def progress(self, trace: Trace, reviewer: str | None = None) -> Progress:
+        """How many of a trace's targets are labelled, by one reviewer or (None) by anyone."""
+        return self.labels.progress(trace, reviewer)
+
+    def answered(self, reviewer: str | None = None) -> dict[str, dict[str, set[str]]]:
+        """Trace id -> target key -> questions answered, by a reviewer or (None) by anyone;
+        empty when the rubric cannot be used."""
+        if self._rubric is None:
+            return {}
+        return self.labels.answered(reviewer)
+
+    def labelled_text(self, row: IndexRow, answered: Mapping[str, dict[str, set[str]]]) -> str:
+        """What the library says of a trace's labels: '2 of 5' (targets with every required
+        question answered, of those the rubric asks for), or a bare count when the row was
+        indexed without a rubric."""
+        found = answered.get(row.trace_id, {})
+        if row.targets is None:
+            return f"{len(found)} labelled"
+        return f"{row.labelled(found)} of {len(row.targets)}"
+
+    def next_unlabelled(self, reviewer: str, after: str | None,
+                        rows: Sequence[IndexRow] | None = None) -> str | None:
+        """The first trace after `after` (library order, wrapping) that the reviewer has not
+        fully labelled, or None when every one is. Traces indexed with their targets are judged
+        without being loaded."""
+        rows = list(rows if rows is not None else self.update_index().rows)
+        ids = [r.trace_id for r in rows]
+        start = ids.index(after) + 1 if after in ids else 0
+        answered = self.answered(reviewer)
+        ordered = rows[start:] + rows[:start]
+        for row in ordered:
+            if row.trace_id == after:
+                continue
+            if row.trace_id not in answered:
+                return row.trace_id
+            if row.targets is not None and row.labelled(answered[row.trace_id]) < len(row.targets):
+                return row.trace_id
+        for row in ordered:  # rows indexed without their targets (the rubric file was wrong then)
+            if row.trace_id == after or row.targets is not None:
+                continue
+            try:
+                if not self.progress(read_at(row.path, row.position), reviewer).done:
+                    return row.trace_id
+            except OrchvizError:  # a file that changed or vanished since it was indexed
+                continue
+        return None
+
+    # -- saving -----------------------------------------------------------------------------------
+
+    def save_answers(self, trace: Trace, target: LabelTarget | str | None,
+                     values: Mapping[str, Any], reviewer: Reviewer, *, comment: str = "",
+                     seconds_spent: float | None = None) -> list[Label]:
+        """Save a reviewer's answers on one target of a trace, together.
+
+        The rules of a save: every required question of the target has an answer (empty answers
+        count as none), tags are saved even when empty, and a follow-up question is kept only
+        when the answer it follows asks it (and then it must be answered). LabelError says what
+        is missing or refused; nothing is saved then."""
+        rubric = self.rubric
+        found = self._target(trace, target)
+        questions = [rubric.question(q) for q in found.questions]
+        answers = {q.id: values[q.id] for q in questions if q.kind != "tags"
+                   and values.get(q.id) not in (None, "")}
+        missing = [q.prompt for q in questions if q.id in found.required and q.id not in answers]
+        if missing:
+            raise LabelError("Answer first: " + "; ".join(missing))
+        for q in questions:
+            if q.kind == "tags" and q.id in values:
+                answers[q.id] = list(values[q.id] or [])
+        for q in questions:
+            if q.ask_when is None:
+                continue
+            if not asked(q, answers):
+                answers.pop(q.id, None)
+            elif q.id not in answers:
+                raise LabelError(f"Answer first: {q.prompt}")
+        return self.labels.save_target(trace, found.event_id, answers, reviewer.name,
+                                       comment=comment, seconds_spent=seconds_spent,
+                                       identified_by=reviewer.via)
+
+    def _target(self, trace: Trace, target: LabelTarget | str | None) -> LabelTarget:
+        if isinstance(target, LabelTarget):
+            return target
+        key = target or ""
+        for found in self.targets(trace):
+            if found.key == key:
+                return found
+        raise LabelError(f"trace {trace.trace_id} has no target {key or '(the trace)'!r} "
+                         f"under rubric {self.rubric.name}")
+
+    def save_preference(self, a: Trace, b: Trace, chosen: str | None, reviewer: Reviewer,
+                        reason: str, strength: int | None = None) -> Preference:
+        """Save a reviewer's judgement of two traces (which is better, why, by how much)."""
+        label = judgement_label(self.rubric, a, b, chosen, reviewer.name, reason, strength,
+                                identified_by=reviewer.via)
+        self.labels.add([label])
+        return preference_of(label.to_record())
+
+    def judgement(self, a: str, b: str, reviewer: str) -> Preference | None:
+        """A reviewer's current judgement of two traces, if they gave one."""
+        first = min(a, b)
+        return judgement(self.labels.current_records(trace_id=first, reviewer=reviewer),
+                         a, b, reviewer)
+
+    # -- importing --------------------------------------------------------------------------------
+
+    def import_labels(self, records: Iterable[Mapping[str, Any]], traces: Mapping[str, Trace],
+                      origin: str) -> ImportReport:
+        """Import label records (the jsonl export's shape) all or nothing, checked against the
+        workspace's rubric; LabelError names the first bad record."""
+        labels: list[Label] = []
+        for number, record in enumerate(records, 1):
+            try:
+                labels.append(label_from_record(record, self.rubric, traces, origin))
+            except LabelError as err:
+                raise LabelError(f"{origin}: record {number}: {err}") from None
+        return ImportReport(read=len(labels), added=self.labels.add(labels))
+
+    def import_published_labels(self, traces: Iterable[Trace]) -> int:
+        """Store the annotations that runs arrive with (Who&When's) as imported labels under
+        the workspace's rubric; returns how many were added (0 when already there)."""
+        questions = set(self.rubric.questions_by_id)
+        added = 0
+        for trace in traces:
+            records = whowhen.annotation_records(trace, questions)
+            if records:
+                added += self.import_labels(records, {trace.trace_id: trace},
+                                            whowhen.ORIGIN).added
+        return added
+
+    # -- case studies -----------------------------------------------------------------------------
+
+    def case_study(self, trace: Trace) -> tuple[list[LabelRecord], list[Bookmark]]:
+        """A trace's current labels (its own and the judgements it is part of) and bookmarks:
+        what a report, a presentation and the trace page show."""
+        records = [r for r in self.labels.current_records()
+                   if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))] \
+            if self._rubric is not None else []
+        return records, self.bookmarks.current(trace.trace_id)
