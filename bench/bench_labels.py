@@ -19,20 +19,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from viz_app.export import export  # noqa: E402
 from viz_app.io.native import load_trace  # noqa: E402
-from viz_app.labels.store import Label, LabelStore, now  # noqa: E402
+from viz_app.labels.label import Label, now  # noqa: E402
+from viz_app.labels.rubric import Rubric  # noqa: E402
+from viz_app.workspace import Workspace  # noqa: E402
 
 DEMO = Path(__file__).resolve().parent.parent / "demo_traces" / "10_review_premature_stop.json"
 SAVE_TARGET_MS = 20.0
 EXPORT_TARGET_S = 2.0
 
 
-def synthetic_labels(store: LabelStore, trace_id: str, count: int) -> list[Label]:
+def synthetic_labels(rubric: Rubric, trace_id: str, count: int) -> list[Label]:
     """`count` labels, each on its own (trace, reviewer) pair, so every one of them is current."""
     stamp = now()
     return [Label(label_id=f"bench-{i}", trace_id=f"{trace_id}-{i % 1000}", trace_sha256="0" * 64,
                   event_id="e12", question="aggregation_quality", value=1 + i % 5,
                   reward=(i % 5) / 2 - 1, reviewer=f"reviewer-{i // 1000}", created_at=stamp,
-                  rubric_version=store.rubric.version, rubric_sha256=store.rubric.sha256)
+                  rubric_version=rubric.version, rubric_sha256=rubric.sha256)
             for i in range(count)]
 
 
@@ -43,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     trace = load_trace(DEMO)
     with tempfile.TemporaryDirectory() as folder:
-        store = LabelStore(f"sqlite:///{Path(folder) / 'bench.db'}")
+        store = Workspace.open(Path(folder) / "bench.db").labels
         times = []
         for i in range(args.saves):
             start = time.perf_counter()
@@ -51,7 +53,7 @@ def main() -> int:
             times.append(time.perf_counter() - start)
         save_ms = statistics.median(times) * 1000
 
-        store.add(synthetic_labels(store, trace.trace_id, args.labels))
+        store.add(synthetic_labels(store.rubric, trace.trace_id, args.labels))
         runs, cpu = [], []
         for run in range(3):
             start, start_cpu = time.perf_counter(), time.process_time()
