@@ -2,9 +2,9 @@
 to), the bookmarks on the selected event for the inspector, the way into presentation mode, and
 the report download.
 
-Everything goes through the BookmarkStore and the Workspace the page gives, and `viz_app.export.report`
-(no SQL, no HTML built here). Notes are the reviewer's Markdown, shown with `st.markdown`,
-which renders Markdown but never raw HTML; trace text goes through `literal`.
+Everything goes through the BookmarkStore and the Workspace the page gives, and
+`viz_app.export.report` (no SQL, no HTML built here). Notes are the reviewer's Markdown, shown
+with `st.markdown`, which renders Markdown but never raw HTML; trace text goes through `literal`.
 """
 
 from __future__ import annotations

@@ -94,13 +94,15 @@ class TraceIndex:
         self.engine = engine
 
     def update(self, folders: Iterable[str | os.PathLike], *, rubric: Rubric | None = None,
-               progress: IndexProgress | None = None, on_read: OnRead | None = None) -> IndexResult:
+               progress: IndexProgress | None = None,
+               on_read: OnRead | None = None) -> IndexResult:
         """Bring the index up to date with the folders and return their traces and failures.
 
         Files whose size and modification time are unchanged are not read again; new and changed
-        files are read with `read_any`; rows of files that disappeared from these folders are dropped.
-        With a rubric, each row records the trace's targets under it, so the library can say "2 of 5
-        labelled" without loading the trace; files indexed under another rubric are read again.
+        files are read with `read_any`; rows of files that disappeared from these folders are
+        dropped. With a rubric, each row records the trace's targets under it, so the library can
+        say "2 of 5 labelled" without loading the trace; files indexed under another rubric are
+        read again.
         """
         folders = [Path(f).resolve() for f in folders]
         files = library_files(folders)
@@ -145,7 +147,7 @@ class TraceIndex:
         records = sorted((r for r in records if r["path"] in wanted),
                          key=lambda r: (wanted[r["path"]], r["position"]))
         rows = [IndexRow.model_validate({**{k: r[k] for k in IndexRow.model_fields},
-                                         "targets": json.loads(r["targets"]) if r["targets"] else None})
+                                         "targets": _targets(r["targets"])})
                 for r in records if r["error"] is None]
         failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records
                     if r["error"] is not None]
@@ -199,11 +201,12 @@ class TraceIndex:
             if on_read is not None:
                 try:
                     on_read(trace)
-                except OrchvizError as err:  # the trace still lists; the failure is listed beside it
+                except OrchvizError as err:  # the trace still lists; its failure is listed beside it
                     errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
         size, mtime = stat if stat is not None else (-1, -1)
         now = time.time()
-        records = [{**_trace_record(trace, rubric), "position": i} for i, trace in enumerate(traces)]
+        records = [{**_trace_record(trace, rubric), "position": i}
+                   for i, trace in enumerate(traces)]
         records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
         with self.engine.begin() as conn:
             conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
@@ -227,6 +230,10 @@ def _stat(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return stat.st_size, stat.st_mtime_ns
+
+
+def _targets(text: str | None) -> dict[str, list[str]] | None:
+    return json.loads(text) if text else None
 
 
 def _under(path: str, folders: Sequence[Path]) -> bool:

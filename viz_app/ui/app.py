@@ -6,8 +6,9 @@ import streamlit as st
 
 from viz_app.ui import session
 
-st.set_page_config(page_title="orchviz", page_icon=str(Path(__file__).parent.parent / "static" / "favicon.png"),
-                   layout="wide")
+FAVICON = Path(__file__).resolve().parent.parent / "static" / "favicon.png"
+
+st.set_page_config(page_title="orchviz", page_icon=str(FAVICON), layout="wide")
 present = st.Page("app_pages/present.py", title="Present", icon=":material/slideshow:",
                   url_path="present")
 page = st.navigation([
