@@ -16,7 +16,8 @@ EXPECTED = {
     "inspect_handoff.eval": "inspect_ai",
     "inspect_handoff.json": "inspect_ai",
     "whowhen_magentic.json": "whowhen",
-    "whowhen_handcrafted.json": "whowhen",
+    "whowhen_algorithm_generated.json": "whowhen",
+    "whowhen_magentic_unterminated.json": "whowhen",
     "../example_trace.json": "orchviz",
 }
 

@@ -2,9 +2,12 @@
 annotation goes into the label store as imported labels."""
 
 import pytest
-from importing import FIXTURES, assert_reference_valid, delegations, spawns, stop_agents
+from importing import (FIXTURES, assert_reference_valid, delegations, spawns, stop_agents,
+                       warning_codes)
 
-from viz_app.io.whowhen import annotation, import_annotation, import_whowhen, speaker
+from factories import make_workspace
+from viz_app.analysis import analyze
+from viz_app.io.whowhen import annotation, annotation_records, import_whowhen, speaker
 
 
 @pytest.fixture(scope="module")
@@ -51,22 +54,108 @@ def test_speaker_reads_role_notes():
     assert speaker({"role": "assistant", "name": "Coder"}) == ("Coder", None)
 
 
-def test_hand_crafted_group_chat_is_messages_to_the_next_speaker():
-    (trace,) = import_whowhen(FIXTURES / "whowhen_handcrafted.json")
-    assert_reference_valid(trace)
-    assert [(e.agent, e.to) for e in trace.events if e.type == "message"] == [
-        ("DataAnalysis_Expert", "Computer_terminal"),
-        ("Computer_terminal", "Verification_Expert"), ("Verification_Expert", None)]
-    assert annotation(trace)["mistake_agent"] == "DataAnalysis_Expert"
+@pytest.fixture(scope="module")
+def group_chat():
+    (trace,) = import_whowhen(FIXTURES / "whowhen_algorithm_generated.json")
+    return trace
+
+
+@pytest.fixture(scope="module")
+def unterminated():
+    (trace,) = import_whowhen(FIXTURES / "whowhen_magentic_unterminated.json")
+    return trace
+
+
+def test_algorithm_generated_group_chat_is_messages_to_the_next_speaker(group_chat):
+    assert_reference_valid(group_chat)
+    assert [(e.agent, e.to) for e in group_chat.events if e.type == "message"] == [
+        ("DataAnalysis_Expert", "Computer_terminal"), ("DataAnalysis_Expert", "Computer_terminal"),
+        ("Computer_terminal", "Verification_Expert"), ("DataAnalysis_Expert", None)]
+    assert annotation(group_chat)["mistake_agent"] == "DataAnalysis_Expert"
+
+
+def test_the_subsets_are_named_as_the_dataset_names_them(magentic, group_chat):
+    """Defect: the docs called the group chats hand-crafted; Hand-Crafted is Magentic-One."""
+    assert annotation(magentic)["found"]["subset"] == "Hand-Crafted"
+    assert annotation(group_chat)["found"]["subset"] == "Algorithm-Generated"
+    docs = (FIXTURES.parents[2] / "docs" / "importers.md").read_text("utf-8")
+    assert "Hand-Crafted subset (Magentic-One)" in docs
+    assert "Algorithm-Generated subset (CaptainAgent group chats)" in docs
+
+
+def test_an_inferred_stop_follows_the_runs_last_event_not_the_orchestrators(unterminated):
+    """Defect: the stop was put after the orchestrator's last event, before a worker's reply."""
+    a = analyze(unterminated)
+    (stop,) = a.stops
+    last_reply = [e for e in a.order if e.type == "return"][-1]
+    assert last_reply.agent == "WebSurfer"
+    assert a.position[stop.event_id] > a.position[last_reply.id]
+    assert (stop.agent, unterminated.event(stop.event_id).extras["inferred_by"]) == (
+        "Orchestrator", "importer")
+
+
+def test_a_blamed_agent_who_does_not_speak_at_the_step_is_warned_and_marked_uncertain(
+        unterminated):
+    """Defect: the label went on the step silently although another agent speaks there."""
+    assert "annotation_agent_mismatch" in warning_codes(unterminated)
+    found = annotation(unterminated)
+    event = unterminated.event(found["event_id"])
+    assert (event.agent, found["mistake_agent"], found["found"]["speaker"]) == (
+        "Orchestrator", "WebSurfer", "Orchestrator")
+    records = annotation_records(unterminated, {"task_outcome", "mistake_agent", "mistake_step"})
+    by_question = {r["question"]: r for r in records}
+    assert by_question["task_outcome"]["mapping"] == "certain"
+    assert by_question["mistake_agent"]["mapping"] == "uncertain"
+    assert by_question["mistake_step"]["value"] == found["event_id"]
+    assert by_question["mistake_step"]["comment"].startswith("[uncertain mapping: Who&When "
+                                                             "blames WebSurfer")
+
+
+def test_mistake_type_labels_ground_truth_and_prompts_are_kept(group_chat, unterminated):
+    """Defect: mistake_type, labels, ground_truth and the experts' system prompts were dropped."""
+    record = annotation(group_chat)["record"]
+    assert (record["mistake_type"], record["labels"]) == ("incomplete data retrieval",
+                                                          ["data", "verification"])
+    assert record["ground_truth"] == "2019" and "history" not in record
+    prompts = {e.agent: e.extras["system_prompt"] for e in group_chat.events
+               if "system_prompt" in e.extras}
+    assert set(prompts) == {"DataAnalysis_Expert", "Verification_Expert"}
+    (aggregate,) = [e for e in group_chat.events if e.type == "aggregate"]
+    assert aggregate.extras["ground_truth"] == "2019"
+    assert annotation(unterminated)["record"]["groundtruth"] == "4"
+    (outcome,) = annotation_records(group_chat, {"task_outcome"})
+    assert "raw tags: mistake_type=incomplete data retrieval" in outcome["comment"]
+
+
+def test_a_group_chat_has_an_aggregate_of_the_other_experts_and_a_stop(group_chat):
+    """Defect: the group-chat runs got no stop and no aggregate at all."""
+    a = analyze(group_chat)
+    (point,) = a.aggregates
+    merged = [group_chat.event(i) for i in point.inputs]
+    assert [e.agent for e in merged] == ["DataAnalysis_Expert", "Computer_terminal"]
+    assert (point.agent, group_chat.event(point.event_id).content) == (
+        "Verification_Expert", "2018 had the most rainfall: 800 mm.")
+    (stop,) = a.stops
+    assert stop.inferred is False and a.position[stop.event_id] == len(a.order) - 1
 
 
 def test_annotation_is_stored_once_as_an_imported_label(magentic, tmp_path):
-    from viz_app.labels.store import open_store
-
-    url = f"sqlite:///{tmp_path / 'labels.db'}"
-    assert import_annotation(magentic, url) == 1
-    assert import_annotation(magentic, url) == 0
-    (label,) = open_store(url).all()
+    workspace = make_workspace(tmp_path)
+    assert workspace.import_published_labels([magentic]) == 1
+    assert workspace.import_published_labels([magentic]) == 0
+    (label,) = workspace.labels.all()
     assert (label.source, label.origin, label.question, label.value) == (
         "import", "Who&When", "task_outcome", "failure")
     assert "step 6" in label.comment
+
+
+def test_indexing_a_folder_writes_no_label_only_importing_does(tmp_path):
+    """Indexing (the app's library) never writes labels; `import_published_labels` does."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "run.json").write_bytes((FIXTURES / "whowhen_magentic.json").read_bytes())
+    workspace = make_workspace(tmp_path, traces=[folder])
+    workspace.update_index()
+    assert workspace.labels.count() == 0
+    traces = workspace.read_traces().traces
+    assert workspace.import_published_labels(traces.values()) == 1

@@ -96,14 +96,10 @@ class Workspace:
 
     def update_index(self, progress: IndexProgress | None = None) -> IndexResult:
         """Bring the trace index up to date and return the library. Each trace's targets are
-        recorded under the rubric (left out when the rubric file is wrong), and a run that
-        arrives with a published annotation (Who&When) brings it as imported labels."""
-        return self.index.update(self.folders, rubric=self._rubric, progress=progress,
-                                 on_read=self._import_published)
-
-    def _import_published(self, trace: Trace) -> None:
-        if trace.source_format == whowhen.NAME and self._rubric is not None:
-            self.import_published_labels([trace])
+        recorded under the rubric (left out when the rubric file is wrong). Indexing writes no
+        label: a run's published annotation becomes labels only when asked
+        (`import_published_labels`, which `orchviz import --db` calls)."""
+        return self.index.update(self.folders, rubric=self._rubric, progress=progress)
 
     def find(self, trace_id: str) -> tuple[Path, int] | None:
         """Where a trace is (file, position in it), bringing the index up to date once when it

@@ -11,6 +11,7 @@ trace is validated exactly like a native one and carries the same warnings, plus
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -23,7 +24,7 @@ from viz_app.io.native import parse_json, trace_from_dict
 from viz_app.model import Trace, TraceWarning
 
 
-NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request"})
+NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request", "compaction"})
 """Message kinds that are never a run's final answer."""
 
 
@@ -119,6 +120,27 @@ def parse_time(value: Any) -> float | None:
     return moment.timestamp()
 
 
+_DURATION = re.compile(r"^P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?"
+                       r"(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_duration(value: Any) -> float | None:
+    """Seconds from an ISO 8601 duration (`PT1M4.006348S`, `P1DT2H`) or a number of seconds;
+    None when the value is neither (or is an empty `P`/`PT`)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value >= 0 else None
+    if not isinstance(value, str):
+        return None
+    match = _DURATION.match(value.strip().upper())
+    if match is None or not any(match.groupdict().values()):
+        return None
+    parts = {k: float(v) for k, v in match.groupdict().items() if v}
+    return (parts.get("d", 0.0) * 86400 + parts.get("h", 0.0) * 3600 + parts.get("m", 0.0) * 60
+            + parts.get("s", 0.0))
+
+
 def as_text(value: Any) -> str | None:
     """A value as inline text: strings as they are, anything else as compact JSON."""
     if value is None:
@@ -134,6 +156,49 @@ def as_text(value: Any) -> str | None:
 def content_hash(text: str) -> str:
     """The content hash orchviz writes in `content_ref` when inline content is dropped."""
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+ANNOTATION_KEY = "published_annotation"
+"""The event key under which a dataset's published annotation is kept verbatim."""
+
+CERTAIN, UNCERTAIN = "certain", "uncertain"
+"""How sure an importer is that a published label means what the rubric's question asks."""
+
+
+def publish(event: dict[str, Any], origin: str, version: str, record: Any,
+            **about: Any) -> dict[str, Any]:
+    """Keep a dataset's published annotation verbatim on the event it is about (the first
+    event for an annotation of the whole run): its origin, the dataset version and the record
+    as published (keys in `about`, such as the span it located, are added beside them). An
+    event can carry several annotations. Returns what was kept."""
+    kept = {"origin": origin, "dataset_version": version, "record": record, **about}
+    event.setdefault(ANNOTATION_KEY, []).append(kept)
+    return kept
+
+
+def published(trace: Trace, origin: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(event id, annotation) of every published annotation a trace carries (of one origin, or
+    of all), in event order; the trace may have been imported or read back from a native
+    file, which keeps them."""
+    found = []
+    for event in trace.events:
+        for kept in event.extras.get(ANNOTATION_KEY) or ():
+            if isinstance(kept, dict) and (origin is None or kept.get("origin") == origin):
+                found.append((event.id, kept))
+    return found
+
+
+def label_record(trace: Trace, origin: str, question: str, value: Any, comment: str, *,
+                 event_id: str = "", mapping: str = CERTAIN, why: str = "",
+                 created_at: str = "2025-01-01T00:00:00.000000Z") -> dict[str, Any]:
+    """One published annotation as a label record (the label store's import shape), answered
+    by `origin` as reviewer. An uncertain mapping says so twice: `mapping: uncertain` (for a
+    store that keeps it) and at the head of the comment, with why (for one that does not)."""
+    if mapping == UNCERTAIN:
+        comment = f"[uncertain mapping: {why}] {comment}".strip()
+    return {"trace_id": trace.trace_id, "event_id": event_id, "question": question,
+            "value": value, "reviewer": origin, "origin": origin, "comment": comment,
+            "created_at": created_at, "mapping": mapping}
 
 
 class TraceDraft:
@@ -178,28 +243,32 @@ class TraceDraft:
                     best = event
         return best
 
-    def conclude(self, root: str, *, stop_at: float | None = None) -> None:
+    def conclude(self, root: str, *, stop_at: float | None = None,
+                 aggregate: bool = True) -> dict[str, Any] | None:
         """Mark how the root ends: its final message becomes an aggregate when returns reached
-        it before, and a stop decision follows its last event (or lands at `stop_at`)."""
-        own = [e for e in self.events if e["agent"] == root]
-        if not own:
-            return
-        spoken = [e for e in self.events if e["agent"] == root and e["type"] == "message"
-                  and e.get("kind") not in NOT_ANSWERS]
-        final = None
-        for event in spoken:  # the latest; on a tie, the one added last
-            if final is None or event["t"] >= final["t"]:
-                final = event
-        if final is not None and final.get("to") is None and any(
-                e["type"] == "return" and e.get("to") == root and e["t"] <= final["t"]
-                for e in self.events):
-            final["type"] = "aggregate"
-            final.pop("from", None)
-        last = max(own, key=lambda e: max(e["t"], e.get("end_t", e["t"])))
-        end = max(last["t"], last.get("end_t", last["t"]))
-        t = stop_at if stop_at is not None and stop_at >= end else end
-        self.add(t, "orchestrator_decision", root, decision="stop", inferred_by="importer",
-                 content="run ended")
+        it before (unless `aggregate` is False: the importer placed its aggregates itself), and
+        a stop decision follows the run's last event, whoever's it is (or lands at `stop_at`,
+        where the source says the root stopped). Returns the stop event."""
+        if not any(e["agent"] == root for e in self.events):
+            return None
+        if aggregate:
+            spoken = [e for e in self.events if e["agent"] == root and e["type"] == "message"
+                      and e.get("kind") not in NOT_ANSWERS]
+            final = None
+            for event in spoken:  # the latest; on a tie, the one added last
+                if final is None or event["t"] >= final["t"]:
+                    final = event
+            if final is not None and final.get("to") is None and any(
+                    e["type"] == "return" and e.get("to") == root and e["t"] <= final["t"]
+                    for e in self.events):
+                final["type"] = "aggregate"
+                final.pop("from", None)
+        end = max(max(e["t"], e.get("end_t", e["t"])) for e in self.events)
+        own_end = max(max(e["t"], e.get("end_t", e["t"])) for e in self.events
+                      if e["agent"] == root)
+        t = stop_at if stop_at is not None and stop_at >= own_end else end
+        return self.add(t, "orchestrator_decision", root, decision="stop",
+                        inferred_by="importer", content="run ended")
 
     def shape(self) -> str | None:
         """The topology the spawns show: hierarchical when a spawned agent spawns too,
