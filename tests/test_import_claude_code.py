@@ -1,6 +1,8 @@
 """Claude Code transcripts become traces: main thread as orchestrator, Task/Agent calls as spawns,
 sidechains as the sub-agents' events, results as returns, the final answer as aggregate and stop."""
 
+import shutil
+
 import pytest
 from importing import (FIXTURES, assert_reference_valid, returns, spawns, stop_agents,
                        warning_codes)
@@ -8,6 +10,7 @@ from importing import (FIXTURES, assert_reference_valid, returns, spawns, stop_a
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.claude_code import import_claude_code, read_project
+from viz_app.io.detect import read_any, read_folder
 
 SESSION = FIXTURES / "claude_session.jsonl"
 PROJECT = FIXTURES / "claude_code_project"
@@ -108,3 +111,79 @@ def test_a_file_of_another_format_is_refused_clearly():
     with pytest.raises(TraceError) as err:
         import_claude_code(FIXTURES / "otlp_openinference.jsonl")
     assert "not a Claude Code transcript" in err.value.problem
+
+
+# -- defects found on real sessions ----------------------------------------------------------
+
+PROGRESS = FIXTURES / "claude_code_progress"
+"""Session s-3333: an Explore sub-agent (p7) whose lines are in the parent's `progress` lines and
+in `s-3333/subagents/agent-p7.jsonl`, an automatic compaction, and a second human turn."""
+
+
+@pytest.fixture(scope="module")
+def with_folder():
+    (trace,) = import_claude_code(PROGRESS / "s-3333.jsonl")
+    return trace
+
+
+@pytest.fixture(scope="module")
+def without_folder(tmp_path_factory):
+    alone = tmp_path_factory.mktemp("no-subagents") / "s-3333.jsonl"
+    alone.write_bytes((PROGRESS / "s-3333.jsonl").read_bytes())
+    (trace,) = import_claude_code(alone)
+    return trace
+
+
+def test_a_subagent_known_only_from_progress_lines_is_rebuilt_from_them(without_folder):
+    """Defect: without `subagents/`, the sub-agent was spawned but empty, without a warning."""
+    assert_reference_valid(without_folder)
+    own = analyze(without_folder).events_of["Explore-p7"]
+    assert [e.type for e in own] == ["tool_call", "tool_result", "message", "return"]
+    assert own[0].model == "claude-haiku-4-5" and own[0].tool == "Grep"
+    assert "subagent_from_progress" in warning_codes(without_folder)
+
+
+def test_automatic_compaction_is_an_event_of_main_not_a_spawned_agent(with_folder):
+    """Defect: `agent-acompact-*` was shown as a spawned sub-agent, inflating fan-out."""
+    a = analyze(with_folder)
+    assert spawns(with_folder) == [("main", "Explore-p7")]
+    assert a.figures.max_fanout == 1 and "unclaimed_sidechain" not in warning_codes(with_folder)
+    (compaction,) = [e for e in with_folder.events if e.extras.get("kind") == "compaction"]
+    assert (compaction.agent, compaction.type) == ("main", "message")
+    assert compaction.content.startswith("Summary:") and compaction.end_t > compaction.t
+
+
+def test_the_aggregate_is_the_first_main_text_after_the_returns(with_folder):
+    """Defect: the aggregate was the session's last assistant text, turns after the return."""
+    (point,) = analyze(with_folder).aggregates
+    aggregate = with_folder.event(point.event_id)
+    assert aggregate.extras["source_id"] == "m4"
+    assert [with_folder.event(i).from_ for i in point.inputs] == ["Explore-p7"]
+    last = [e for e in with_folder.events if e.extras.get("source_id") == "m9"]
+    assert [e.type for e in last] == ["message"]
+
+
+def test_subagent_files_beside_their_session_in_a_plain_folder_are_joined_to_it(tmp_path):
+    """Defect: read file by file, a session and its two sub-agent files gave three traces with
+    one id, the session without its sub-agents."""
+    project = tmp_path / "projects" / "-repo"
+    shutil.copytree(PROJECT, project)
+    traces = read_folder(tmp_path / "projects")
+    assert [t.trace_id for t in traces] == ["s-2222"]
+    assert {e.agent for e in traces[0].events} == {"main", "coder-c3", "reviewer-d4"}
+    (by_path,) = read_any(project / "s-2222.jsonl")
+    assert spawns(by_path) == spawns(traces[0])
+    (alone,) = read_any(project / "agent-d4.jsonl")
+    assert alone.trace_id == "s-2222/agent-d4"
+
+
+def test_the_same_run_with_and_without_its_subagents_folder_has_one_spawn_tree(
+        with_folder, without_folder):
+    """Fidelity: the progress lines and the sub-agent's own transcript tell the same tree."""
+    def tree(trace):
+        a = analyze(trace)
+        return sorted((e.agent, e.to, e.role) for e in a.order if e.type == "spawn"), \
+            sorted(a.agents), [(e.type, e.agent) for e in a.order
+                               if e.agent != "main" or e.type in ("spawn", "return")]
+    assert tree(with_folder) == tree(without_folder)
+    assert analyze(with_folder).figures.depth == analyze(without_folder).figures.depth == 1

@@ -2,10 +2,13 @@
 
 Mapping: the session's main thread is the orchestrator `main`; a `Task` (older) or `Agent` (2.1+)
 tool_use is a spawn whose role is `input.subagent_type`; sidechain lines (`isSidechain`, `agentId`,
-inline or in `agent-<agentId>.jsonl` files) are that sub-agent's events; other tool_use and
-tool_result blocks are tool_call and tool_result; the spawning tool's result is the sub-agent's
-return; the main thread's final answer is an aggregate when returns came before it, and its end
-is the stop. Usage (`message.usage`) is counted once per `message.id`, however many lines share it.
+inline or in `agent-<agentId>.jsonl` files) are that sub-agent's events, and when a sub-agent's
+transcript is absent it is rebuilt from the parent's `progress` lines (`agent_progress`); other
+tool_use and tool_result blocks are tool_call and tool_result; the spawning tool's result is the
+sub-agent's return; the first main-thread text once every spawned sub-agent has returned (before
+the next human turn) is the aggregate, and the run's end is the stop. Automatic context
+compaction (`agent-acompact-*`) is an event of `main`, not a sub-agent. Usage (`message.usage`)
+is counted once per `message.id`, however many lines share it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
-from viz_app.io.records import TraceDraft, as_text, first_value, json_lines, parse_time
+from viz_app.io.records import (NOT_ANSWERS, TraceDraft, as_text, first_value, json_lines,
+                                parse_time)
 from viz_app.model import Trace
 
 NAME = "claude_code"
@@ -47,15 +51,28 @@ def import_claude_code(source: Source, *, name: str | None = None,
     """The session in a transcript file as one trace; `subagent_files` are the session's
     `agent-<id>.jsonl` files, read as its sidechains (found beside a session file when not
     given)."""
-    if subagent_files is None:
-        is_path = not isinstance(source, bytes)
-        subagent_files = subagent_files_of(Path(source)) if is_path else []
     data, label = read_source(source, name)
+    if subagent_files is None:
+        path = _path_of(source, name, len(data))
+        subagent_files = subagent_files_of(path) if path is not None else []
     lines = list(_lines(data, label))
     for extra in subagent_files:
         more, more_label = read_source(extra)
         lines.extend(_lines(more, more_label))
     return [session_trace(lines, label)]
+
+
+def _path_of(source: Source, name: str | None, size: int) -> Path | None:
+    """The file a transcript was read from: the path given, or the file its bytes' name names
+    (what `read_any` passes on) when that file holds as many bytes; None for an upload."""
+    if not isinstance(source, bytes):
+        return Path(source)
+    try:
+        path = Path(name) if name else None
+        return path if path is not None and path.is_file() and path.stat().st_size == size \
+            else None
+    except OSError:
+        return None
 
 
 def _lines(data: bytes, label: str) -> Iterable[dict[str, Any]]:
@@ -76,10 +93,15 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
                          "sessionId or uuid)")
     draft = TraceDraft()
     threads: dict[str | None, list[tuple[float, int, dict[str, Any]]]] = defaultdict(list)
+    progress: dict[str, list[tuple[float, int, dict[str, Any]]]] = defaultdict(list)
+    progress_of: dict[str, str] = {}
     session = next((line["sessionId"] for line in lines if isinstance(line.get("sessionId"), str)),
                    "session")
     for index, line in enumerate(lines):
         kind = line.get("type")
+        if kind == "progress":
+            _progress_line(line, index, progress, progress_of)
+            continue
         if kind in SKIPPED_TYPES:
             continue
         if kind not in ("user", "assistant") or not isinstance(line.get("message"), dict):
@@ -93,30 +115,126 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
         if line.get("isSidechain"):
             agent_id = line.get("agentId") if isinstance(line.get("agentId"), str) else "sidechain"
         threads[agent_id].append((t, index, line))
+    for agent_id, rebuilt in progress.items():
+        if agent_id not in threads:  # no transcript of its own: the parent's progress lines
+            threads[agent_id] = rebuilt
+            draft.note("subagent_from_progress", f"sub-agent {agent_id} has no transcript file; "
+                       f"it is rebuilt from {len(rebuilt)} progress lines of its parent")
     if not threads:
         raise TraceError(label, "", "holds no user or assistant lines")
     for thread in threads.values():
         thread.sort(key=lambda item: (item[0], item[1]))  # lines can be out of time order
+    compactions = {a: threads.pop(a) for a in list(threads) if is_compaction(a)}
 
-    spawns = _spawn_calls(threads.get(None, []))
+    spawns = _spawn_calls(threads.get(None, []), progress_of)
     names = _agent_names(threads, spawns)
     calls: dict[str, dict[str, Any]] = {}
     spawn_events: dict[str, dict[str, Any]] = {}
     for agent_id, thread in sorted(threads.items(), key=lambda kv: kv[0] is not None):
         _thread_events(draft, thread, names[agent_id], agent_id, calls, spawn_events, spawns)
+    for agent_id, thread in sorted(compactions.items(), key=lambda kv: kv[1][0][0]):
+        _compaction(draft, agent_id, thread)
     _unspawned(draft, threads, names, spawn_events)
-    draft.conclude(MAIN)
-    return draft.build(label, NAME, trace_id=session, task_id=_task(threads.get(None, [])),
+    _aggregates(draft)
+    draft.conclude(MAIN, aggregate=False)
+    trace_id = session
+    if None not in threads and len(threads) == 1:  # a sub-agent file read without its session
+        trace_id = f"{session}/agent-{next(iter(threads))}"
+    return draft.build(label, NAME, trace_id=trace_id, task_id=_task(threads.get(None, [])),
                        system="claude-code", topology="centralized" if spawn_events else "harness")
 
 
-def _spawn_calls(main: list[tuple[float, int, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each sub-agent tool_use id -> {input, agent_id (from its result, if known)}."""
+def is_compaction(agent_id: str | None) -> bool:
+    """Whether a sidechain is automatic context compaction (`agent-acompact-*`), which Claude
+    Code runs as a sidechain of the main agent: one event of `main`, not a spawned agent."""
+    return isinstance(agent_id, str) and agent_id.startswith("acompact")
+
+
+def _progress_line(line: dict[str, Any], index: int,
+                   progress: dict[str, list[tuple[float, int, dict[str, Any]]]],
+                   progress_of: dict[str, str]) -> None:
+    """Keep a sub-agent's line that its parent recorded in a `progress` line (`agent_progress`),
+    as the sidechain line it stands for; each message once, however many times it is repeated."""
+    data = line.get("data") if isinstance(line.get("data"), dict) else {}
+    inner = data.get("message") if isinstance(data.get("message"), dict) else {}
+    agent_id = data.get("agentId")
+    if data.get("type") != "agent_progress" or not isinstance(agent_id, str) \
+            or not isinstance(inner.get("message"), dict):
+        return
+    if isinstance(line.get("parentToolUseID"), str):
+        progress_of[line["parentToolUseID"]] = agent_id
+    t = parse_time(inner.get("timestamp")) or parse_time(line.get("timestamp"))
+    uuid = inner.get("uuid") or line.get("uuid")
+    if t is None or any(held[2].get("uuid") == uuid for held in progress[agent_id]):
+        return
+    progress[agent_id].append((t, index, {
+        "type": inner.get("type"), "message": inner["message"], "uuid": uuid, "timestamp":
+        inner.get("timestamp") or line.get("timestamp"), "isSidechain": True, "agentId": agent_id,
+        "__line": line.get("__line"), "rebuilt_from": "progress"}))
+
+
+def _compaction(draft: TraceDraft, agent_id: str,
+                thread: list[tuple[float, int, dict[str, Any]]]) -> None:
+    """Automatic context compaction as one event of `main`: when it ran, what it cost, and the
+    summary it wrote."""
+    texts = [b.get("text") for _, _, line in thread if line.get("type") == "assistant"
+             for b in _blocks(line) if b.get("type") == "text" and isinstance(b.get("text"), str)]
+    tokens, counted = 0.0, set()
+    for _, _, line in thread:
+        mid = line["message"].get("id")
+        if line.get("type") == "assistant" and mid not in counted:
+            counted.add(mid)
+            tokens += _usage_tokens(line["message"]) or 0.0
+    draft.add(thread[0][0], "message", MAIN, from_=MAIN, kind="compaction", end_t=thread[-1][0],
+              content=texts[-1] if texts else None, tokens=tokens or None,
+              source_id=thread[0][2].get("uuid"), compaction_id=agent_id)
+
+
+def _aggregates(draft: TraceDraft) -> None:
+    """Mark where `main` merges what its sub-agents returned: its first text once every sub-agent
+    spawned so far has returned, before the next human turn (if sub-agents are still out when
+    the human speaks, its first text after the latest return)."""
+    timeline = sorted((e for e in draft.events if e["agent"] == MAIN or e["type"] == "return"),
+                      key=lambda e: e["t"])
+    out: set[str] = set()
+    returned = False
+    since_return: list[dict[str, Any]] = []
+    for event in timeline:
+        if event["type"] == "spawn" and event["agent"] == MAIN:
+            out.add(event["to"])
+        elif event["type"] == "return" and event.get("to") == MAIN:
+            out.discard(event["agent"])
+            returned, since_return = True, []
+        elif event["type"] == "human_intervention":
+            if returned and since_return:
+                _make_aggregate(since_return[0])
+            returned, since_return = False, []
+        elif returned and event["type"] == "message" and event.get("to") is None \
+                and event.get("kind") not in NOT_ANSWERS:
+            if not out:
+                _make_aggregate(event)
+                returned, since_return = False, []
+            else:
+                since_return.append(event)
+    if returned and since_return:
+        _make_aggregate(since_return[0])
+
+
+def _make_aggregate(event: dict[str, Any]) -> None:
+    event["type"] = "aggregate"
+    event.pop("from", None)
+
+
+def _spawn_calls(main: list[tuple[float, int, dict[str, Any]]],
+                 progress_of: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each sub-agent tool_use id -> {input, agent_id (from its result, else from the progress
+    lines that name it as their parent tool use)}."""
     found: dict[str, dict[str, Any]] = {}
     for _, _, line in main:
         for block in _blocks(line):
             if block.get("type") == "tool_use" and block.get("name") in SPAWN_TOOLS:
-                found[str(block.get("id"))] = {"input": block.get("input") or {}, "agent_id": None}
+                found[str(block.get("id"))] = {"input": block.get("input") or {},
+                                               "agent_id": progress_of.get(str(block.get("id")))}
     for _, _, line in main:
         result = line.get("toolUseResult")
         for block in _blocks(line):

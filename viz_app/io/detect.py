@@ -134,6 +134,8 @@ def read_folder(folder: str | Path, *, fmt: str | None = None,
         return codex.read_rollouts(folder)
     traces: list[Trace] = []
     for path in trace_files([folder]):
+        if claude_code.is_subagent_file(path):
+            continue  # read with its session
         try:
             traces.extend(read_any(path, fmt=chosen, on_format=on_format, on_error=on_error))
         except TraceError as err:
