@@ -20,11 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
 from viz_app.errors import LabelError, OrchvizError, RubricError, TraceError
+from viz_app.export import FORMATS, ExportResult, export
+from viz_app.export.bookmarks import bookmark_records
 from viz_app.io import whowhen
-from viz_app.io.detect import read_at
+from viz_app.io.detect import read_any, read_at
+from viz_app.io.files import trace_files
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.label import (ImportReport, Label, LabelRecord, Progress, Reviewer,
                                   label_from_record)
@@ -34,8 +38,18 @@ from viz_app.model import Trace
 from viz_app.settings import Settings, database_url
 from viz_app.store.bookmarks import BookmarkStore
 from viz_app.store.database import connect
-from viz_app.store.index import IndexProgress, IndexResult, IndexRow, TraceIndex
+from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexRow, TraceIndex
 from viz_app.store.labels import LabelStore
+
+
+class TraceSet(BaseModel):
+    """The traces read from a workspace's folders (`Workspace.read_traces`), and the files
+    that gave none."""
+
+    traces: dict[str, Trace] = Field(default_factory=dict, description="Every trace read, by "
+                                     "id (when two files hold one id, the first file's).")
+    unread: list[IndexFailure] = Field(default_factory=list, description="Every file (or line "
+                                       "of a pool) that held no trace orchviz reads, with why.")
 
 
 class Workspace:
@@ -116,6 +130,33 @@ class Workspace:
         if found is None:
             raise TraceError(trace_id, "", "no trace with this id in the library")
         return read_at(*found)
+
+    def read_traces(self, progress: IndexProgress | None = None) -> TraceSet:
+        """Every trace under the workspace's folders (files as named, folders searched, globs
+        expanded; not the uploads), read now rather than indexed: what a command reads its
+        `--traces` with. A file that holds no trace is listed in `unread`, not raised;
+        TraceError when a folder or file named does not exist."""
+        for path in self.settings.traces:
+            if not path.exists() and not any(ch in str(path) for ch in "*?["):
+                raise TraceError(str(path), "", "no such file or folder")
+        files = trace_files(self.settings.traces)
+        found = TraceSet()
+        for done, path in enumerate(files):
+            if progress is not None:
+                progress(done, len(files), str(path))
+            errors: list[TraceError] = []
+            try:
+                traces = read_any(path, on_error=errors.append)
+            except TraceError as err:
+                traces, errors = [], [err]
+            except Exception as err:  # an importer's bug must not stop the other files
+                traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
+            for trace in traces:
+                found.traces.setdefault(trace.trace_id, trace)
+            found.unread += [IndexFailure(path=str(path), error=str(e)) for e in errors]
+        if progress is not None and files:
+            progress(len(files), len(files), "")
+        return found
 
     def search(self, rows: Sequence[IndexRow], query: str) -> list[IndexRow]:
         """The rows matching every word of a query (ids, task, agents, tools, content)."""
@@ -258,6 +299,40 @@ class Workspace:
                 added += self.import_labels(records, {trace.trace_id: trace},
                                             whowhen.ORIGIN).added
         return added
+
+    # -- exporting --------------------------------------------------------------------------------
+
+    def export(self, format: str, output: str | os.PathLike, *,
+               traces: Mapping[str, Trace] | None = None, reviewer: str | None = None,
+               from_scores: bool = False) -> ExportResult:
+        """Write the current labels (or, for `bookmarks`, the current bookmarks) in one of
+        `viz_app.export.FORMATS`, by one reviewer or (None) by everyone. A format that needs the
+        traces reads them from `traces`, else from the workspace's folders; what it cannot
+        place (labels on a trace not given) is in `left_out`."""
+        found = FORMATS.get(format)
+        if found is None:
+            raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
+        labels: list[LabelRecord] = []
+        left_out: list[str] = []
+        if found.reads == "bookmarks":
+            written = export(format, [], {}, None, output,
+                             bookmarks=bookmark_records(self.bookmarks.records(), reviewer))
+        else:
+            if found.needs_traces and traces is None:
+                if not self.settings.traces:
+                    raise OrchvizError(f"the {format} export needs the traces: name their "
+                                       "folders (--traces)")
+                traces = self.read_traces().traces
+            labels = self.labels.current_records(reviewer=reviewer)
+            given = traces if found.needs_traces and traces is not None else {}
+            written = export(format, labels, given, self.rubric, output,
+                             from_scores=from_scores)
+            left_out = found.left_out(labels, given)
+        paths = [Path(p) for p in written] if isinstance(written, list) else [Path(written)]
+        count = sum(len(p.read_bytes().splitlines()) for p in paths) if found.counts_rows \
+            else len(labels)
+        return ExportResult(format=format, output=Path(output), written=paths, count=count,
+                            left_out=left_out)
 
     # -- case studies -----------------------------------------------------------------------------
 

@@ -1,23 +1,27 @@
 """The bookmarks export: every current bookmark with its note, exported beside the labels.
 
 One JSON Lines record per bookmark, in presentation order (by trace, then time in the run), with
-every field of its newest version and who first made it (`BookmarkStore.records`).
+every field of its newest version and who first made it (the records `BookmarkStore.records`
+gives).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from viz_app.export.records import write_jsonl
-from viz_app.store.bookmarks import BookmarkStore
 
 
-def bookmark_records(store: BookmarkStore, reviewer: str | None = None) -> list[dict]:
-    """The current bookmarks as records; with `reviewer`, only those whose newest version is
-    theirs."""
-    return [r for r in store.records() if reviewer is None or r["reviewer"] == reviewer]
+def bookmark_records(records: Iterable[Mapping[str, Any]],
+                     reviewer: str | None = None) -> list[dict[str, Any]]:
+    """The current bookmark records to export; with `reviewer`, only those whose newest version
+    is theirs."""
+    return [dict(r) for r in records if reviewer is None or r["reviewer"] == reviewer]
 
 
-def write_bookmarks(store: BookmarkStore, path: str | Path, reviewer: str | None = None) -> Path:
-    """Write the current bookmarks as JSON Lines."""
-    return write_jsonl(bookmark_records(store, reviewer), path)
+def write_bookmarks(records: Iterable[Mapping[str, Any]], path: str | Path,
+                    reviewer: str | None = None) -> Path:
+    """Write the current bookmark records as JSON Lines."""
+    return write_jsonl(bookmark_records(records, reviewer), path)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from components import literal
 from viz_app.ui import session
-from viz_app.export import export
+from viz_app.export import FORMATS, NEEDS_TRACES, export
 from viz_app.labels.agreement import agreement
 from viz_app.errors import RubricError
 
@@ -59,15 +59,14 @@ else:
         session.open_trace(chosen.trace_id, chosen.event_id or None)
 
 st.subheader("Download the labels")
-formats = {"jsonl": "labels.jsonl", "csv": "labels.csv", "parquet": "labels.parquet",
-           "rewards": "rewards.jsonl"}
+formats = [f for f in FORMATS.values() if f.reads == "labels" and not f.needs_traces]
 columns = st.columns(len(formats))
-for column, (name, filename) in zip(columns, formats.items()):
+for column, fmt in zip(columns, formats):
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / filename
-        export(name, records, {}, store.rubric, path)
-        column.download_button(f"{name}", path.read_bytes(), file_name=filename,
-                               key=f"download:{name}", width="stretch",
+        path = Path(folder) / fmt.file_name
+        export(fmt.name, records, {}, store.rubric, path)
+        column.download_button(fmt.name, path.read_bytes(), file_name=fmt.file_name,
+                               key=f"download:{fmt.name}", width="stretch",
                                disabled=not records, icon=":material/download:")
-st.caption("Labelled traces and the stepwise and unpaired training files need the traces: "
-           "`orchviz labels export --format traces|stepwise|unpaired --traces DIR -o OUT`.")
+st.caption("The exports that need the traces are written by the command line: "
+           f"`orchviz labels export --format {'|'.join(NEEDS_TRACES)} --traces DIR -o OUT`.")
