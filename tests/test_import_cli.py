@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from importing import FIXTURES
 
@@ -75,3 +76,34 @@ def test_stdout_gets_the_trace_when_no_output_is_named():
     assert done.returncode == 0
     assert json.loads(done.stdout)["trace_id"] == "5b8efff798038103d269b633813fc60c"
     assert "read as otlp" in done.stderr
+
+
+def test_db_stores_the_who_and_when_annotation_once_as_imported_labels(tmp_path, capsys):
+    from viz_app.workspace import Workspace
+
+    db = tmp_path / "orchviz.db"
+    args = ["import", str(FIXTURES / "whowhen_magentic.json"), "--db", str(db), "-o",
+            str(tmp_path / "w.json")]
+    assert main(args) == 0 and main(args) == 0
+    err = capsys.readouterr().err
+    assert "stored 1 Who&When label in" in err and "stored 0 Who&When labels in" in err
+    (label,) = Workspace.open(db).labels.all()
+    assert (label.source, label.origin, label.question, label.identified_by) == (
+        "import", "Who&When", "task_outcome", "import")
+
+
+def test_db_checks_the_annotation_against_the_rubric_named(tmp_path, capsys):
+    import yaml
+
+    from viz_app.workspace import Workspace
+
+    packaged = Path(__file__).resolve().parent.parent / "viz_app" / "labels" / "default_rubric.yaml"
+    raw = yaml.safe_load(packaged.read_text("utf-8"))
+    raw["version"] = "9.9"
+    rubric = tmp_path / "team.yaml"
+    rubric.write_text(yaml.safe_dump(raw), "utf-8")
+    db = tmp_path / "orchviz.db"
+    assert main(["import", str(FIXTURES / "whowhen_magentic.json"), "--db", str(db),
+                 "--rubric", str(rubric), "-o", str(tmp_path / "w.json")]) == 0
+    (label,) = Workspace.open(db, rubric=rubric).labels.all()
+    assert label.rubric_version == "9.9"

@@ -12,30 +12,33 @@ import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
+from factories import DEMO_DIR as DEMO
+from factories import PREMATURE, SCHEMA_PATH, make_workspace, premature
 from viz_app.cli import main
 from viz_app.export import FORMATS, export
 from viz_app.export.prompts import stepwise_record, unpaired_records
 from viz_app.export.rewards import reward_rows
 from viz_app.export.traces import labelled_trace
-from viz_app.io.native import load_trace
-from viz_app.labels.store import FIELDS, LabelStore
+from viz_app.labels.label import FIELDS
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "demo_traces"
-PREMATURE = DEMO / "10_review_premature_stop.json"  # aggregate e12, stop e13
-SCHEMA = json.loads((REPO / "viz_app" / "trace_schema.json").read_text())
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
 @pytest.fixture
 def trace():
-    return load_trace(PREMATURE)
+    return premature()
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    return str(tmp_path / "orchviz.db")
 
 
 @pytest.fixture
 def store(tmp_path, trace):
     """Two reviewers: ann and bob disagree on the aggregate, agree the stop was premature;
     ann changed her mind once (her first answer is history, not current)."""
-    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    store = make_workspace(tmp_path, traces=[PREMATURE]).labels
     store.save(trace, "aggregation_quality", 5, "ann", "e12")
     store.save(trace, "aggregation_quality", 2, "ann", "e12")
     store.save(trace, "aggregation_quality", 4, "bob", "e12")
@@ -132,18 +135,39 @@ def test_a_positive_reward_is_a_true_label(store, trace):
 
 
 @pytest.mark.parametrize("format", sorted(FORMATS))
-def test_every_format_is_written_by_the_cli(store, tmp_path, format, capsys):
+def test_every_format_is_written_by_the_cli(store, db, tmp_path, format, capsys):
     out = tmp_path / ("out" if format == "traces" else f"out.{format}")
-    code = main(["labels", "export", "--db", store.url.removeprefix("sqlite:///"), "--format",
-                 format, "-o", str(out), "--traces", str(PREMATURE)])
+    code = main(["labels", "export", "--db", db, "--format", format, "-o", str(out),
+                 "--traces", str(PREMATURE)])
     assert code == 0 and out.exists()
-    assert "6 current labels" in capsys.readouterr().out
+    said = {"preference": "0 preference pairs", "bookmarks": "0 current bookmarks",
+            "traces": f"6 current labels -> 1 traces in {out}"}
+    assert said.get(format, f"6 current labels -> {out}") in capsys.readouterr().out
 
 
-def test_the_jsonl_export_imports_into_another_store_and_again_adds_nothing(store, tmp_path,
+@pytest.mark.parametrize("format", [f for f in sorted(FORMATS) if f != "traces"])
+def test_the_cli_writes_what_the_registry_writes(store, db, trace, tmp_path, format):
+    """One registry: the CLI's file is byte for byte what `export` writes from the records."""
+    out, direct = tmp_path / f"cli.{format}", tmp_path / f"direct.{format}"
+    assert main(["labels", "export", "--db", db, "--format", format, "-o", str(out),
+                 "--traces", str(PREMATURE)]) == 0
+    export(format, store.current_records(), {trace.trace_id: trace}, store.rubric, direct)
+    if format == "parquet":
+        assert pq.read_table(out).equals(pq.read_table(direct))
+    else:
+        assert out.read_bytes() == direct.read_bytes()
+
+
+def test_every_label_record_says_how_its_reviewer_was_identified(store, tmp_path):
+    path = export("jsonl", store.current_records(), {}, store.rubric, tmp_path / "l.jsonl")
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    assert list(rows[0])[-1] == "identified_by" and {r["identified_by"] for r in rows} == {"cli"}
+
+
+def test_the_jsonl_export_imports_into_another_store_and_again_adds_nothing(store, db, tmp_path,
                                                                               capsys):
     out = tmp_path / "l.jsonl"
-    main(["labels", "export", "--db", store.url, "--format", "jsonl", "-o", str(out)])
+    main(["labels", "export", "--db", db, "--format", "jsonl", "-o", str(out)])
     other = tmp_path / "other.db"
     args = ["labels", "import", str(out), "--db", str(other), "--traces", str(DEMO)]
     assert main(args) == 0 and main(args) == 0

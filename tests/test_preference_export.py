@@ -5,27 +5,23 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from factories import write_json
+from factories import REPO, make_workspace, premature, write_json
 from viz_app.cli import main
+from viz_app.errors import LabelError
 from viz_app.export.preference import (orchestration_text, preference_rows, score_rows,
                                        task_prompt)
 from viz_app.export.rewards import reward_rows
 from viz_app.io.native import load_trace, trace_from_dict
-from viz_app.labels.pairs import PAIRWISE_QUESTION, judgement, save_preference
-from viz_app.labels.rubric import LabelError
-from viz_app.labels.store import LabelStore
-
-REPO = Path(__file__).resolve().parent.parent
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"
+from viz_app.labels.label import Reviewer
+from viz_app.labels.pairs import PAIRWISE_QUESTION
 
 
 def rollout(name: str, task: str = "checkout-latency-regression"):
     """A rollout of the premature-stop demo's task under another trace id."""
-    raw = load_trace(PREMATURE).to_dict()
+    raw = premature().to_dict()
     raw["trace_id"], raw["task_id"] = name, task
     return trace_from_dict(raw, f"{name}.json")
 
@@ -47,12 +43,22 @@ def traces(folder):
 
 @pytest.fixture
 def url(tmp_path):
-    return f"sqlite:///{tmp_path / 'labels.db'}"
+    return f"sqlite:///{tmp_path / 'orchviz.db'}"
 
 
 @pytest.fixture
-def store(url):
-    return LabelStore(url)
+def ws(tmp_path, folder):
+    return make_workspace(tmp_path, traces=[folder])
+
+
+@pytest.fixture
+def store(ws):
+    return ws.labels
+
+
+def save_preference(ws, a, b, chosen, reviewer, reason, strength=None):
+    """A judgement saved as the CLI saves one."""
+    return ws.save_preference(a, b, chosen, Reviewer(name=reviewer, via="cli"), reason, strength)
 
 
 def export(url, folder, out, *extra):
@@ -62,9 +68,9 @@ def export(url, folder, out, *extra):
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
-def test_a_judged_pair_exports_one_row_with_prompt_chosen_rejected_margin_and_ids(
+def test_a_judged_pair_exports_one_row_with_prompt_chosen_rejected_margin_and_ids(ws, 
         store, traces, folder, url, tmp_path):
-    save_preference(store, traces["run-b"], traces["run-a"], "run-b", "ann",
+    save_preference(ws, traces["run-b"], traces["run-a"], "run-b", "ann",
                     "b waits for the profiler", strength=3)
     rows = export(url, folder, tmp_path / "pref.jsonl")
     assert len(rows) == 1
@@ -79,10 +85,10 @@ def test_a_judged_pair_exports_one_row_with_prompt_chosen_rejected_margin_and_id
     assert row["reviewers"] == ["ann"] and row["reasons"] == ["b waits for the profiler"]
 
 
-def test_the_margin_follows_the_strength(store, traces):
+def test_the_margin_follows_the_strength(ws, store, traces):
     margins = {}
     for strength in (None, 1, 2, 3):
-        save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "why",
+        save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why",
                         strength=strength)
         margins[strength] = preference_rows(store.current_records(), traces)[0]["margin"]
     assert margins[None] == margins[1] < margins[2] < margins[3] == 1.0
@@ -96,48 +102,49 @@ def test_the_orchestration_text_is_every_event_in_time_order_after_the_system(tr
     assert task_prompt(traces["run-a"]) + text == "Task: t1\n" + text
 
 
-def test_judging_b_against_a_after_a_against_b_changes_the_one_judgement(store, traces):
-    save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "first view")
-    save_preference(store, traces["run-b"], traces["run-a"], "run-b", "ann", "second view")
+def test_judging_b_against_a_after_a_against_b_changes_the_one_judgement(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "first view")
+    save_preference(ws, traces["run-b"], traces["run-a"], "run-b", "ann", "second view")
     rows = preference_rows(store.current_records(), traces)
     assert [(r["chosen_trace_id"], r["reasons"]) for r in rows] == [("run-b", ["second view"])]
-    assert judgement(store, "run-b", "run-a", "ann").chosen == "run-b"
+    assert ws.judgement("run-b", "run-a", "ann").chosen == "run-b"
     assert len(store.history("run-a", question=PAIRWISE_QUESTION)) == 2
 
 
-def test_votes_of_several_reviewers_are_combined_and_a_cancelled_pair_is_left_out(store, traces):
-    save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "a", strength=3)
-    save_preference(store, traces["run-a"], traces["run-b"], "run-b", "bob", "b", strength=1)
-    save_preference(store, traces["run-a"], traces["run-c"], "run-a", "ann", "a", strength=2)
-    save_preference(store, traces["run-a"], traces["run-c"], "run-c", "bob", "c", strength=2)
+def test_votes_of_several_reviewers_are_combined_and_a_cancelled_pair_is_left_out(ws, store,
+                                                                                 traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a", strength=3)
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-b", "bob", "b", strength=1)
+    save_preference(ws, traces["run-a"], traces["run-c"], "run-a", "ann", "a", strength=2)
+    save_preference(ws, traces["run-a"], traces["run-c"], "run-c", "bob", "c", strength=2)
     rows = preference_rows(store.current_records(), traces)
     assert [(r["chosen_trace_id"], r["rejected_trace_id"]) for r in rows] == [("run-a", "run-b")]
     assert rows[0]["margin"] == pytest.approx((3 / 3 - 1 / 3) / 2)
     assert rows[0]["reviewers"] == ["ann", "bob"]
 
 
-def test_a_tie_is_saved_but_makes_no_row(store, traces):
-    save_preference(store, traces["run-a"], traces["run-b"], None, "ann", "no difference")
-    assert judgement(store, "run-a", "run-b", "ann").chosen is None
+def test_a_tie_is_saved_but_makes_no_row(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], None, "ann", "no difference")
+    assert ws.judgement("run-a", "run-b", "ann").chosen is None
     assert preference_rows(store.current_records(), traces) == []
 
 
 @pytest.mark.parametrize("bad", [dict(chosen="run-z"), dict(strength=4), dict(reason=" "),
                                  dict(reviewer=""), dict(chosen=None, strength=2)])
-def test_a_judgement_the_pair_refuses_is_not_saved(store, traces, bad):
+def test_a_judgement_the_pair_refuses_is_not_saved(ws, store, traces, bad):
     args = dict(chosen="run-a", reviewer="ann", reason="why", strength=None) | bad
     with pytest.raises(LabelError):
-        save_preference(store, traces["run-a"], traces["run-b"], **args)
+        save_preference(ws, traces["run-a"], traces["run-b"], **args)
     assert store.count() == 0
 
 
-def test_a_trace_cannot_be_judged_against_itself(store, traces):
+def test_a_trace_cannot_be_judged_against_itself(ws, store, traces):
     with pytest.raises(LabelError, match="two different"):
-        save_preference(store, traces["run-a"], traces["run-a"], "run-a", "ann", "why")
+        save_preference(ws, traces["run-a"], traces["run-a"], "run-a", "ann", "why")
 
 
-def test_judgements_stay_out_of_the_reward_exports(store, traces):
-    save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "why", strength=2)
+def test_judgements_stay_out_of_the_reward_exports(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why", strength=2)
     assert reward_rows(store.current_records(), store.rubric) == []
 
 
@@ -156,10 +163,10 @@ def test_from_scores_pairs_traces_of_one_task_by_their_mean_reward(store, traces
     assert pairs[("run-c", "run-b")]["chosen_score"] == 0.0
 
 
-def test_a_judged_pair_overrides_its_scores(store, traces):
+def test_a_judged_pair_overrides_its_scores(ws, store, traces):
     store.save(traces["run-a"], "task_outcome", "success", "ann")
     store.save(traces["run-b"], "task_outcome", "failure", "ann")
-    save_preference(store, traces["run-a"], traces["run-b"], "run-b", "bob", "a got lucky")
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-b", "bob", "a got lucky")
     rows = preference_rows(store.current_records(), traces, from_scores=True)
     assert [(r["chosen_trace_id"], r["source"]) for r in rows] == [("run-b", "judged")]
 
@@ -170,16 +177,15 @@ def test_traces_with_equal_scores_make_no_pair(store, traces):
     assert score_rows(store.current_records(), traces) == []
 
 
-def test_without_traces_the_preference_export_says_what_it_needs(url, tmp_path, capsys):
-    LabelStore(url)
+def test_without_traces_the_preference_export_says_what_it_needs(ws, url, tmp_path, capsys):
     code = main(["labels", "export", "--db", url, "--format", "preference", "-o",
                  str(tmp_path / "p.jsonl")])
     assert code == 2 and "--traces" in capsys.readouterr().err
 
 
-def test_a_pair_whose_trace_is_missing_is_reported_and_skipped(store, traces, url, tmp_path,
+def test_a_pair_whose_trace_is_missing_is_reported_and_skipped(ws, store, traces, url, tmp_path,
                                                                 capsys):
-    save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
     only_a = tmp_path / "only-a"
     only_a.mkdir()
     write_json(only_a, traces["run-a"].to_dict(), "run-a.json")
@@ -187,20 +193,20 @@ def test_a_pair_whose_trace_is_missing_is_reported_and_skipped(store, traces, ur
     assert rows == [] and "run-a vs run-b skipped" in capsys.readouterr().err
 
 
-def test_a_database_from_before_pairs_gains_the_pair_column(tmp_path, traces):
+def test_a_database_from_before_pairs_gains_the_pair_column(tmp_path, folder, traces):
+    """A 0.1 database whose labels table is still at its schema 1 (no pair column) is adopted
+    with the column added, and takes judgements."""
+    import shutil
     import sqlite3
 
     path = tmp_path / "old.db"
-    LabelStore(f"sqlite:///{path}").save(traces["run-a"], "task_outcome", "success", "ann")
+    shutil.copy(REPO / "tests" / "fixtures" / "legacy" / "orchviz-0.1.db", path)
     with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM labels WHERE pair_trace_id IS NOT NULL")
         conn.execute("ALTER TABLE labels DROP COLUMN pair_trace_id")  # as labels schema 1 was
         conn.execute("UPDATE orchviz_schema SET version = 1 WHERE name = 'labels'")
-    from viz_app import db
-
-    db._engines.clear()  # a fresh process would open the file anew
-    store = LabelStore(f"sqlite:///{path}")
-    save_preference(store, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
-    assert store.count() == 2 and len(preference_rows(store.current_records(), traces)) == 1
-    with sqlite3.connect(path) as conn:
-        [(version,)] = conn.execute("SELECT version FROM orchviz_schema WHERE name = 'labels'")
-    assert version == 2
+        [(before,)] = conn.execute("SELECT count(*) FROM labels")
+    ws = make_workspace(tmp_path, traces=[folder], db=path)
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
+    assert ws.labels.count() == before + 1
+    assert len(preference_rows(ws.labels.current_records(), traces)) == 1

@@ -10,21 +10,17 @@ from pathlib import Path
 import pytest
 
 from conftest import shot
+from factories import PREMATURE, make_workspace, premature
 from viz_app.cli import main
 from viz_app.export.report import note_html, report_html, report_markdown
 from viz_app.io.native import load_trace, trace_from_dict
-from viz_app.labels.bookmarks import BookmarkStore
-from viz_app.labels.store import LabelStore
 from viz_app.synth import HOSTILE_MARKER, hostile_trace
-
-REPO = Path(__file__).resolve().parent.parent
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
 PAYLOAD = "<img src=x onerror=window.__pwned=1><script>window.__pwned=1</script>"
 
 
 @pytest.fixture
 def trace():
-    return load_trace(PREMATURE)
+    return premature()
 
 
 @pytest.fixture
@@ -38,15 +34,15 @@ def hostile(tmp_path):
 
 def case_db(tmp_path, trace, payload: str = "") -> str:
     """A store with labels and three bookmarks on a trace, written out of their order in the run."""
-    url = f"sqlite:///{tmp_path / 'case.db'}"
-    labels, marks = LabelStore(url), BookmarkStore(url)
+    ws = make_workspace(tmp_path, db=tmp_path / "case.db")
+    labels, marks = ws.labels, ws.bookmarks
     aggregate, stop = analysis_points(trace)
     labels.save(trace, "aggregation_quality", 2, "ann", aggregate, comment="drops it" + payload)
     labels.save(trace, "task_outcome", "failure", "bob" + payload)
     marks.add(trace, "bob", "**Stops** here" + payload, event_id=stop)
     marks.add(trace, "ann", "The merge" + payload, event_id=aggregate)
     marks.add(trace, "ann", "The start" + payload, start_s=0.0, end_s=1.0)
-    return url
+    return ws.settings.db_url
 
 
 def analysis_points(trace) -> tuple[str, str]:
@@ -132,6 +128,20 @@ def test_without_a_store_the_report_says_it_has_no_labels(tmp_path, trace, capsy
     assert "no label store" in capsys.readouterr().err
 
 
+def test_the_cli_report_is_the_workspace_case_study(tmp_path, trace):
+    url = case_db(tmp_path, trace)
+    page = write(tmp_path, trace, url).read_text("utf-8")
+    labels, bookmarks = make_workspace(tmp_path, db=tmp_path / "case.db").case_study(trace)
+    assert len(labels) == 2 and len(bookmarks) == 3
+    assert page == report_html(load_trace(tmp_path / "trace.json"), labels, bookmarks)
+
+
+def test_a_trace_file_that_is_not_there_is_one_line_and_exit_1(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "gone.json"), "--db", str(tmp_path / "o.db")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gone.json" in err
+
+
 def test_the_report_has_a_print_stylesheet(trace):
     page = report_html(trace)
     assert "@media print" in page and "break-inside: avoid" in page
@@ -175,7 +185,7 @@ def test_raw_html_in_a_note_shows_as_text(raw):
 
 
 def test_the_markdown_report_keeps_notes_but_makes_their_html_inert(trace):
-    from viz_app.labels.bookmarks import Bookmark
+    from viz_app.labels.bookmark import Bookmark
 
     mark = Bookmark(version_id="v", bookmark_id="b", trace_id=trace.trace_id, trace_sha256="",
                     event_id=None, start_s=0.0, end_s=0.0, note="**bold** <script>x</script>",

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from viz_app import __version__
+from viz_app.errors import OrchvizError
 from viz_app.cli import app, imports, labels, report, traces
 
 VERB_MODULES = [traces, imports, app, labels, report]
@@ -26,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit code."""
+    """Run the command; returns the exit code. What orchviz cannot do (an OrchvizError) and a
+    file named on the command line that cannot be opened are said in one line on stderr, with
+    exit code 1: never a traceback."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
@@ -34,6 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except OrchvizError as err:
+        print(f"orchviz: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename is not None else ""
+        print(f"orchviz: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from viz_app.cli.traces import add_traces_option
 from viz_app.settings import DEMO_TRACES, Settings, database_url
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -18,8 +19,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     """Add the `app` verb."""
     p = verbs.add_parser("app", help="start the browser app",
                          description="Start orchviz's Streamlit app on your traces and label store.")
-    p.add_argument("--traces", nargs="+", default=[str(DEMO_TRACES)], metavar="DIR",
-                   help="folders of traces to list (default: the demo traces)")
+    add_traces_option(p, help="a folder (or file) of traces to list (default: the demo "
+                      "traces)")
     p.add_argument("--db", default="orchviz.db",
                    help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
     p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default")
@@ -42,12 +43,13 @@ def streamlit_flags() -> list[str]:
 
 def app(args: argparse.Namespace) -> int:
     """Run Streamlit in this terminal until it is stopped."""
-    settings = Settings(traces=[Path(p) for p in args.traces], db_url=database_url(args.db),
+    folders = args.traces or [str(DEMO_TRACES)]
+    settings = Settings(traces=[Path(p) for p in folders], db_url=database_url(args.db),
                         uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "ui" / "app.py"),
                *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
-          f"{', '.join(args.traces)}; labels: {settings.db_url})", flush=True)
+          f"{', '.join(folders)}; labels: {settings.db_url})", flush=True)
     return subprocess.call(command, env=env)

@@ -37,6 +37,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--db", metavar="URL",
                    help="label store (SQLAlchemy URL or SQLite path): Who&When annotations are "
                    "stored there as imported labels")
+    p.add_argument("--rubric", metavar="FILE",
+                   help="with --db: the rubric those labels are checked against (default: the "
+                   "packaged rubric; use the one the app runs with)")
     p.set_defaults(run=import_traces)
 
 
@@ -74,7 +77,7 @@ def import_traces(args: argparse.Namespace) -> int:
     for err in errors:
         print(err, file=sys.stderr)
     if args.db:
-        _store_annotations(traces, args.db)
+        _store_annotations(traces, args.db, args.rubric)
     if args.redact:
         traces = [redact(t) for t in traces]
     for trace in traces:
@@ -111,15 +114,16 @@ def import_traces(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _store_annotations(traces: list[Trace], db: str) -> None:
-    """Store every Who&When annotation among the traces as labels."""
-    from viz_app.io import whowhen
-    from viz_app.settings import database_url
+def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) -> None:
+    """Store every Who&When annotation among the traces as imported labels, checked against
+    the rubric (default: the packaged one)."""
+    from viz_app.labels.rubric import load_rubric
+    from viz_app.workspace import Workspace
 
-    url = database_url(db)
-    added = sum(whowhen.import_annotation(t, url) for t in traces
-                if t.source_format == whowhen.NAME)
-    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in {url}", file=sys.stderr)
+    ws = Workspace.open(db, rubric=load_rubric(rubric))
+    added = ws.import_published_labels(traces)
+    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in {ws.settings.db_url}",
+          file=sys.stderr)
 
 
 def _file_name(trace_id: str, used: set[str]) -> str:

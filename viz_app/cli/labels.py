@@ -1,5 +1,5 @@
-"""`orchviz labels ...`: export, import, progress, agreement and the rubric, on the label store
-the app uses."""
+"""`orchviz labels ...`: export, import, progress, agreement and the rubric, on the workspace
+the app uses (its database, its rubric, the traces named by `--traces`)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,12 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
-from viz_app.errors import TraceError
-from viz_app.export import FORMATS, NEEDS_TRACES, WRITES_FOLDER, export
-from viz_app.export.bookmarks import write_bookmarks
-from viz_app.export.preference import unplaced_pairs, write_preference
-from viz_app.io.detect import read_any
-from viz_app.io.files import trace_files
+from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
+from viz_app.errors import LabelError
+from viz_app.export import FORMATS, NEEDS_TRACES
 from viz_app.labels.agreement import agreement
-from viz_app.store.bookmarks import BookmarkStore
-from viz_app.labels.rubric import LabelError, RubricError, load_rubric
-from viz_app.labels.store import LabelStore
-from viz_app.model import Trace
-from viz_app.settings import database_url
+from viz_app.labels.rubric import load_rubric
+from viz_app.workspace import TraceSet, Workspace
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -32,16 +26,13 @@ def register(verbs: argparse._SubParsersAction) -> None:
                            "import labels from elsewhere, show progress and agreement.")
     sub = top.add_subparsers(dest="labels_verb", metavar="VERB", required=True)
 
+    formats = " ".join(f"{f.name}: {f.title}" + (" (needs --traces)" if f.needs_traces else "")
+                       + "." for f in FORMATS.values())
     p = sub.add_parser("export", help="write current labels in a training format",
                        description="Write the current labels (newest per reviewer, target and "
-                       "question). jsonl, csv, parquet: one row per label with every field. "
-                       "rewards: per target, the mean reward over reviewers with count and "
-                       "spread. traces: each labelled trace with its rewards filled (-o is a "
-                       "folder). stepwise, unpaired: reward-model shapes (JSON Lines). "
-                       "preference: one {prompt, chosen, rejected, margin} row per judged pair "
-                       "of traces (needs --traces). bookmarks: the bookmarks and their notes.")
+                       f"question), or the current bookmarks. {formats}")
     _common(p, traces_required=False)
-    p.add_argument("--format", choices=[*FORMATS, *CASE_STUDY_FORMATS], required=True)
+    p.add_argument("--format", choices=list(FORMATS), required=True)
     p.add_argument("--from-scores", action="store_true",
                    help="preference: also pair traces of one task_id by their scalar labels")
     p.add_argument("-o", "--output", required=True, help="the file (or folder) to write")
@@ -53,8 +44,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "needs trace_id, event_id (null for the trace), question, value and "
                        "reviewer; the reward comes from the rubric, missing times and hashes are "
                        "filled in, and a record without label_id gets one from its content, so "
-                       "importing a file twice adds nothing. All or nothing per file.")
-    p.add_argument("files", nargs="+", metavar="FILE")
+                       "importing a file twice adds nothing. All or nothing per file. Options "
+                       "may come first: orchviz labels import --traces DIR FILE...")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="label files: JSON Lines, or a JSON array of records")
     _common(p, traces_required=True)
     p.add_argument("--origin", help="where the labels come from (default: the file's name)")
     p.set_defaults(run=import_verb)
@@ -85,74 +78,39 @@ def _common(p: argparse.ArgumentParser, traces_required: bool, traces: bool = Tr
                    help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
     p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
     if traces:
-        p.add_argument("--traces", nargs="+", metavar="DIR", required=traces_required,
-                       help="folders or files of the labelled traces"
-                       + ("" if traces_required else " (needed by " + ", ".join(NEEDS_TRACES)
-                          + ")"))
+        add_traces_option(p, required=traces_required, help="a folder (or file) of the "
+                          "labelled traces" + ("" if traces_required else
+                                               " (needed by " + ", ".join(NEEDS_TRACES) + ")"))
 
 
-def _store(args: argparse.Namespace) -> LabelStore:
-    return LabelStore(database_url(args.db), load_rubric(args.rubric))
+def _workspace(args: argparse.Namespace) -> Workspace:
+    """The workspace a labels verb works on: its database, rubric and `--traces`. The rubric
+    is loaded first, so one that cannot be used stops the command (RubricError) before any
+    trace is read."""
+    return Workspace.open(args.db, traces=getattr(args, "traces", None) or [],
+                          rubric=load_rubric(args.rubric))
 
 
-def load_trace_map(paths: list[str]) -> dict[str, Trace]:
-    """Every readable trace under the paths, by trace id (unreadable files are reported)."""
-    found: dict[str, Trace] = {}
-    files = trace_files(paths)
-    for path in tqdm(files, desc="reading traces", unit="file", disable=None, file=sys.stderr):
-        try:
-            for trace in read_any(path, on_error=lambda err: tqdm.write(str(err), sys.stderr)):
-                found.setdefault(trace.trace_id, trace)
-        except TraceError as err:
-            tqdm.write(str(err), sys.stderr)
+def _read_traces(ws: Workspace) -> TraceSet:
+    """The workspace's traces, saying once what it skipped."""
+    found = ws.read_traces(progress_bar("reading traces"))
+    say_unread(found.unread)
     return found
 
 
-CASE_STUDY_FORMATS = ("preference", "bookmarks")
-"""Export formats of case studies: pairwise preferences, and bookmarks with their notes."""
-
-
 def export_verb(args: argparse.Namespace) -> int:
-    """Write current labels in one format."""
-    try:
-        store = _store(args)
-    except RubricError as err:
-        print(err, file=sys.stderr)
-        return 1
-    if args.format in CASE_STUDY_FORMATS:
-        return _case_study_export(args, store)
-    if args.format in NEEDS_TRACES and not args.traces:
+    """Write current labels (or bookmarks) in one format."""
+    needs_traces = FORMATS[args.format].needs_traces
+    if needs_traces and not args.traces:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
-    traces = load_trace_map(args.traces) if args.traces else {}
-    labels = store.current_records(reviewer=args.reviewer)
-    written = export(args.format, labels, traces, store.rubric, args.output)
-    missing = sorted({x["trace_id"] for x in labels} - set(traces)) if args.format in NEEDS_TRACES \
-        else []
-    for trace_id in missing:
-        print(f"labels on trace {trace_id} skipped: it is not among --traces", file=sys.stderr)
-    where = f"{len(written)} traces in {args.output}" if args.format in WRITES_FOLDER \
-        else str(written)
-    print(f"{len(labels)} current labels -> {where}")
-    return 0
-
-
-def _case_study_export(args: argparse.Namespace, store: LabelStore) -> int:
-    """Write the preference rows (judged pairs, optionally pairs from scores) or the bookmarks."""
-    if args.format == "bookmarks":
-        path = write_bookmarks(BookmarkStore(store.url), args.output, args.reviewer)
-        print(f"{len(path.read_bytes().splitlines())} current bookmarks -> {path}")
-        return 0
-    if not args.traces:
-        print("--format preference needs the traces: add --traces DIR", file=sys.stderr)
-        return 2
-    traces = load_trace_map(args.traces)
-    labels = store.current_records(reviewer=args.reviewer)
-    for first, second in unplaced_pairs(labels, traces):
-        print(f"judgement of {first} vs {second} skipped: a trace is not among --traces",
-              file=sys.stderr)
-    path = write_preference(labels, traces, args.output, from_scores=args.from_scores)
-    print(f"{len(path.read_bytes().splitlines())} preference pairs -> {path}")
+    ws = _workspace(args)
+    traces = _read_traces(ws).traces if needs_traces else None
+    result = ws.export(args.format, args.output, traces=traces, reviewer=args.reviewer,
+                       from_scores=args.from_scores)
+    for sentence in result.left_out:
+        print(sentence, file=sys.stderr)
+    print(result.text)
     return 0
 
 
@@ -176,20 +134,18 @@ def read_records(path: str) -> list[dict]:
 
 
 def import_verb(args: argparse.Namespace) -> int:
-    """Import label files, each all or nothing."""
-    try:
-        store = _store(args)
-    except RubricError as err:
-        print(err, file=sys.stderr)
-        return 1
-    traces = load_trace_map(args.traces)
+    """Import label files, each all or nothing; 1 when any file was refused."""
+    ws = _workspace(args)
+    traces = _read_traces(ws).traces
     failed = 0
     for path in tqdm(args.files, desc="importing", unit="file", disable=None, file=sys.stderr):
         try:
             origin = args.origin or Path(path).name
-            report = store.import_records(read_records(path), traces, origin)
+            report = ws.import_labels(read_records(path), traces, origin)
         except (LabelError, OSError) as err:
-            tqdm.write(f"{path}: nothing imported: {err}", sys.stderr)
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            tqdm.write(f"{path}: nothing imported: {reason.removeprefix(origin + ': ')}",
+                       sys.stderr)
             failed += 1
             continue
         tqdm.write(f"{path}: {report.read} records, {report.added} new labels")
@@ -198,16 +154,16 @@ def import_verb(args: argparse.Namespace) -> int:
 
 def progress_verb(args: argparse.Namespace) -> int:
     """Print each trace's progress."""
-    store = _store(args)
-    for trace_id, trace in sorted(load_trace_map(args.traces).items()):
-        print(f"{trace_id}: {store.progress(trace, args.reviewer).text}")
+    ws = _workspace(args)
+    for trace_id, trace in sorted(_read_traces(ws).traces.items()):
+        print(f"{trace_id}: {ws.progress(trace, args.reviewer).text}")
     return 0
 
 
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print agreement per question."""
-    store = _store(args)
-    report = agreement(store.rubric, store.current_records())
+    ws = _workspace(args)
+    report = agreement(ws.rubric, ws.labels.current_records())
     if args.json:
         print(json.dumps([q.model_dump() for q in report], indent=2, default=str))
         return 0
@@ -222,12 +178,8 @@ def agreement_verb(args: argparse.Namespace) -> int:
 
 
 def rubric_verb(args: argparse.Namespace) -> int:
-    """Check and print a rubric."""
-    try:
-        rubric = load_rubric(args.rubric)
-    except RubricError as err:
-        print(err, file=sys.stderr)
-        return 1
+    """Check and print a rubric (RubricError, printed by `main`, names the place)."""
+    rubric = load_rubric(args.rubric)
     if args.json:
         print(rubric.model_dump_json(indent=2))
         return 0

@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from viz_app.errors import TraceError
 from viz_app.export.report import write_report
 from viz_app.io.detect import read_any
-from viz_app.settings import database_url
+from viz_app.text import file_name
+from viz_app.workspace import Workspace
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -31,37 +31,30 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.set_defaults(run=report_verb)
 
 
-def _db_url(value: str) -> str | None:
-    """The store's URL, or None for a SQLite file that is not there (rather than creating one)."""
-    if "://" not in value and not Path(value).expanduser().exists():
-        return None
-    return database_url(value)
+def _no_store(db: str) -> bool:
+    """Whether `--db` names a SQLite file that is not there (rather than creating one)."""
+    return "://" not in db and not Path(db).expanduser().exists()
 
 
 def report_verb(args: argparse.Namespace) -> int:
-    """Write the report of one trace."""
-    try:
-        traces = read_any(args.trace)
-    except (TraceError, OSError) as err:
-        print(err, file=sys.stderr)
-        return 1
-    if args.trace_id is not None:
-        traces = [t for t in traces if t.trace_id == args.trace_id]
+    """Write the report of one trace, with its case study from the workspace's database."""
+    found = read_any(args.trace)
+    traces = [t for t in found if args.trace_id is None or t.trace_id == args.trace_id]
     if len(traces) != 1:
-        found = ", ".join(t.trace_id for t in read_any(args.trace)[:20])
-        print(f"{args.trace}: pick one trace with --trace-id (it holds: {found})"
+        held = ", ".join(t.trace_id for t in found[:20])
+        print(f"{args.trace}: pick one trace with --trace-id (it holds: {held})"
               if traces or args.trace_id is None else
-              f"{args.trace}: no trace {args.trace_id!r} (it holds: {found})", file=sys.stderr)
+              f"{args.trace}: no trace {args.trace_id!r} (it holds: {held})", file=sys.stderr)
         return 2
     trace = traces[0]
-    db_url = _db_url(args.db)
-    if db_url is None:
+    if _no_store(args.db):
         print(f"no label store at {args.db}: the report has no labels or bookmarks",
               file=sys.stderr)
-    from viz_app.export.traces import file_name
-
+        labels, bookmarks = [], []
+    else:
+        labels, bookmarks = Workspace.open(args.db).case_study(trace)
     output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
-    result = write_report(trace, output, db_url=db_url, format=args.format)
+    result = write_report(trace, output, labels, bookmarks, format=args.format)
     if result.note:
         print(result.note, file=sys.stderr)
     extra = f" with {len(result.images)} figures" if result.images else ""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -13,6 +15,7 @@ from viz_app.errors import TraceError
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, load_trace, load_traces, trace_from_dict
 from viz_app.model import TOPOLOGIES, orchviz_schema
+from viz_app.store.index import IndexFailure, IndexProgress
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -114,3 +117,43 @@ def synth(args: argparse.Namespace) -> int:
     print(f"{path}: {len(trace.events)} events, {args.agents} agents "
           f"({len(dump_trace(trace)) / 1e6:.1f} MB)")
     return 0
+
+
+# -- the `--traces` option of other verbs ----------------------------------------------------------
+
+
+def add_traces_option(p: argparse.ArgumentParser, *, required: bool = False,
+                      help: str = "a folder (or file) of the labelled traces") -> None:
+    """Add `--traces`: one folder or file each time, repeatable (`--traces a --traces b`), so
+    that positionals may follow it (`labels import --traces DIR FILE`)."""
+    p.add_argument("--traces", action="append", metavar="DIR", required=required,
+                   help=f"{help}; one per --traces, repeat it for more "
+                   "(--traces a --traces b)")
+
+
+def progress_bar(desc: str) -> IndexProgress:
+    """A progress callback (done, total, path) that draws a bar on stderr in a terminal."""
+    bar: list[tqdm] = []
+
+    def update(done: int, total: int, path: str) -> None:
+        if not bar:
+            bar.append(tqdm(total=total, desc=desc, unit="file", disable=None, file=sys.stderr))
+        bar[0].n = done
+        bar[0].refresh()
+        if done >= total:
+            bar[0].close()
+
+    return update
+
+
+def say_unread(unread: Sequence[IndexFailure], option: str = "--traces") -> None:
+    """Say once on stderr how many files gave no trace (naming a couple), rather than a line
+    per file: a labels file beside the traces is no error."""
+    files = list(dict.fromkeys(failure.path for failure in unread))
+    if not files:
+        return
+    named = ", ".join(Path(f).name for f in files[:2]) + \
+        (f" and {len(files) - 2} more" if len(files) > 2 else "")
+    print(f"skipped {len(files)} file{'s' if len(files) != 1 else ''} under {option} that "
+          f"orchviz cannot read as traces ({named}); `orchviz validate` says why",
+          file=sys.stderr)
