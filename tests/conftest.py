@@ -324,26 +324,33 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture
 def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
-    """Factory ``start_app(traces_dirs, db_path, extra_args=()) -> base_url``.
+    """Factory ``start_app(workspace) -> base_url``, or
+    ``start_app(traces_dirs, db_path, extra_args=()) -> base_url``.
 
-    Runs ``python -m viz_app app --traces DIR... --db DB --port P --host
-    127.0.0.1 *extra_args`` and waits for ``/_stcore/health``. All started
+    Runs ``python -m viz_app app --traces DIR [--traces DIR...] --db DB --port P
+    --host 127.0.0.1 *extra_args`` (for a Workspace: its folders, database,
+    rubric and uploads folder) and waits for ``/_stcore/health``. All started
     servers are terminated (whole process group) at teardown.
     """
     procs: list[subprocess.Popen] = []
 
     def start_app(
-        traces_dirs: Sequence[Path],
-        db_path: Path,
+        traces_dirs: Sequence[Path] | object,
+        db_path: Path | str | None = None,
         extra_args: Sequence[str] = (),
         timeout: float = 60,
     ) -> str:
+        settings = getattr(traces_dirs, "settings", None)  # a Workspace
+        if settings is not None:
+            traces_dirs, db_path = settings.traces, settings.db_url
+            extra_args = [*(["--rubric", settings.rubric] if settings.rubric else []),
+                          "--uploads", settings.uploads, *extra_args]
         port = free_port()
         workdir = tmp_path_factory.mktemp("app")
         log_path = workdir / "app.log"
         cmd = [
             sys.executable, "-m", "viz_app", "app",
-            "--traces", *[str(d) for d in traces_dirs],
+            *[arg for d in traces_dirs for arg in ("--traces", str(d))],
             "--db", str(db_path),
             "--port", str(port),
             "--host", "127.0.0.1",

@@ -6,15 +6,11 @@ from __future__ import annotations
 import krippendorff
 import pytest
 
-from pathlib import Path
-
-from viz_app.io.native import load_trace
+from factories import APP_PAGES, app_env, make_workspace, premature
 from viz_app.labels.agreement import agreement, question_agreement
 from viz_app.labels.rubric import default_rubric
-from viz_app.labels.store import LabelStore
 
 RUBRIC = default_rubric()
-PREMATURE = Path(__file__).resolve().parent.parent / "demo_traces" / "10_review_premature_stop.json"
 
 
 def label(reviewer: str, trace_id: str, event_id: str, question: str, value) -> dict:
@@ -73,8 +69,8 @@ def test_the_most_disputed_target_comes_first():
 
 
 def test_only_the_newest_answer_of_each_reviewer_counts(tmp_path):
-    trace = load_trace(PREMATURE)
-    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    trace = premature()
+    store = make_workspace(tmp_path).labels
     store.save(trace, "aggregation_quality", 1, "ann", "e12")
     store.save(trace, "aggregation_quality", 1, "bob", "e12")
     store.save(trace, "aggregation_quality", 5, "ann", "e12")
@@ -92,13 +88,11 @@ def test_tags_get_no_alpha():
 def test_the_agreement_page_shows_alpha_and_the_most_disputed_target(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    trace = load_trace(PREMATURE)
-    store = LabelStore(f"sqlite:///{tmp_path / 'labels.db'}")
+    trace = premature()
+    workspace = app_env(monkeypatch, make_workspace(tmp_path))
     for reviewer, point in (("ann", 1), ("bob", 5)):
-        store.save(trace, "aggregation_quality", point, reviewer, "e12")
-    monkeypatch.setenv("ORCHVIZ_DB", store.url)
-    page = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "viz_app" /
-                                 "app_pages" / "agreement.py"), default_timeout=30).run()
+        workspace.labels.save(trace, "aggregation_quality", point, reviewer, "e12")
+    page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=30).run()
     assert not page.exception
     summary, disputes = page.dataframe[0].value, page.dataframe[1].value
     row = summary[summary["question"] == "aggregation_quality"].iloc[0]

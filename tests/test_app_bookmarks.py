@@ -4,34 +4,24 @@ selected event, and the presentation page steps through them."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import REPO
-from viz_app.io.native import load_trace
-from viz_app.labels.bookmarks import BookmarkStore
+from factories import APP, PREMATURE, PREMATURE_ID, app_env, make_workspace, premature
+from viz_app.store.bookmarks import BookmarkStore
 
-APP = str(REPO / "viz_app" / "app.py")
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"
-TRACE = "demo-10-review-premature-stop"
+TRACE = PREMATURE_ID
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    shutil.copy(PREMATURE, traces / PREMATURE.name)
-    monkeypatch.setenv("ORCHVIZ_TRACES", str(traces))
-    monkeypatch.setenv("ORCHVIZ_DB", str(tmp_path / "orchviz.db"))
-    monkeypatch.setenv("ORCHVIZ_UPLOADS", str(tmp_path / "uploads"))
-    return BookmarkStore(f"sqlite:///{tmp_path / 'orchviz.db'}")
+def env(tmp_path, monkeypatch) -> BookmarkStore:
+    """The app on demo 10; the bookmark store it writes to."""
+    return app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE])).bookmarks
 
 
 def trace_page(event: str | None = None, reviewer: str | None = "ann",
                page: str = "app_pages/trace.py", **params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=120)
     at.run()
     at.query_params["trace"] = TRACE
     if event:
@@ -74,7 +64,7 @@ def test_without_a_reviewer_no_bookmark_can_be_added(env):
 
 
 def test_the_inspector_lists_the_bookmarks_on_the_selected_event(env):
-    trace = load_trace(PREMATURE)
+    trace = premature()
     env.add(trace, "bob", "the stop", event_id="e13")
     env.add(trace, "bob", "the merge", event_id="e12")
     at = trace_page("e13")
@@ -84,7 +74,7 @@ def test_the_inspector_lists_the_bookmarks_on_the_selected_event(env):
 
 
 def test_editing_a_note_keeps_the_old_version(env):
-    trace = load_trace(PREMATURE)
+    trace = premature()
     made = env.add(trace, "bob", "first", event_id="e13")
     at = trace_page()
     forms = [t for t in at.text_area if t.value == "first"]
@@ -96,7 +86,7 @@ def test_editing_a_note_keeps_the_old_version(env):
 
 
 def test_removing_a_bookmark_hides_it(env):
-    made = env.add(load_trace(PREMATURE), "bob", "gone soon", event_id="e13")
+    made = env.add(premature(), "bob", "gone soon", event_id="e13")
     at = trace_page()
     next(b for b in at.button if b.label == "remove").click()
     at.run()
@@ -104,7 +94,7 @@ def test_removing_a_bookmark_hides_it(env):
 
 
 def test_the_presentation_page_steps_with_its_buttons(env):
-    trace = load_trace(PREMATURE)
+    trace = premature()
     env.add(trace, "bob", "second: the stop", event_id="e13")
     env.add(trace, "bob", "first: the merge", event_id="e12")
     at = trace_page(reviewer=None, page="app_pages/present.py", present="1")

@@ -3,44 +3,32 @@ trees and shared timeline, and the pairwise question saved as a label."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import REPO, demo_paths
+from factories import APP, app_env, copy_demos, demo_trace, make_workspace, premature
 from viz_app.analysis import analyze
 from viz_app.comparison import align, figure_differences, joint_slots, shared_timeline
-from viz_app.io.native import load_trace, trace_from_dict
+from viz_app.io.native import trace_from_dict
 from viz_app.labels.pairs import PAIRWISE_QUESTION
-from viz_app.labels.store import LabelStore
+from viz_app.store.labels import LabelStore
 from viz_app.synth import hostile_trace
-
-APP = str(REPO / "viz_app" / "app.py")
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    """The demo traces, a second rollout of demo 10's task with one analyst fewer, and the
-    hostile trace."""
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for path in demo_paths():
-        shutil.copy(path, traces / path.name)
-    (traces / "10b.json").write_text(json.dumps(fewer_analysts().to_dict()))
-    (traces / "hostile.json").write_text(json.dumps(hostile_trace()))
-    monkeypatch.setenv("ORCHVIZ_TRACES", str(traces))
-    monkeypatch.setenv("ORCHVIZ_DB", str(tmp_path / "orchviz.db"))
-    monkeypatch.setenv("ORCHVIZ_UPLOADS", str(tmp_path / "uploads"))
-    return tmp_path
+def env(tmp_path, monkeypatch) -> LabelStore:
+    """The app on the demo traces, a second rollout of demo 10's task with one analyst fewer,
+    and the hostile trace; the label store it writes to."""
+    demos = copy_demos(tmp_path / "demos")
+    workspace = make_workspace(tmp_path, traces=[demos, fewer_analysts(), hostile_trace()])
+    return app_env(monkeypatch, workspace).labels
 
 
 def fewer_analysts():
     """Demo 10's task run again, without the deploy analyst (nor its shell.run result, e8)."""
-    raw = load_trace(PREMATURE).to_dict()
+    raw = premature().to_dict()
     raw["trace_id"] = "demo-10-rollout-b"
     gone = {e["id"] for e in raw["events"]
             if "deploy_analyst" in (e.get("agent"), e.get("to"), e.get("from"))} | {"e8"}
@@ -50,7 +38,7 @@ def fewer_analysts():
 
 
 def compare(a: str | None = None, b: str | None = None, reviewer: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=120)
     if reviewer:
         at.session_state["reviewer"] = reviewer
     at.run()
@@ -68,7 +56,7 @@ def compare(a: str | None = None, b: str | None = None, reviewer: str | None = N
 
 
 def test_two_rollouts_align_agent_by_agent_and_the_missing_one_shows():
-    a, b = analyze(load_trace(PREMATURE)), analyze(fewer_analysts())
+    a, b = analyze(premature()), analyze(fewer_analysts())
     alignment = align(a, b)
     assert len(alignment.positions) == 4
     assert [alignment.a[s] for s in alignment.only_a] == ["db_analyst"]
@@ -79,14 +67,14 @@ def test_two_rollouts_align_agent_by_agent_and_the_missing_one_shows():
 
 
 def test_children_of_other_roles_pair_by_position():
-    a = analyze(load_trace(PREMATURE))
-    b = analyze(load_trace(REPO / "demo_traces" / "01_centralized_research_faithful.json"))
+    a = analyze(premature())
+    b = analyze(demo_trace("01_centralized_research_faithful"))
     alignment = align(a, b)
     assert len(alignment.role_differs) == 3 and not alignment.only_a and not alignment.only_b
 
 
 def test_figure_differences_mark_what_differs_and_which_is_better():
-    a, b = analyze(load_trace(PREMATURE)), analyze(fewer_analysts())
+    a, b = analyze(premature()), analyze(fewer_analysts())
     diffs = {d.name: d for d in figure_differences(a, b)}
     assert diffs["agents"].differs and diffs["agents"].delta == -1
     assert not diffs["depth"].differs and diffs["depth"].better is None
@@ -94,7 +82,7 @@ def test_figure_differences_mark_what_differs_and_which_is_better():
 
 
 def test_the_shared_timeline_puts_both_runs_on_one_time_axis():
-    a, b = analyze(load_trace(PREMATURE)), analyze(fewer_analysts())
+    a, b = analyze(premature()), analyze(fewer_analysts())
     fig = shared_timeline(a, b)
     assert fig.layout.xaxis.matches == "x2" or fig.layout.xaxis2.matches == "x"
     assert list(fig.layout.yaxis.ticktext) == a.agents
@@ -131,7 +119,7 @@ def test_the_pairwise_judgement_is_saved_in_the_label_store(env):
     at.button[-1].click()  # the form's submit button
     at.run()
     assert not at.exception and any("saved" in s.value for s in at.success)
-    records = LabelStore(f"sqlite:///{env / 'orchviz.db'}").current_records()
+    records = env.current_records()
     pairs = [r for r in records if r["question"] == PAIRWISE_QUESTION]
     assert len(pairs) == 1
     (r,) = pairs
@@ -147,7 +135,7 @@ def test_a_judgement_without_a_choice_is_refused(env):
     at.button[-1].click()
     at.run()
     assert any("pick which run" in e.value for e in at.error)
-    assert LabelStore(f"sqlite:///{env / 'orchviz.db'}").count() == 0
+    assert env.count() == 0
 
 
 def test_without_a_reviewer_nothing_can_be_saved(env):

@@ -7,25 +7,23 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import REPO, demo_paths, review_library
+from factories import APP, DROPPED_ID, app_env, demo_paths, make_workspace, review_library
+from viz_app.workspace import Workspace
 
-APP = str(REPO / "viz_app" / "app.py")
 DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
 
 
 @pytest.fixture
-def library_env(tmp_path, monkeypatch):
-    """A library of the demo traces, the hostile trace and a broken file, with its own db."""
-    traces = review_library(tmp_path / "traces")
-    monkeypatch.setenv("ORCHVIZ_TRACES", str(traces))
-    monkeypatch.setenv("ORCHVIZ_DB", str(tmp_path / "orchviz.db"))
-    monkeypatch.setenv("ORCHVIZ_UPLOADS", str(tmp_path / "uploads"))
-    return traces
+def library_env(tmp_path, monkeypatch) -> Workspace:
+    """The app on a library of the demo traces, the hostile trace and a broken file, with its
+    own database."""
+    traces = review_library(tmp_path / "library")
+    return app_env(monkeypatch, make_workspace(tmp_path, traces=[traces]))
 
 
 def run(trace: str | None = None, event: str | None = None) -> AppTest:
     """The app opened at its root URL, with the deep-link parameters given."""
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=120)
     if trace:
         at.query_params["trace"] = trace
     if event:
@@ -47,7 +45,8 @@ def test_the_library_lists_every_demo_trace(library_env):
 def test_the_library_lists_the_broken_file_with_its_error(library_env):
     at = run()
     failures = at.dataframe[1].value
-    assert failures["file"].tolist() == [str((library_env / "broken.json").resolve())]
+    folder = library_env.settings.traces[0]
+    assert failures["file"].tolist() == [str((folder / "broken.json").resolve())]
     assert "broken.json" in failures["error"][0] and "truncated" in failures["error"][0]
     assert any("failed to load (1)" in h.value for h in at.subheader)
 
@@ -119,12 +118,7 @@ def test_every_page_element_with_markdown_refuses_html(library_env):
 
 
 def test_the_library_says_how_many_of_each_traces_targets_are_labelled(library_env):
-    from viz_app.io.native import load_trace
-    from viz_app.labels.store import open_store
-
-    trace = load_trace(library_env / "09_review_dropped_finding.json")
-    open_store(f"sqlite:///{library_env.parent / 'orchviz.db'}").save(
-        trace, "aggregation_quality", 2, "ann", "e12")
+    library_env.labels.save(library_env.trace(DROPPED_ID), "aggregation_quality", 2, "ann", "e12")
     table = run().dataframe[0].value.set_index("trace id")["labelled"]
-    assert table["demo-09-review-dropped-finding"] == "1 of 3"
+    assert table[DROPPED_ID] == "1 of 3"
     assert table["demo-05-hierarchical-ebikes"].startswith("0 of ")

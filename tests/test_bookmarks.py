@@ -5,31 +5,29 @@ export holds them with their notes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from viz_app.cli import main
-from viz_app.io.native import load_trace
-from viz_app.labels.bookmarks import BookmarkError, BookmarkStore, bookmarks_at, current_bookmarks
-
-REPO = Path(__file__).resolve().parent.parent
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
+from factories import demo_trace, make_workspace, premature
+from viz_app.errors import BookmarkError
+from viz_app.labels.bookmark import bookmarks_at, current_bookmarks
+from viz_app.store.bookmarks import BookmarkStore
+from viz_app.workspace import Workspace
 
 
 @pytest.fixture
 def trace():
-    return load_trace(PREMATURE)
+    return premature()  # aggregate e12, stop e13
 
 
 @pytest.fixture
-def url(tmp_path):
-    return f"sqlite:///{tmp_path / 'case.db'}"
+def workspace(tmp_path) -> Workspace:
+    return make_workspace(tmp_path)
 
 
 @pytest.fixture
-def store(url):
-    return BookmarkStore(url)
+def store(workspace) -> BookmarkStore:
+    return workspace.bookmarks
 
 
 def test_a_bookmark_on_an_event_records_its_time_note_reviewer_and_trace(store, trace):
@@ -87,7 +85,7 @@ def test_current_bookmarks_come_in_the_order_of_the_run_not_of_writing(store, tr
 
 
 def test_bookmarks_of_other_traces_are_not_listed(store, trace, tmp_path):
-    other = load_trace(REPO / "demo_traces" / "09_review_dropped_finding.json")
+    other = demo_trace("09_review_dropped_finding")
     store.add(trace, "ann", "mine", event_id="e13")
     store.add(other, "ann", "theirs", start_s=0.0)
     assert [b.note for b in store.current(trace.trace_id)] == ["mine"]
@@ -111,32 +109,36 @@ def test_the_title_is_the_first_line_of_the_note_without_heading_marks(store, tr
     assert made.title == "Premature stop"
 
 
-def test_the_bookmarks_export_holds_every_current_bookmark_with_its_note(store, trace, url,
+def test_the_bookmarks_export_holds_every_current_bookmark_with_its_note(store, trace, workspace,
                                                                        tmp_path):
+    from viz_app.cli import main
+
     made = store.add(trace, "ann", "first", event_id="e13")
     store.edit(trace, made.bookmark_id, "bob", "<script>x</script> kept as written")
     store.add(trace, "ann", "range", start_s=0.0, end_s=1.0)
     out = tmp_path / "bookmarks.jsonl"
-    assert main(["labels", "export", "--db", url, "--format", "bookmarks", "-o", str(out)]) == 0
+    assert main(["labels", "export", "--db", workspace.settings.db_url, "--format", "bookmarks",
+                 "-o", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["note"] for r in rows] == ["range", "<script>x</script> kept as written"]
     assert rows[1]["versions"] == 2 and rows[1]["first_reviewer"] == "ann"
     assert rows[1]["reviewer"] == "bob" and rows[1]["event_id"] == "e13"
 
 
-def test_the_bookmarks_export_can_keep_one_reviewer(store, trace, url, tmp_path):
+def test_the_bookmarks_export_can_keep_one_reviewer(store, trace, workspace, tmp_path):
+    from viz_app.cli import main
+
     store.add(trace, "ann", "a", event_id="e13")
     store.add(trace, "bob", "b", event_id="e12")
     out = tmp_path / "bookmarks.jsonl"
-    main(["labels", "export", "--db", url, "--format", "bookmarks", "-o", str(out),
-          "--reviewer", "bob"])
+    main(["labels", "export", "--db", workspace.settings.db_url, "--format", "bookmarks",
+          "-o", str(out), "--reviewer", "bob"])
     assert [json.loads(x)["note"] for x in out.read_text().splitlines()] == ["b"]
 
 
-def test_the_bookmarks_table_shares_the_database_with_the_labels(url, trace):
-    from viz_app.labels.store import LabelStore
-
-    labels = LabelStore(url)
-    BookmarkStore(url).add(trace, "ann", "n", event_id="e13")
-    labels.save(trace, "task_outcome", "failure", "ann")
-    assert labels.count() == 1 and len(BookmarkStore(url).current()) == 1
+def test_the_bookmarks_table_shares_the_database_with_the_labels(tmp_path, trace):
+    workspace = make_workspace(tmp_path)
+    workspace.bookmarks.add(trace, "ann", "n", event_id="e13")
+    workspace.labels.save(trace, "task_outcome", "failure", "ann")
+    again = make_workspace(tmp_path)  # the same database, opened again
+    assert again.labels.count() == 1 and len(again.bookmarks.current()) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import shot, wait_for_streamlit
-from factories import review_library
+from factories import make_workspace, review_library
 from viz_app.synth import HOSTILE_MARKER
 
 pytestmark = pytest.mark.browser
@@ -14,8 +14,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def base_url(app_server, tmp_path):
     """The app on demo traces, the hostile trace and a broken file, with a fresh database."""
-    traces = review_library(tmp_path / "traces")
-    return app_server([traces], tmp_path / "orchviz.db")
+    return app_server(make_workspace(tmp_path, traces=[review_library(tmp_path / "library")]))
 
 
 def open_page(page, url: str) -> None:

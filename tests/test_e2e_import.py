@@ -5,6 +5,7 @@ import json
 
 import pytest
 from conftest import shot, wait_for_streamlit
+from factories import make_workspace
 from importing import FIXTURES
 
 from viz_app.synth import HOSTILE_MARKER
@@ -35,8 +36,7 @@ def hostile_session(path):
 def test_uploaded_claude_code_session_is_listed_and_opens_its_tree(app_server, page, tmp_path):
     empty = tmp_path / "library"
     empty.mkdir()
-    base = app_server([empty], tmp_path / "orchviz.db",
-                      extra_args=["--uploads", str(tmp_path / "uploads")])
+    base = app_server(make_workspace(tmp_path, traces=[empty]))  # uploads in tmp_path
     page.goto(base)
     wait_for_streamlit(page)
 
@@ -66,8 +66,7 @@ def test_script_payloads_in_an_imported_session_never_run(app_server, page, tmp_
     library = tmp_path / "library"
     library.mkdir()
     hostile_session(library / "hostile.jsonl")
-    base = app_server([library], tmp_path / "orchviz.db",
-                      extra_args=["--uploads", str(tmp_path / "uploads")])
+    base = app_server(make_workspace(tmp_path, traces=[library]))
     page.goto(f"{base}/trace?trace=s-1111")
     wait_for_streamlit(page, timeout=60_000)
     tree = page.locator(".js-plotly-plot").first

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from conftest import shot, wait_for_streamlit
+from factories import DROPPED, PREMATURE, PREMATURE_ID, make_workspace
 from viz_app.cli import main
-from viz_app.io.native import trace_from_dict, write_trace
+from viz_app.workspace import Workspace
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "demo_traces"
-TRACE_ID = "demo-10-review-premature-stop"  # aggregate e12 (inputs e10, e11), stop e13
+TRACE_ID = PREMATURE_ID  # aggregate e12 (inputs e10, e11), stop e13
 
 
 def open_as(page, url: str, reviewer: str) -> None:
@@ -50,18 +47,15 @@ def progress_text(page) -> str:
 
 
 @pytest.fixture
-def library(tmp_path) -> Path:
-    folder = tmp_path / "traces"
-    folder.mkdir()
-    shutil.copy(DEMO / "10_review_premature_stop.json", folder)
-    shutil.copy(DEMO / "09_review_dropped_finding.json", folder)
-    return folder
+def workspace(tmp_path) -> Workspace:
+    """Demo 10 and demo 9, on a fresh database."""
+    return make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
 
 
 def test_a_reviewer_labels_an_aggregation_and_a_stop_and_finds_them_after_reload(
-        page, app_server, library, tmp_path):
-    db = tmp_path / "labels.db"
-    base = app_server([library], db)
+        page, app_server, workspace, tmp_path):
+    db = workspace.settings.db_url
+    base = app_server(workspace)
     url = f"{base}/trace?trace={TRACE_ID}"
     open_as(page, url, "ann")
     assert progress_text(page) == "0 of 3 targets labelled by ann"
@@ -116,7 +110,7 @@ def test_a_reviewer_labels_an_aggregation_and_a_stop_and_finds_them_after_reload
 
     # the export holds them with the rubric's rewards
     rewards = tmp_path / "rewards.jsonl"
-    assert main(["labels", "export", "--db", str(db), "--format", "rewards", "-o",
+    assert main(["labels", "export", "--db", db, "--format", "rewards", "-o",
                  str(rewards)]) == 0
     rows = {(r["event_id"], r["question"]): r
             for r in map(json.loads, rewards.read_text().splitlines())}
@@ -124,15 +118,14 @@ def test_a_reviewer_labels_an_aggregation_and_a_stop_and_finds_them_after_reload
     assert rows[("e13", "stopping_correctness")]["reward"] == -1.0
     assert all(r["reviewers"] == 1 and r["trace_id"] == TRACE_ID for r in rows.values())
     labels = tmp_path / "labels.jsonl"
-    main(["labels", "export", "--db", str(db), "--format", "jsonl", "-o", str(labels)])
+    main(["labels", "export", "--db", db, "--format", "jsonl", "-o", str(labels)])
     values = {r["question"]: r["value"] for r in map(json.loads, labels.read_text().splitlines())}
     assert values == {"aggregation_quality": 2, "aggregation_issues": ["dropped_result"],
                       "stopping_correctness": "premature", "stop_should_have_been": "e15"}
 
 
-def test_a_value_the_reviewer_did_not_give_is_not_saved(page, app_server, library, tmp_path):
-    db = tmp_path / "labels.db"
-    open_as(page, f"{app_server([library], db)}/trace?trace={TRACE_ID}", "bob")
+def test_a_value_the_reviewer_did_not_give_is_not_saved(page, app_server, workspace):
+    open_as(page, f"{app_server(workspace)}/trace?trace={TRACE_ID}", "bob")
     form(page).get_by_role("button", name=re.compile("Save")).click()
     wait_for_streamlit(page)
     assert page.get_by_text("Answer first", exact=False).is_visible()
@@ -142,11 +135,9 @@ def test_a_value_the_reviewer_did_not_give_is_not_saved(page, app_server, librar
 def test_hostile_trace_text_in_the_panel_never_runs(page, app_server, tmp_path):
     from viz_app.synth import HOSTILE_MARKER, hostile_trace
 
-    folder = tmp_path / "hostile"
-    trace = trace_from_dict(hostile_trace(), "<hostile>")
-    write_trace(trace, folder / "hostile.json")
-    open_as(page, f"{app_server([folder], tmp_path / 'labels.db')}/trace?trace="
-                  f"{trace.trace_id}", "eve")
+    raw = hostile_trace()
+    open_as(page, f"{app_server(make_workspace(tmp_path, traces=[raw]))}/trace?trace="
+                  f"{raw['trace_id']}", "eve")
     page.get_by_text("Merged", exact=False).first.wait_for()
     target = page.locator('[data-testid="stSelectbox"]').filter(has_text="Target")
     target.get_by_role("combobox").click()

@@ -5,19 +5,13 @@ a script in a note never runs."""
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from conftest import shot, wait_for_streamlit
-from factories import REPO
-from viz_app.io.native import load_trace
-from viz_app.labels.bookmarks import BookmarkStore
-from viz_app.labels.store import LabelStore
-from viz_app.settings import database_url
+from factories import PREMATURE, make_workspace, premature
 from viz_app.synth import HOSTILE_MARKER
 
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
 NOTES = ["The fan-out: three analysts at once",
          "The merge drops the profiler <script>window.__pwned=1</script>",
          "Stops before db_analyst returns"]
@@ -26,17 +20,14 @@ NOTES = ["The fan-out: three analysts at once",
 @pytest.fixture
 def app(app_server, tmp_path):
     """The app on demo 10 with three bookmarks, written out of their order in the run."""
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    shutil.copy(PREMATURE, traces / PREMATURE.name)
-    db = tmp_path / "case.db"
-    trace = load_trace(PREMATURE)
-    marks = BookmarkStore(database_url(db))
+    workspace = make_workspace(tmp_path, traces=[PREMATURE])  # aggregate e12, stop e13
+    trace = premature()
+    marks = workspace.bookmarks
     marks.add(trace, "bob", NOTES[2], event_id="e13")
     marks.add(trace, "ann", NOTES[0], start_s=0.0, end_s=2.0)
     marks.add(trace, "ann", NOTES[1], event_id="e12")
-    LabelStore(database_url(db)).save(trace, "aggregation_quality", 2, "ann", "e12")
-    return app_server([traces], db)
+    workspace.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    return app_server(workspace)
 
 
 def position(page) -> str:
@@ -73,7 +64,8 @@ def test_presentation_steps_through_bookmarks_with_next_previous_and_arrow_keys(
     step_until(page, "The merge drops the profiler")
     assert position(page) == "2 / 3" and "step=2" in page.url
     assert current_ring(page) == [24, 0.0]  # e12, the orchestrator's lane
-    assert page.get_by_text("aggregation_quality").count() >= 1  # the label on it
+    # the label on it (its table draws a moment after the script run ends)
+    page.get_by_text("aggregation_quality").first.wait_for(timeout=20_000)
     shot(page, "present_step2")
 
     page.keyboard.press("ArrowRight")

@@ -159,3 +159,16 @@ def test_indexing_a_folder_writes_no_label_only_importing_does(tmp_path):
     assert workspace.labels.count() == 0
     traces = workspace.read_traces().traces
     assert workspace.import_published_labels(traces.values()) == 1
+
+
+def test_a_published_annotation_is_checked_against_the_workspaces_own_rubric(magentic, tmp_path):
+    from viz_app.labels.rubric import default_rubric, rubric_from_dict
+
+    raw = default_rubric().model_dump(mode="json", exclude={"sha256"})
+    raw["version"] = "team-1"
+    rubric = rubric_from_dict(raw)
+    workspace = make_workspace(tmp_path, rubric=rubric)
+    assert workspace.import_published_labels([magentic]) == 1
+    (label,) = workspace.labels.all()
+    assert (label.rubric_version, label.rubric_sha256) == ("team-1", rubric.sha256)
+    assert rubric.sha256 != default_rubric().sha256

@@ -9,31 +9,24 @@ import signal
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from viz_app.io.native import load_trace
-from viz_app.labels.rubric import LabelError
-from viz_app.labels.store import LABELS_SCHEMA_VERSION, LabelStore, derived_label_id
-
-REPO = Path(__file__).resolve().parent.parent
-PREMATURE = REPO / "demo_traces" / "10_review_premature_stop.json"  # aggregate e12, stop e13
-
-
-def sqlite_store(tmp_path: Path, name: str = "labels.db") -> LabelStore:
-    return LabelStore(f"sqlite:///{tmp_path / name}")
+from factories import PREMATURE_ID, REPO, make_workspace, premature
+from viz_app.errors import LabelError
+from viz_app.labels.label import Reviewer, derived_label_id
+from viz_app.store.labels import LabelStore
 
 
 @pytest.fixture
 def trace():
-    return load_trace(PREMATURE)
+    return premature()
 
 
 @pytest.fixture
-def store(tmp_path):
-    return sqlite_store(tmp_path)
+def store(tmp_path) -> LabelStore:
+    return make_workspace(tmp_path).labels
 
 
 def test_saving_twice_keeps_both_rows_and_the_newest_is_current(store, trace):
@@ -95,13 +88,17 @@ def test_the_sqlite_store_runs_in_wal_mode(store):
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
 
 
-def test_the_labels_schema_version_is_recorded(store):
-    with store.engine.connect() as conn:
-        found = conn.execute(text("SELECT version FROM orchviz_schema WHERE name = 'labels'"))
-        assert found.scalar() == LABELS_SCHEMA_VERSION
+def test_a_label_records_how_its_reviewer_was_identified(tmp_path, trace):
+    workspace = make_workspace(tmp_path)
+    workspace.save_answers(trace, "e12", {"aggregation_quality": 3},
+                           Reviewer(name="ann@example.org", via="login"))
+    workspace.labels.save(trace, "task_outcome", "failure", "bob")
+    workspace.import_labels([record("judge", 2)], {trace.trace_id: trace}, "judge.jsonl")
+    assert {x.reviewer: x.identified_by for x in workspace.labels.current()} == {
+        "ann@example.org": "login", "bob": "cli", "judge": "import"}
 
 
-def record(reviewer: str, value: int, trace_id: str = "demo-10-review-premature-stop") -> dict:
+def record(reviewer: str, value: int, trace_id: str = PREMATURE_ID) -> dict:
     return {"trace_id": trace_id, "event_id": "e12", "question": "aggregation_quality",
             "value": value, "reviewer": reviewer, "created_at": f"2026-01-01T00:00:0{value}Z"}
 
@@ -145,11 +142,10 @@ SHARED = 50  # records every writer imports: they must land once
 
 
 def _import_worker(url: str, worker: int, start) -> int:
-    from viz_app.io.native import load_trace
-    from viz_app.labels.store import LabelStore
+    from viz_app.workspace import Workspace
 
-    trace = load_trace(PREMATURE)
-    store = LabelStore(url)
+    trace = premature()
+    workspace = Workspace.open(url)
     own = [{**record(f"w{worker}-{i}", 1 + i % 5), "created_at": f"2026-01-01T00:00:{i:06d}Z"}
            for i in range(PER_WRITER)]
     shared = [{**record(f"shared-{i}", 1 + i % 5), "label_id": f"shared-{i}"}
@@ -157,14 +153,14 @@ def _import_worker(url: str, worker: int, start) -> int:
     start.wait(60)
     added = 0
     for chunk in range(0, PER_WRITER, 50):  # many small transactions, to interleave the writers
-        added += store.import_records(own[chunk:chunk + 50] + shared, {trace.trace_id: trace},
-                                      f"writer-{worker}").added
+        added += workspace.import_labels(own[chunk:chunk + 50] + shared,
+                                         {trace.trace_id: trace}, f"writer-{worker}").added
     return added
 
 
 def test_eight_processes_importing_into_one_sqlite_file_lose_nothing(tmp_path):
-    url = f"sqlite:///{tmp_path / 'shared.db'}"
-    LabelStore(url)  # create the tables once, as `orchviz app` would
+    workspace = make_workspace(tmp_path)  # the tables made once, as `orchviz app` would
+    url = workspace.settings.db_url
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
         start = manager.Event()
@@ -172,7 +168,7 @@ def test_eight_processes_importing_into_one_sqlite_file_lose_nothing(tmp_path):
             pending = [pool.apply_async(_import_worker, (url, w, start)) for w in range(WRITERS)]
             start.set()
             added = [p.get(timeout=180) for p in pending]
-    store = LabelStore(url)
+    store = workspace.labels
     assert store.count() == WRITERS * PER_WRITER + SHARED
     assert sum(added) == WRITERS * PER_WRITER + SHARED
     with store.engine.connect() as conn:
@@ -182,13 +178,14 @@ def test_eight_processes_importing_into_one_sqlite_file_lose_nothing(tmp_path):
 KILLED_WRITER = """
 import sys, time
 from sqlalchemy import insert
-from viz_app.labels.store import LabelStore, labels_table
-store = LabelStore(sys.argv[1])
+from viz_app.store.database import connect
+from viz_app.store.tables import labels_table
+engine = connect(sys.argv[1])
 rows = [dict(label_id=f"doomed-{i}", trace_id="t", trace_sha256="x", event_id="", question="q",
              value="1", reward=None, reviewer="r", created_at="2026", rubric_version="1",
              rubric_sha256="x", comment="", seconds_spent=None, source="human", origin="")
         for i in range(20000)]
-with store.engine.begin() as conn:
+with engine.begin() as conn:
     conn.execute(insert(labels_table), rows)
     print("inside the transaction", flush=True)
     time.sleep(60)
@@ -196,9 +193,9 @@ with store.engine.begin() as conn:
 
 
 def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, trace):
-    url = f"sqlite:///{tmp_path / 'killed.db'}"
-    store = LabelStore(url)
-    store.save(trace, "aggregation_quality", 4, "ann", "e12")
+    workspace = make_workspace(tmp_path)
+    url = workspace.settings.db_url
+    workspace.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url], stdout=subprocess.PIPE,
@@ -208,7 +205,7 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, tra
     finally:
         writer.send_signal(signal.SIGKILL)
         writer.wait(10)
-    after = LabelStore(url)
+    after = make_workspace(tmp_path).labels
     with after.engine.connect() as conn:
         assert conn.execute(text("PRAGMA integrity_check")).scalar() == "ok"
     assert [x.value for x in after.current()] == [4]
@@ -220,8 +217,8 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, tra
 
 
 @pytest.mark.postgres
-def test_the_store_works_on_postgresql(postgres_url, trace):
-    store = LabelStore(postgres_url)
+def test_the_store_works_on_postgresql(postgres_url, trace, tmp_path):
+    store = make_workspace(tmp_path, db=postgres_url).labels
     reviewer = f"pg-{uuid.uuid4().hex[:8]}"
     store.save(trace, "aggregation_quality", 2, reviewer, "e12")
     store.save(trace, "aggregation_quality", 5, reviewer, "e12")
@@ -231,8 +228,8 @@ def test_the_store_works_on_postgresql(postgres_url, trace):
 
 
 @pytest.mark.postgres
-def test_importing_twice_into_postgresql_adds_nothing(postgres_url, trace):
-    store = LabelStore(postgres_url)
+def test_importing_twice_into_postgresql_adds_nothing(postgres_url, trace, tmp_path):
+    store = make_workspace(tmp_path, db=postgres_url).labels
     records = [record(f"pg-judge-{uuid.uuid4().hex[:8]}", v) for v in (1, 2)]
     first = store.import_records(records, {trace.trace_id: trace}, "judge")
     again = store.import_records(records, {trace.trace_id: trace}, "judge")
