@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -67,3 +68,16 @@ def test_postgres_select_1(postgres_url):
             assert db == "orchviz_test"
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("ci, outcome", [("", "1 skipped"), ("true", "1 failed")])
+def test_a_missing_shared_reference_skips_locally_and_fails_under_ci(tmp_path, ci, outcome):
+    from conftest import REPO_ROOT
+
+    test = "tests/test_roundtrip.py::test_the_packaged_schema_is_the_reference_schema"
+    env = {**os.environ, "CI": ci, "ORCHVIZ_TEST_REFERENCE": str(tmp_path / "not-there")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", test], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert outcome in done.stdout, done.stdout[-2000:]
+    assert done.returncode == (1 if ci else 0)

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from conftest import need
 from factories import REFERENCE, SCHEMA_PATH, as_trace, demo_paths, example_dict, reference_validator
 from viz_app import TraceError, dump_trace, load_trace, write_trace
 from viz_app.io.native import trace_from_dict
@@ -23,7 +24,7 @@ def roundtrip(raw: dict, tmp_path) -> dict:
 
 def test_the_packaged_schema_is_the_reference_schema():
     if not (REFERENCE / "trace_schema.json").exists():
-        pytest.skip("the shared reference folder is not beside this checkout")
+        need(f"the shared reference folder ({REFERENCE}) is not beside this checkout")
     assert SCHEMA_PATH.read_bytes() == (REFERENCE / "trace_schema.json").read_bytes()
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import need
+from factories import REFERENCE
 from viz_app.analysis import analyze
 from viz_app.io.native import load_trace
 from viz_app.labels.rubric import (CREDIT_UNITS, REWARD_FAMILIES, LabelError, RubricError,
@@ -140,10 +142,9 @@ def test_tags_without_rewards_carry_no_reward():
 
 
 def test_the_taxonomy_names_are_those_of_the_taxonomy_file():
-    taxonomy = (Path(__file__).resolve().parents[2] / "shared" / "reference" / "seed-artifact"
-                / "TAXONOMY.md")
+    taxonomy = REFERENCE / "TAXONOMY.md"
     if not taxonomy.exists():
-        pytest.skip(f"{taxonomy} is not here")
+        need(f"{taxonomy} is not here: the shared reference folder is not beside this checkout")
     text = taxonomy.read_text()
     assert all(f"| {family} |" in text for family in REWARD_FAMILIES)
     assert "team, orchestrator, role, agent, turn, message, tool call, token" in text
