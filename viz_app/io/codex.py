@@ -48,6 +48,7 @@ class Thread:
     role: str | None = None
     lines: list[tuple[float, int, str, dict[str, Any]]] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 def detect(data: bytes, name: str = "") -> float:
@@ -61,31 +62,134 @@ def detect(data: bytes, name: str = "") -> float:
 
 
 def read_thread(data: bytes, label: str) -> Thread:
-    """Parse one rollout file into a thread (lines sorted by time)."""
+    """Parse one rollout file into a thread (lines sorted by time). A forked thread's rollout
+    repeats its parent's history before its own turns begin: those lines are left out."""
     thread = Thread(id="", label=label)
+    rows: list[tuple[float | None, int, str, dict[str, Any]]] = []
+    own: dict[str, Any] | None = None
     for number, value in json_lines(data, label):
-        if not isinstance(value, dict) or not isinstance(value.get("payload"), dict):
+        kind, payload = _shape(value)
+        if kind == "state":
+            continue  # Codex's own bookkeeping
+        if kind is None or payload is None:
             thread.unknown.append("line without a payload")
             continue
-        kind, payload = value.get("type"), value["payload"]
         t = parse_time(value.get("timestamp"))
-        if kind == "session_meta" and not thread.id:
+        if kind == "session_meta" and own is None:
+            own = payload
             thread.id = str(payload.get("id") or "")
             spawn = _thread_spawn(payload.get("source"))
-            if spawn:
-                thread.parent = as_text(spawn.get("parent_thread_id"))
-                thread.nickname = as_text(spawn.get("agent_nickname") or spawn.get("nickname"))
-                thread.role = as_text(spawn.get("agent_role") or spawn.get("role"))
+            thread.parent = as_text((spawn or {}).get("parent_thread_id")
+                                    or payload.get("parent_thread_id"))
+            thread.nickname = as_text((spawn or {}).get("agent_nickname")
+                                      or (spawn or {}).get("nickname")
+                                      or payload.get("agent_nickname"))
+            thread.role = as_text((spawn or {}).get("agent_role") or (spawn or {}).get("role")
+                                  or payload.get("agent_role"))
+            continue
+        rows.append((t, number, str(kind), payload))
+    if not thread.id and not rows:
+        raise TraceError(label, "", "is not a Codex rollout (no session_meta or items)")
+    thread.id = thread.id or label
+    replayed = _replayed(rows, own or {}, thread) if own is not None else range(0)
+    for i, (t, number, kind, payload) in enumerate(rows):
+        if i in replayed:
             continue
         if t is None:
             thread.unknown.append("line without a timestamp")
             continue
-        thread.lines.append((t, number, str(kind), payload))
-    if not thread.id and not thread.lines:
-        raise TraceError(label, "", "is not a Codex rollout (no session_meta or items)")
-    thread.id = thread.id or label
+        thread.lines.append((t, number, kind, payload))
     thread.lines.sort(key=lambda item: (item[0], item[1]))
     return thread
+
+
+RESPONSE_TYPES = frozenset({"message", "reasoning", "function_call", "function_call_output",
+                            "custom_tool_call", "custom_tool_call_output", "local_shell_call",
+                            "web_search_call", "ghost_snapshot", "tool_search_call",
+                            "tool_search_output", "image_generation_call", "compaction"})
+"""Response item types, which newer rollouts may write at the top level of a line."""
+
+
+def _shape(value: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """(line type, payload) of a rollout line in any of Codex's shapes: `{timestamp, type,
+    payload}`; the flattened shape of newer files (`{timestamp, type: "message", role, ...}`);
+    the first-line header of the 2025-08 files (`{id, timestamp, instructions}`); the
+    `{"record_type": "state"}` sentinel."""
+    if not isinstance(value, dict):
+        return None, None
+    if value.get("record_type") == "state":
+        return "state", {}
+    kind = value.get("type")
+    if isinstance(value.get("payload"), dict):
+        return str(kind), value["payload"]
+    body = {k: v for k, v in value.items() if k not in ("timestamp", "type")}
+    if kind in ("session_meta", "turn_context", "event_msg", "compacted"):
+        return kind, body
+    if kind in RESPONSE_TYPES:
+        return "response_item", {k: v for k, v in value.items() if k != "timestamp"}
+    if kind is None and "id" in value and "timestamp" in value and (
+            "instructions" in value or "git" in value):
+        return "session_meta", body
+    return None, None
+
+
+def uuid7_time(value: Any) -> float | None:
+    """Seconds since the epoch that a UUIDv7 carries (Codex's thread and turn ids are UUIDv7,
+    minted when the thread or turn began); None for anything else."""
+    if not isinstance(value, str):
+        return None
+    digits = value.replace("-", "")
+    if len(digits) != 32 or digits[12] != "7":
+        return None
+    try:
+        return int(digits[:12], 16) / 1000
+    except ValueError:
+        return None
+
+
+def _replayed(rows: list[tuple[float | None, int, str, dict[str, Any]]], own: dict[str, Any],
+              thread: Thread) -> range:
+    """The rows (in file order) that a forked thread's rollout copied from its parent. They
+    begin at the parent's replayed `session_meta` and end at the thread's own `session_meta`
+    written again, else before its first turn whose UUIDv7 id is not older than the thread,
+    else (no such marks) with the burst of lines stamped at the fork instant, a guess the trace
+    warns about. A thread that names no parent replays nothing."""
+    if not (own.get("forked_from_id") or thread.parent):
+        return range(0)
+    metas = [i for i, row in enumerate(rows) if row[2] == "session_meta"]
+    foreign = next((i for i in metas if rows[i][3].get("id") != thread.id), None)
+    again = next((i for i in metas if rows[i][3].get("id") == thread.id
+                  and (foreign is None or i > foreign)), None)
+    if foreign is not None and again is not None:
+        return _noted(thread, range(foreign, again + 1), "its session_meta written again")
+    born = uuid7_time(thread.id) or parse_time(own.get("timestamp"))
+    start = foreign if foreign is not None else 0
+    for i in range(start, len(rows)):
+        kind, payload = rows[i][2], rows[i][3]
+        if kind == "turn_context" or (kind == "event_msg" and payload.get("type") in (
+                "task_started", "turn_started")):
+            began = uuid7_time(payload.get("turn_id"))
+            if began is None or born is None:
+                break
+            if began >= born - 0.001:
+                return _noted(thread, range(start, i), "the first turn newer than the thread") \
+                    if i > start else range(0)
+    if foreign is None:
+        return range(0)
+    fork_t = rows[foreign][0] or 0.0
+    end = foreign
+    while end < len(rows) and rows[end][0] is not None and rows[end][0] - fork_t <= 1.0:
+        end += 1
+    thread.notes.append(("fork_boundary_guessed", f"{Path(thread.label).name}: where the "
+                         "history copied from the parent ends is not marked; the lines stamped "
+                         "within a second of the fork are taken as the copy"))
+    return _noted(thread, range(foreign, end), "the burst stamped at the fork")
+
+
+def _noted(thread: Thread, rows: range, how: str) -> range:
+    thread.notes.append(("fork_replay_skipped", f"{Path(thread.label).name}: {len(rows)} lines "
+                         f"copied from the parent thread are left out (boundary: {how})"))
+    return rows
 
 
 def _thread_spawn(source: Any) -> dict[str, Any] | None:
@@ -168,6 +272,8 @@ def threads_trace(root: Thread, family: list[Thread], label: str) -> Trace:
     for thread in [root, *family]:
         for kind in thread.unknown:
             draft.skip(kind)
+        for code, message in thread.notes:
+            draft.note(code, message)
         end = _thread_events(draft, thread, names, kids.get(thread.id, []), spawn_of,
                              is_root=thread is root)
         if thread is root:
