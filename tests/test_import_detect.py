@@ -10,6 +10,7 @@ EXPECTED = {
     "claude_session.jsonl": "claude_code",
     "openai_agents_batch.json": "openai_agents",
     "openai_agents.jsonl": "openai_agents",
+    "openai_agents_wrapped.json": "openai_agents",
     "otlp_genai_hex.json": "otlp",
     "otlp_genai_base64.json": "otlp",
     "otlp_openinference.jsonl": "otlp",

@@ -67,3 +67,21 @@ def test_records_without_spans_are_refused():
         import_openai_agents(b'[{"object": "trace", "id": "t1"}]', name="only-trace.json")
     assert err.value.file == "only-trace.json"
     assert "trace.span" in err.value.problem
+
+
+def test_spans_inside_another_wrapper_are_read_wherever_their_list_is():
+    """Defect: `{trace_id, spans: [...]}` was refused with "no trace.span records"."""
+    (wrapped,) = import_openai_agents(FIXTURES / "openai_agents_wrapped.json")
+    (plain,) = import_openai_agents(FIXTURES / "openai_agents.jsonl")
+    assert_reference_valid(wrapped)
+    assert (wrapped.trace_id, wrapped.task_id, wrapped.system) == (
+        plain.trace_id, plain.task_id, plain.system)
+    assert spawns(wrapped) == spawns(plain) and delegations(wrapped) == delegations(plain)
+    assert [(e.type, e.agent, e.t) for e in wrapped.events] == [
+        (e.type, e.agent, e.t) for e in plain.events]
+
+
+def test_a_document_with_no_span_anywhere_is_still_refused():
+    with pytest.raises(TraceError) as err:
+        import_openai_agents(b'{"trace_id": "t1", "spans": []}', name="empty.json")
+    assert "no `trace.span` records" in err.value.problem

@@ -24,22 +24,53 @@ KNOWN_SPANS = ("agent", "handoff", "function", "generation", "response", "guardr
 ROOT = "workflow"
 
 
-def _records(value: Any) -> list[Any]:
-    if isinstance(value, dict) and isinstance(value.get("data"), list):
-        return value["data"]
+OBJECTS = ("trace", "trace.span")
+_MAX_DEPTH = 6
+
+
+def _is_record(value: Any) -> bool:
+    """A trace or span record: `object` says so, or (spans some exporters write without it) a
+    `span_data` object with an `id`."""
+    return isinstance(value, dict) and (value.get("object") in OBJECTS or (
+        "object" not in value and isinstance(value.get("span_data"), dict) and "id" in value))
+
+
+def _records(value: Any, depth: int = 0) -> list[Any]:
+    """The trace and span records in a parsed value wherever their list is: the value itself,
+    a list of them, the exporter's `{"data": [...]}` batch, or any wrapper (`{trace_id, spans:
+    [...]}`, `{traces: [{..., spans: [...]}]}`). A wrapper that says which trace it holds
+    (`trace_id` or `id`, `workflow_name`, `group_id`) stands for the trace record when there is
+    none."""
+    if _is_record(value):
+        return [value]
+    found: list[Any] = []
+    if depth > _MAX_DEPTH:
+        return found
     if isinstance(value, list):
-        return value
-    return [value]
+        for item in value:
+            found.extend(_records(item, depth + 1))
+    elif isinstance(value, dict):
+        for item in value.values():
+            if isinstance(item, (list, dict)):
+                found.extend(_records(item, depth + 1))
+        trace_id = value.get("trace_id") or value.get("id")
+        if found and isinstance(trace_id, str) and not any(
+                r.get("object") == "trace" for r in found if isinstance(r, dict)):
+            head = {k: value[k] for k in ("workflow_name", "group_id", "metadata") if k in value}
+            found.insert(0, {"object": "trace", "id": trace_id, **head})
+    return found
+
+
+def _only(traces: dict[str, dict[str, Any]]) -> str:
+    """The one trace id read so far (for spans that do not repeat it), else 'trace'."""
+    return next(iter(traces)) if len(traces) == 1 else "trace"
 
 
 def detect(data: bytes, name: str = "") -> float:
     """How sure it is that the bytes hold OpenAI Agents SDK trace records (0 to 1)."""
     first = first_value(data)
     records = _records(first) if first is not None else []
-    if not records and data.lstrip()[:1] in (b"[", b"{"):
-        records = [first] if first else []
-    head = records[0] if records else None
-    if isinstance(head, dict) and head.get("object") in ("trace", "trace.span"):
+    if records:
         return 1.0
     if b'"object":"trace.span"' in data[:65536] or b'"object": "trace.span"' in data[:65536]:
         return 0.9
@@ -53,17 +84,20 @@ def import_openai_agents(source: Source, *, name: str | None = None) -> list[Tra
     spans: dict[str, list[dict[str, Any]]] = defaultdict(list)
     other = 0
     for _line, value in json_values(data, label):
-        for record in _records(value):
-            kind = record.get("object") if isinstance(record, dict) else None
-            if kind == "trace":
-                traces[str(record.get("id"))] = record
-            elif kind == "trace.span":
-                spans[str(record.get("trace_id"))].append(record)
+        records = _records(value)
+        items = value.get("data") if isinstance(value, dict) else value
+        if not records:
+            other += 1
+        elif isinstance(items, list):
+            other += sum(1 for item in items if not _records(item))
+        for record in records:
+            if record.get("object") == "trace":
+                traces.setdefault(str(record.get("id")), record)
             else:
-                other += 1
+                spans[str(record.get("trace_id") or _only(traces))].append(record)
     if not spans:
         raise TraceError(label, "", "is not an OpenAI Agents SDK trace export (no "
-                         "`trace.span` records)")
+                         "`trace.span` records anywhere in it)")
     built = []
     for trace_id, group in spans.items():
         draft = TraceDraft()
