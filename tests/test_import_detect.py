@@ -79,3 +79,26 @@ def test_a_native_trace_too_large_to_parse_for_a_look_is_still_detected():
                                                  topology="hierarchical", seed=3), "big"))
     assert len(big) > 1_100_000
     assert detect_format(big, "big.json") == "orchviz"
+
+
+def test_a_pretty_printed_document_read_as_json_lines_is_called_one_document_not_truncated():
+    """Defect: a JSON Lines importer called a pretty-printed JSON document truncated."""
+    for fmt in ("claude_code", "codex"):
+        with pytest.raises(TraceError) as err:
+            read_any(FIXTURES / "whowhen_magentic.json", fmt=fmt)
+        assert "one JSON document" in err.value.problem and "not JSON Lines" in err.value.problem
+        assert "truncated" not in err.value.problem
+
+
+def test_a_file_in_no_format_names_the_top_level_keys_it_has():
+    """Defect: "no format matches" said nothing of what the file holds."""
+    with pytest.raises(TraceError) as err:
+        read_any(b'{"runs": [], "schema": "x/1"}', name="mystery.json")
+    assert "its top-level keys are `runs`, `schema`" in err.value.problem
+    with pytest.raises(TraceError) as err:
+        read_any(b'{"step": 1}\n{"step": 2}\n', name="steps.jsonl")
+    assert "its first line's top-level keys are `step`" in err.value.problem
+    with pytest.raises(TraceError) as err:
+        read_any(b'[{"prompt": "a", "completion": "b"}]', name="pairs.json")
+    assert "a JSON list of 1 items whose first object has the keys `prompt`, `completion`" in \
+        err.value.problem

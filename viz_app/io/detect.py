@@ -82,8 +82,33 @@ def choose_format(data: bytes, label: str) -> str:
     best = max(scores, key=scores.__getitem__)
     if scores[best] <= 0:
         raise TraceError(label, "", "is in no format orchviz reads (tried "
-                         + ", ".join(FORMATS) + "); name one with --from")
+                         + ", ".join(FORMATS) + f"); {what_it_holds(data)}; name a format "
+                         "with --from")
     return best
+
+
+def what_it_holds(data: bytes) -> str:
+    """A few words on what a file holds, for a user to tell what it is when no format fits:
+    the top-level keys of its JSON object (of its first line, of the first item of its list)."""
+    head, _, rest = data.strip().partition(b"\n")
+    lines = bool(rest.strip()) and first_value(head) is not None  # JSON Lines
+    first = first_value(data)
+
+    def keys(value: dict) -> str:
+        names = [f"`{k}`" for k in list(value)[:12]]
+        more = f" and {len(value) - 12} more" if len(value) > 12 else ""
+        return ", ".join(names) + more if names else "none"
+
+    if isinstance(first, dict):
+        where = "its first line's top-level keys are" if lines else "its top-level keys are"
+        return f"{where} {keys(first)}"
+    if isinstance(first, list):
+        head = next((item for item in first if isinstance(item, dict)), None)
+        return f"it is a JSON list of {len(first)} items" + (
+            f" whose first object has the keys {keys(head)}" if head is not None else "")
+    if first is not None:
+        return f"it holds a JSON {type(first).__name__}, not an object"
+    return "it does not begin with a JSON value (or is too large to look at whole)"
 
 
 def read_any(source: Source, *, name: str | None = None,

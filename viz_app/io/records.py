@@ -31,8 +31,10 @@ NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request", "compact
 def json_lines(data: bytes, label: str, first_line: int = 1) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) for each non-blank line of JSONL bytes (numbered from
     `first_line`). A line that is not JSON raises TraceError naming it; a cut-off last line is
-    reported as a truncated file."""
+    reported as a truncated file, and a pretty-printed JSON document (whose first line is not
+    JSON on its own) as one document rather than JSON Lines."""
     start, number, size = 0, first_line - 1, len(data)
+    seen = False
     while start < size:
         end = data.find(b"\n", start)
         if end < 0:
@@ -43,10 +45,28 @@ def json_lines(data: bytes, label: str, first_line: int = 1) -> Iterator[tuple[i
         if not line.strip():
             continue
         try:
-            yield number, orjson.loads(line)
+            value = orjson.loads(line)
         except orjson.JSONDecodeError:
+            if not seen and first_line == 1 and _one_document(data):
+                raise TraceError(label, f"line {number}", "is one JSON document spread over "
+                                 "several lines, not JSON Lines (one JSON value a line): it is "
+                                 "not in this format; let orchviz detect the format, or name "
+                                 "another with --from") from None
             parse_json(line, label, line=number)  # raises the precise TraceError
             raise  # pragma: no cover - parse_json always raises for bad JSON
+        seen = True
+        yield number, value
+
+
+def _one_document(data: bytes) -> bool:
+    """Whether bytes hold one JSON document that spans several lines."""
+    if data.count(b"\n", 0, len(data.rstrip())) == 0:
+        return False
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
