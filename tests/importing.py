@@ -44,4 +44,4 @@ def stop_agents(trace: Trace) -> list[str]:
 
 def warning_codes(trace: Trace) -> list[str]:
     """The codes of the trace's warnings."""
-    return [w.code for w in trace.warnings]
+    return [w.code for w in analyze(trace).warnings]

@@ -84,7 +84,7 @@ def test_every_event_keeps_its_source_uuid(session):
 
 def test_an_unknown_line_type_is_counted_as_a_warning_not_a_crash(session):
     assert warning_codes(session).count("unknown_record") == 1
-    assert "mystery-record" in session.warnings[-1].message
+    assert "mystery-record" in analyze(session).warnings[-1].message
 
 
 def test_project_folder_groups_subagent_files_with_their_session():

@@ -54,7 +54,7 @@ def test_the_last_agent_to_finish_stops(trace):
 
 def test_an_unknown_span_type_is_a_warning(trace):
     assert warning_codes(trace) == ["unknown_record"]
-    assert "mcp_tools" in trace.warnings[0].message
+    assert "mcp_tools" in trace.reader_warnings[0].message
 
 
 def test_spans_keep_their_source_ids(trace):

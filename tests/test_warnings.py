@@ -1,12 +1,13 @@
-"""Odd but legal structure loads, with a warning attached to the trace."""
+"""Odd but legal structure loads, and the analysis of the trace warns of it."""
 
 from __future__ import annotations
 
 from factories import as_trace, example_dict
+from viz_app.analysis import analyze
 
 
 def codes(raw) -> list[str]:
-    return [w.code for w in as_trace(raw).warnings]
+    return [w.code for w in analyze(as_trace(raw)).warnings]
 
 
 def test_the_reference_example_has_no_warnings():
@@ -49,5 +50,5 @@ def test_a_tool_result_without_a_tool_call_is_a_warning():
 def test_a_warning_names_its_event():
     raw = example_dict()
     raw["events"][6]["to"] = "ghost"
-    [warning] = as_trace(raw).warnings
+    [warning] = analyze(as_trace(raw)).warnings
     assert warning.event_id == "e7" and "ghost" in warning.message

@@ -93,7 +93,7 @@ def analyze(trace: Trace) -> Analysis:
 
 def structural_warnings(trace: Trace) -> list[TraceWarning]:
     """Odd but legal structure: double spawns, spawn cycles, early events, stray returns..."""
-    return analyze(trace).warnings
+    return analyze(trace).structural
 
 
 def figures(trace: Trace) -> Figures:
@@ -107,7 +107,8 @@ class Analysis:
     def __init__(self, trace: Trace):
         self.trace = trace
         self._events = trace.events_by_id
-        self.warnings: list[TraceWarning] = []
+        self.structural: list[TraceWarning] = []
+        """Odd but legal structure found here (see `warnings` for every warning)."""
         self.order: list[Event] = sorted(trace.events, key=lambda e: e.t)
         """The events in time order (stable: ties keep file order)."""
         self.position = {e.id: i for i, e in enumerate(self.order)}
@@ -120,6 +121,12 @@ class Analysis:
         self.spawn_event: dict[str, Event] = {}
         self._spawn_links()
         self._other_warnings()
+
+    @property
+    def warnings(self) -> list[TraceWarning]:
+        """Every warning of the trace: what its reader noted, then the odd but legal structure
+        found here."""
+        return [*self.trace.reader_warnings, *self.structural]
 
     # -- the structural pass -------------------------------------------------------------
 
@@ -153,7 +160,7 @@ class Analysis:
             call = self._match_call(e, by_edge, waiting)
             if call is None:
                 actor[e.id] = e.agent
-                self.warnings.append(TraceWarning(
+                self.structural.append(TraceWarning(
                     code="unmatched_tool_result", event_id=e.id,
                     message=f"tool_result {e.id} matches no earlier tool_call"
                             + (f" of {e.tool!r}" if e.tool else "")))
@@ -200,13 +207,13 @@ class Analysis:
                 continue
             child, parent = e.to, self.actor[e.id]
             if child in self.parent or child in self.spawn_event:
-                self.warnings.append(TraceWarning(
+                self.structural.append(TraceWarning(
                     code="spawned_twice", event_id=e.id,
                     message=f"{child!r} is spawned again by {parent!r} (first spawned by "
                             f"{self.parent.get(child, '?')!r} at event {self.spawn_event[child].id})"))
                 continue
             if child == parent or self._is_ancestor(child, parent):
-                self.warnings.append(TraceWarning(
+                self.structural.append(TraceWarning(
                     code="spawn_cycle", event_id=e.id,
                     message=f"spawning {child!r} from {parent!r} would close a cycle in the spawn "
                             "tree; the link is ignored"))
@@ -230,13 +237,13 @@ class Analysis:
             who = self.actor[e.id]
             first_seen.setdefault(who, e)
             if e.type == "return" and e.to and e.to not in self.agent_names:
-                self.warnings.append(TraceWarning(
+                self.structural.append(TraceWarning(
                     code="return_to_unknown_agent", event_id=e.id,
                     message=f"return {e.id} goes to {e.to!r}, an agent that never appears"))
         for child, spawn in self.spawn_event.items():
             first = first_seen.get(child)
             if first is not None and first.t < spawn.t:
-                self.warnings.append(TraceWarning(
+                self.structural.append(TraceWarning(
                     code="event_before_spawn", event_id=first.id,
                     message=f"{child!r} has event {first.id} at t={first.t:g}, before its spawn "
                             f"at t={spawn.t:g}"))
@@ -550,7 +557,7 @@ class Analysis:
             critical_path_s=critical_s, critical_path=chain,
             tokens=sum(tokens) if tokens else float(self.trace.costs.tokens),
             cost_usd=sum(costs), aggregates=self.aggregates, stops=self.stops,
-            warnings=[*self.trace._warnings, *self.warnings])
+            warnings=self.warnings)
 
 
 def _union_length(intervals) -> float:

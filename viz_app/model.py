@@ -221,12 +221,11 @@ class Trace(BaseModel):
     _by_id: dict[str, Event] | None = PrivateAttr(default=None)
 
     @property
-    def warnings(self) -> list[TraceWarning]:
-        """Odd but legal structure: what its reader noted (an importer's skipped records), then
-        what the analysis finds (found on first use, so loading stays as fast as parsing)."""
-        from viz_app.analysis import analyze  # analysis is built on the model
-
-        return [*self._warnings, *analyze(self).warnings]
+    def reader_warnings(self) -> list[TraceWarning]:
+        """What its reader noted (an importer's skipped records). Every warning of the trace,
+        these and the odd but legal structure the analysis finds on first use (so loading stays
+        as fast as parsing), is `analyze(trace).warnings`: the model knows no analysis."""
+        return list(self._warnings)
 
     @property
     def source(self) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.detect import FORMATS, read_any
 from viz_app.io.files import trace_files
@@ -81,7 +82,7 @@ def import_traces(args: argparse.Namespace) -> int:
     if args.redact:
         traces = [redact(t) for t in traces]
     for trace in traces:
-        for warning in trace.warnings:
+        for warning in analyze(trace).warnings:
             print(f"{trace.trace_id}: warning: {warning.message}", file=sys.stderr)
     if not traces:
         print("nothing imported", file=sys.stderr)

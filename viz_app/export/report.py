@@ -410,12 +410,12 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
     else:
         body.append('<p class="empty">No labels.</p>')
     body.append("</section>")
-    body.append(f'<section id="warnings"><h2>Warnings ({len(trace.warnings)})</h2>')
-    if trace.warnings:
+    body.append(f'<section id="warnings"><h2>Warnings ({len(analysis.warnings)})</h2>')
+    if analysis.warnings:
         body.append("<table><thead><tr><th>code</th><th>event</th><th>message</th></tr></thead>"
                     "<tbody>" + "".join(
                         f"<tr><td>{esc(w.code)}</td><td>{esc(w.event_id or '')}</td>"
-                        f"<td>{esc(w.message)}</td></tr>" for w in trace.warnings)
+                        f"<td>{esc(w.message)}</td></tr>" for w in analysis.warnings)
                     + "</tbody></table>")
     else:
         body.append('<p class="empty">No structural warnings.</p>')
@@ -489,9 +489,9 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
                 + " |" for r in rows]
     else:
         out.append("_No labels._")
-    out += ["", f"## Warnings ({len(trace.warnings)})", ""]
+    out += ["", f"## Warnings ({len(analysis.warnings)})", ""]
     out += [f"- `{md_text(w.code)}` {md_text(w.event_id or '')} {md_text(w.message)}"
-            for w in trace.warnings] or ["_No structural warnings._"]
+            for w in analysis.warnings] or ["_No structural warnings._"]
     out += ["", f"_orchviz case study · generated {md_text(stamp)}_", ""]
     return "\n".join(out)
 

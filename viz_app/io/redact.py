@@ -24,5 +24,5 @@ def redact(trace: Trace) -> Trace:
             event["content_ref"] = content_hash(text)
         event["redacted"] = True
     clean = trace_from_dict(obj, trace.source or trace.trace_id, source_format=trace.source_format)
-    clean._warnings = list(trace.warnings)
+    clean._warnings = trace.reader_warnings
     return clean

@@ -253,7 +253,7 @@ def _trace_record(trace: Trace, rubric: Rubric | None) -> dict:
         "events": figures.events, "agents": figures.agents, "depth": figures.depth,
         "makespan_s": figures.makespan_s, "parallelism": figures.parallelism,
         "tokens": figures.tokens, "cost_usd": figures.cost_usd, "sha256": trace.sha256,
-        "warnings": len(trace.warnings), "search_text": search_text(trace), "error": None,
+        "warnings": len(figures.warnings), "search_text": search_text(trace), "error": None,
         "targets": None if found is None else json.dumps(found),
         "rubric_sha": None if rubric is None else rubric.sha256,
     }

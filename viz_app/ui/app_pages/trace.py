@@ -58,16 +58,16 @@ def draw_header() -> None:
     carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
     carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
     with st.expander(f"Rewards and metrics the trace carries ({len(carried)}) · "
-                     f"warnings ({len(trace.warnings)})", expanded=bool(trace.warnings)):
+                     f"warnings ({len(analysis.warnings)})", expanded=bool(analysis.warnings)):
         left, right = st.columns(2)
         if carried:
             left.dataframe(pd.DataFrame(carried), hide_index=True, width="stretch",
                            height=min(250, 38 + 35 * len(carried)))
         else:
             left.caption("no rewards or metrics")
-        if trace.warnings:
-            right.dataframe(pd.DataFrame([w.model_dump() for w in trace.warnings]), hide_index=True,
-                            width="stretch", height=min(250, 38 + 35 * len(trace.warnings)))
+        if analysis.warnings:
+            right.dataframe(pd.DataFrame([w.model_dump() for w in analysis.warnings]), hide_index=True,
+                            width="stretch", height=min(250, 38 + 35 * len(analysis.warnings)))
         else:
             right.caption("no structural warnings")
 

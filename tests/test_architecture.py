@@ -1,0 +1,167 @@
+"""The package lines of the design (see ../shared/STYLE.md), checked on the source: only the UI
+imports Streamlit, components never reach into the app's session, readers never write a store,
+and no module of viz_app imports another in a circle.
+
+Imports are read from the syntax tree (every `import`, at module level or inside a function), not
+by importing the modules, so an import that runs only on some path still counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from factories import REPO
+
+PACKAGES = ("viz_app", "components")
+STREAMLIT_ALLOWED = ("viz_app.ui", "components")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's target, as seen in a module."""
+
+    module: str
+    """The importing module (dotted name)."""
+    target: str
+    """The module imported: `from a.b import c` names a.b.c when c is a module, else a.b."""
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.line} imports {self.target}"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def source_files() -> dict[str, Path]:
+    """Every module of the checked packages, by dotted name."""
+    return {module_name(p): p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))}
+
+
+MODULES = source_files()
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: anywhere in the module, functions included, but not
+    under `if TYPE_CHECKING:`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def imports_of(name: str, path: Path) -> list[Import]:
+    """What one module imports, resolved to module names (relative imports included)."""
+    tree = ast.parse(path.read_text("utf-8"), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in _statements(tree):
+        if isinstance(node, ast.Import):
+            found += [Import(name, alias.name, node.lineno) for alias in node.names]
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join([*anchor, *([base] if base else [])])
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            found.append(Import(name, submodule if submodule in MODULES else base, node.lineno))
+    return found
+
+
+IMPORTS = [i for name, path in MODULES.items() for i in imports_of(name, path)]
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_source_is_found():
+    assert {"viz_app.workspace", "viz_app.ui.app", "viz_app.io.detect",
+            "components.annotation"} <= set(MODULES)
+    assert any(i.target == "viz_app.workspace" for i in IMPORTS)
+
+
+def test_only_the_ui_and_components_import_streamlit():
+    wrong = [str(i) for i in IMPORTS if within(i.target, "streamlit")
+             and not any(within(i.module, allowed) for allowed in STREAMLIT_ALLOWED)]
+    assert wrong == []
+
+
+def test_components_never_import_the_apps_ui():
+    wrong = [str(i) for i in IMPORTS if within(i.module, "components")
+             and within(i.target, "viz_app.ui")]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("forbidden", ["viz_app.store", "viz_app.workspace"])
+def test_readers_never_write_a_store(forbidden):
+    wrong = [str(i) for i in IMPORTS if within(i.module, "viz_app.io")
+             and within(i.target, forbidden)]
+    assert wrong == []
+
+
+def import_graph(package: str = "viz_app") -> nx.DiGraph:
+    """Module -> module it imports, among the package's modules (each edge keeps its lines)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(m for m in MODULES if within(m, package))
+    for i in IMPORTS:
+        if within(i.module, package) and i.target in graph and i.target != i.module:
+            graph.add_edge(i.module, i.target)
+            graph.edges[i.module, i.target].setdefault("lines", []).append(i.line)
+    return graph
+
+
+def test_no_module_of_viz_app_imports_another_in_a_circle():
+    graph = import_graph()
+    assert graph.number_of_edges() > 50  # the graph is really there
+    cycles = [" -> ".join(c + [c[0]]) for c in nx.simple_cycles(graph)]
+    assert cycles == []
+
+
+def test_the_cycle_check_sees_a_cycle_made_of_function_level_imports(tmp_path):
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("def f():\n    from viz_app import second\n")
+    second.write_text("from viz_app.first import f\n")
+    global MODULES
+    saved = MODULES
+    MODULES = {**saved, "viz_app.first": first, "viz_app.second": second}
+    try:
+        found = imports_of("viz_app.first", first) + imports_of("viz_app.second", second)
+    finally:
+        MODULES = saved
+    graph = nx.DiGraph((i.module, i.target) for i in found)
+    assert list(nx.simple_cycles(graph)) in ([["viz_app.first", "viz_app.second"]],
+                                             [["viz_app.second", "viz_app.first"]])
+
+
+def test_the_domain_imports_without_streamlit():
+    probe = ("import sys, viz_app, viz_app.workspace\n"
+             "print(sorted(m for m in sys.modules if m == 'streamlit' "
+             "or m.startswith('streamlit.')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
