@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import random
 
+import orjson
 import pytest
 
 from conftest import need
@@ -124,3 +126,25 @@ def test_the_loader_accepts_exactly_what_the_schema_accepts(seed):
         assert loaded == references_resolve(raw), raw
     else:
         assert not loaded, raw
+
+
+# -- the trace's hash: one definition --------------------------------------------------------------
+
+
+def test_a_trace_read_from_a_file_is_hashed_by_its_bytes(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(example_dict(), indent=1), "utf-8")
+    assert load_trace(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_trace_read_from_no_bytes_of_its_own_is_hashed_by_its_canonical_json():
+    trace = as_trace(example_dict())
+    canonical = orjson.dumps(trace.to_dict(), option=orjson.OPT_SORT_KEYS)
+    assert trace.sha256 == hashlib.sha256(canonical).hexdigest()
+
+
+def test_a_label_records_the_traces_hash():
+    from viz_app.labels.label import trace_sha256
+
+    trace = as_trace(example_dict())
+    assert trace_sha256(trace) == trace.sha256 != ""

@@ -184,8 +184,7 @@ def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
         place, problem = describe_validation_error(err)
         raise TraceError(label, prefix + place, problem) from None
     _finish(trace, label, prefix, source_format)
-    trace._sha256 = hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    return trace
+    return trace  # read from no bytes of its own: its hash is of its canonical JSON
 
 
 def _finish(trace: Trace, label: str, prefix: str, source_format: str,

@@ -29,7 +29,7 @@ class Bookmark(BaseModel):
     version_id: str = Field(description="Unique id of this version.")
     bookmark_id: str = Field(description="The bookmark this is a version of (stable over edits).")
     trace_id: str = Field(description="The trace bookmarked.")
-    trace_sha256: str = Field(description="SHA-256 of the trace file the bookmark was made on.")
+    trace_sha256: str = Field(description="`Trace.sha256` of the trace the bookmark was made on.")
     event_id: str | None = Field(description="The event pointed at; None for a time range.")
     start_s: float = Field(description="Start of the moment, seconds from the first event.")
     end_s: float = Field(description="End of the moment (equal to start for an event).")

@@ -45,7 +45,7 @@ class Label(BaseModel):
     label_id: str = Field(description="Unique id: random for a save, derived from the content "
                           "of an imported record that has none.")
     trace_id: str = Field(description="The trace labelled.")
-    trace_sha256: str = Field(description="SHA-256 of the trace file the label was made on.")
+    trace_sha256: str = Field(description="`Trace.sha256` of the trace the label was made on.")
     event_id: str = Field(description="The event labelled; '' for the trace itself.")
     question: str = Field(description="The rubric question answered.")
     value: Any = Field(description="The answer: a scale point, category, tags, text or event id.")
@@ -132,10 +132,8 @@ def now() -> str:
 
 
 def trace_sha256(trace: Trace) -> str:
-    """The hash a label records for its trace: of the file it came from, else of its JSON."""
-    if trace.sha256:
-        return trace.sha256
-    return hashlib.sha256(orjson.dumps(trace.to_dict(), option=orjson.OPT_SORT_KEYS)).hexdigest()
+    """The hash a label records for its trace: `Trace.sha256`, where it is defined."""
+    return trace.sha256
 
 
 def current_labels(labels: Iterable[Label]) -> list[Label]:

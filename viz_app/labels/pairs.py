@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from viz_app.errors import LabelError
-from viz_app.labels.label import Identity, Label, LabelRecord, now, trace_sha256
+from viz_app.labels.label import Identity, Label, LabelRecord, now
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 
@@ -84,9 +84,9 @@ def judgement_label(rubric: Rubric, a: Trace, b: Trace, chosen: str | None, revi
     if not reason:
         raise LabelError("say why: a pairwise judgement needs a reason")
     return Label(
-        label_id=uuid.uuid4().hex, trace_id=first.trace_id, trace_sha256=trace_sha256(first),
+        label_id=uuid.uuid4().hex, trace_id=first.trace_id, trace_sha256=first.sha256,
         event_id="", question=PAIRWISE_QUESTION,
-        value={"chosen": chosen, "strength": strength, "pair_sha256": trace_sha256(second)},
+        value={"chosen": chosen, "strength": strength, "pair_sha256": second.sha256},
         reward=None, reviewer=reviewer, created_at=now(), rubric_version=rubric.version,
         rubric_sha256=rubric.sha256, comment=reason, seconds_spent=None, source="human",
         origin="", pair_trace_id=second.trace_id, identified_by=identified_by)
