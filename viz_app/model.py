@@ -9,10 +9,12 @@ type is kept as it is, never refused, because the reference schema accepts it.
 from __future__ import annotations
 
 import gc
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, get_args
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 EventType = Literal[
@@ -234,7 +236,12 @@ class Trace(BaseModel):
 
     @property
     def sha256(self) -> str:
-        """SHA-256 of the bytes the trace was read from (labels record it)."""
+        """The trace's hash, the one labels and bookmarks record and caches are keyed by:
+        SHA-256 of the bytes it was read from (its file, or its line of a JSONL file), else of
+        its canonical JSON (`to_dict()` with sorted keys: an imported or built trace)."""
+        if not self._sha256:
+            canonical = orjson.dumps(self.to_dict(), option=orjson.OPT_SORT_KEYS)
+            self._sha256 = hashlib.sha256(canonical).hexdigest()
         return self._sha256
 
     @property

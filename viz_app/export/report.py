@@ -421,7 +421,7 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
         body.append('<p class="empty">No structural warnings.</p>')
     body.append("</section>")
     body.append(f"<footer>orchviz case study · generated {esc(stamp)} · trace file "
-                f"{esc(trace.source or '')} · sha256 {esc(trace.sha256 or '')}</footer>")
+                f"{esc(trace.source or '')} · sha256 {esc(trace.sha256)}</footer>")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>Case study: {esc(trace.trace_id)}</title>\n<style>{_CSS}</style>\n"
