@@ -26,8 +26,7 @@ from sqlalchemy import Engine
 from viz_app.errors import LabelError, OrchvizError, RubricError, TraceError
 from viz_app.export import FORMATS, ExportResult, export
 from viz_app.export.bookmarks import bookmark_records
-from viz_app.io import whowhen
-from viz_app.io.detect import read_any, read_at
+from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.label import (ImportReport, Label, LabelRecord, Progress, Reviewer,
@@ -289,15 +288,16 @@ class Workspace:
         return ImportReport(read=len(labels), added=self.labels.add(labels))
 
     def import_published_labels(self, traces: Iterable[Trace]) -> int:
-        """Store the annotations that runs arrive with (Who&When's) as imported labels under
-        the workspace's rubric; returns how many were added (0 when already there)."""
+        """Store the annotations that runs arrive with (Who&When's, TRAIL's, MAST's) as
+        imported labels under the workspace's rubric (each dataset's mapping, in
+        docs/importers.md); returns how many were added (0 when already there)."""
         questions = set(self.rubric.questions_by_id)
         added = 0
         for trace in traces:
-            records = whowhen.annotation_records(trace, questions)
+            records = published_label_records(trace, questions)
             if records:
                 added += self.import_labels(records, {trace.trace_id: trace},
-                                            whowhen.ORIGIN).added
+                                            records[0]["origin"]).added
         return added
 
     # -- exporting --------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, whowhen
+from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, trail, whowhen
 from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
 from viz_app.io.records import first_value, head_has
@@ -33,6 +33,9 @@ class Format:
     """How sure it is that bytes (with their file name) are in this format, from 0 to 1."""
     read: Callable[[bytes, str], list[Trace]]
     """Every trace in bytes of this format, named by a label."""
+    labels: Callable[[Trace, set[str]], list[dict]] | None = None
+    """For a dataset that publishes annotations: the label records (import shape) of those a
+    trace carries, under the rubric questions given."""
 
 
 def _detect_native(data: bytes, name: str) -> float:
@@ -63,9 +66,23 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format(inspect_ai.NAME, "Inspect AI evaluation log", inspect_ai.detect,
            lambda data, label: inspect_ai.import_inspect(data, name=label)),
     Format(whowhen.NAME, "Who&When annotated run", whowhen.detect,
-           lambda data, label: whowhen.import_whowhen(data, name=label)),
+           lambda data, label: whowhen.import_whowhen(data, name=label),
+           whowhen.annotation_records),
+    Format(trail.NAME, "TRAIL annotated span tree", trail.detect,
+           lambda data, label: trail.import_trail(data, name=label), trail.annotation_records),
 )}
 """Every format orchviz reads, by name."""
+
+
+def published_label_records(trace: Trace, questions: set[str]) -> list[dict]:
+    """The label records (import shape) of every published annotation a trace carries, mapped
+    to the rubric's questions by the format that publishes them; whatever format the trace was
+    read from (a native file written by `orchviz import` keeps its annotations)."""
+    records: list[dict] = []
+    for fmt in FORMATS.values():
+        if fmt.labels is not None:
+            records.extend(fmt.labels(trace, questions))
+    return records
 
 
 def detect_format(source: Source, name: str | None = None, *,

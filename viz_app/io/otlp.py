@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from viz_app.errors import TraceError
@@ -89,6 +91,20 @@ def any_value(value: Any) -> Any:
     return None
 
 
+def flatten(value: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """Attributes written as nested objects (`{"agentops": {"span": {"kind": "agent"}}}`, as
+    AgentOps and some exporters write them) as the dotted keys of the conventions
+    (`agentops.span.kind`); keys already dotted, and lists, are kept as they are."""
+    found: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict) and item and depth < 8:
+            found.update(flatten(item, name + ".", depth + 1))
+        else:
+            found[name] = item
+    return found
+
+
 def _nanos(value: Any) -> float | None:
     try:
         return int(value) / 1e9
@@ -127,122 +143,257 @@ def import_otlp(source: Source, *, name: str | None = None) -> list[Trace]:
             for trace_id, spans in spans_of.items()]
 
 
-def _span_agent(attrs: dict[str, Any], span: dict[str, Any]) -> str | None:
-    """The agent a span stands for, if it is an agent span in either convention."""
-    if attrs.get("gen_ai.operation.name") in AGENT_OPS:
-        return str(attrs.get("gen_ai.agent.name") or attrs.get("gen_ai.agent.id")
-                   or span.get("name") or "agent")
-    if attrs.get("openinference.span.kind") == "AGENT":
-        return str(attrs.get("agent.name") or attrs.get("graph.node.name")
-                   or attrs.get("graph.node.id") or span.get("name") or "agent")
+@dataclass
+class Span:
+    """One span of any span-based format, as the shared mapping reads it: formats fill what
+    they know (ids, times, name, flat attributes, error) and may say what it is (`kind`,
+    `agent`, `tool`...); `classify` fills the rest from the attribute conventions."""
+
+    span_id: str | None
+    parent_id: str | None
+    name: str
+    start: float
+    end: float
+    attrs: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    kind: str | None = None
+    """agent, root (a workflow that stands for the run's root agent), task (work assigned to
+    an agent), tool, model, guardrail, container, reward, or None (not understood)."""
+    agent: str | None = None
+    tool: str | None = None
+    inputs: Any = None
+    outputs: Any = None
+    tokens: float | None = None
+    model: str | None = None
+    assignee: str | None = None
+    """For a task: the agent it is assigned to."""
+    keys: dict[str, Any] = field(default_factory=dict)
+    """Extra keys for the events made from this span (the format's own facts)."""
+
+
+AGENTOPS_KINDS = {"agent": "agent", "llm": "model", "tool": "tool", "workflow": "root",
+                  "session": "root", "workflow.step": "task", "task": "task",
+                  "operation": "container", "guardrail": "guardrail"}
+"""`agentops.span.kind` values and what they are."""
+OPENINFERENCE_KINDS = {"AGENT": "agent", "TOOL": "tool", "RETRIEVER": "tool", "LLM": "model",
+                       "EMBEDDING": "model", "GUARDRAIL": "guardrail", "CHAIN": "container",
+                       "RERANKER": "container", "EVALUATOR": "container"}
+
+
+def classify(span: Span) -> Span:
+    """Fill what a span is from its attributes, in the GenAI, OpenInference and AgentOps
+    conventions (what the format already said is kept)."""
+    attrs = span.attrs
+    op = attrs.get("gen_ai.operation.name")
+    oi = str(attrs.get("openinference.span.kind") or "").upper() or None
+    ao = attrs.get("agentops.span.kind")
+    if span.kind is None:
+        if op in AGENT_OPS:
+            span.kind = "agent"
+        elif op == "execute_tool":
+            span.kind = "tool"
+        elif op in MODEL_OPS:
+            span.kind = "model"
+        elif oi in OPENINFERENCE_KINDS:
+            span.kind = OPENINFERENCE_KINDS[oi]
+        elif isinstance(ao, str) and ao.lower() in AGENTOPS_KINDS:
+            span.kind = AGENTOPS_KINDS[ao.lower()]
+        elif op is not None:
+            span.kind = "container"
+    if span.kind in ("agent", "root") and span.agent is None:
+        span.agent = str(attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
+                         or attrs.get("graph.node.name") or attrs.get("graph.node.id")
+                         or attrs.get("agent.role") or attrs.get("crewai.agent.role")
+                         or (attrs.get("agentops.entity.name") if span.kind == "root" else None)
+                         or _strip(span.name, ".agent", ".workflow") or "agent")
+    if span.kind == "tool" and span.tool is None:
+        span.tool = str(attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+                        or _strip(span.name, ".tool") or "tool")
+    if span.kind == "task" and span.assignee is None:
+        found = attrs.get("crewai.task.agent") or attrs.get("task.agent")
+        span.assignee = str(found) if found else None
+    if span.inputs is None:
+        span.inputs = _first(attrs, "gen_ai.tool.call.arguments", "input.value",
+                             "gen_ai.input.messages", "agentops.entity.input", "gen_ai.prompt")
+    if span.outputs is None:
+        span.outputs = _first(attrs, "gen_ai.tool.call.result", "output.value",
+                              "gen_ai.output.messages", "agentops.entity.output",
+                              "gen_ai.completion")
+    if span.kind == "model":
+        if span.tokens is None:
+            span.tokens = _tokens(attrs)
+        if span.model is None:
+            span.model = as_text(attrs.get("gen_ai.response.model")
+                                 or attrs.get("gen_ai.request.model")
+                                 or attrs.get("llm.model_name"))
+    return span
+
+
+def _strip(name: str, *suffixes: str) -> str:
+    for suffix in suffixes:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def _first(attrs: dict[str, Any], *keys: str) -> Any:
+    """The first of some attributes that is set, a message list read as its last content."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+            last = value[-1]
+            return last.get("content", value) if isinstance(last, dict) else value
+        return value
     return None
+
+
+def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[float, str]]:
+    """Add the events of a tree of spans (classified) to a draft, and return the top-level
+    agents as (end, name). An agent span inside another agent's span is spawned by it the
+    first time (delegated to afterwards) and returns to it when its span ends; a top-level
+    agent's input and output are messages of its own; tools, model calls and guardrails belong
+    to the agent whose span encloses them (else the latest top-level agent, else `root`); a task
+    span assigned to an agent is a delegation to it; a tool named `transfer_to_<agent>` is a
+    delegation too. Spans of no kind are counted as warnings; containers show nothing."""
+    spans = sorted(spans, key=lambda s: s.start)
+    by_id = {s.span_id: s for s in spans if s.span_id}
+    node_agent = {s.attrs["graph.node.id"]: s.agent for s in spans
+                  if s.kind in ("agent", "root") and "graph.node.id" in s.attrs}
+
+    def enclosing(span: Span) -> Span | None:
+        parent, seen = span.parent_id, set()
+        while parent and parent in by_id and parent not in seen:
+            seen.add(parent)
+            found = by_id[parent]
+            if found.kind in ("agent", "root"):
+                return found
+            parent = found.parent_id
+        return None
+
+    def task_of(span: Span) -> Span | None:
+        parent = by_id.get(span.parent_id) if span.parent_id else None
+        return parent if parent is not None and parent.kind == "task" else None
+
+    spawned: set[str] = set()
+    tops: list[tuple[float, str]] = []
+    for span in spans:
+        owner = enclosing(span)
+        keys = {"source_id": span.span_id, **span.keys}
+        if span.kind in ("agent", "root"):
+            agent = span.agent or "agent"
+            parent = node_agent.get(span.attrs.get("graph.node.parent_id")) or (
+                owner.agent if owner is not None else None)
+            if parent is not None and parent != agent:
+                task = task_of(span)
+                outputs = span.outputs if span.outputs is not None else (
+                    task.outputs if task is not None else None)
+                if agent not in spawned:
+                    spawned.add(agent)
+                    start = draft.add(span.start, "spawn", parent, to=agent, role="agent",
+                                      content=as_text(span.inputs), **keys)
+                else:
+                    start = draft.add(span.start, "orchestrator_decision", parent,
+                                      decision="delegate", to=agent,
+                                      content=as_text(span.inputs), **keys)
+                if span.attrs.get("gen_ai.operation.name") != "create_agent":
+                    back = draft.add(span.end, "return", agent, from_=agent, to=parent,
+                                     content=as_text(outputs), error=span.error, **keys)
+                    draft.link(start, back, "return")
+            elif parent is None:
+                tops.append((span.end, agent))
+                draft.add(span.start, "message", agent, from_=agent, kind="agent_run",
+                          content=as_text(span.inputs), end_t=span.end, **keys)
+                if span.outputs is not None:
+                    draft.add(span.end, "message", agent, from_=agent,
+                              content=as_text(span.outputs), error=span.error, **keys)
+            continue
+        who = owner.agent if owner is not None else (tops[-1][1] if tops else root)
+        if span.kind == "task":
+            if span.assignee and span.assignee != who:
+                draft.add(span.start, "orchestrator_decision", who, decision="delegate",
+                          to=span.assignee, content=as_text(span.inputs), **keys)
+        elif span.kind == "tool":
+            tool = span.tool or "tool"
+            call = draft.add(span.start, "tool_call", who, tool=tool, content=as_text(
+                span.inputs), tool_call_id=span.attrs.get("gen_ai.tool.call.id"), **keys)
+            result = draft.add(span.end, "tool_result", who, tool=tool, error=span.error,
+                               content=as_text(span.outputs), trusted=False, **keys)
+            draft.link(call, result, "tool_dependency")
+            if tool.startswith("transfer_to_"):
+                target = tool.removeprefix("transfer_to_")
+                draft.add(span.start, "orchestrator_decision", who, decision="delegate",
+                          to=target, content=f"transfer to {target}", **keys)
+        elif span.kind == "model":
+            draft.add(span.start, "message", who, from_=who, kind="generation", end_t=span.end,
+                      model=span.model, tokens=span.tokens, content=as_text(span.outputs),
+                      error=span.error, **keys)
+        elif span.kind == "guardrail":
+            draft.add(span.start, "safety_event", who, end_t=span.end,
+                      content=as_text(span.outputs) or span.name, **keys)
+        elif span.kind in ("container", "reward"):
+            continue
+        else:
+            draft.skip("span without GenAI, OpenInference or AgentOps attributes")
+    return tops
+
+
+def finish(draft: TraceDraft, tops: list[tuple[float, str]]) -> None:
+    """End a span-based run: the last top-level agent to finish stops when its span ends."""
+    if tops:
+        last_end, last_agent = max(tops)
+        draft.conclude(last_agent, stop_at=last_end)
+    elif draft.events:
+        draft.conclude(draft.events[0]["agent"])
 
 
 def _trace(spans: list[dict[str, Any]], label: str, trace_id: str, service: str | None) -> Trace:
     draft = TraceDraft()
-    rows = []
+    rows: list[Span] = []
+    conversation = None
     for span in spans:
         attrs = attributes(span.get("attributes"))
         start = _nanos(span.get("startTimeUnixNano"))
         if start is None:
             draft.skip("span without startTimeUnixNano")
             continue
-        end = _nanos(span.get("endTimeUnixNano")) or start
-        rows.append((start, end, hex_id(span.get("spanId"), 8),
-                     hex_id(span.get("parentSpanId"), 8), attrs, span))
-    rows.sort(key=lambda r: r[0])
-    by_id = {r[2]: r for r in rows if r[2]}
-    agent_of = {r[2]: a for r in rows if (a := _span_agent(r[4], r[5])) is not None}
-    node_agent = {r[4]["graph.node.id"]: agent_of[r[2]] for r in rows
-                  if r[2] in agent_of and "graph.node.id" in r[4]}
-    root = service or "agent"
-
-    def enclosing(row: tuple) -> str | None:
-        parent, seen = row[3], set()
-        while parent and parent in by_id and parent not in seen:
-            seen.add(parent)
-            if parent in agent_of:
-                return agent_of[parent]
-            parent = by_id[parent][3]
-        return None
-
-    spawned: set[str] = set()
-    tops: list[tuple[float, str]] = []
-    conversation = None
-    for start, end, span_id, _parent, attrs, span in rows:
-        conversation = conversation or attrs.get("gen_ai.conversation.id") or attrs.get("session.id")
-        op = attrs.get("gen_ai.operation.name")
-        kind = attrs.get("openinference.span.kind")
-        owner = enclosing((start, end, span_id, _parent, attrs, span)) or None
-        error = _error(span)
-        inputs = attrs.get("input.value") or attrs.get("gen_ai.input.messages")
-        outputs = attrs.get("output.value") or attrs.get("gen_ai.output.messages")
-        if span_id in agent_of:
-            agent = agent_of[span_id]
-            parent = node_agent.get(attrs.get("graph.node.parent_id")) or owner
-            if parent is not None and parent != agent and agent not in spawned:
-                spawned.add(agent)
-                spawn = draft.add(start, "spawn", parent, to=agent, role="agent",
-                                  content=as_text(inputs), source_id=span_id)
-                if op != "create_agent":
-                    back = draft.add(end, "return", agent, from_=agent, to=parent,
-                                     content=as_text(outputs), source_id=span_id, error=error)
-                    draft.link(spawn, back, "return")
-            elif parent is None:
-                tops.append((end, agent))
-                draft.add(start, "message", agent, from_=agent, kind="agent_run",
-                          content=as_text(inputs), source_id=span_id, end_t=end)
-                if outputs is not None:
-                    draft.add(end, "message", agent, from_=agent, content=as_text(outputs),
-                              source_id=span_id, error=error)
-            continue
-        who = owner or (tops[-1][1] if tops else root)
-        if op == "execute_tool" or kind in ("TOOL", "RETRIEVER"):
-            tool = str(attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-                       or span.get("name") or "tool")
-            call = draft.add(start, "tool_call", who, tool=tool, source_id=span_id,
-                             content=as_text(attrs.get("gen_ai.tool.call.arguments") or inputs),
-                             tool_call_id=attrs.get("gen_ai.tool.call.id"))
-            result = draft.add(end, "tool_result", who, tool=tool, source_id=span_id,
-                               content=as_text(attrs.get("gen_ai.tool.call.result") or outputs),
-                               error=error, trusted=False)
-            draft.link(call, result, "tool_dependency")
-            if tool.startswith("transfer_to_"):
-                target = tool.removeprefix("transfer_to_")
-                draft.add(start, "orchestrator_decision", who, decision="delegate", to=target,
-                          source_id=span_id, content=f"transfer to {target}")
-        elif op in MODEL_OPS or kind in ("LLM", "EMBEDDING"):
-            draft.add(start, "message", who, from_=who, kind="generation", end_t=end,
-                      model=as_text(attrs.get("gen_ai.response.model")
-                                    or attrs.get("gen_ai.request.model")
-                                    or attrs.get("llm.model_name")),
-                      tokens=_tokens(attrs), content=as_text(outputs), source_id=span_id,
-                      error=error)
-        elif kind == "GUARDRAIL":
-            draft.add(start, "safety_event", who, content=as_text(outputs) or span.get("name"),
-                      source_id=span_id, end_t=end)
-        elif kind in ("CHAIN", "RERANKER", "EVALUATOR") or op is not None:
-            continue  # containers and steps with nothing to show of their own
-        else:
-            draft.skip("span without GenAI or OpenInference attributes")
-    if tops:
-        last_end, last_agent = max(tops)
-        draft.conclude(last_agent, stop_at=last_end)
-    elif draft.events:
-        draft.conclude(draft.events[0]["agent"])
+        conversation = conversation or attrs.get("gen_ai.conversation.id") or attrs.get(
+            "session.id")
+        rows.append(classify(Span(
+            span_id=hex_id(span.get("spanId"), 8), parent_id=hex_id(span.get("parentSpanId"), 8),
+            name=str(span.get("name") or ""), start=start,
+            end=_nanos(span.get("endTimeUnixNano")) or start, attrs=attrs, error=_error(span))))
+    finish(draft, span_events(draft, rows, service or "agent"))
     return draft.build(label, NAME, trace_id=trace_id, task_id=str(conversation or trace_id),
-                       system=service or "opentelemetry",
-                       topology=draft.shape())
+                       system=service or "opentelemetry", topology=draft.shape())
+
+
+def number(value: Any) -> float | None:
+    """A count as a float, whether written as a number or as a numeric string (AgentOps writes
+    token counts as strings); None for anything else, booleans and non-finite values included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def _tokens(attrs: dict[str, Any]) -> float | None:
-    total = attrs.get("llm.token_count.total")
-    if isinstance(total, (int, float)) and not isinstance(total, bool):
-        return float(total)
-    parts = [attrs.get(k) for k in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
-                                    "llm.token_count.prompt", "llm.token_count.completion")]
-    numbers = [p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)]
-    return float(sum(numbers)) if numbers else None
+    for key in ("llm.token_count.total", "gen_ai.usage.total_tokens"):
+        total = number(attrs.get(key))
+        if total is not None:
+            return total
+    parts = [number(attrs.get(k)) for k in (
+        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
+        "gen_ai.usage.completion_tokens", "llm.token_count.prompt", "llm.token_count.completion")]
+    numbers = [p for p in parts if p is not None]
+    return sum(numbers) if numbers else None
 
 
 def _error(span: dict[str, Any]) -> str | None:
