@@ -7,29 +7,15 @@ the page sees it before it draws anything (the tree, timeline and inspector then
 same run).
 
 Trace text is hostile: it is shown through `st.text`, `st.code`, `st.json` and dataframes, which
-print text as text; where a label takes Markdown, `literal` escapes it first.
+print text as text; where a label takes Markdown, `viz_app.text.markdown_literal` escapes it first.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^@%])")
-_CONTROL = re.compile("[\u0000-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def literal(text: object, limit: int | None = 80) -> str:
-    """Trace text for a Markdown label: one line, shortened, every Markdown, HTML, LaTeX and
-    emoji-shortcode character backslash-escaped, so it shows exactly as written."""
-    value = " ".join(_CONTROL.sub(" ", str(text)).split())
-    if limit is not None and len(value) > limit:
-        value = value[: limit - 1] + "…"
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", value)
-
 
 def plotly_choice(figure, *, key: str, decode: Callable[[dict], Any],
                   on_choose: Callable[[Any], None] | None, height: int | None = None) -> Any:

@@ -18,13 +18,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import literal
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError
 from viz_app.labels.label import Label, Reviewer, progress_of
 from viz_app.labels.rubric import LabelTarget, Question, targets
 from viz_app.model import Event, Trace
 from viz_app.store.labels import LabelStore
+from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
 CONTEXT_EVENTS = 4
@@ -65,7 +65,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     try:
         store = workspace.labels
     except RubricError as err:
-        st.error(f"The rubric cannot be used: {literal(err, 400)}")
+        st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
         return None
     if not reviewer:
         st.info("Enter your name under **Reviewer** in the sidebar to label this trace.")
@@ -82,7 +82,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     mine = store.answers(trace.trace_id, reviewer.name)
     progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
     st.progress(progress.labelled / progress.total if progress.total else 1.0,
-                text=f"{progress.text} by {literal(reviewer.name, 40)}")
+                text=f"{progress.text} by {markdown_literal(reviewer.name, 40)}")
 
     shown = [t for t in found if t.required or state["optional"]]
     keys = [t.key for t in shown]
@@ -195,7 +195,7 @@ def _content(event: Event, height: int = 160, per_line: int = 18) -> None:
     if not event.text:
         st.caption("no content")
         return
-    lines = [literal(line, None) for line in event.text.splitlines() if line.strip()]
+    lines = [markdown_literal(line, None) for line in event.text.splitlines() if line.strip()]
     rows = sum(1 + len(line) // per_line for line in lines)
     with st.container(height=min(height, 34 + 26 * rows), border=True):
         st.markdown("  \n".join(lines))
@@ -204,7 +204,8 @@ def _content(event: Event, height: int = 160, per_line: int = 18) -> None:
 def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str) -> None:
     if target.event_id is None:
         last = analysis.order[-1]
-        st.caption(f"The whole run on task **{literal(trace.task_id, 80)}**. Its last event:")
+        st.caption(f"The whole run on task **{markdown_literal(trace.task_id, 80)}**. "
+                   "Its last event:")
         _content(last, 120)
         return
     event = trace.event(target.event_id)
@@ -213,8 +214,9 @@ def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str) -
     if "stop" in target.kinds:
         _stop(trace, analysis, event, target, base)
     if not {"aggregate", "stop"} & set(target.kinds):
-        st.caption(f"**{literal(event.type)}** from {literal(event.from_ or event.agent, 40)}"
-                   + (f" to {literal(event.to, 40)}" if event.to else ""))
+        st.caption(f"**{markdown_literal(event.type)}** from "
+                   f"{markdown_literal(event.from_ or event.agent, 40)}"
+                   + (f" to {markdown_literal(event.to, 40)}" if event.to else ""))
         _content(event, 140)
 
 
@@ -227,12 +229,13 @@ def _aggregate(trace: Trace, analysis: Analysis, event: Event, target: LabelTarg
         if not inputs:
             st.caption("no inputs found")
         for item in inputs:
-            st.caption(f"`{literal(item.id, 20)}` {literal(item.type)} from "
-                       f"{literal(item.from_ or analysis.actor[item.id], 30)}")
+            st.caption(f"**{markdown_literal(item.id, 20)}** {markdown_literal(item.type)} from "
+                       f"{markdown_literal(item.from_ or analysis.actor[item.id], 30)}")
             _content(item, 130)
     with right:
         st.markdown("**Produced**")
-        st.caption(f"`{literal(event.id, 20)}` by {literal(analysis.actor[event.id], 30)}")
+        st.caption(f"**{markdown_literal(event.id, 20)}** by "
+                   f"{markdown_literal(analysis.actor[event.id], 30)}")
         _content(event, max(130, 150 * max(1, len(inputs))))
     if st.button("Compare in a wide view", key=f"{base}:compare:{event.id}",
                  icon=":material/open_in_full:"):
@@ -244,12 +247,12 @@ def _compare(trace: Trace, analysis: Analysis, event: Event, inputs: list[Event]
     left, right = st.columns(2)
     with left:
         for item in inputs:
-            st.markdown(f"**`{literal(item.id, 20)}`** {literal(item.type)} from "
-                        f"{literal(item.from_ or analysis.actor[item.id], 40)}")
+            st.markdown(f"**{markdown_literal(item.id, 20)}** {markdown_literal(item.type)} from "
+                        f"{markdown_literal(item.from_ or analysis.actor[item.id], 40)}")
             _content(item, 260, per_line=70)
     with right:
-        st.markdown(f"**`{literal(event.id, 20)}`** aggregate by "
-                    f"{literal(analysis.actor[event.id], 40)}")
+        st.markdown(f"**{markdown_literal(event.id, 20)}** aggregate by "
+                    f"{markdown_literal(analysis.actor[event.id], 40)}")
         _content(event, 620, per_line=70)
 
 
@@ -337,7 +340,7 @@ def _scale_keys(question: Question, key: str) -> None:
 
 
 def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: LabelTarget) -> Any:
-    label = literal(q.prompt, 200)
+    label = markdown_literal(q.prompt, 200)
     if q.kind in ("scale", "categorical", "boolean"):
         values = [c.value for c in q.choices]
         if st.session_state.get(key) not in values:
@@ -365,7 +368,7 @@ def _save(workspace: Workspace, trace: Trace, reviewer: Reviewer, target: LabelT
         made = workspace.save_answers(trace, target, values, reviewer, comment=comment or "",
                                       seconds_spent=round(time.time() - state["opened"], 1))
     except LabelError as err:
-        st.error(literal(err, 400))
+        st.error(markdown_literal(err, 400))
         return
     _flash(base, "success", f"Saved {len(made)} answer{'s' if len(made) != 1 else ''} on "
                             f"{target.event_id or 'the whole trace'}.")
@@ -407,5 +410,5 @@ def _show_flash(base: str) -> None:
         return
     kind, text = found
     # a toast shows wherever the reviewer has scrolled to (the form may be far down the panel)
-    st.toast(literal(text, 300), icon=":material/check_circle:" if kind == "success"
+    st.toast(markdown_literal(text, 300), icon=":material/check_circle:" if kind == "success"
              else ":material/warning:")

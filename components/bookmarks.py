@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from components import literal
 from viz_app.analysis import Analysis
 from viz_app.errors import BookmarkError
 from viz_app.labels.bookmark import Bookmark, bookmarks_at
 from viz_app.model import Trace
 from viz_app.store.bookmarks import BookmarkStore
+from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
 PRESENT_PAGE = "app_pages/present.py"
@@ -40,7 +40,8 @@ def note(bookmark: Bookmark) -> None:
 
 def _caption(bookmark: Bookmark, number: int | None = None) -> str:
     head = f"**{number}.** " if number is not None else ""
-    return (f"{head}{literal(bookmark.where, 80)} · {literal(bookmark.reviewer, 40)} · "
+    return (f"{head}{markdown_literal(bookmark.where, 80)} · "
+            f"{markdown_literal(bookmark.reviewer, 40)} · "
             f"{bookmark.created_at[:16].replace('T', ' ')}")
 
 
@@ -101,7 +102,7 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
                             placeholder="Here the orchestrator drops the one result that had "
                             "the answer…")
         if selected_event:
-            st.caption(f"selected event: `{literal(selected_event, 40)}`")
+            st.caption(f"selected event: **{markdown_literal(selected_event, 40)}**")
         saved = st.form_submit_button("Add bookmark", type="primary", disabled=not reviewer,
                                       help=None if reviewer else "enter your name in the sidebar")
     if saved:
@@ -111,7 +112,7 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
             else:
                 store.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
         except BookmarkError as err:
-            st.error(literal(err, 300))
+            st.error(markdown_literal(err, 300))
             return
         st.toast("Bookmark added")
         st.rerun()
@@ -126,13 +127,14 @@ def _edit_form(trace: Trace, store: BookmarkStore, mark: Bookmark, reviewer: str
         try:
             store.edit(trace, mark.bookmark_id, reviewer, text)
         except BookmarkError as err:
-            st.error(literal(err, 300))
+            st.error(markdown_literal(err, 300))
             return
         st.rerun()
     history = store.history(mark.bookmark_id)
     if len(history) > 1:
         st.caption(f"{len(history)} versions: "
-                   + ", ".join(f"{literal(v.reviewer, 30)} {v.created_at[:16].replace('T', ' ')}"
+                   + ", ".join(f"{markdown_literal(v.reviewer, 30)} "
+                               f"{v.created_at[:16].replace('T', ' ')}"
                                for v in history))
 
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from components import literal
 from viz_app.analysis import Analysis
 from viz_app.model import Event, Trace
+from viz_app.text import markdown_literal
 
 
 def inspector(trace: Trace, analysis: Analysis, *, event_id: str | None, agent: str | None,
@@ -58,9 +58,11 @@ def _event(trace: Trace, analysis: Analysis, e: Event, key: str, choose) -> None
     order, i = analysis.order, analysis.position[e.id]
     mine = analysis.events_of.get(agent, [])
     j = next(k for k, x in enumerate(mine) if x.id == e.id)
-    st.markdown(f"**{literal(e.type)}** {literal(e.id, 40)} · t = {e.t:g}s"
+    st.markdown(f"**{markdown_literal(e.type)}** {markdown_literal(e.id, 40)} · "
+                f"t = {e.t:g}s"
                 + (f" → {e.end_t:g}s" if e.end_t is not None else ""))
-    st.caption(f"agent: {literal(agent, 60)} · role: {literal(analysis.role_of(agent), 40)}")
+    st.caption(f"agent: {markdown_literal(agent, 60)} · "
+               f"role: {markdown_literal(analysis.role_of(agent), 40)}")
     prev_col, next_col = st.columns(2)
     with prev_col:
         _nav(key, "◀ previous", order[i - 1].id if i > 0 else None, "previous event in time",
@@ -81,9 +83,10 @@ def _event(trace: Trace, analysis: Analysis, e: Event, key: str, choose) -> None
     st.json(e.model_dump(mode="json", by_alias=True, exclude_none=True), expanded=1)
     link = analysis.link_of(e)
     if link is not None:
-        st.caption(f"{link[0]} from {literal(link[1], 40)} to {literal(link[2], 40)}")
+        st.caption(f"{link[0]} from {markdown_literal(link[1], 40)} "
+                   f"to {markdown_literal(link[2], 40)}")
     _edges(trace, analysis, e, key, choose)
-    st.markdown(f"**Other events of {literal(agent, 40)}** ({len(mine)})")
+    st.markdown(f"**Other events of {markdown_literal(agent, 40)}** ({len(mine)})")
     _event_table(analysis, mine, f"{key}:agent-events", choose, highlight=e.id)
 
 
@@ -118,9 +121,10 @@ def _event_table(analysis: Analysis, events: list[Event], key: str, choose,
 
 def _agent(analysis: Analysis, agent: str, key: str, choose) -> None:
     stats = analysis.agent_stats[agent]
-    st.markdown(f"**Agent** {literal(agent, 60)}")
-    st.caption(f"role: {literal(stats.role, 40)} · parent: "
-               f"{literal(stats.parent, 40) if stats.parent else '— (a root)'} · depth {stats.depth}")
+    st.markdown(f"**Agent** {markdown_literal(agent, 60)}")
+    st.caption(f"role: {markdown_literal(stats.role, 40)} · parent: "
+               f"{markdown_literal(stats.parent, 40) if stats.parent else '— (a root)'} · "
+               f"depth {stats.depth}")
     a, b, c = st.columns(3)
     a.metric("events", stats.events)
     b.metric("tool calls", stats.tool_calls)

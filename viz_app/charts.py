@@ -1,9 +1,9 @@
 """The figures of a trace: spawn tree, message timeline and communication graph.
 
 Pure builders over an `Analysis`, free of Streamlit, so the app and the offline report draw the
-same pictures. Every string that came from the trace is passed through `html.escape` before it
-reaches Plotly (whose labels understand a little HTML) or pyvis (whose page is HTML), and is
-truncated where a label has to stay short.
+same pictures. Every string that came from the trace is escaped before it reaches Plotly (whose
+labels understand a little HTML: `viz_app.text.plotly_text`) or pyvis (whose page is HTML:
+`viz_app.text.html_text`), and is truncated where a label has to stay short.
 
 Large traces stay fast and readable: when more than `TREE_BUDGET` nodes would stand side by
 side, subtrees collapse into one node with a count (expanded on demand), and above
@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
 from viz_app.model import EVENT_TYPES, Event
+from viz_app.text import html_text, plotly_preview, plotly_text
 
 TREE_BUDGET = 36
 """Most tree nodes side by side (leaves of the drawn tree) before subtrees collapse: about what
@@ -104,32 +105,6 @@ def role_colour(role: str) -> str:
             return colour
     digest = int(hashlib.sha1(role.encode("utf-8", "replace")).hexdigest(), 16)
     return _FALLBACK[digest % len(_FALLBACK)]
-
-
-def safe(text: object, limit: int | None = None, *, quote: bool = False) -> str:
-    """Trace text made safe for a Plotly or HTML label: shortened to `limit` characters,
-    control and bidi characters removed, then html-escaped (quotes too with `quote`, for text
-    that may end up in an attribute; Plotly would show `&quot;` literally)."""
-    value = str(text)
-    value = _INVISIBLE.sub("", value)
-    if limit is not None and len(value) > limit:
-        value = value[: max(1, limit - 1)] + "…"
-    return html.escape(value, quote=quote)
-
-
-_INVISIBLE = re.compile("[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def preview(text: str, width: int = 60, lines: int = 4) -> str:
-    """The start of a content text for a hover box: escaped, wrapped, a few lines at most."""
-    shown = width * lines
-    head = text[: 4 * shown]  # enough for the preview unless the text is mostly blank
-    flat = " ".join(_INVISIBLE.sub("", head).split())
-    if not flat:
-        return ""
-    chunks = [flat[i:i + width] for i in range(0, min(len(flat), shown), width)]
-    body = "<br>".join(html.escape(c, quote=False) for c in chunks)
-    return body + ("…" if len(flat) > shown or len(head) < len(text) else "")
 
 
 # -- the spawn tree ----------------------------------------------------------------------------
@@ -314,7 +289,8 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
         texts = [_node_label(n, labelled) for n in members]
         colour = role_colour(role) if role != "more agents" else "#ced4da"
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text" if any(texts) else "markers", name=safe(role, 24),
+            x=xs, y=ys, mode="markers+text" if any(texts) else "markers",
+            name=plotly_text(role, 24),
             text=texts, textposition="bottom center", textfont=dict(size=11, color="#343a40"),
             marker=dict(size=sizes, color=colour, symbol=symbols,
                         line=dict(color="white", width=1.5)),
@@ -372,16 +348,17 @@ def _node_label(node: TreeNode, labelled: bool) -> str:
     if node.kind == "more":
         return f"+{node.hidden} more"
     if node.kind == "collapsed":
-        return (safe(node.agent, 16) + "<br>" if labelled else "") + f"+{node.hidden}"
-    return safe(node.agent, 18) if labelled else ""
+        return (plotly_text(node.agent, 16) + "<br>" if labelled else "") + f"+{node.hidden}"
+    return plotly_text(node.agent, 18) if labelled else ""
 
 
 def _node_hover(analysis: Analysis, node: TreeNode) -> str:
     if node.kind == "more":
-        return f"{node.hidden} more agents under {safe(node.agent, 40)}<br>click to show them"
+        return (f"{node.hidden} more agents under {plotly_text(node.agent, 40)}"
+                "<br>click to show them")
     s = analysis.agent_stats[node.agent]
-    lines = [f"<b>{safe(s.name, 60)}</b> ({safe(s.role, 30)})",
-             f"parent: {safe(s.parent, 40) if s.parent else '—'} · depth {s.depth}",
+    lines = [f"<b>{plotly_text(s.name, 60)}</b> ({plotly_text(s.role, 30)})",
+             f"parent: {plotly_text(s.parent, 40) if s.parent else '—'} · depth {s.depth}",
              f"events {s.events} · tool calls {s.tool_calls} · messages {s.messages_sent}",
              f"tokens {s.tokens:,.0f} · cost ${s.cost_usd:.4f}",
              f"lifetime {s.lifetime_s:.1f}s · active {s.active_s:.1f}s",
@@ -514,7 +491,7 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
         fig.add_vline(x=until, line=dict(color="#f59f00", width=2, dash="dot"))
     lanes = len(analysis.lanes)
     visible_lanes = min(lanes, lanes_shown)
-    labels = [safe(a, 26) for a in analysis.lanes]
+    labels = [plotly_text(a, 26) for a in analysis.lanes]
     span = max(analysis.makespan, 1e-9)
     fig.update_layout(
         height=int(min(560, max(280, 100 + 22 * visible_lanes))),
@@ -580,19 +557,19 @@ def _event_hover(e: Event, agent: str, start: float, span: float, width: int, li
     if e.decision:
         extra.append(f"decision: {e.decision}")
     if e.to:
-        extra.append(f"to {safe(e.to, 40)}")
+        extra.append(f"to {plotly_text(e.to, 40)}")
     if e.tool:
-        extra.append(f"tool {safe(e.tool, 40)}")
-    body = preview(e.text, width, lines)
-    return f"{safe(e.id, 30)} · {safe(agent, 40)}<br>{' · '.join(extra)}" + (
+        extra.append(f"tool {plotly_text(e.tool, 40)}")
+    body = plotly_preview(e.text, width, lines)
+    return f"{plotly_text(e.id, 30)} · {plotly_text(agent, 40)}<br>{' · '.join(extra)}" + (
         f"<br>{body}" if body else "")
 
 
 def _compact_hover(e: Event, agent: str, start: float) -> str:
     """A big trace's hover text: id, agent, time and the start of the content. Hover text is most
     of what the browser receives for a large timeline; the inspector shows the rest on click."""
-    body = preview(e.text, 24, 1)
-    return f"{safe(e.id, 12)} {safe(agent, 20)} {e.t - start:.1f}s" + (f"<br>{body}" if body else "")
+    body = plotly_preview(e.text, 24, 1)
+    return f"{plotly_text(e.id, 12)} {plotly_text(agent, 20)} {e.t - start:.1f}s" + (f"<br>{body}" if body else "")
 
 
 def _add_lifetimes(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
@@ -690,7 +667,7 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
         stats = analysis.agent_stats[agent]
         title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
                            f"tokens {stats.tokens:,.0f}", f"messages sent {stats.messages_sent}"])
-        options = dict(label=safe(agent, 24, quote=True), title=safe(title, quote=True), color=role_colour(stats.role),
+        options = dict(label=html_text(agent, 24), title=html_text(title), color=role_colour(stats.role),
                        size=10 + 4 * math.log1p(stats.events), shape="dot",
                        borderWidth=4 if agent == selected else 1)
         if agent in positions:
@@ -701,7 +678,7 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
         kinds = [f"{k} {data[k]}" for k in LINK_STYLES if data.get(k)]
         main = max(LINK_STYLES, key=lambda k: data.get(k, 0))
         net.add_edge(ids[sender], ids[recipient], value=data["weight"],
-                     title=safe(f"{sender} → {recipient}: " + ", ".join(kinds), quote=True),
+                     title=html_text(f"{sender} → {recipient}: " + ", ".join(kinds)),
                      color=LINK_STYLES[main][0], dashes=main != "spawn",
                      arrows="to")
     if big:

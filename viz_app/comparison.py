@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from viz_app import charts
 from viz_app.analysis import Analysis
+from viz_app.text import plotly_text
 
 Slot = tuple[tuple[str, int], ...]
 
@@ -213,15 +214,15 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
     for role, members in by_role.items():
         fig.add_trace(go.Scatter(
             x=[pos[s][0] for s in members], y=[pos[s][1] for s in members],
-            mode="markers+text" if labelled else "markers", name=charts.safe(role, 24),
-            text=[charts.safe(mine[s], 18) if labelled else "" for s in members],
+            mode="markers+text" if labelled else "markers", name=plotly_text(role, 24),
+            text=[plotly_text(mine[s], 18) if labelled else "" for s in members],
             textposition="bottom center", textfont=dict(size=11, color="#343a40"),
             marker=dict(size=[12 + 26 * math.sqrt(stats[mine[s]].tokens / top) for s in members],
                         color=charts.role_colour(role), line=dict(color="white", width=1.5)),
-            hovertext=[f"{charts.safe(mine[s], 60)} ({charts.safe(role, 40)})<br>"
+            hovertext=[f"{plotly_text(mine[s], 60)} ({plotly_text(role, 40)})<br>"
                        f"tokens {stats[mine[s]].tokens:,.0f} · events {stats[mine[s]].events}"
                        + ("<br><b>no counterpart in the other run</b>" if s not in other else
-                          f"<br>the other run has {charts.safe(other[s], 40)} here"
+                          f"<br>the other run has {plotly_text(other[s], 40)} here"
                           if s and s[-1][0] == "~" else "")
                        for s in members], hoverinfo="text"))
     missing = [s for s in other if s not in mine]
@@ -232,7 +233,7 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
             textposition="bottom center", textfont=dict(size=10, color=GHOST),
             marker=dict(size=16, color=GHOST, line=dict(color=GHOST, width=2),
                         symbol="circle-open"),
-            hovertext=[f"the other run has {charts.safe(other[s], 60)} here" for s in missing],
+            hovertext=[f"the other run has {plotly_text(other[s], 60)} here" for s in missing],
             hoverinfo="text"))
     extra = [s for s in mine if s not in other]
     if extra:
@@ -251,7 +252,7 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
     ys = [y for _, y in pos.values()] or [0.0]
     xs = [x for x, _ in pos.values()] or [0.0]
     fig.update_layout(
-        title=dict(text=charts.safe(title, 80), font=dict(size=14)) if title else None,
+        title=dict(text=plotly_text(title, 80), font=dict(size=14)) if title else None,
         height=height, margin=dict(l=10, r=10, t=60 if title else 30, b=10), plot_bgcolor="white",
         showlegend=True, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0,
                                      font=dict(size=11)),
@@ -268,7 +269,7 @@ def shared_timeline(a: Analysis, b: Analysis, *, names: tuple[str, str] = ("A", 
     shown = [min(n, 20) for n in lanes]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         row_heights=[max(s, 2) for s in shown],
-                        subplot_titles=[charts.safe(n, 80) for n in names])
+                        subplot_titles=[plotly_text(n, 80) for n in names])
     for row, part in enumerate(figs, 1):
         for trace in part.data:
             trace.showlegend = row == 1 and trace.showlegend is not False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, write_trace
 from viz_app.io.redact import redact
 from viz_app.model import Trace
+from viz_app.text import file_name
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -90,9 +90,9 @@ def import_traces(args: argparse.Namespace) -> int:
     if args.out_dir:
         used: set[str] = set()
         for trace in traces:
-            name = _file_name(trace.trace_id, used)
-            target = write_trace(trace, Path(args.out_dir) / f"{name}.json")
-            print(target)
+            name = file_name(trace.trace_id, used, ending=".json")
+            used.add(name)
+            print(write_trace(trace, Path(args.out_dir) / name))
     elif args.output and not args.output.endswith((".jsonl", ".ndjson")):
         if len(traces) > 1:
             print(f"{len(traces)} traces imported: write them with --out-dir or to a .jsonl "
@@ -125,12 +125,3 @@ def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) 
     added = ws.import_published_labels(traces)
     print(f"stored {added} Who&When label{'s' if added != 1 else ''} in {ws.settings.db_url}",
           file=sys.stderr)
-
-
-def _file_name(trace_id: str, used: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._") or "trace"
-    name, n = base[:120], 2
-    while name in used:
-        name, n = f"{base[:116]}-{n}", n + 1
-    used.add(name)
-    return name

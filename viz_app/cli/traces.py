@@ -16,6 +16,7 @@ from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, load_trace, load_traces, trace_from_dict
 from viz_app.model import TOPOLOGIES, orchviz_schema
 from viz_app.store.index import IndexFailure, IndexProgress
+from viz_app.text import terminal_text
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -64,7 +65,8 @@ def validate(args: argparse.Namespace) -> int:
         report.append({"file": str(path), "ok": not errors, "traces": count,
                        "errors": [e.as_dict() for e in errors]})
         if not args.json:
-            tqdm.write(f"{path}: ok" if not errors else "\n".join(str(e) for e in errors))
+            tqdm.write(f"{terminal_text(path)}: ok" if not errors
+                       else "\n".join(terminal_text(e) for e in errors))
     if args.json:
         print(json.dumps({"files": report, "valid": all(r["ok"] for r in report)}, indent=2))
     if not files:
@@ -78,25 +80,27 @@ def inspect(args: argparse.Namespace) -> int:
     try:
         trace = load_trace(args.trace)
     except TraceError as err:
-        print(err, file=sys.stderr)
+        print(terminal_text(err), file=sys.stderr)
         return 1
     fig = figures(trace)
     if args.json:
         print(fig.model_dump_json(indent=2))
         return 0
-    print(f"trace     {trace.trace_id}  (task {trace.task_id}, topology {trace.topology or '-'})")
+    t = terminal_text
+    print(f"trace     {t(trace.trace_id)}  (task {t(trace.task_id)}, "
+          f"topology {trace.topology or '-'})")
     for key in ("events", "agents", "depth", "max_fanout", "mean_fanout", "messages", "tool_calls",
                 "makespan_s", "parallelism", "critical_path_s", "tokens", "cost_usd"):
         value = getattr(fig, key)
         print(f"{key:<16}{value:.2f}" if isinstance(value, float) else f"{key:<16}{value}")
     for point in fig.aggregates:
-        print(f"aggregate {point.event_id} by {point.agent} at t={point.t:g} merges "
-              f"{', '.join(point.inputs) or 'nothing'} ({point.inputs_from})")
+        print(f"aggregate {t(point.event_id)} by {t(point.agent)} at t={point.t:g} merges "
+              f"{t(', '.join(point.inputs)) or 'nothing'} ({point.inputs_from})")
     for stop in fig.stops:
-        print(f"stop      {stop.event_id} by {stop.agent} at t={stop.t:g}"
+        print(f"stop      {t(stop.event_id)} by {t(stop.agent)} at t={stop.t:g}"
               + (" (inferred: no explicit stop decision)" if stop.inferred else ""))
     for warning in fig.warnings:
-        print(f"warning   {warning.message}")
+        print(f"warning   {t(warning.message)}")
     return 0
 
 

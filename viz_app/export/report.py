@@ -4,20 +4,20 @@ warnings, as one self-contained file.
 
 HTML (`report_html`): Plotly's JavaScript is inlined, nothing is fetched from any host, and a
 Content-Security-Policy lets exactly the page's own scripts run, so even a payload that slipped
-through could not execute. Every string that came from a trace or a reviewer is html-escaped;
-notes are Markdown rendered by `note_html`, a small renderer that escapes first and then turns
-a safe subset (paragraphs, headings, lists, quotes, code, emphasis, http(s) links) into tags.
-A print stylesheet lays the report out for paper.
+through could not execute. Every string that came from a trace or a reviewer is escaped
+(`viz_app.text.html_text`); notes are Markdown rendered by `note_html`, a small renderer that
+escapes first and then turns a safe subset (paragraphs, headings, lists, quotes, code, emphasis,
+http(s) links) into tags. A print stylesheet lays the report out for paper.
 
-Markdown (`report_markdown`): the same content, with the figures as PNG files when they can be
-rendered here (`figure_pngs`: Chromium through Playwright), and without them otherwise.
+Markdown (`report_markdown`): the same content, trace text as `viz_app.text.markdown_literal`
+writes it, with the figures as PNG files when they can be rendered here (`figure_pngs`:
+Chromium through Playwright), and without them otherwise.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import os
 import re
@@ -36,6 +36,7 @@ from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
 from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
+from viz_app.text import html_text, markdown_literal
 
 CHROMIUM = os.environ.get("ORCHVIZ_CHROMIUM", "/usr/bin/chromium")
 """The Chromium that renders PNG figures for the Markdown report (override: ORCHVIZ_CHROMIUM)."""
@@ -62,7 +63,7 @@ def _inline(text: str) -> str:
     last = 0
     for match in _CODE.finditer(text):  # code spans keep their text exactly
         parts.append(_emphasis(text[last:match.start()]))
-        parts.append(f"<code>{html.escape(match.group(1))}</code>")
+        parts.append(f"<code>{html_text(match.group(1))}</code>")
         last = match.end()
     parts.append(_emphasis(text[last:]))
     return "".join(parts)
@@ -72,11 +73,11 @@ def _emphasis(text: str) -> str:
     pieces: list[str] = []
     last = 0
     for match in _LINK.finditer(text):
-        pieces.append(_marks(html.escape(text[last:match.start()])))
-        pieces.append(f'<a href="{html.escape(match.group(2))}" rel="noopener noreferrer">'
-                      f"{_marks(html.escape(match.group(1)))}</a>")
+        pieces.append(_marks(html_text(text[last:match.start()])))
+        pieces.append(f'<a href="{html_text(match.group(2))}" rel="noopener noreferrer">'
+                      f"{_marks(html_text(match.group(1)))}</a>")
         last = match.end()
-    pieces.append(_marks(html.escape(text[last:])))
+    pieces.append(_marks(html_text(text[last:])))
     return "".join(pieces)
 
 
@@ -119,7 +120,7 @@ def note_html(text: str) -> str:
             while i < len(lines) and not lines[i].strip().startswith(fence):
                 body.append(lines[i])
                 i += 1
-            out.append(f"<pre><code>{html.escape(chr(10).join(body))}</code></pre>")
+            out.append(f"<pre><code>{html_text(chr(10).join(body))}</code></pre>")
             i += 1
             continue
         if not line.strip():
@@ -155,15 +156,6 @@ def note_markdown(text: str) -> str:
     inert = (text or "").replace("<", "&lt;")
     return re.sub(r"^(#{1,6})(?=\s)", lambda m: "#" * min(6, len(m.group(1)) + 2), inert,
                   flags=re.MULTILINE)
-
-
-def md_text(text: object) -> str:
-    """Trace text for a Markdown file: on one line, Markdown characters backslash-escaped and
-    HTML characters as entities, so it shows exactly as written."""
-    value = " ".join(str(text).split())
-    value = re.sub(r"([\\`*_\[\]|~])", r"\\\1", value)
-    value = re.sub(r"^([#+\-=>!]|\d+[.)](?=\s|$))", r"\\\1", value)  # would start a block
-    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # -- what the report holds -----------------------------------------------------------------------
@@ -334,7 +326,7 @@ def _sentence(text: str) -> str:
 
 def _step_html(step: Step, analysis: Analysis) -> str:
     b = step.bookmark
-    esc = html.escape
+    esc = html_text
     where = esc(_sentence(b.where)) + (f" · {esc(step.agent)}" if step.agent else "")
     parts = [f'<li class="bookmark" id="bookmark-{step.number}">',
              f'<h3><span class="num">{step.number}</span>{where}</h3>',
@@ -360,7 +352,7 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
     """The case study of one trace as one self-contained HTML page."""
     from plotly.offline import get_plotlyjs
 
-    esc = html.escape
+    esc = html_text
     analysis = analyze(trace)
     labels = list(labels)
     bookmarks = list(bookmarks)
@@ -436,7 +428,7 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
 
 
 def _md_cell(text: object) -> str:
-    return md_text(text).replace("\n", " ") or " "
+    return markdown_literal(text, None) or " "
 
 
 def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
@@ -450,11 +442,12 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
     presented = steps(analysis, list(bookmarks), labels)
     stamp = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     images = images or {}
-    out = [f"# Case study: {md_text(trace.trace_id)}", "",
-           f"task **{md_text(trace.task_id)}** · topology **{md_text(trace.topology or 'not given')}**"
-           f" · format {md_text(trace.source_format or 'orchviz')}", ""]
+    out = [f"# Case study: {markdown_literal(trace.trace_id, None)}", "",
+           f"task **{markdown_literal(trace.task_id, None)}** · "
+           f"topology **{markdown_literal(trace.topology or 'not given', None)}**"
+           f" · format {markdown_literal(trace.source_format or 'orchviz', None)}", ""]
     if trace.system:
-        out += [md_text(trace.system), ""]
+        out += [markdown_literal(trace.system, None), ""]
     out += ["## Figures", "", "| figure | value | note |", "|---|---|---|"]
     out += [f"| {_md_cell(r.name)} | {_md_cell(r.value)} | {_md_cell(r.note)} |"
             for r in figure_rows(analysis)]
@@ -470,13 +463,16 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
         out.append("_No bookmarks._")
     for step in presented:
         b = step.bookmark
-        where = md_text(_sentence(b.where)) + (f" · {md_text(step.agent)}" if step.agent else "")
+        where = markdown_literal(_sentence(b.where), None) + (
+            f" · {markdown_literal(step.agent, None)}" if step.agent else "")
         out += [f"### {step.number}. {where}", "",
-                f"note by {md_text(b.reviewer)} · {md_text(b.created_at[:19].replace('T', ' '))}",
+                f"note by {markdown_literal(b.reviewer, None)} · "
+                f"{markdown_literal(b.created_at[:19].replace('T', ' '), None)}",
                 "", note_markdown(b.note) or "_no note_", ""]
         for r in step.labels:
-            out.append(f"- {md_text(r['question'])}: **{md_text(_answer(r))}** "
-                       f"({md_text(r['reviewer'])})")
+            out.append(f"- {markdown_literal(r['question'], None)}: "
+                       f"**{markdown_literal(_answer(r), None)}** "
+                       f"({markdown_literal(r['reviewer'], None)})")
         if step.labels:
             out.append("")
     rows = label_rows(trace, labels)
@@ -490,9 +486,10 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
     else:
         out.append("_No labels._")
     out += ["", f"## Warnings ({len(analysis.warnings)})", ""]
-    out += [f"- `{md_text(w.code)}` {md_text(w.event_id or '')} {md_text(w.message)}"
+    out += [f"- **{markdown_literal(w.code, None)}** {markdown_literal(w.event_id or '', None)} "
+            f"{markdown_literal(w.message, None)}"
             for w in analysis.warnings] or ["_No structural warnings._"]
-    out += ["", f"_orchviz case study · generated {md_text(stamp)}_", ""]
+    out += ["", f"_orchviz case study · generated {markdown_literal(stamp, None)}_", ""]
     return "\n".join(out)
 
 

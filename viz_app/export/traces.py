@@ -3,7 +3,6 @@ from the labels, so a trainer that reads traces reads the rewards with them."""
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -16,6 +15,7 @@ from viz_app.export.rewards import target_rewards
 from viz_app.labels.rubric import Rubric
 from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
+from viz_app.text import file_name
 
 
 def trace_rewards(labels: Iterable[LabelRecord], rubric: Rubric) -> dict[str, dict[str, float]]:
@@ -58,24 +58,23 @@ def labelled_trace(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric) 
     return raw
 
 
-def file_name(trace_id: str) -> str:
-    """A safe file name for a trace id."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._") or "trace"
-
-
 def write_labelled_traces(traces: Mapping[str, Trace], labels: Iterable[LabelRecord],
                           rubric: Rubric,
                           folder: str | Path) -> list[Path]:
-    """Write every labelled trace found in `traces` into `folder` as `<trace_id>.json`."""
+    """Write every labelled trace found in `traces` into `folder` as `<trace_id>.json` (named by
+    `viz_app.text.file_name`: two ids that make the same name get `-2`, `-3`)."""
     labels = list(labels)
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
     written = []
+    used: set[str] = set()
     for trace_id in sorted({x["trace_id"] for x in labels}):
         trace = traces.get(trace_id)
         if trace is None:
             continue
-        path = target / f"{file_name(trace_id)}.json"
+        name = file_name(trace_id, used, ending=".json")
+        used.add(name)
+        path = target / name
         path.write_bytes(orjson.dumps(labelled_trace(trace, labels, rubric),
                                       option=orjson.OPT_INDENT_2))
         written.append(path)

@@ -3,42 +3,42 @@ another file."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from pathlib import Path
 
 from viz_app.io.files import TRACE_SUFFIXES
+from viz_app.text import file_name
 
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
+class _HeldByOthers:
+    """The names in a folder that hold bytes other than these (a name that holds the same bytes
+    is free: the file is reused)."""
 
-def safe_file_name(name: str) -> str:
-    """A file name that is safe to write: its last path part, plain characters, a trace ending."""
-    base = _UNSAFE_NAME.sub("_", Path(name.replace("\\", "/")).name).strip("._") or "upload"
-    if not base.lower().endswith(TRACE_SUFFIXES):
-        base += ".json"
-    return base[-180:]
+    def __init__(self, folder: Path, data: bytes):
+        self.folder, self.data = folder, data
+
+    def __contains__(self, name: object) -> bool:
+        path = self.folder / str(name)
+        return path.exists() and not (path.is_file() and path.read_bytes() == self.data)
 
 
 def save_upload(uploads_dir: str | os.PathLike, name: str, data: bytes) -> Path:
     """Save uploaded bytes into the uploads folder under a safe name, and return the path.
 
-    The same bytes under the same name reuse the file already saved; different bytes under a name
-    already taken get a new name (`name-<hash>.json`), so an upload never overwrites another.
+    The name is the upload's last path part made safe by `viz_app.text.file_name`, with its
+    trace ending (`.json` when it has none). The same bytes under the same name reuse the file
+    already saved; different bytes under a name already taken get the next free numbered name
+    (`run-2.json`), so an upload never overwrites another.
     """
     folder = Path(uploads_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / safe_file_name(name)
+    base = Path(name.replace("\\", "/")).name
+    ending = next((s for s in sorted(TRACE_SUFFIXES, key=len, reverse=True)
+                   if base.lower().endswith(s)), "")
+    stem = base[: len(base) - len(ending)]
+    target = folder / file_name(stem, _HeldByOthers(folder, data), ending=ending or ".json")
     if target.exists():
-        if target.read_bytes() == data:
-            return target
-        digest = hashlib.sha256(data).hexdigest()[:12]
-        suffix = next(s for s in sorted(TRACE_SUFFIXES, key=len, reverse=True)
-                      if target.name.lower().endswith(s))
-        target = folder / f"{target.name[:-len(suffix)]}-{digest}{suffix}"
-        if target.exists() and target.read_bytes() == data:
-            return target
+        return target
     partial = target.with_name(f".{target.name}.part")
     partial.write_bytes(data)
     partial.replace(target)

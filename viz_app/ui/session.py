@@ -22,7 +22,6 @@ import plotly.graph_objects as go
 import streamlit as st
 from sqlalchemy import Engine
 
-from components import literal
 from viz_app import charts
 from viz_app.analysis import analyze
 from viz_app.errors import OrchvizError
@@ -31,6 +30,7 @@ from viz_app.labels.label import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
 from viz_app.store.index import IndexProgress, IndexResult
+from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
 TRACE_PAGE = "app_pages/trace.py"
@@ -122,13 +122,13 @@ def linked_trace(none_open: str) -> Trace:
     with st.spinner("Finding the trace…"):
         found = workspace().find(trace_id)
     if found is None:
-        st.error(f"No trace with id `{literal(trace_id)}` in the library.")
+        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
         st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
         st.stop()
     try:
         return load(*found)
     except (OrchvizError, OSError) as err:
-        st.error(f"The trace could not be loaded: {literal(err, 400)}")
+        st.error(f"The trace could not be loaded: {markdown_literal(err, 400)}")
         st.stop()
 
 
@@ -232,7 +232,7 @@ def reviewer() -> Reviewer | None:
     session. Labels, bookmarks and judgements all record this."""
     signed_in = _signed_in()
     if signed_in is not None:
-        st.sidebar.caption(f"Signed in as **{literal(signed_in, 60)}**")
+        st.sidebar.caption(f"Signed in as **{markdown_literal(signed_in, 60)}**")
         return Reviewer(name=signed_in, via="login")
     name = st.session_state.get("reviewer")
     box = st.sidebar.text_input("Reviewer", value=name or "", key="_reviewer_box",

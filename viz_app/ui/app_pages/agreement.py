@@ -9,24 +9,25 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from components import literal
 from viz_app.ui import session
 from viz_app.export import FORMATS, NEEDS_TRACES, export
 from viz_app.labels.agreement import agreement
 from viz_app.errors import RubricError
+from viz_app.text import markdown_literal
 
 session.reviewer()
 st.title("Agreement")
 try:
     store = session.workspace().labels
 except RubricError as err:
-    st.error(f"The rubric cannot be used: {literal(err, 400)}")
+    st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
     st.stop()
 records = store.current_records()
 reviewers = sorted({r["reviewer"] for r in records})
 st.caption(f"{len(records):,} current labels by {len(reviewers)} reviewer"
-           f"{'s' if len(reviewers) != 1 else ''} · rubric {literal(store.rubric.name, 60)} "
-           f"{literal(store.rubric.version, 20)} · alpha is ordinal for scales, nominal for "
+           f"{'s' if len(reviewers) != 1 else ''} · rubric "
+           f"{markdown_literal(store.rubric.name, 60)} {markdown_literal(store.rubric.version, 20)}"
+           " · alpha is ordinal for scales, nominal for "
            "categories; only targets with two or more reviewers count")
 report = agreement(store.rubric, records)
 summary = pd.DataFrame([{

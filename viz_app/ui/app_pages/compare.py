@@ -8,7 +8,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components import literal
 from viz_app.ui import session
 from viz_app.analysis import Analysis, analyze
 from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
@@ -16,6 +15,7 @@ from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_d
 from viz_app.errors import LabelError, OrchvizError, RubricError
 from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS
 from viz_app.model import Trace
+from viz_app.text import markdown_literal
 
 reviewer = session.reviewer()
 st.markdown("### Compare two runs")
@@ -60,22 +60,22 @@ if (chosen_a, chosen_b) != (st.query_params.get("a"), st.query_params.get("b")):
 def _load(trace_id: str) -> Trace:
     found = session.workspace().find(trace_id)
     if found is None:
-        st.error(f"No trace with id `{literal(trace_id)}` in the library.")
+        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
         st.stop()
     try:
         return session.load(*found)
     except (OrchvizError, OSError) as err:
-        st.error(f"The trace could not be loaded: {literal(err, 400)}")
+        st.error(f"The trace could not be loaded: {markdown_literal(err, 400)}")
         st.stop()
 
 
 trace_a, trace_b = _load(chosen_a), _load(chosen_b)
 analysis_a, analysis_b = analyze(trace_a), analyze(trace_b)
 if trace_a.task_id != trace_b.task_id:
-    st.caption(f"Different tasks: **{literal(trace_a.task_id, 80)}** and "
-               f"**{literal(trace_b.task_id, 80)}**.")
+    st.caption(f"Different tasks: **{markdown_literal(trace_a.task_id, 80)}** and "
+               f"**{markdown_literal(trace_b.task_id, 80)}**.")
 else:
-    st.caption(f"Both runs attempt task **{literal(trace_a.task_id, 100)}**.")
+    st.caption(f"Both runs attempt task **{markdown_literal(trace_a.task_id, 100)}**.")
 
 
 # -- figures -------------------------------------------------------------------------------------
@@ -140,9 +140,9 @@ st.markdown(f"**Spawn trees**, agents aligned by role and position · {only_a} o
             f"{only_b} only in B (orange ring: only in this run; grey: only in the other; "
             "purple diamond: paired by position, the roles differ)")
 left, right = st.columns(2)
-left.caption(f"**A** · {literal(trace_a.trace_id, 80)}")
+left.caption(f"**A** · {markdown_literal(trace_a.trace_id, 80)}")
 left.plotly_chart(tree_a, key="compare:tree-a", config={"displaylogo": False})
-right.caption(f"**B** · {literal(trace_b.trace_id, 80)}")
+right.caption(f"**B** · {markdown_literal(trace_b.trace_id, 80)}")
 right.plotly_chart(tree_b, key="compare:tree-b", config={"displaylogo": False})
 st.markdown("**Timelines** on one time axis (seconds from each run's start; the dotted line "
             "is the run's end)")
@@ -157,7 +157,7 @@ try:
     held = workspace.judgement(trace_a.trace_id, trace_b.trace_id, reviewer.name) \
         if reviewer else None
 except RubricError as err:
-    st.error(f"The label store cannot be opened: {literal(err, 300)}")
+    st.error(f"The label store cannot be opened: {markdown_literal(err, 300)}")
     st.stop()
 if held is not None:
     verdict = "about the same" if held.chosen is None else (
@@ -191,6 +191,6 @@ if saved:
         workspace.save_preference(trace_a, trace_b, chosen, reviewer, reason,
                                   None if chosen is None else level)
     except LabelError as err:
-        st.error(literal(err, 300))
+        st.error(markdown_literal(err, 300))
     else:
         st.success("Judgement saved.")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import literal
 from components.bookmarks import note
 from viz_app.ui import session
 from viz_app.analysis import analyze
 from viz_app.case_study import steps, timeline_marks
+from viz_app.text import markdown_literal
 
 _CLEAN = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none !important; }
@@ -42,8 +42,8 @@ def go(to: int) -> None:
 
 head, back, where, forward, leave = st.columns([6, 1.1, 1.2, 1.1, 1.3],
                                                vertical_alignment="center")
-head.markdown(f"### {literal(trace.trace_id, 90)}")
-head.caption(f"task **{literal(trace.task_id, 100)}** · {analysis.figures.agents} agents · "
+head.markdown(f"### {markdown_literal(trace.trace_id, 90)}")
+head.caption(f"task **{markdown_literal(trace.task_id, 100)}** · {analysis.figures.agents} agents · "
              f"{analysis.figures.events:,} events · makespan {analysis.figures.makespan_s:,.1f}s")
 back.button("previous", key="present:back", width="stretch",
             disabled=step is None or number <= 1, on_click=go, args=(number - 1,),
@@ -71,13 +71,14 @@ with note_col:
     if step is not None:
         with st.container(border=True, key="present-note"):
             mark = step.bookmark
-            st.markdown(f"#### {step.number}. {literal(mark.where, 80)}")
-            st.caption(f"{literal(step.agent, 60) + ' · ' if step.agent else ''}note by "
-                       f"{literal(mark.reviewer, 40)} · {mark.created_at[:16].replace('T', ' ')}")
+            st.markdown(f"#### {step.number}. {markdown_literal(mark.where, 80)}")
+            st.caption(f"{markdown_literal(step.agent, 60) + ' · ' if step.agent else ''}note by "
+                       f"{markdown_literal(mark.reviewer, 40)} · "
+                       f"{mark.created_at[:16].replace('T', ' ')}")
             note(mark)
             if mark.event_id is not None:
                 event = trace.event(mark.event_id)
-                with st.expander(f"{event.type} {literal(event.id, 40)}: content"):
+                with st.expander(f"{event.type} {markdown_literal(event.id, 40)}: content"):
                     if event.text:
                         st.code(event.text, language=None, wrap_lines=True, height=200)
                     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import literal
 from components.annotation import annotation_panel
 from components.bookmarks import bookmark_panel, event_bookmarks, present_link, report_button
 from components.graph import communication_graph
@@ -17,6 +16,7 @@ from components.tree import TreeChoice, spawn_tree
 from viz_app import charts
 from viz_app.ui import session
 from viz_app.analysis import analyze
+from viz_app.text import markdown_literal
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -32,14 +32,16 @@ def draw_header() -> None:
     """The trace's id and links, its figures, what it carries and its warnings."""
     figures = analysis.figures
     title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
-    title.markdown(f"### {literal(trace.trace_id, 100)}")
+    title.markdown(f"### {markdown_literal(trace.trace_id, 100)}")
     with present_col:
         present_link(trace)
     with report_col:
         report_button(trace, workspace)
-    st.caption(f"task **{literal(trace.task_id, 100)}** · topology **{trace.topology or 'not given'}** · "
-               f"format {literal(trace.source_format, 30)} · file {literal(trace.source, 200)}"
-               + (f"  \n{literal(trace.system, 400)}" if trace.system else ""))
+    st.caption(f"task **{markdown_literal(trace.task_id, 100)}** · "
+               f"topology **{trace.topology or 'not given'}** · "
+               f"format {markdown_literal(trace.source_format, 30)} · "
+               f"file {markdown_literal(trace.source, 200)}"
+               + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
     cols = st.columns(9)
     cols[0].metric("agents", figures.agents)
     cols[1].metric("events", f"{figures.events:,}")

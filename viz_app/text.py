@@ -1,0 +1,124 @@
+"""Every way trace text is made safe for the medium it goes into: one function per medium.
+
+Every string in a trace came from a model or a tool, so it is hostile: it may hold Markdown that
+would turn into a link or an image, HTML that would run a script, terminal escapes that would
+rewrite the screen or the clipboard, or a path that would write outside a folder. Whatever shows
+or stores trace text passes it through the function named for where it goes:
+
+- `markdown_literal`: a Markdown label (Streamlit's `st.markdown`, captions, widget labels, and
+  the Markdown report);
+- `html_text`: the text of an HTML element or an attribute value (the HTML report, pyvis);
+- `plotly_text` and `plotly_preview`: a Plotly label or hover box;
+- `terminal_text`: a line the CLI prints;
+- `file_name`: a file name.
+
+Each one removes (or shows) the characters that are invisible or that steer a display: control
+characters, zero-width characters and bidirectional overrides (which make text read differently
+from what it holds). Pure functions: no Streamlit, nothing read or written.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Container
+
+_INVISIBLE = "\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
+"""Control characters (C0 but tab and newline, DEL, C1), zero-width characters and bidi controls."""
+
+_HIDDEN = re.compile(f"[{_INVISIBLE}]")
+_HIDDEN_OR_BREAK = re.compile(f"[{_INVISIBLE}\t\n]")
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$:=\"'^@%])")
+"""Characters that Markdown, GitHub Flavoured Markdown, Streamlit's LaTeX (`$`), emoji
+shortcodes and coloured text (`:`) give a meaning; `<`, `>` and `&` become entities instead."""
+
+
+def _shortened(value: str, limit: int | None) -> str:
+    if limit is not None and len(value) > limit:
+        return value[: max(1, limit - 1)] + "…"
+    return value
+
+
+def markdown_literal(text: object, limit: int | None = 80) -> str:
+    """Trace text for Markdown, shown exactly as written: on one line (control, zero-width and
+    bidi characters become spaces), shortened to `limit` characters (None: whole), every
+    character Markdown gives a meaning backslash-escaped and `&`, `<`, `>` as HTML entities.
+
+    So `[x](javascript:…)` and `![x](http://…)` stay text (no link, no image that fetches),
+    `<script>` stays text in any renderer (entities also hold where a renderer ignores a
+    backslash before `<`), `$…$` is no formula and `:red[x]` no colour. For Streamlit (whose
+    labels are Markdown) and for the Markdown report alike."""
+    value = " ".join(_HIDDEN_OR_BREAK.sub(" ", str(text)).split())
+    value = _MARKDOWN_SPECIAL.sub(r"\\\1", _shortened(value, limit))
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def html_text(text: object, limit: int | None = None) -> str:
+    """Trace text for HTML, as an element's text or an attribute's value (quotes escaped too):
+    control, zero-width and bidi characters removed (tabs and newlines kept, for `<pre>`),
+    shortened to `limit` characters, then `&`, `<`, `>`, `"` and `'` as entities, so no tag
+    opens and no attribute ends. For the HTML report and pyvis's labels and titles."""
+    return html.escape(_shortened(_HIDDEN.sub("", str(text)), limit), quote=True)
+
+
+def plotly_text(text: object, limit: int | None = None) -> str:
+    """Trace text for a Plotly label, tick or hover box (which read a little HTML: `<br>`,
+    `<b>`, `<a href>`): control, zero-width and bidi characters removed, shortened to `limit`
+    characters, then `&`, `<` and `>` as entities. Quotes stay as they are: Plotly would show
+    `&quot;` literally, and no text of a label goes into an attribute."""
+    return html.escape(_shortened(_HIDDEN.sub("", str(text)), limit), quote=False)
+
+
+def plotly_preview(text: str, width: int = 60, lines: int = 4) -> str:
+    """The start of a long text for a Plotly hover box: on one line, cut into at most `lines`
+    lines of `width` characters joined by `<br>`, each escaped as `plotly_text` does (after
+    cutting, so no entity is cut in two), with `…` when there was more."""
+    shown = width * lines
+    head = text[: 4 * shown]  # enough for the preview unless the text is mostly blank
+    flat = " ".join(_HIDDEN.sub("", head).split())
+    if not flat:
+        return ""
+    chunks = [flat[i:i + width] for i in range(0, min(len(flat), shown), width)]
+    body = "<br>".join(html.escape(c, quote=False) for c in chunks)
+    return body + ("…" if len(flat) > shown or len(head) < len(text) else "")
+
+
+_TERMINAL = re.compile(f"[{_INVISIBLE}\t\n\u2028\u2029]")
+
+
+def _visible(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: object) -> str:
+    """Trace text for a line the CLI prints: every control character (ESC, BEL, CR, newline,
+    tab, the C1 controls), zero-width and bidi character and line separator shown as its escape
+    (`\\x1b`, `\\u202e`), so an ANSI sequence cannot recolour or clear the screen, an OSC 52
+    sequence cannot write the clipboard, a CR cannot overwrite the line, and a newline cannot
+    forge a line of output."""
+    return _TERMINAL.sub(_visible, str(text))
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+NAME_LIMIT = 120
+"""Most characters of a file name before its ending (well inside every file system's 255)."""
+
+
+def file_name(text: str, taken: Container[str] = (), *, ending: str = "") -> str:
+    """A file name made from trace text (a trace id, an uploaded file's name): every run of
+    characters other than ASCII letters, digits, `.`, `_` and `-` becomes `_` (so no `/`, `\\`
+    or `..` can leave the folder), leading and trailing dots and underscores go (no hidden
+    file), at most `NAME_LIMIT` characters, `trace` when nothing is left, then `ending` (such
+    as `.json`; it comes from code and is not changed).
+
+    When the name is in `taken` (names, with their ending, that must not be written over),
+    a number is added, `-2`, `-3` and so on, until it is free. The caller adds the name it uses
+    to `taken`. For uploads, labelled-trace exports and `orchviz import --out-dir`."""
+    base = _UNSAFE_NAME.sub("_", text).strip("._") or "trace"
+    name, number = base[:NAME_LIMIT], 2
+    while name + ending in taken:
+        tag = f"-{number}"
+        name, number = base[: NAME_LIMIT - len(tag)] + tag, number + 1
+    return name + ending
