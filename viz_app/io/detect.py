@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io import claude_code, codex, inspect_ai, openai_agents, otlp, trail, whowhen
+from viz_app.io import (agentops, claude_code, codex, inspect_ai, openai_agents, otlp, trail,
+                        whowhen)
 from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
 from viz_app.io.records import first_value, head_has
@@ -70,6 +71,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            whowhen.annotation_records),
     Format(trail.NAME, "TRAIL annotated span tree", trail.detect,
            lambda data, label: trail.import_trail(data, name=label), trail.annotation_records),
+    Format(agentops.NAME, "AgentOps trace export", agentops.detect,
+           lambda data, label: agentops.import_agentops(data, name=label)),
 )}
 """Every format orchviz reads, by name."""
 

@@ -278,6 +278,7 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
 
     spawned: set[str] = set()
     tops: list[tuple[float, str]] = []
+    wraps_agent = {s.parent_id for s in spans if s.kind == "agent" and s.parent_id}
     for span in spans:
         owner = enclosing(span)
         keys = {"source_id": span.span_id, **span.keys}
@@ -289,14 +290,18 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
                 task = task_of(span)
                 outputs = span.outputs if span.outputs is not None else (
                     task.outputs if task is not None else None)
+                asked = task.inputs if task is not None and task.inputs is not None \
+                    else span.inputs
+                described = as_text(span.inputs) if asked is not span.inputs else None
                 if agent not in spawned:
                     spawned.add(agent)
-                    start = draft.add(span.start, "spawn", parent, to=agent, role="agent",
-                                      content=as_text(span.inputs), **keys)
+                    start = draft.add(span.start, "spawn", parent, to=agent,
+                                      role=as_text(span.attrs.get("agent.role")) or "agent",
+                                      content=as_text(asked), description=described, **keys)
                 else:
                     start = draft.add(span.start, "orchestrator_decision", parent,
-                                      decision="delegate", to=agent,
-                                      content=as_text(span.inputs), **keys)
+                                      decision="delegate", to=agent, content=as_text(asked),
+                                      description=described, **keys)
                 if span.attrs.get("gen_ai.operation.name") != "create_agent":
                     back = draft.add(span.end, "return", agent, from_=agent, to=parent,
                                      content=as_text(outputs), error=span.error, **keys)
@@ -311,7 +316,7 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
             continue
         who = owner.agent if owner is not None else (tops[-1][1] if tops else root)
         if span.kind == "task":
-            if span.assignee and span.assignee != who:
+            if span.span_id not in wraps_agent and span.assignee and span.assignee != who:
                 draft.add(span.start, "orchestrator_decision", who, decision="delegate",
                           to=span.assignee, content=as_text(span.inputs), **keys)
         elif span.kind == "tool":

@@ -44,7 +44,8 @@ def detect(data: bytes, name: str = "") -> float:
     if isinstance(first, dict):
         spans = first.get("spans")
         if isinstance(spans, list) and spans and isinstance(spans[0], dict) and (
-                "child_spans" in spans[0] or "span_attributes" in spans[0]):
+                "child_spans" in spans[0] or ("span_attributes" in spans[0]
+                                              and "start_time" not in spans[0])):
             return 1.0
         if is_annotation(first):
             return 0.9
