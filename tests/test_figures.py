@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from factories import as_trace, example_dict
-from viz_app.analysis import analyze
+from viz_app.analysis import FIGURES, analyze, figure_rows, figure_text
 from viz_app.synth import swarm_trace, tree_trace
 
 
@@ -118,3 +118,32 @@ def test_without_aggregate_edges_an_aggregate_merges_the_returns_since_the_last_
     [point] = analyze(as_trace(raw)).aggregates
     assert point.inputs == ["e7"]
     assert point.inputs_from.startswith("returns since")
+
+
+# -- the figures as people read them (one formatter for every view) -----------------------------
+
+
+def test_every_figure_has_a_row_in_order_with_its_value_as_text(example):
+    rows = figure_rows(example.figures)
+    assert [r.name for r in rows] == list(FIGURES)
+    shown = {r.name: r.value for r in rows}
+    assert (shown["agents"], shown["makespan"], shown["tokens"], shown["cost"]) == \
+        ("3", "7.0s", "12,000", "$0.000")
+
+
+def test_figure_rows_give_only_the_figures_asked_for_in_that_order(example):
+    assert [r.name for r in figure_rows(example.figures, ("cost", "agents"))] == ["cost", "agents"]
+
+
+def test_a_figure_says_what_stands_behind_it(example):
+    helps = {r.name: r.help for r in figure_rows(example.figures)}
+    assert helps["events"] == "1 messages, 1 tool calls"
+    assert helps["stops"].startswith("inferred")
+
+
+def test_figure_text_writes_each_kind_of_number_one_way():
+    assert figure_text("events", 20000) == "20,000"
+    assert figure_text("critical path", 3.14159) == "3.1s"
+    assert figure_text("parallelism", 2) == "2.00"
+    assert (figure_text("cost", 0.1234), figure_text("cost", 1234.5)) == ("$0.123", "$1,234")
+    assert figure_text("cost", -0.5) == "-$0.500"

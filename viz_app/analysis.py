@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter, defaultdict, deque
+from collections.abc import Iterable
 from functools import cached_property
+from typing import Literal
 
 import networkx as nx
 from pydantic import BaseModel, Field
@@ -99,6 +101,66 @@ def structural_warnings(trace: Trace) -> list[TraceWarning]:
 def figures(trace: Trace) -> Figures:
     """The trace's orchestration figures."""
     return analyze(trace).figures
+
+
+FigureKind = Literal["count", "seconds", "ratio", "dollars"]
+
+FIGURES: dict[str, FigureKind] = {
+    "agents": "count", "events": "count", "depth": "count", "fan-out": "count",
+    "messages": "count", "tool calls": "count", "makespan": "seconds", "parallelism": "ratio",
+    "critical path": "seconds", "tokens": "count", "cost": "dollars", "aggregates": "count",
+    "stops": "count", "warnings": "count",
+}
+"""Every figure of a trace that people read, by the name every view gives it, in the order the
+views show them, with the kind of number it is (which says how it is written)."""
+
+
+class FigureRow(BaseModel):
+    """One figure of a trace as people read it: the trace page, the report, the compare page,
+    presentation mode and `orchviz inspect` each lay these rows out their own way."""
+
+    name: str = Field(description="The figure's name, a key of `FIGURES`.")
+    value: str = Field(description="Its value as text (`figure_text`).")
+    help: str = Field("", description="What it means or what stands behind it, if anything.")
+
+
+def figure_numbers(f: Figures) -> dict[str, float]:
+    """The number of each figure in `FIGURES`, by name."""
+    return {"agents": f.agents, "events": f.events, "depth": f.depth, "fan-out": f.max_fanout,
+            "messages": f.messages, "tool calls": f.tool_calls, "makespan": f.makespan_s,
+            "parallelism": f.parallelism, "critical path": f.critical_path_s,
+            "tokens": f.tokens, "cost": f.cost_usd, "aggregates": len(f.aggregates),
+            "stops": len(f.stops), "warnings": len(f.warnings)}
+
+
+def figure_text(name: str, value: float) -> str:
+    """A figure's value (or a difference of two) as text: counts with thousands separators,
+    seconds to a tenth, ratios to a hundredth, dollars to a tenth of a cent below $10 and to
+    the dollar from there."""
+    kind = FIGURES[name]
+    if kind == "seconds":
+        return f"{value:,.1f}s"
+    if kind == "ratio":
+        return f"{value:.2f}"
+    if kind == "dollars":
+        sign, value = ("-" if value < 0 else ""), abs(value)
+        return f"{sign}${value:,.3f}" if value < 10 else f"{sign}${value:,.0f}"
+    return f"{value:,.0f}"
+
+
+def figure_rows(f: Figures, names: Iterable[str] = FIGURES) -> list[FigureRow]:
+    """The figures named (all of them by default), in that order, as rows to lay out."""
+    numbers = figure_numbers(f)
+    inferred = any(s.inferred for s in f.stops)
+    helps = {
+        "events": f"{f.messages:,} messages, {f.tool_calls:,} tool calls",
+        "fan-out": f"most children of one agent; mean {f.mean_fanout:.1f} over agents that spawn",
+        "parallelism": "sum of agent lifetimes over the makespan",
+        "critical path": f"work along the longest dependent chain: {len(f.critical_path)} events",
+        "stops": "inferred: no explicit stop decision" if inferred else "",
+    }
+    return [FigureRow(name=n, value=figure_text(n, numbers[n]), help=helps.get(n, ""))
+            for n in names]
 
 
 class Analysis:

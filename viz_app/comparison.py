@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from pydantic import BaseModel, Field
 
 from viz_app import charts
-from viz_app.analysis import Analysis
+from viz_app.analysis import FIGURES, Analysis, figure_numbers
 from viz_app.text import plotly_text
 
 Slot = tuple[tuple[str, int], ...]
@@ -57,22 +57,21 @@ class FigureDiff(BaseModel):
         return "b" if (self.b < self.a) == self.lower_is_better else "a"
 
 
+COMPARED: dict[str, bool | None] = {
+    "agents": None, "events": None, "depth": None, "fan-out": None, "messages": None,
+    "tool calls": None, "makespan": True, "parallelism": None, "critical path": True,
+    "tokens": True, "cost": True, "aggregates": None, "warnings": True}
+"""The figures the compare page sets side by side, each with whether lower is better (None:
+neither way is better)."""
+
+_UNITS = {"seconds": "s", "dollars": "$"}
+
+
 def figure_differences(a: Analysis, b: Analysis) -> list[FigureDiff]:
     """The orchestration figures of two runs side by side."""
-    fa, fb = a.figures, b.figures
-    rows = [("agents", fa.agents, fb.agents, "", None), ("events", fa.events, fb.events, "", None),
-            ("depth", fa.depth, fb.depth, "", None),
-            ("fan-out", fa.max_fanout, fb.max_fanout, "", None),
-            ("messages", fa.messages, fb.messages, "", None),
-            ("tool calls", fa.tool_calls, fb.tool_calls, "", None),
-            ("makespan", fa.makespan_s, fb.makespan_s, "s", True),
-            ("parallelism", fa.parallelism, fb.parallelism, "", None),
-            ("critical path", fa.critical_path_s, fb.critical_path_s, "s", True),
-            ("tokens", fa.tokens, fb.tokens, "", True), ("cost", fa.cost_usd, fb.cost_usd, "$", True),
-            ("aggregates", len(fa.aggregates), len(fb.aggregates), "", None),
-            ("warnings", len(fa.warnings), len(fb.warnings), "", True)]
-    return [FigureDiff(name=n, a=float(x), b=float(y), unit=u, lower_is_better=low)
-            for n, x, y, u, low in rows]
+    na, nb = figure_numbers(a.figures), figure_numbers(b.figures)
+    return [FigureDiff(name=n, a=float(na[n]), b=float(nb[n]), unit=_UNITS.get(FIGURES[n], ""),
+                       lower_is_better=low) for n, low in COMPARED.items()]
 
 
 def _roots(analysis: Analysis) -> list[str]:

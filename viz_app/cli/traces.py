@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from viz_app.analysis import figures
+from viz_app.analysis import FIGURES, figure_rows, figures
 from viz_app.errors import TraceError
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, load_trace, load_traces, trace_from_dict
@@ -89,10 +89,9 @@ def inspect(args: argparse.Namespace) -> int:
     t = terminal_text
     print(f"trace     {t(trace.trace_id)}  (task {t(trace.task_id)}, "
           f"topology {trace.topology or '-'})")
-    for key in ("events", "agents", "depth", "max_fanout", "mean_fanout", "messages", "tool_calls",
-                "makespan_s", "parallelism", "critical_path_s", "tokens", "cost_usd"):
-        value = getattr(fig, key)
-        print(f"{key:<16}{value:.2f}" if isinstance(value, float) else f"{key:<16}{value}")
+    listed = ("messages", "tool calls", "aggregates", "stops")  # in a help, or one by one below
+    for row in figure_rows(fig, [n for n in FIGURES if n not in listed]):
+        print(f"{row.name:<16}{row.value}" + (f"  ({row.help})" if row.help else ""))
     for point in fig.aggregates:
         print(f"aggregate {t(point.event_id)} by {t(point.agent)} at t={point.t:g} merges "
               f"{t(', '.join(point.inputs)) or 'nothing'} ({point.inputs_from})")

@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
 from viz_app import charts
-from viz_app.analysis import Analysis, analyze
+from viz_app.analysis import Analysis, analyze, figure_rows
 from viz_app.case_study import Step, steps, timeline_marks
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
@@ -42,6 +42,10 @@ CHROMIUM = os.environ.get("ORCHVIZ_CHROMIUM", "/usr/bin/chromium")
 """The Chromium that renders PNG figures for the Markdown report (override: ORCHVIZ_CHROMIUM)."""
 
 Format = Literal["html", "md"]
+
+REPORT_FIGURES = ("agents", "events", "depth", "fan-out", "makespan", "parallelism",
+                  "critical path", "tokens", "cost", "aggregates", "stops")
+"""The figures the report lists (`viz_app.analysis.FIGURES` names)."""
 
 
 # -- notes: a safe Markdown subset ---------------------------------------------------------------
@@ -161,14 +165,6 @@ def note_markdown(text: str) -> str:
 # -- what the report holds -----------------------------------------------------------------------
 
 
-class FigureRow(BaseModel):
-    """One line of the figures table."""
-
-    name: str
-    value: str
-    note: str = ""
-
-
 class LabelRow(BaseModel):
     """One current label as the report lists it (plain text; escaped where it is written)."""
 
@@ -179,29 +175,6 @@ class LabelRow(BaseModel):
     reviewer: str
     created_at: str
     comment: str
-
-
-def figure_rows(analysis: Analysis) -> list[FigureRow]:
-    """The trace's orchestration figures, as the trace page shows them."""
-    f = analysis.figures
-    return [
-        FigureRow(name="agents", value=str(f.agents)),
-        FigureRow(name="events", value=f"{f.events:,}",
-                  note=f"{f.messages} messages, {f.tool_calls} tool calls"),
-        FigureRow(name="depth", value=str(f.depth)),
-        FigureRow(name="fan-out", value=str(f.max_fanout),
-                  note=f"mean {f.mean_fanout:.1f} over agents that spawn"),
-        FigureRow(name="makespan", value=f"{f.makespan_s:,.1f}s"),
-        FigureRow(name="parallelism", value=f"{f.parallelism:.2f}",
-                  note="sum of agent lifetimes over the makespan"),
-        FigureRow(name="critical path", value=f"{f.critical_path_s:,.1f}s",
-                  note=f"{len(f.critical_path)} events on the longest dependent chain"),
-        FigureRow(name="tokens", value=f"{f.tokens:,.0f}"),
-        FigureRow(name="cost", value=f"${f.cost_usd:,.3f}"),
-        FigureRow(name="aggregates", value=str(len(f.aggregates))),
-        FigureRow(name="stops", value=str(len(f.stops)),
-                  note="inferred" if any(s.inferred for s in f.stops) else ""),
-    ]
 
 
 def _answer(record: LabelRecord) -> str:
@@ -370,8 +343,8 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
         body.append(f'<p class="meta">{esc(trace.system)}</p>')
     body.append('<section id="figures"><h2>Figures</h2><div class="figures">')
     body += [f'<div class="figure"><div class="name">{esc(r.name)}</div>'
-             f'<div class="value">{esc(r.value)}</div><div class="note">{esc(r.note)}</div></div>'
-             for r in figure_rows(analysis)]
+             f'<div class="value">{esc(r.value)}</div><div class="note">{esc(r.help)}</div></div>'
+             for r in figure_rows(analysis.figures, REPORT_FIGURES)]
     body.append("</div></section>")
     body.append('<section id="tree"><h2>Spawn tree</h2><div class="plot">'
                 + _figure_div(figures["tree"], "orchviz-tree") + "</div>"
@@ -449,8 +422,8 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
     if trace.system:
         out += [markdown_literal(trace.system, None), ""]
     out += ["## Figures", "", "| figure | value | note |", "|---|---|---|"]
-    out += [f"| {_md_cell(r.name)} | {_md_cell(r.value)} | {_md_cell(r.note)} |"
-            for r in figure_rows(analysis)]
+    out += [f"| {_md_cell(r.name)} | {_md_cell(r.value)} | {_md_cell(r.help)} |"
+            for r in figure_rows(analysis.figures, REPORT_FIGURES)]
     for name, title in (("tree", "Spawn tree"), ("timeline", "Message timeline")):
         out += ["", f"## {title}", ""]
         if name in images:

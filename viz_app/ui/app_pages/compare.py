@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from viz_app.ui import session
-from viz_app.analysis import Analysis, analyze
+from viz_app.analysis import Analysis, analyze, figure_text
 from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
                                 shared_timeline)
 from viz_app.errors import LabelError, OrchvizError, RubricError
@@ -81,18 +81,11 @@ else:
 # -- figures -------------------------------------------------------------------------------------
 
 
-def _shown(value: float, unit: str) -> str:
-    if unit == "$":
-        return f"${value:,.3f}"
-    if unit == "s":
-        return f"{value:,.1f}s"
-    return f"{value:,.2f}" if value != int(value) else f"{value:,.0f}"
-
-
 def _figure_table(diffs: list[FigureDiff]) -> pd.DataFrame:
     return pd.DataFrame([{
-        "figure": d.name, "A": _shown(d.a, d.unit), "B": _shown(d.b, d.unit),
-        "B − A": ("+" if d.delta > 0 else "") + _shown(d.delta, d.unit) if d.differs else "=",
+        "figure": d.name, "A": figure_text(d.name, d.a), "B": figure_text(d.name, d.b),
+        "B − A": ("+" if d.delta > 0 else "") + figure_text(d.name, d.delta) if d.differs
+        else "=",
         "better": {"a": "A", "b": "B"}.get(d.better or "", ""),
     } for d in diffs])
 

@@ -15,7 +15,7 @@ from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
 from viz_app import charts
 from viz_app.ui import session
-from viz_app.analysis import analyze
+from viz_app.analysis import analyze, figure_rows
 from viz_app.text import markdown_literal
 
 reviewer = session.reviewer()
@@ -26,11 +26,12 @@ bookmarks = workspace.bookmarks
 # The header is filled last: its figures wait on the critical path, the slowest part to compute,
 # and the tree and timeline should reach the browser first.
 header = st.container()
+HEADER_FIGURES = ("agents", "events", "depth", "fan-out", "makespan", "parallelism",
+                  "critical path", "tokens", "cost")
 
 
 def draw_header() -> None:
     """The trace's id and links, its figures, what it carries and its warnings."""
-    figures = analysis.figures
     title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
     title.markdown(f"### {markdown_literal(trace.trace_id, 100)}")
     with present_col:
@@ -42,20 +43,9 @@ def draw_header() -> None:
                f"format {markdown_literal(trace.source_format, 30)} · "
                f"file {markdown_literal(trace.source, 200)}"
                + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
-    cols = st.columns(9)
-    cols[0].metric("agents", figures.agents)
-    cols[1].metric("events", f"{figures.events:,}")
-    cols[2].metric("depth", figures.depth)
-    cols[3].metric("fan-out", f"{figures.max_fanout}", help=f"most children of one agent; "
-                   f"mean {figures.mean_fanout:.1f} over agents that spawn")
-    cols[4].metric("makespan", f"{figures.makespan_s:,.1f}s")
-    cols[5].metric("parallelism", f"{figures.parallelism:.2f}",
-                   help="sum of agent lifetimes over the makespan")
-    cols[6].metric("critical path", f"{figures.critical_path_s:,.1f}s",
-                   help=f"work along the longest dependent chain ({len(figures.critical_path)} events)")
-    cols[7].metric("tokens", f"{figures.tokens:,.0f}")
-    cols[8].metric("cost", f"${figures.cost_usd:,.3f}" if figures.cost_usd < 10
-                   else f"${figures.cost_usd:,.0f}")
+    rows = figure_rows(analysis.figures, HEADER_FIGURES)
+    for col, row in zip(st.columns(len(rows)), rows):
+        col.metric(row.name, row.value, help=row.help or None)
 
     carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
     carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
