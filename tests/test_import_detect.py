@@ -21,6 +21,7 @@ EXPECTED = {
     "whowhen_magentic_unterminated.json": "whowhen",
     "trail/data/GAIA/0035f455b3ff2295167a844f04d85d34.json": "trail",
     "agentops_crewai.json": "agentops",
+    "langfuse_trace.json": "langfuse",
     "../example_trace.json": "orchviz",
 }
 
@@ -47,7 +48,8 @@ def test_detection_works_on_uploaded_bytes_with_a_name():
 
 def test_every_registered_format_has_a_title():
     assert set(FORMATS) == {"orchviz", "claude_code", "openai_agents", "otlp", "codex",
-                            "inspect_ai", "whowhen", "trail", "agentops"}
+                            "inspect_ai", "whowhen", "trail", "agentops",
+                            "langfuse"}
     assert all(f.title for f in FORMATS.values())
 
 
