@@ -22,6 +22,7 @@ EXPECTED = {
     "trail/data/GAIA/0035f455b3ff2295167a844f04d85d34.json": "trail",
     "agentops_crewai.json": "agentops",
     "langfuse_trace.json": "langfuse",
+    "agentlightning_rollout.json": "agentlightning",
     "../example_trace.json": "orchviz",
 }
 
@@ -49,7 +50,7 @@ def test_detection_works_on_uploaded_bytes_with_a_name():
 def test_every_registered_format_has_a_title():
     assert set(FORMATS) == {"orchviz", "claude_code", "openai_agents", "otlp", "codex",
                             "inspect_ai", "whowhen", "trail", "agentops",
-                            "langfuse"}
+                            "langfuse", "agentlightning"}
     assert all(f.title for f in FORMATS.values())
 
 

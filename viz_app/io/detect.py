@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io import (agentops, claude_code, codex, inspect_ai, langfuse, openai_agents, otlp,
-                        trail, whowhen)
+from viz_app.io import (agentlightning, agentops, claude_code, codex, inspect_ai, langfuse,
+                        openai_agents, otlp, trail, whowhen)
 from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
 from viz_app.io.records import first_value, head_has
@@ -75,6 +75,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            lambda data, label: agentops.import_agentops(data, name=label)),
     Format(langfuse.NAME, "Langfuse trace export", langfuse.detect,
            lambda data, label: langfuse.import_langfuse(data, name=label)),
+    Format(agentlightning.NAME, "Agent Lightning rollout spans", agentlightning.detect,
+           lambda data, label: agentlightning.import_agentlightning(data, name=label)),
 )}
 """Every format orchviz reads, by name."""
 

@@ -215,10 +215,14 @@ def classify(span: Span) -> Span:
     if span.inputs is None:
         span.inputs = _first(attrs, "gen_ai.tool.call.arguments", "input.value",
                              "gen_ai.input.messages", "agentops.entity.input", "gen_ai.prompt")
+        if span.inputs is None:
+            span.inputs = _indexed(attrs, "gen_ai.prompt.")
     if span.outputs is None:
         span.outputs = _first(attrs, "gen_ai.tool.call.result", "output.value",
                               "gen_ai.output.messages", "agentops.entity.output",
                               "gen_ai.completion")
+        if span.outputs is None:
+            span.outputs = _indexed(attrs, "gen_ai.completion.")
     if span.kind == "model":
         if span.tokens is None:
             span.tokens = _tokens(attrs)
@@ -247,6 +251,18 @@ def _first(attrs: dict[str, Any], *keys: str) -> Any:
             return last.get("content", value) if isinstance(last, dict) else value
         return value
     return None
+
+
+def _indexed(attrs: dict[str, Any], prefix: str) -> Any:
+    """The content of the last of a message list written as flat attributes
+    (`gen_ai.completion.0.content`, `gen_ai.completion.1.content`...), or None."""
+    found: dict[int, Any] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix) and key.endswith(".content"):
+            index = key[len(prefix):-len(".content")]
+            if index.isdigit():
+                found[int(index)] = value
+    return found[max(found)] if found else None
 
 
 def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[float, str]]:
