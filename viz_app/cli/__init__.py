@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from viz_app import __version__
 from viz_app.errors import OrchvizError
-from viz_app.cli import app, imports, labels, report, traces
+from viz_app.cli import app, db, imports, labels, report, traces
 
-VERB_MODULES = [traces, imports, app, labels, report]
+VERB_MODULES = [traces, imports, app, labels, report, db]
 """Each module has `register(subparsers)`, adding its verbs with their `--help`."""
 
 

@@ -1,0 +1,1 @@
+"""The revisions, oldest first by number; Alembic reads them from here (see the package docs)."""
