@@ -65,7 +65,7 @@ def test_presentation_steps_through_bookmarks_with_next_previous_and_arrow_keys(
     assert position(page) == "2 / 3" and "step=2" in page.url
     assert current_ring(page) == [24, 0.0]  # e12, the orchestrator's lane
     # the label on it (its table draws a moment after the script run ends)
-    page.get_by_text("aggregation_quality").first.wait_for(timeout=20_000)
+    page.get_by_text("aggregation_quality").first.wait_for(state="attached", timeout=20_000)
     shot(page, "present_step2")
 
     page.keyboard.press("ArrowRight")
