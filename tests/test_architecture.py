@@ -11,15 +11,14 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
 import pytest
 
-from factories import REPO
-
+REPO = Path(__file__).resolve().parent.parent  # not from factories: nothing of orchviz is imported
 PACKAGES = ("viz_app", "components")
 STREAMLIT_ALLOWED = ("viz_app.ui", "components")
 
@@ -71,8 +70,9 @@ def _statements(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imports_of(name: str, path: Path) -> list[Import]:
-    """What one module imports, resolved to module names (relative imports included)."""
+def imports_of(name: str, path: Path, known: Container[str] = MODULES) -> list[Import]:
+    """What one module imports, resolved to module names (relative imports included); `from a
+    import b` names a.b when that is one of the `known` modules."""
     tree = ast.parse(path.read_text("utf-8"), str(path))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
@@ -87,7 +87,7 @@ def imports_of(name: str, path: Path) -> list[Import]:
             base = ".".join([*anchor, *([base] if base else [])])
         for alias in node.names:
             submodule = f"{base}.{alias.name}"
-            found.append(Import(name, submodule if submodule in MODULES else base, node.lineno))
+            found.append(Import(name, submodule if submodule in known else base, node.lineno))
     return found
 
 
@@ -145,13 +145,8 @@ def test_the_cycle_check_sees_a_cycle_made_of_function_level_imports(tmp_path):
     first, second = tmp_path / "first.py", tmp_path / "second.py"
     first.write_text("def f():\n    from viz_app import second\n")
     second.write_text("from viz_app.first import f\n")
-    global MODULES
-    saved = MODULES
-    MODULES = {**saved, "viz_app.first": first, "viz_app.second": second}
-    try:
-        found = imports_of("viz_app.first", first) + imports_of("viz_app.second", second)
-    finally:
-        MODULES = saved
+    known = {*MODULES, "viz_app.first", "viz_app.second"}
+    found = imports_of("viz_app.first", first, known) + imports_of("viz_app.second", second, known)
     graph = nx.DiGraph((i.module, i.target) for i in found)
     assert list(nx.simple_cycles(graph)) in ([["viz_app.first", "viz_app.second"]],
                                              [["viz_app.second", "viz_app.first"]])
