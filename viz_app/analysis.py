@@ -249,21 +249,23 @@ class Analysis:
         keys.append((None, result.tool))
         for key in keys:
             queue = waiting.get(key)
-            while queue:
+            while queue:  # a call waits in two queues; the one answered first is skipped in the other
                 call = queue.popleft()
                 if call.id not in self._answered:
-                    self._forget(call, waiting)
                     return call
         return None
 
-    @staticmethod
-    def _forget(call: Event, waiting: dict[tuple[str | None, str | None], deque[Event]]) -> None:
-        for key in ((None, call.tool), (call.agent, call.tool)):
-            queue = waiting.get(key)
-            if queue and call in queue:
-                queue.remove(call)
-
     def _spawn_links(self) -> None:
+        tree: dict[str, str] = {}  # union-find: agents of one spawn tree share a representative
+
+        def find(agent: str) -> str:
+            top = agent
+            while top in tree:
+                top = tree[top]
+            while agent != top:  # path compression keeps every later find short
+                tree[agent], agent = top, tree[agent]
+            return top
+
         for e in self.order:
             if e.type != "spawn" or not e.to:
                 continue
@@ -274,7 +276,9 @@ class Analysis:
                     message=f"{child!r} is spawned again by {parent!r} (first spawned by "
                             f"{self.parent.get(child, '?')!r} at event {self.spawn_event[child].id})"))
                 continue
-            if child == parent or self._is_ancestor(child, parent):
+            # the child has no parent yet, so it is the root of its own tree: it is an ancestor
+            # of the parent exactly when both are in one tree
+            if child == parent or find(child) == find(parent):
                 self.structural.append(TraceWarning(
                     code="spawn_cycle", event_id=e.id,
                     message=f"spawning {child!r} from {parent!r} would close a cycle in the spawn "
@@ -283,15 +287,7 @@ class Analysis:
                 continue
             self.parent[child] = parent
             self.spawn_event[child] = e
-
-    def _is_ancestor(self, candidate: str, agent: str) -> bool:
-        seen = set()
-        while agent in self.parent and agent not in seen:
-            seen.add(agent)
-            agent = self.parent[agent]
-            if agent == candidate:
-                return True
-        return False
+            tree[find(child)] = find(parent)
 
     def _other_warnings(self) -> None:
         first_seen: dict[str, Event] = {}
@@ -358,17 +354,21 @@ class Analysis:
     @cached_property
     def root(self) -> str:
         """The root orchestrator: the root with the largest subtree, earliest on ties."""
-        sizes: Counter[str] = Counter()
-        for agent in self.agents:
-            sizes[self.root_of(agent)] += 1
+        sizes = Counter(self._roots.values())
         roots = [a for a in self.agents if a not in self.parent]
         return max(roots, key=lambda r: (sizes[r], -self._start(r)))
 
     def root_of(self, agent: str) -> str:
         """The root of the subtree an agent belongs to."""
-        while agent in self.parent:
-            agent = self.parent[agent]
-        return agent
+        return self._roots.get(agent, agent)
+
+    @cached_property
+    def _roots(self) -> dict[str, str]:
+        roots: dict[str, str] = {}
+        for agent in self.agents:  # tree order: every parent comes before its children
+            parent = self.parent.get(agent)
+            roots[agent] = roots.get(parent, parent) if parent is not None else agent
+        return roots
 
     def role_of(self, agent: str) -> str:
         """An agent's role: from its spawn event, else the first role its events give."""
@@ -561,19 +561,18 @@ class Analysis:
             if edge.type == "aggregate":
                 fed[edge.dst].append(edge.src)
         points: list[AggregatePoint] = []
-        previous: dict[str, int] = {}
-        for i, e in enumerate(self.order):
+        waiting: dict[str, list[str]] = defaultdict(list)  # returns since the agent's last aggregate
+        for e in self.order:
+            if e.type == "return" and e.to:
+                waiting[e.to].append(e.id)
             if e.type != "aggregate":
                 continue
             agent = self.actor[e.id]
+            since = waiting.pop(agent, [])
             if fed.get(e.id):
                 inputs, basis = sorted(fed[e.id], key=self.position.__getitem__), "edges"
             else:
-                since = previous.get(agent, -1)
-                inputs = [r.id for r in self.order[since + 1:i]
-                          if r.type == "return" and r.to == agent]
-                basis = "returns since the previous aggregate"
-            previous[agent] = i
+                inputs, basis = since, "returns since the previous aggregate"
             points.append(AggregatePoint(event_id=e.id, agent=agent, t=e.t, inputs=inputs,
                                          inputs_from=basis))
         return points

@@ -444,6 +444,32 @@ def tree_trace(depth: int, fanout: int) -> dict:
     return b.finalize(rewards={"team": 1.0}, metrics={"task_success": 1.0})
 
 
+def chain_trace(depth: int) -> dict:
+    """Build a chain of ``depth`` spawns: each agent spawns the next, the last does one tool call,
+    then each returns to its parent in turn, deepest first, and the root stops.
+
+    The deepest spawn tree a trace of its size can have (``depth + 1`` agents, spawn depth
+    ``depth``), built without recursion so that any depth can be made.
+    """
+    b = TraceBuilder(f"chain-d{depth}", f"chain-task-d{depth}", "hierarchical",
+                     f"a chain of {depth} spawns")
+    names = ["orchestrator"] + [f"a{k}" for k in range(1, depth + 1)]
+    b.decide(names[0], 0.0, 0.5, "spawn" if depth else "continue", "Hand the task down the chain.",
+             role="orchestrator")
+    t = 0.5
+    for k in range(depth):
+        b.spawn(names[k], names[k + 1], "worker", t, f"Spawn {names[k + 1]}.")
+        t += 0.25
+    b.tool(names[-1], "web.search", t, 1.0, "The query at the end of the chain.",
+           "The answer at the end of the chain.", result_agent=names[-1])
+    t += 1.5
+    for k in range(depth, 0, -1):
+        b.ret(names[k], names[k - 1], t, 0.1, f"{names[k]} returns to {names[k - 1]}.")
+        t += 0.25
+    b.decide(names[0], t, 0.2, "stop", "The chain has returned; stop.", role="orchestrator")
+    return b.finalize(rewards={"team": 1.0}, metrics={"task_success": 1.0})
+
+
 def swarm_trace(width: int) -> dict:
     """Build one orchestrator spawning ``width`` workers at nearly the same time, then merging them.
 
