@@ -23,6 +23,8 @@ EXPECTED = {
     "agentops_crewai.json": "agentops",
     "langfuse_trace.json": "langfuse",
     "agentlightning_rollout.json": "agentlightning",
+    "mast_mad_records.json": "mast",
+    "mast_human_labelled.json": "mast",
     "../example_trace.json": "orchviz",
 }
 
@@ -50,7 +52,7 @@ def test_detection_works_on_uploaded_bytes_with_a_name():
 def test_every_registered_format_has_a_title():
     assert set(FORMATS) == {"orchviz", "claude_code", "openai_agents", "otlp", "codex",
                             "inspect_ai", "whowhen", "trail", "agentops",
-                            "langfuse", "agentlightning"}
+                            "langfuse", "agentlightning", "mast"}
     assert all(f.title for f in FORMATS.values())
 
 

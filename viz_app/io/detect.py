@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io import (agentlightning, agentops, claude_code, codex, inspect_ai, langfuse,
+from viz_app.io import (agentlightning, agentops, claude_code, codex, inspect_ai, langfuse, mast,
                         openai_agents, otlp, trail, whowhen)
 from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
@@ -77,6 +77,8 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            lambda data, label: langfuse.import_langfuse(data, name=label)),
     Format(agentlightning.NAME, "Agent Lightning rollout spans", agentlightning.detect,
            lambda data, label: agentlightning.import_agentlightning(data, name=label)),
+    Format(mast.NAME, "MAST / MAD annotated run logs", mast.detect,
+           lambda data, label: mast.import_mast(data, name=label), mast.annotation_records),
 )}
 """Every format orchviz reads, by name."""
 
