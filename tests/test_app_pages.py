@@ -7,7 +7,8 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import APP, DROPPED_ID, app_env, demo_paths, make_workspace, review_library
+from factories import (APP, DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, app_env, demo_paths,
+                       make_workspace, review_library)
 from viz_app.workspace import Workspace
 
 DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
@@ -122,3 +123,31 @@ def test_the_library_says_how_many_of_each_traces_targets_are_labelled(library_e
     table = run().dataframe[0].value.set_index("trace id")["labelled"]
     assert table[DROPPED_ID] == "1 of 3"
     assert table["demo-05-hierarchical-ebikes"].startswith("0 of ")
+
+
+def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_name(
+        tmp_path, monkeypatch):
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
+    trace = workspace.trace(PREMATURE_ID)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.user = {"is_logged_in": True, "email": "ann@example.org", "name": "Ann"}
+    at.query_params["trace"] = PREMATURE_ID
+    at.run()
+    assert any("Signed in as" in c.value for c in at.sidebar.caption)
+    assert not [t for t in at.text_input if t.key == "_reviewer_box"]  # no name to type
+    at.radio(key=f"ann:{PREMATURE_ID}:{trace.sha256[:12]}:e12:aggregation_quality").set_value(2)
+    next(b for b in at.button if b.label == "Save").click().run()
+    at.text_area(key="bookmarks:note").input("the merge")
+    next(b for b in at.button if b.label == "Add bookmark").click().run()
+    at.query_params["a"], at.query_params["b"] = PREMATURE_ID, DROPPED_ID
+    at.switch_page("app_pages/compare.py").run()
+    at.radio(key="compare:choice").set_value("A is better")
+    at.text_area(key="compare:reason").input("it waits for its analysts")
+    at.button[-1].click().run()
+    assert not at.exception, at.exception
+    labels = workspace.labels.current()
+    assert {(x.question, x.reviewer, x.identified_by) for x in labels} == {
+        ("aggregation_quality", "ann@example.org", "login"),
+        ("aggregation_issues", "ann@example.org", "login"),  # tags: saved even when none
+        ("pairwise_preference", "ann@example.org", "login")}
+    assert [b.reviewer for b in workspace.bookmarks.current()] == ["ann@example.org"]
