@@ -146,8 +146,8 @@ def _import_worker(url: str, worker: int, start) -> int:
 
     trace = premature()
     workspace = Workspace.open(url)
-    own = [{**record(f"w{worker}-{i}", 1 + i % 5), "created_at": f"2026-01-01T00:00:{i:06d}Z"}
-           for i in range(PER_WRITER)]
+    own = [{**record(f"w{worker}-{i}", 1 + i % 5),
+            "created_at": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"} for i in range(PER_WRITER)]
     shared = [{**record(f"shared-{i}", 1 + i % 5), "label_id": f"shared-{i}"}
               for i in range(SHARED)]
     start.wait(60)

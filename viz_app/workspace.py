@@ -29,8 +29,7 @@ from viz_app.export.bookmarks import bookmark_records
 from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.labels.bookmark import Bookmark
-from viz_app.labels.label import (ImportReport, Label, LabelRecord, Progress, Reviewer,
-                                  label_from_record)
+from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
 from viz_app.model import Trace
@@ -278,14 +277,10 @@ class Workspace:
     def import_labels(self, records: Iterable[Mapping[str, Any]], traces: Mapping[str, Trace],
                       origin: str) -> ImportReport:
         """Import label records (the jsonl export's shape) all or nothing, checked against the
-        workspace's rubric; LabelError names the first bad record."""
-        labels: list[Label] = []
-        for number, record in enumerate(records, 1):
-            try:
-                labels.append(label_from_record(record, self.rubric, traces, origin))
-            except LabelError as err:
-                raise LabelError(f"{origin}: record {number}: {err}") from None
-        return ImportReport(read=len(labels), added=self.labels.add(labels))
+        workspace's rubric; LabelError names the first bad record. Imported labels are
+        `source: import` and never become a person's current answer (see docs/labels.md); a
+        record dated in the future is stored at the import's time (`ImportReport.clamped`)."""
+        return self.labels.import_records(records, traces, origin)
 
     def import_published_labels(self, traces: Iterable[Trace]) -> int:
         """Store the annotations that runs arrive with (Who&When's, TRAIL's, MAST's) as

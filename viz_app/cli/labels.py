@@ -16,6 +16,7 @@ from viz_app.errors import LabelError
 from viz_app.export import FORMATS, NEEDS_TRACES
 from viz_app.labels.agreement import agreement
 from viz_app.labels.rubric import load_rubric
+from viz_app.text import terminal_text
 from viz_app.workspace import TraceSet, Workspace
 
 
@@ -148,7 +149,7 @@ def import_verb(args: argparse.Namespace) -> int:
                        sys.stderr)
             failed += 1
             continue
-        tqdm.write(f"{path}: {report.read} records, {report.added} new labels")
+        tqdm.write(f"{terminal_text(path)}: {report.text}")
     return 1 if failed else 0
 
 

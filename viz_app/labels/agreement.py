@@ -67,6 +67,14 @@ def _spread(question: Question, answers: list[Any]) -> float:
     return 1 - modal / len(answers)
 
 
+def coder(label: LabelRecord) -> str:
+    """Who gave an answer, as agreement counts reviewers: the reviewer's name, with
+    ' (imported)' for an imported label, since a name's own saves and the labels imported under
+    it are two current answers (docs/labels.md)."""
+    return label["reviewer"] if label.get("source", "human") == "human" \
+        else f"{label['reviewer']} (imported)"
+
+
 def question_agreement(question: Question, labels: Iterable[LabelRecord],
                        worst: int = 10) -> QuestionAgreement:
     """Alpha and the most disputed targets for one question, from current label records."""
@@ -74,7 +82,7 @@ def question_agreement(question: Question, labels: Iterable[LabelRecord],
     for label in labels:
         if label["question"] == question.id:
             target = (label["trace_id"], label["event_id"] or "")
-            by_target[target][label["reviewer"]] = label["value"]
+            by_target[target][coder(label)] = label["value"]
     reviewers = sorted({r for answers in by_target.values() for r in answers})
     shared = {t: a for t, a in by_target.items() if len(a) >= 2}
     level = "ordinal" if question.kind in ORDINAL_KINDS else "nominal"
@@ -114,6 +122,6 @@ def _alpha(question: Question, shared: dict, reviewers: list[str],
 def agreement(rubric: Rubric, labels: Iterable[LabelRecord],
               worst: int = 10) -> list[QuestionAgreement]:
     """Agreement on every question of the rubric, from current label records
-    (`LabelStore.current_records`: one answer per reviewer, target and question)."""
+    (`LabelStore.current_records`: one answer per source, reviewer, target and question)."""
     current = list(labels)
     return [question_agreement(q, current, worst) for q in rubric.questions]

@@ -7,12 +7,13 @@ store (`viz_app.store.labels`) keeps them.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from operator import attrgetter
+from typing import Any, Literal, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError
@@ -64,6 +65,10 @@ class Label(BaseModel):
     identified_by: Identity = Field("", description="How the reviewer was known: `login` (the "
                                     "app's sign-in), `name` (typed in the app), `cli` (a command's "
                                     "argument), `import` (a file's field); '' before 0.2.")
+    created_at_given: str | None = Field(None, description="For an import: the `created_at` its "
+                                         "record gave, as written, when orchviz stored another "
+                                         "(normalised to UTC, or a time in the future set to "
+                                         "the import's time); None otherwise.")
 
     @property
     def target(self) -> tuple[str, str]:
@@ -123,12 +128,50 @@ class ImportReport(BaseModel):
 
     read: int = Field(description="Records read.")
     added: int = Field(description="Labels added (records already present are not).")
+    clamped: int = Field(0, description="Records dated in the future, stored at the import's "
+                         "time (their own time kept in `created_at_given`).")
+
+    @property
+    def text(self) -> str:
+        """'3 records, 2 new labels', and what happened to times in the future."""
+        said = f"{self.read} records, {self.added} new labels"
+        if self.clamped:
+            said += (f"; {self.clamped} dated in the future, stored at the import's time "
+                     "(their own time kept as created_at_given)")
+        return said
+
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+"""How labels record a time: ISO 8601 UTC with microseconds, so that text order is time order."""
 
 
 def now() -> str:
-    """The current time as labels record it: ISO 8601 UTC with microseconds, so that text order
-    is time order."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The current time as labels record it (`TIME_FORMAT`)."""
+    return datetime.now(UTC).strftime(TIME_FORMAT)
+
+
+def imported_time(given: object, at: str) -> tuple[str, str | None]:
+    """The `created_at` an imported label stores, and the given text to keep beside it
+    (`created_at_given`, None when it is stored as given). `given` must be an ISO 8601 time
+    (without an offset it is taken as UTC), else LabelError; it is stored in `TIME_FORMAT`.
+    A time after `at` (the moment of the import) is clamped to `at`: a label cannot have been
+    made later than it was imported, and a record dated 2099 must not stay the newest of its
+    reviewer until 2099."""
+    if given is None or given == "":
+        return at, None
+    try:
+        parsed = datetime.fromisoformat(given) if isinstance(given, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        shown = given if len(str(given)) <= 60 else str(given)[:59] + "…"
+        raise LabelError(f"created_at {shown!r} is not an ISO 8601 time "
+                         "(such as 2026-01-31T12:00:00Z)")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    utc = parsed.astimezone(UTC).replace(tzinfo=None)
+    stored = min(utc.isoformat(timespec="microseconds") + "Z", at)  # isoformat pads the year
+    return stored, None if stored == given else given
 
 
 def trace_sha256(trace: Trace) -> str:
@@ -136,16 +179,39 @@ def trace_sha256(trace: Trace) -> str:
     return trace.sha256
 
 
+ANSWER_KEY: tuple[str, ...] = ("source", "reviewer", "trace_id", "event_id", "question",
+                               "pair_trace_id")
+"""The fields that make labels answers to one question: a label is replaced by a newer one with
+the same values of all of them. `source` is among them, so an imported label (however it is
+dated, whatever reviewer it names) never replaces a label a person saved, nor the reverse: each
+source has its own current answer."""
+
+NEWER_KEY: tuple[str, ...] = ("created_at", "label_id")
+"""What makes a label newer than another of the same answer key: its time, then its id."""
+
+T = TypeVar("T")
+
+
+def newest_per_answer(items: Iterable[T], key: Callable[[T], tuple],
+                      newer: Callable[[T], tuple]) -> list[T]:
+    """The newest item per answer key (`ANSWER_KEY`, read by `key`; newest by `NEWER_KEY`,
+    read by `newer`), in the order each key was first seen. The one definition of a current
+    label: `current_labels` applies it to labels, the store to its rows."""
+    found: dict[tuple, T] = {}
+    for item in items:
+        k = key(item)
+        held = found.get(k)
+        if held is None or newer(item) > newer(held):
+            found[k] = item
+    return list(found.values())
+
+
 def current_labels(labels: Iterable[Label]) -> list[Label]:
-    """The newest label per reviewer, target and question (ties broken by label id)."""
-    newest: dict[tuple[str, str, str, str], Label] = {}
-    for label in labels:
-        key = (label.reviewer, label.trace_id, label.event_id, label.question,
-               label.pair_trace_id)
-        held = newest.get(key)
-        if held is None or (label.created_at, label.label_id) > (held.created_at, held.label_id):
-            newest[key] = label
-    return sorted(newest.values(), key=lambda x: (x.trace_id, x.event_id, x.question, x.reviewer))
+    """The current labels: the newest per source, reviewer, target and question (ties broken by
+    label id), sorted by target (see `ANSWER_KEY`)."""
+    newest = newest_per_answer(labels, attrgetter(*ANSWER_KEY), attrgetter(*NEWER_KEY))
+    return sorted(newest, key=lambda x: (x.trace_id, x.event_id, x.question, x.reviewer,
+                                         x.source))
 
 
 def derived_label_id(record: Mapping[str, Any]) -> str:
@@ -159,16 +225,19 @@ REQUIRED_IMPORT_KEYS = ("trace_id", "event_id", "question", "value", "reviewer")
 
 
 def label_from_record(record: Mapping[str, Any], rubric: Rubric, traces: Mapping[str, Trace],
-                      origin: str) -> Label:
+                      origin: str, at: str | None = None) -> Label:
     """A label from an import record in the jsonl export's shape; LabelError when the record
-    lacks a key, names an unknown trace, event or question, or gives a value the rubric refuses.
-    The reward is always the rubric's, times and hashes are filled in when missing."""
+    lacks a key, names an unknown trace, event or question, gives a value the rubric refuses or
+    a `created_at` that is no time. The label's source is always `import` (whatever the record
+    says) and its origin the record's or `origin`; the reward is always the rubric's; times and
+    hashes are filled in when missing, and a time after `at` (the import's moment, default now)
+    is set to `at` (see `imported_time`)."""
     if not isinstance(record, Mapping):
         raise LabelError("a label record is a JSON object")
     missing = [k for k in REQUIRED_IMPORT_KEYS if k not in record]
     if missing:
         raise LabelError(f"the record lacks {', '.join(missing)}")
-    trace = traces.get(record["trace_id"])
+    trace = traces.get(record["trace_id"]) if isinstance(record["trace_id"], str) else None
     if trace is None:
         raise LabelError(f"no trace {record['trace_id']!r} among the traces given (--traces)")
     reviewer = record["reviewer"]
@@ -177,17 +246,30 @@ def label_from_record(record: Mapping[str, Any], rubric: Rubric, traces: Mapping
     event_id = record["event_id"] or None
     reward = check_answer(rubric, analyze(trace), record["question"], event_id, record["value"],
                           record.get("answers"))
+    created_at, given = imported_time(record.get("created_at"), at or now())
+    try:
+        return _imported_label(record, rubric, trace, event_id, reward, reviewer.strip(),
+                               created_at, given, origin)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise LabelError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+
+
+def _imported_label(record: Mapping[str, Any], rubric: Rubric, trace: Trace,
+                    event_id: str | None, reward: float | None, reviewer: str, created_at: str,
+                    given: str | None, origin: str) -> Label:
     seconds = record.get("seconds_spent")
     return Label(
         label_id=str(record.get("label_id") or derived_label_id(record)),
         trace_id=trace.trace_id, trace_sha256=record.get("trace_sha256") or trace_sha256(trace),
         event_id=event_id or "", question=record["question"], value=record["value"],
-        reward=reward, reviewer=reviewer.strip(), created_at=record.get("created_at") or now(),
+        reward=reward, reviewer=reviewer, created_at=created_at,
         rubric_version=record.get("rubric_version") or rubric.version,
         rubric_sha256=record.get("rubric_sha256") or rubric.sha256,
         comment=record.get("comment") or "",
         seconds_spent=float(seconds) if isinstance(seconds, (int, float)) else None,
-        source="import", origin=record.get("origin") or origin, identified_by="import")
+        source="import", origin=record.get("origin") or origin, identified_by="import",
+        created_at_given=given)
 
 
 def progress_of(found: list[LabelTarget], trace_id: str, labels: Iterable[Label]) -> Progress:

@@ -1,7 +1,9 @@
 """The label store: every answer a reviewer saves, kept forever (append-only).
 
 A save adds a row; nothing is updated or deleted. The *current* label of a reviewer on a target
-and question is their newest row, and the older rows are its history. Every row is checked against
+and question is their newest row of one source, and the older rows are its history: what a person
+saved (`human`) and what was imported under a name (`import`) are kept apart, so an imported row
+never replaces a person's answer (`viz_app.labels.label.ANSWER_KEY`). Every row is checked against
 the rubric and the trace before it is written (`LabelError` otherwise); imported rows get a
 `label_id` derived from their content, so importing the same file twice adds nothing.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -17,15 +20,15 @@ from sqlalchemy import Engine, func, insert, select
 
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError
-from viz_app.labels.label import (FIELDS, Identity, ImportReport, Label, Progress,
-                                  label_from_record, now, progress_of, trace_sha256)
+from viz_app.labels.label import (ANSWER_KEY, FIELDS, NEWER_KEY, Identity, ImportReport, Label,
+                                  Progress, label_from_record, newest_per_answer, now,
+                                  progress_of, trace_sha256)
 from viz_app.labels.rubric import Rubric, asked, check_answer, targets
 from viz_app.model import Trace
 from viz_app.store.tables import labels_table
 
-_ID, _TRACE, _EVENT, _QUESTION, _REVIEWER, _CREATED, _PAIR = (
-    FIELDS.index(n) for n in ("label_id", "trace_id", "event_id", "question", "reviewer",
-                              "created_at", "pair_trace_id"))
+_ANSWER = itemgetter(*(FIELDS.index(n) for n in ANSWER_KEY))
+_NEWER = itemgetter(*(FIELDS.index(n) for n in NEWER_KEY))
 
 
 def _record(row: Iterable[Any]) -> dict[str, Any]:
@@ -114,14 +117,17 @@ class LabelStore:
     def import_records(self, records: Iterable[Mapping[str, Any]], traces: Mapping[str, Trace],
                        origin: str) -> ImportReport:
         """Import label records (the jsonl export's shape) all or nothing: every record is
-        checked first, and the first bad one raises LabelError naming its place."""
+        checked first, and the first bad one raises LabelError naming its place. Every label is
+        `source: import`; one dated after this moment is stored at it (`label_from_record`)."""
         labels: list[Label] = []
+        at = now()
         for number, record in enumerate(records, 1):
             try:
-                labels.append(label_from_record(record, self.rubric, traces, origin))
+                labels.append(label_from_record(record, self.rubric, traces, origin, at))
             except LabelError as err:
                 raise LabelError(f"{origin}: record {number}: {err}") from None
-        return ImportReport(read=len(labels), added=self.add(labels))
+        clamped = sum(1 for x in labels if x.created_at_given is not None and x.created_at == at)
+        return ImportReport(read=len(labels), added=self.add(labels), clamped=clamped)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -144,21 +150,16 @@ class LabelStore:
     def current_records(self, trace_id: str | None = None,
                         reviewer: str | None = None) -> list[dict[str, Any]]:
         """The current labels as export records (dicts of every field, `event_id` None for the
-        trace itself), newest per reviewer, target and question, sorted by target. This is
-        what exports read: it builds no objects beyond the rows it returns."""
+        trace itself), newest per source, reviewer, target and question (the rule of
+        `viz_app.labels.label.current_labels`, applied to rows), sorted by target. This is what
+        exports read: it builds no objects beyond the rows it returns."""
         c = labels_table.c
         query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
         query = query.order_by(c.trace_id, c.event_id, c.question, c.reviewer)  # by the index
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
-        # A dict keeps each key where it was first seen, so the rows stay in target order.
-        newest: dict[tuple, Any] = {}
-        for row in rows:
-            key = (row[_REVIEWER], row[_TRACE], row[_EVENT], row[_QUESTION], row[_PAIR])
-            held = newest.get(key)
-            if held is None or (row[_CREATED], row[_ID]) > (held[_CREATED], held[_ID]):
-                newest[key] = row
-        return [_record(row) for row in newest.values()]
+        # each key stays where it was first seen, so the rows stay in target order
+        return [_record(row) for row in newest_per_answer(rows, _ANSWER, _NEWER)]
 
     def current(self, trace_id: str | None = None, reviewer: str | None = None) -> list[Label]:
         """The current labels: newest per reviewer, target and question, sorted by target."""
@@ -182,10 +183,12 @@ class LabelStore:
             return sorted(conn.execute(select(labels_table.c.reviewer).distinct()).scalars())
 
     def answers(self, trace_id: str, reviewer: str) -> dict[str, dict[str, Label]]:
-        """A reviewer's current labels on a trace: target key -> question -> label."""
+        """A reviewer's current answers on a trace, as they saved them (`source: human`; labels
+        imported under their name are not theirs to edit): target key -> question -> label."""
         found: dict[str, dict[str, Label]] = {}
         for label in self.current(trace_id, reviewer):
-            found.setdefault(label.event_id, {})[label.question] = label
+            if label.source == "human":
+                found.setdefault(label.event_id, {})[label.question] = label
         return found
 
     def progress(self, trace: Trace, reviewer: str | None = None) -> Progress:
