@@ -144,3 +144,29 @@ def test_the_cli_says_how_many_times_were_in_the_future(ws, tmp_path, capsys):
     assert code == 0
     assert "2 records, 2 new labels; 1 dated in the future, stored at the import's time " \
            "(their own time kept as created_at_given)" in out
+
+
+# -- labelled traces whose ids make one file name -----------------------------------------------
+
+CLASHING_IDS = ["x/y", "x:y", "x_y", "x y", "x?y"]
+"""Five trace ids that `viz_app.text.file_name` makes into the one name `x_y`."""
+
+
+def test_five_labelled_traces_whose_ids_make_one_file_name_give_five_files(tmp_path, capsys):
+    from factories import example_trace
+    from viz_app.io.native import load_trace, write_trace
+
+    folder = tmp_path / "traces"
+    for number, trace_id in enumerate(CLASHING_IDS):
+        write_trace(example_trace(trace_id), folder / f"trace-{number}.json")
+    ws = make_workspace(tmp_path, traces=[folder])
+    for trace_id in CLASHING_IDS:
+        ws.labels.save(ws.trace(trace_id), "task_outcome", "success", "ann")
+    code = main(["labels", "export", "--format", "traces", "--db", ws.settings.db_url,
+                 "--traces", str(folder), "-o", str(tmp_path / "labelled")])
+    assert code == 0
+    assert "5 traces in" in capsys.readouterr().out
+    written = sorted(p.name for p in (tmp_path / "labelled").iterdir())
+    assert written == ["x_y-2.json", "x_y-3.json", "x_y-4.json", "x_y-5.json", "x_y.json"]
+    back = {load_trace(tmp_path / "labelled" / name).trace_id for name in written}
+    assert back == set(CLASHING_IDS)
