@@ -77,9 +77,9 @@ def test_synth_trace_validates_for_every_topology(topology):
 
 
 def test_synth_trace_builds_200k_events_within_a_few_seconds():
-    start = time.perf_counter()
+    start = time.process_time()  # its own work: the wall clock counts a busy machine's too
     trace = synth_trace(2000, 200000)
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
     assert abs(len(trace["events"]) - 200000) <= 10000
 
 
