@@ -10,6 +10,7 @@ or stores trace text passes it through the function named for where it goes:
 - `html_text`: the text of an HTML element or an attribute value (the HTML report, pyvis);
 - `plotly_text` and `plotly_preview`: a Plotly label or hover box;
 - `terminal_text`: a line the CLI prints;
+- `csv_cell`: a cell of a CSV file (which a spreadsheet may read as a formula);
 - `file_name`: a file name.
 
 Each one removes (or shows) the characters that are invisible or that steer a display: control
@@ -99,6 +100,33 @@ def terminal_text(text: object) -> str:
     sequence cannot write the clipboard, a CR cannot overwrite the line, and a newline cannot
     forge a line of output."""
     return _TERMINAL.sub(_visible, str(text))
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection)."""
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """A value for a cell of a CSV file that a spreadsheet opens: text that starts with `=`,
+    `+`, `-`, `@`, a tab or a carriage return gets a single quote in front, as OWASP
+    recommends against CSV (formula) injection, so `=HYPERLINK(...)` or `@SUM(...)` in a
+    trace id, a reviewer's name or a comment is shown as text and never evaluated. Numbers
+    stay numbers: a value that is not text is returned as it is, and so is text that is a
+    plain number (`-1`, `+0.5`, `-2e3`: a spreadsheet reads it as that number, and a value's
+    JSON text stays JSON). Text that already starts with a quote gets one more, so that
+    `csv_value` reads every cell back exactly."""
+    if not isinstance(value, str) or not value:
+        return value
+    if value[0] == "'" or (value[0] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(value)):
+        return "'" + value
+    return value
+
+
+def csv_value(cell: str) -> str:
+    """The text a cell written by `csv_cell` held: one leading quote dropped."""
+    return cell[1:] if cell.startswith("'") else cell
 
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

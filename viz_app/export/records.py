@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from viz_app.labels.label import FIELDS, LabelRecord
+from viz_app.text import csv_cell
 
 
 def label_records(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
@@ -46,6 +47,8 @@ def write_csv(records: list[dict[str, Any]], path: str | Path,
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     names = list(fields) if fields is not None else list(records[0]) if records else list(FIELDS)
+    # no text a spreadsheet would run as a formula (see viz_app.text.csv_cell)
+    records = [{k: csv_cell(v) for k, v in record.items()} for record in records]
     with target.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=names, extrasaction="ignore")
         writer.writeheader()
