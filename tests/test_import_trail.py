@@ -109,3 +109,44 @@ def test_an_annotation_file_alone_is_refused_clearly():
 def test_a_trace_read_from_bytes_without_its_file_has_no_annotation():
     (alone,) = import_trail(TRACE.read_bytes(), name="upload.json")
     assert published(alone) == [] and analyze(alone).figures.depth == 1
+
+
+def _as_otlp(doc: dict) -> dict:
+    """The same TRAIL spans as an OTLP/JSON export would carry them: flat, typed attributes,
+    nanosecond times."""
+    from viz_app.io.records import parse_duration, parse_time
+
+    spans, stack = [], [(s, None) for s in doc["spans"]]
+    while stack:
+        span, parent = stack.pop()
+        start = parse_time(span["timestamp"])
+        end = start + parse_duration(span["duration"])
+        typed = [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int)
+                  else {"stringValue": str(v)}} for k, v in span["span_attributes"].items()]
+        record = {"traceId": doc["trace_id"], "spanId": span["span_id"],
+                  "name": span["span_name"], "startTimeUnixNano": str(int(start * 1e9)),
+                  "endTimeUnixNano": str(int(end * 1e9)), "attributes": typed, "status": {}}
+        if parent:
+            record["parentSpanId"] = parent
+        spans.append(record)
+        stack.extend((c, span["span_id"]) for c in span["child_spans"])
+    return {"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "smolagents-gaia"}}]},
+        "scopeSpans": [{"spans": spans}]}]}
+
+
+def test_the_same_run_exported_as_otlp_has_the_same_spawn_tree(trace):
+    """Fidelity: one run through two exporters (TRAIL's tree, OTLP's flat spans)."""
+    import json
+
+    from viz_app.io.otlp import import_otlp
+
+    (otlp,) = import_otlp(json.dumps(_as_otlp(json.loads(TRACE.read_text("utf-8")))).encode(),
+                          name="same-run.otlp.json")
+    assert_reference_valid(otlp)
+    for check in (spawns, delegations, returns):
+        assert check(otlp) == check(trace)
+    a, b = analyze(otlp), analyze(trace)
+    assert (sorted(a.agents), a.figures.depth) == (sorted(b.agents), b.figures.depth)
+    assert [(e.type, e.agent, e.tool) for e in a.order if e.type != "orchestrator_decision"] == [
+        (e.type, e.agent, e.tool) for e in b.order if e.type != "orchestrator_decision"]

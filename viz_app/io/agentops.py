@@ -97,10 +97,10 @@ def _trace(raw_spans: list[dict[str, Any]], head: dict[str, Any], label: str, tr
         nanos = number(raw.get("duration"))
         if end is None and nanos is not None:
             end = start + nanos / 1e9
-        attrs = flatten(raw.get("span_attributes") or {}) if isinstance(
+        attrs = flatten(raw["span_attributes"]) if isinstance(
             raw.get("span_attributes"), dict) else {}
-        attrs.update((k, v) for k, v in flatten(raw.get("attributes") or {}).items()
-                     if isinstance(raw.get("attributes"), dict))
+        if isinstance(raw.get("attributes"), dict) and raw["attributes"]:
+            attrs.update(flatten(raw["attributes"]))
         system = system or as_text(attrs.get("gen_ai.system"))
         metrics = raw.get("metrics") if isinstance(raw.get("metrics"), dict) else {}
         status = str(raw.get("status_code") or "").upper()

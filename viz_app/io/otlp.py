@@ -215,13 +215,13 @@ def classify(span: Span) -> Span:
     if span.inputs is None:
         span.inputs = _first(attrs, "gen_ai.tool.call.arguments", "input.value",
                              "gen_ai.input.messages", "agentops.entity.input", "gen_ai.prompt")
-        if span.inputs is None:
+        if span.inputs is None and span.kind == "model":
             span.inputs = _indexed(attrs, "gen_ai.prompt.")
     if span.outputs is None:
         span.outputs = _first(attrs, "gen_ai.tool.call.result", "output.value",
                               "gen_ai.output.messages", "agentops.entity.output",
                               "gen_ai.completion")
-        if span.outputs is None:
+        if span.outputs is None and span.kind == "model":
             span.outputs = _indexed(attrs, "gen_ai.completion.")
     if span.kind == "model":
         if span.tokens is None:
@@ -272,7 +272,9 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
     agent's input and output are messages of its own; tools, model calls and guardrails belong
     to the agent whose span encloses them (else the latest top-level agent, else `root`); a task
     span assigned to an agent is a delegation to it; a tool named `transfer_to_<agent>` is a
-    delegation too. Spans of no kind are counted as warnings; containers show nothing."""
+    delegation too, and a tool span that only wraps an agent's span (a managed agent called as
+    a tool) is that agent's spawn or delegation, not a tool call. Spans of no kind are counted
+    as warnings; containers show nothing."""
     spans = sorted(spans, key=lambda s: s.start)
     by_id = {s.span_id: s for s in spans if s.span_id}
     node_agent = {s.attrs["graph.node.id"]: s.agent for s in spans
@@ -297,7 +299,8 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
     wraps_agent = {s.parent_id for s in spans if s.kind == "agent" and s.parent_id}
     for span in spans:
         owner = enclosing(span)
-        keys = {"source_id": span.span_id, **span.keys}
+        keys = {"source_id": span.span_id, **span.keys} if span.keys else {
+            "source_id": span.span_id}
         if span.kind in ("agent", "root"):
             agent = span.agent or "agent"
             parent = node_agent.get(span.attrs.get("graph.node.parent_id")) or (
@@ -335,6 +338,8 @@ def span_events(draft: TraceDraft, spans: list[Span], root: str) -> list[tuple[f
             if span.span_id not in wraps_agent and span.assignee and span.assignee != who:
                 draft.add(span.start, "orchestrator_decision", who, decision="delegate",
                           to=span.assignee, content=as_text(span.inputs), **keys)
+        elif span.kind == "tool" and span.span_id in wraps_agent:
+            continue  # a tool that only runs a managed agent: that agent's spawn says it
         elif span.kind == "tool":
             tool = span.tool or "tool"
             call = draft.add(span.start, "tool_call", who, tool=tool, content=as_text(
@@ -405,15 +410,19 @@ def number(value: Any) -> float | None:
     return None
 
 
+TOTAL_TOKENS = ("llm.token_count.total", "gen_ai.usage.total_tokens")
+PART_TOKENS = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+               "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens",
+               "llm.token_count.prompt", "llm.token_count.completion")
+
+
 def _tokens(attrs: dict[str, Any]) -> float | None:
-    for key in ("llm.token_count.total", "gen_ai.usage.total_tokens"):
-        total = number(attrs.get(key))
-        if total is not None:
-            return total
-    parts = [number(attrs.get(k)) for k in (
-        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens",
-        "gen_ai.usage.completion_tokens", "llm.token_count.prompt", "llm.token_count.completion")]
-    numbers = [p for p in parts if p is not None]
+    for key in TOTAL_TOKENS:
+        if key in attrs:
+            total = number(attrs[key])
+            if total is not None:
+                return total
+    numbers = [n for k in PART_TOKENS if k in attrs and (n := number(attrs[k])) is not None]
     return sum(numbers) if numbers else None
 
 

@@ -153,6 +153,13 @@ def parse_duration(value: Any) -> float | None:
         return float(value) if value >= 0 else None
     if not isinstance(value, str):
         return None
+    if value.startswith("PT") and value.endswith("S") and "M" not in value and "H" not in value:
+        try:  # the common `PT4.000000S`, without the regular expression
+            seconds = float(value[2:-1])
+        except ValueError:
+            seconds = -1.0
+        if seconds >= 0:
+            return seconds
     match = _DURATION.match(value.strip().upper())
     if match is None or not any(match.groupdict().values()):
         return None

@@ -136,10 +136,6 @@ def trail_trace(doc: dict[str, Any], label: str,
                 services.append(raw["service_name"])
         children = raw.get("child_spans") if isinstance(raw.get("child_spans"), list) else []
         stack.extend((c, span.span_id if span else parent) for c in reversed(children))
-    for span in spans:  # a tool that only wraps a managed agent's run is that delegation
-        if span.kind == "tool" and any(c.kind == "agent" for c in spans
-                                       if c.parent_id == span.span_id):
-            span.kind = "container"
     root = next((s.agent for s in spans if s.kind == "agent" and s.parent_id is None), None)
     finish(draft, span_events(draft, spans, root or "agent"))
     if annotation is not None:
