@@ -94,3 +94,116 @@ def test_a_negative_answer_stays_json_in_the_csv(tmp_path):
     ws.export("csv", tmp_path / "labels.csv")
     [row] = _cells(tmp_path / "labels.csv")
     assert (row["value"], row["reward"]) == ("1", "-1.0")
+
+
+# -- terminal escapes ---------------------------------------------------------------------------
+
+OSC52 = "\x1b]52;c;cHduZWQ=\x07"
+"""An OSC 52 sequence: writes 'pwned' to the clipboard of a terminal that allows it."""
+ANSI = "\x1b[2J\x1b[31m"
+"""Clear the screen, then print red."""
+TERMINAL_ID = "t" + OSC52 + ANSI + "x"
+TERMINAL_AGENT = "orch" + OSC52 + ANSI
+TERMINAL_REVIEWER = "mallory" + OSC52 + ANSI
+TERMINAL_EVENT = "r" + OSC52
+
+
+def terminal_trace() -> dict:
+    """The example trace with escapes in its id, its orchestrator's name and the id of a return
+    to an agent that never appears (which `analyze` warns about)."""
+    from factories import example_dict
+
+    raw = json.loads(json.dumps(example_dict()).replace('"orchestrator"',
+                                                        json.dumps(TERMINAL_AGENT)))
+    raw["trace_id"] = TERMINAL_ID
+    last = max(float(e["t"]) for e in raw["events"])
+    raw["events"].append({"id": TERMINAL_EVENT, "t": last + 1, "type": "return",
+                          "agent": "planner_1", "to": "nobody" + ANSI})
+    return raw
+
+
+def assert_no_escape(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text, repr(text)
+
+
+@pytest.fixture
+def terminal_ws(tmp_path):
+    """A workspace on the terminal-hostile trace (written to traces/t.json), labelled by ann
+    and by a reviewer whose name holds escapes, who disagree."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "t.json").write_text(json.dumps(terminal_trace()))
+    ws = make_workspace(tmp_path, traces=[folder])
+    trace = ws.trace(TERMINAL_ID)
+    ws.labels.save(trace, "task_outcome", "success", "ann")
+    ws.labels.save(trace, "task_outcome", "failure", TERMINAL_REVIEWER)
+    return ws
+
+
+def test_inspect_prints_no_escape_from_a_trace_id_or_an_agent_name(terminal_ws, capsys):
+    assert main(["inspect", str(terminal_ws.settings.traces[0] / "t.json")]) == 0
+    out = capsys.readouterr().out
+    assert_no_escape(out)
+    assert "t\\x1b]52;c;cHduZWQ=\\x07" in out and "orch\\x1b]52" in out
+
+
+def test_import_prints_no_escape_from_warnings_or_errors(terminal_ws, tmp_path, capsys):
+    broken = tmp_path / f"broken{OSC52}.json"
+    broken.write_text('{"trace_id": "x", "events": [')
+    main(["import", str(terminal_ws.settings.traces[0] / "t.json"), str(broken),
+          "--out-dir", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert_no_escape(captured.out + captured.err)
+    assert "warning: return r\\x1b]52" in captured.err  # the warning is there, shown
+    assert "broken\\x1b]52;c;cHduZWQ=\\x07.json" in captured.err  # so is the error
+
+
+def test_validate_prints_no_escape_from_a_file_name(tmp_path, capsys):
+    path = tmp_path / f"ok{ANSI}.json"
+    path.write_text(json.dumps(terminal_trace()))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert_no_escape(out)
+    assert "ok\\x1b[2J" in out
+
+
+def test_labels_progress_prints_no_escape_from_a_trace_id(terminal_ws, capsys):
+    assert main(["labels", "progress", "--db", terminal_ws.settings.db_url,
+                 "--traces", str(terminal_ws.settings.traces[0])]) == 0
+    out = capsys.readouterr().out
+    assert_no_escape(out)
+    assert "t\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J\\x1b[31mx: " in out
+
+
+def test_labels_agreement_prints_no_escape_from_a_reviewer_name(terminal_ws, capsys):
+    assert main(["labels", "agreement", "--db", terminal_ws.settings.db_url]) == 0
+    out = capsys.readouterr().out
+    assert_no_escape(out)
+    assert "mallory\\x1b]52;c;cHduZWQ=\\x07" in out and "t\\x1b]52" in out
+
+
+def test_labels_import_prints_no_escape_from_a_bad_record(terminal_ws, tmp_path, capsys):
+    path = tmp_path / f"labels{ANSI}.jsonl"
+    path.write_text(json.dumps({"trace_id": TERMINAL_ID, "event_id": TERMINAL_EVENT,
+                                "question": "task_outcome", "value": "success",
+                                "reviewer": TERMINAL_REVIEWER}) + "\n")
+    assert main(["labels", "import", str(path), "--db", terminal_ws.settings.db_url,
+                 "--traces", str(terminal_ws.settings.traces[0])]) == 1
+    captured = capsys.readouterr()
+    assert_no_escape(captured.out + captured.err)
+    assert "nothing imported" in captured.err
+
+
+def test_an_error_main_prints_has_no_escape(tmp_path, capsys):
+    assert main(["inspect", str(tmp_path / f"missing{OSC52}.json")]) == 1
+    captured = capsys.readouterr()
+    assert_no_escape(captured.out + captured.err)
+    assert "missing\\x1b]52" in captured.err
+
+
+def test_report_prints_no_escape_from_a_trace_id(terminal_ws, tmp_path, capsys):
+    assert main(["report", str(terminal_ws.settings.traces[0] / "t.json"),
+                 "--db", terminal_ws.settings.db_url, "-o", str(tmp_path / "r.html")]) == 0
+    captured = capsys.readouterr()
+    assert_no_escape(captured.out + captured.err)
+    assert "t\\x1b]52" in captured.out

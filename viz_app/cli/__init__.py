@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from viz_app import __version__
 from viz_app.errors import OrchvizError
 from viz_app.cli import app, db, imports, labels, report, traces
+from viz_app.text import terminal_text
 
 VERB_MODULES = [traces, imports, app, labels, report, db]
 """Each module has `register(subparsers)`, adding its verbs with their `--help`."""
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code. What orchviz cannot do (an OrchvizError) and a
     file named on the command line that cannot be opened are said in one line on stderr, with
-    exit code 1: never a traceback."""
+    exit code 1: never a traceback. Like everything the CLI prints from a trace, a file or a
+    database, the line goes through `text.terminal_text`: no escape sequence reaches the
+    terminal."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
@@ -38,11 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OrchvizError as err:
-        print(f"orchviz: {err}", file=sys.stderr)
+        print(f"orchviz: {terminal_text(err)}", file=sys.stderr)
         return 1
     except OSError as err:
         where = f"{err.filename}: " if err.filename is not None else ""
-        print(f"orchviz: {where}{err.strerror or err}", file=sys.stderr)
+        print(f"orchviz: {terminal_text(where)}{terminal_text(err.strerror or err)}",
+              file=sys.stderr)
         return 1
 
 

@@ -8,6 +8,7 @@ import argparse
 from viz_app.errors import OrchvizError
 from viz_app.settings import database_url
 from viz_app.store.database import SchemaState, check, engine_for, sqlite_file, state, upgrade
+from viz_app.text import terminal_text
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -47,7 +48,7 @@ def upgrade_verb(args: argparse.Namespace) -> int:
         before = upgrade(engine)
     finally:
         engine.dispose()
-    print(upgrade_text(before))
+    print(terminal_text(upgrade_text(before)))
     return 0
 
 
@@ -63,7 +64,7 @@ def current_verb(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     check(found)
-    print(current_text(found))
+    print(terminal_text(current_text(found)))
     return 0
 
 

@@ -15,7 +15,7 @@ from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, write_trace
 from viz_app.io.redact import redact
 from viz_app.model import Trace
-from viz_app.text import file_name
+from viz_app.text import file_name, terminal_text
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -48,7 +48,8 @@ def collect(sources: list[str], fmt: str | None) -> tuple[list[Trace], list[Trac
     """Every trace the sources hold, and the errors of those that could not be read; says on
     stderr which format each file was read as."""
     def said(label: str, name: str) -> None:
-        tqdm.write(f"{label}: read as {name} ({FORMATS[name].title})", file=sys.stderr)
+        tqdm.write(f"{terminal_text(label)}: read as {name} ({FORMATS[name].title})",
+                   file=sys.stderr)
 
     items: list[Path] = []
     for source in sources:
@@ -76,14 +77,15 @@ def import_traces(args: argparse.Namespace) -> int:
     """Import, optionally redact, and write the traces; 1 when any source failed."""
     traces, errors = collect(args.sources, args.fmt)
     for err in errors:
-        print(err, file=sys.stderr)
+        print(terminal_text(err), file=sys.stderr)
     if args.db:
         _store_annotations(traces, args.db, args.rubric)
     if args.redact:
         traces = [redact(t) for t in traces]
     for trace in traces:
         for warning in analyze(trace).warnings:
-            print(f"{trace.trace_id}: warning: {warning.message}", file=sys.stderr)
+            print(f"{terminal_text(trace.trace_id)}: warning: {terminal_text(warning.message)}",
+                  file=sys.stderr)
     if not traces:
         print("nothing imported", file=sys.stderr)
         return 1
@@ -92,19 +94,19 @@ def import_traces(args: argparse.Namespace) -> int:
         for trace in traces:
             name = file_name(trace.trace_id, used, ending=".json")
             used.add(name)
-            print(write_trace(trace, Path(args.out_dir) / name))
+            print(terminal_text(write_trace(trace, Path(args.out_dir) / name)))
     elif args.output and not args.output.endswith((".jsonl", ".ndjson")):
         if len(traces) > 1:
             print(f"{len(traces)} traces imported: write them with --out-dir or to a .jsonl "
                   "file", file=sys.stderr)
             return 1
-        print(write_trace(traces[0], args.output))
+        print(terminal_text(write_trace(traces[0], args.output)))
     else:
         lines = b"".join(dump_trace(t, indent=False) + b"\n" for t in traces)
         if args.output:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
             Path(args.output).write_bytes(lines)
-            print(args.output)
+            print(terminal_text(args.output))
         elif len(traces) == 1:
             sys.stdout.buffer.write(dump_trace(traces[0]) + b"\n")
         else:
@@ -123,5 +125,5 @@ def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) 
 
     ws = Workspace.open(db, rubric=load_rubric(rubric))
     added = ws.import_published_labels(traces)
-    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in {ws.settings.db_url}",
-          file=sys.stderr)
+    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in "
+          f"{terminal_text(ws.settings.db_url)}", file=sys.stderr)

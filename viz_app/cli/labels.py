@@ -110,8 +110,8 @@ def export_verb(args: argparse.Namespace) -> int:
     result = ws.export(args.format, args.output, traces=traces, reviewer=args.reviewer,
                        from_scores=args.from_scores)
     for sentence in result.left_out:
-        print(sentence, file=sys.stderr)
-    print(result.text)
+        print(terminal_text(sentence), file=sys.stderr)
+    print(terminal_text(result.text))
     return 0
 
 
@@ -145,8 +145,8 @@ def import_verb(args: argparse.Namespace) -> int:
             report = ws.import_labels(read_records(path), traces, origin)
         except (LabelError, OSError) as err:
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-            tqdm.write(f"{path}: nothing imported: {reason.removeprefix(origin + ': ')}",
-                       sys.stderr)
+            tqdm.write(f"{terminal_text(path)}: nothing imported: "
+                       f"{terminal_text(reason.removeprefix(origin + ': '))}", sys.stderr)
             failed += 1
             continue
         tqdm.write(f"{terminal_text(path)}: {report.text}")
@@ -157,7 +157,7 @@ def progress_verb(args: argparse.Namespace) -> int:
     """Print each trace's progress."""
     ws = _workspace(args)
     for trace_id, trace in sorted(_read_traces(ws).traces.items()):
-        print(f"{trace_id}: {ws.progress(trace, args.reviewer).text}")
+        print(f"{terminal_text(trace_id)}: {ws.progress(trace, args.reviewer).text}")
     return 0
 
 
@@ -170,11 +170,12 @@ def agreement_verb(args: argparse.Namespace) -> int:
         return 0
     for q in report:
         alpha = f"alpha {q.alpha:.3f}" if q.alpha is not None else f"alpha -  ({q.note})"
-        print(f"{q.question:<24}{alpha}; {q.shared_targets} targets with 2+ reviewers "
-              f"({q.level})")
+        print(f"{terminal_text(q.question):<24}{alpha}; {q.shared_targets} targets with 2+ "
+              f"reviewers ({q.level})")
         for d in q.disagreements[:5]:
             answers = ", ".join(f"{r}: {v}" for r, v in d.answers.items())
-            print(f"    {d.trace_id} {d.event_id or '(trace)'}  spread {d.spread:.2f}  {answers}")
+            print(f"    {terminal_text(d.trace_id)} {terminal_text(d.event_id or '(trace)')}  "
+                  f"spread {d.spread:.2f}  {terminal_text(answers)}")
     return 0
 
 
@@ -184,7 +185,8 @@ def rubric_verb(args: argparse.Namespace) -> int:
     if args.json:
         print(rubric.model_dump_json(indent=2))
         return 0
-    print(f"{rubric.name} {rubric.version} (sha256 {rubric.sha256[:12]})")
+    print(f"{terminal_text(rubric.name)} {terminal_text(rubric.version)} "
+          f"(sha256 {rubric.sha256[:12]})")
     for q in rubric.questions:
         taxonomy = " ".join(x for x in (q.family, q.credit_unit, q.sub_decision) if x)
         print(f"  {q.id:<24}{q.kind:<12}on {q.target.kind:<10}{taxonomy}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from viz_app.export.report import write_report
 from viz_app.io.detect import read_any
-from viz_app.text import file_name
+from viz_app.text import file_name, terminal_text
 from viz_app.workspace import Workspace
 
 
@@ -41,22 +41,23 @@ def report_verb(args: argparse.Namespace) -> int:
     found = read_any(args.trace)
     traces = [t for t in found if args.trace_id is None or t.trace_id == args.trace_id]
     if len(traces) != 1:
-        held = ", ".join(t.trace_id for t in found[:20])
-        print(f"{args.trace}: pick one trace with --trace-id (it holds: {held})"
+        held = ", ".join(terminal_text(t.trace_id) for t in found[:20])
+        print(f"{terminal_text(args.trace)}: pick one trace with --trace-id (it holds: {held})"
               if traces or args.trace_id is None else
-              f"{args.trace}: no trace {args.trace_id!r} (it holds: {held})", file=sys.stderr)
+              f"{terminal_text(args.trace)}: no trace {terminal_text(repr(args.trace_id))} "
+              f"(it holds: {held})", file=sys.stderr)
         return 2
     trace = traces[0]
     if _no_store(args.db):
-        print(f"no label store at {args.db}: the report has no labels or bookmarks",
-              file=sys.stderr)
+        print(f"no label store at {terminal_text(args.db)}: the report has no labels or "
+              "bookmarks", file=sys.stderr)
         labels, bookmarks = [], []
     else:
         labels, bookmarks = Workspace.open(args.db).case_study(trace)
     output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
     result = write_report(trace, output, labels, bookmarks, format=args.format)
     if result.note:
-        print(result.note, file=sys.stderr)
+        print(terminal_text(result.note), file=sys.stderr)
     extra = f" with {len(result.images)} figures" if result.images else ""
-    print(f"{trace.trace_id} -> {result.path}{extra}")
+    print(f"{terminal_text(trace.trace_id)} -> {terminal_text(result.path)}{extra}")
     return 0

@@ -88,10 +88,10 @@ def inspect(args: argparse.Namespace) -> int:
         return 0
     t = terminal_text
     print(f"trace     {t(trace.trace_id)}  (task {t(trace.task_id)}, "
-          f"topology {trace.topology or '-'})")
+          f"topology {t(trace.topology or '-')})")
     listed = ("messages", "tool calls", "aggregates", "stops")  # in a help, or one by one below
     for row in figure_rows(fig, [n for n in FIGURES if n not in listed]):
-        print(f"{row.name:<16}{row.value}" + (f"  ({row.help})" if row.help else ""))
+        print(f"{row.name:<16}{t(row.value)}" + (f"  ({t(row.help)})" if row.help else ""))
     for point in fig.aggregates:
         print(f"aggregate {t(point.event_id)} by {t(point.agent)} at t={point.t:g} merges "
               f"{t(', '.join(point.inputs)) or 'nothing'} ({point.inputs_from})")
@@ -155,7 +155,7 @@ def say_unread(unread: Sequence[IndexFailure], option: str = "--traces") -> None
     files = list(dict.fromkeys(failure.path for failure in unread))
     if not files:
         return
-    named = ", ".join(Path(f).name for f in files[:2]) + \
+    named = ", ".join(terminal_text(Path(f).name) for f in files[:2]) + \
         (f" and {len(files) - 2} more" if len(files) > 2 else "")
     print(f"skipped {len(files)} file{'s' if len(files) != 1 else ''} under {option} that "
           f"orchviz cannot read as traces ({named}); `orchviz validate` says why",
