@@ -16,6 +16,7 @@ from factories import DEMO_DIR as DEMO
 from factories import PREMATURE, SCHEMA_PATH, make_workspace, premature
 from viz_app.cli import main
 from viz_app.export import FORMATS, export
+from viz_app.export.consensus import ExportOptions
 from viz_app.export.prompts import stepwise_record, unpaired_records
 from viz_app.export.rewards import reward_rows
 from viz_app.export.traces import labelled_trace
@@ -104,34 +105,75 @@ def test_exported_traces_validate_against_the_reference_schema(store, trace, tmp
     jsonschema.validate(json.loads(written[0].read_text()), SCHEMA)
 
 
+MEAN = ExportOptions(disputed="mean")
+
+
 def test_a_stepwise_record_has_one_step_per_labelled_decision(store, trace):
-    record = stepwise_record(trace, store.current_records())
-    assert record["event_ids"] == ["e12", "e13"] and record["labels"] == [False, False]
+    record = stepwise_record(trace, store.current_records(), store.rubric, MEAN)
+    assert record["event_ids"] == ["e12", "e13", "e15"]
+    assert record["kinds"] == ["decision", "decision", "should_have_stopped"]
+    assert record["labels"] == [False, False, True] and record["rewards"] == [0.0, -1.0, 1.0]
     assert record["completions"][0].rstrip().endswith(trace.event("e12").text)
     assert "Root cause" not in record["prompt"]  # the aggregate's own text is the completion
     assert record["prompt"].startswith(f"Task: {trace.task_id}")
 
 
-def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_last_decision(
+def test_a_disputed_aggregate_is_no_step_by_default(store, trace):
+    """ann 2 and bob 4 disagree: the default never turns that into a confident label."""
+    record = stepwise_record(trace, store.current_records(), store.rubric)
+    assert record["event_ids"] == ["e13", "e15"]
+    assert "aggregation_quality" not in {a["question"] for step in record["answers"] for a in step}
+
+
+def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_last_step(
         store, trace):
-    record = stepwise_record(trace, store.current_records())
+    record = stepwise_record(trace, store.current_records(), store.rubric)
     whole = record["prompt"] + "".join(record["completions"])
     lines = [line for line in whole.splitlines() if line.startswith("[t=")]
-    assert len(lines) == [e.id for e in sorted(trace.events, key=lambda e: e.t)].index("e13") + 1
+    assert len(lines) == [e.id for e in sorted(trace.events, key=lambda e: e.t)].index("e15") + 1
+
+
+def test_prompts_leave_the_system_description_out_unless_asked(store, trace):
+    assert trace.system
+    plain = stepwise_record(trace, store.current_records(), store.rubric)
+    asked = stepwise_record(trace, store.current_records(), store.rubric,
+                            ExportOptions(prompt_with_system=True))
+    assert trace.system not in plain["prompt"] and "System:" not in plain["prompt"]
+    assert f"System: {trace.system}" in asked["prompt"]
 
 
 def test_an_unpaired_prompt_is_everything_before_its_decision(store, trace):
-    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records())}
+    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records(),
+                                                            store.rubric)}
     stop = records["e13"]
     assert trace.event("e12").text in stop["prompt"] and trace.event("e13").text not in \
         stop["prompt"]
     assert trace.event("e13").text in stop["completion"] and stop["label"] is False
+    assert stop["agent"] == "orchestrator" and stop["reward"] == -1.0
 
 
-def test_a_positive_reward_is_a_true_label(store, trace):
+def test_a_positive_reward_is_a_true_label_beside_its_value(store, trace):
     store.save(trace, "aggregation_quality", 5, "bob", "e12")  # ann -0.5, bob 1.0: mean 0.25
-    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records())}
-    assert records["e12"]["label"] is True and records["e12"]["reward"] == pytest.approx(0.25)
+    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records(),
+                                                            store.rubric, MEAN)}
+    aggregate = records["e12"]
+    assert aggregate["label"] is True and aggregate["reward"] == pytest.approx(0.25)
+    (answer,) = aggregate["answers"]
+    assert answer["disputed"] and answer["resolution"] == "mean" and answer["value_json"] == \
+        "null"
+    assert sorted(json.loads(p["value_json"]) for p in aggregate["provenance"]) == [2, 5]
+
+
+def test_an_agreed_neutral_answer_is_a_false_label_and_the_threshold_moves_it(store, trace):
+    store.save(trace, "aggregation_quality", 3, "ann", "e12")
+    store.save(trace, "aggregation_quality", 3, "bob", "e12")
+    records = {r["event_id"]: r for r in unpaired_records(trace, store.current_records(),
+                                                            store.rubric)}
+    assert records["e12"]["label"] is False and records["e12"]["reward"] == 0.0
+    assert json.loads(records["e12"]["answers"][0]["value_json"]) == 3
+    lower = {r["event_id"]: r for r in unpaired_records(
+        trace, store.current_records(), store.rubric, ExportOptions(threshold=-0.25))}
+    assert lower["e12"]["label"] is True and lower["e12"]["threshold"] == -0.25
 
 
 @pytest.mark.parametrize("format", sorted(FORMATS))
@@ -140,9 +182,11 @@ def test_every_format_is_written_by_the_cli(store, db, tmp_path, format, capsys)
     code = main(["labels", "export", "--db", db, "--format", format, "-o", str(out),
                  "--traces", str(PREMATURE)])
     assert code == 0 and out.exists()
-    said = {"preference": "0 preference pairs", "bookmarks": "0 current bookmarks",
-            "traces": f"6 current labels -> 1 traces in {out}"}
-    assert said.get(format, f"6 current labels -> {out}") in capsys.readouterr().out
+    said = {"preference": "0 preference pairs", "openrlhf-rm": "0 preference pairs",
+            "bookmarks": "0 current bookmarks", "traces": f"6 current labels -> 1 traces in {out}"}
+    expected = said.get(format) or (f" {FORMATS[format].unit} -> {out}" if FORMATS[format].training
+                                    else f"6 current labels -> {out}")
+    assert expected in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("format", [f for f in sorted(FORMATS) if f != "traces"])
@@ -152,7 +196,7 @@ def test_the_cli_writes_what_the_registry_writes(store, db, trace, tmp_path, for
     assert main(["labels", "export", "--db", db, "--format", format, "-o", str(out),
                  "--traces", str(PREMATURE)]) == 0
     export(format, store.current_records(), {trace.trace_id: trace}, store.rubric, direct)
-    if format == "parquet":
+    if format in ("parquet", "verl"):
         assert pq.read_table(out).equals(pq.read_table(direct))
     else:
         assert out.read_bytes() == direct.read_bytes()
@@ -161,7 +205,7 @@ def test_the_cli_writes_what_the_registry_writes(store, db, trace, tmp_path, for
 def test_every_label_record_says_how_its_reviewer_was_identified(store, tmp_path):
     path = export("jsonl", store.current_records(), {}, store.rubric, tmp_path / "l.jsonl")
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    assert list(rows[0])[-1] == "identified_by" and {r["identified_by"] for r in rows} == {"cli"}
+    assert list(rows[0]) == list(FIELDS) and {r["identified_by"] for r in rows} == {"cli"}
 
 
 def test_the_jsonl_export_imports_into_another_store_and_again_adds_nothing(store, db, tmp_path,

@@ -11,18 +11,22 @@ import pytest
 from factories import REPO, make_workspace, premature, write_json
 from viz_app.cli import main
 from viz_app.errors import LabelError
-from viz_app.export.preference import (orchestration_text, preference_rows, score_rows,
-                                       task_prompt)
+from viz_app.export.consensus import ExportOptions
+from viz_app.export.preference import (orchestration_text, preference_export, preference_rows,
+                                       score_rows, task_prompt)
 from viz_app.export.rewards import reward_rows
 from viz_app.io.native import load_trace, trace_from_dict
 from viz_app.labels.label import Reviewer
 from viz_app.labels.pairs import PAIRWISE_QUESTION
 
 
-def rollout(name: str, task: str = "checkout-latency-regression"):
-    """A rollout of the premature-stop demo's task under another trace id."""
+def rollout(name: str, task: str = "checkout-latency-regression", same: bool = False):
+    """A rollout of the premature-stop demo's task under another trace id, its first event's
+    text naming the run (unless `same`: then it reads exactly as the demo does)."""
     raw = premature().to_dict()
     raw["trace_id"], raw["task_id"] = name, task
+    if not same:
+        raw["events"][0]["content"] = f"{raw['events'][0].get('content', '')} ({name})"
     return trace_from_dict(raw, f"{name}.json")
 
 
@@ -94,12 +98,20 @@ def test_the_margin_follows_the_strength(ws, store, traces):
     assert margins[None] == margins[1] < margins[2] < margins[3] == 1.0
 
 
-def test_the_orchestration_text_is_every_event_in_time_order_after_the_system(traces):
+def test_the_orchestration_text_is_every_event_in_time_order(traces):
     text = orchestration_text(traces["run-a"])
     lines = text.splitlines()
-    assert lines[0].startswith("System: ") and lines[1] == "Orchestration:"
-    assert len(lines) == 2 + len(traces["run-a"].events)
+    assert lines[0] == "Orchestration:" and len(lines) == 1 + len(traces["run-a"].events)
     assert task_prompt(traces["run-a"]) + text == "Task: t1\n" + text
+
+
+def test_the_system_description_is_in_the_text_only_when_asked(traces):
+    """The demo's system line states the answer: a reward model must not read it."""
+    trace = traces["run-a"]
+    assert trace.system not in orchestration_text(trace)
+    asked = orchestration_text(trace, with_system=True).splitlines()
+    assert asked[0] == f"System: {trace.system} ({trace.topology} topology)"
+    assert asked[1] == "Orchestration:"
 
 
 def test_judging_b_against_a_after_a_against_b_changes_the_one_judgement(ws, store, traces):
@@ -111,16 +123,74 @@ def test_judging_b_against_a_after_a_against_b_changes_the_one_judgement(ws, sto
     assert len(store.history("run-a", question=PAIRWISE_QUESTION)) == 2
 
 
-def test_votes_of_several_reviewers_are_combined_and_a_cancelled_pair_is_left_out(ws, store,
-                                                                                 traces):
+def test_reviewers_who_choose_differently_dispute_the_pair_and_it_is_reported(ws, store,
+                                                                              traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a", strength=3)
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-b", "bob", "b", strength=1)
+    found = preference_export(store.current_records(), traces)
+    assert found.rows == []
+    assert "1 judged pairs left out because their reviewers chose differently" in \
+        found.left_out[0] and "run-a vs run-b (ann: run-a, bob: run-b)" in found.left_out[0]
+
+
+def test_reviewers_who_agree_on_the_trace_combine_their_strengths(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a", strength=3)
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "bob", "a", strength=1)
+    (row,) = preference_rows(store.current_records(), traces)
+    assert row["margin"] == pytest.approx((3 / 3 + 1 / 3) / 2)
+    assert (row["disputed"], row["resolution"], row["reviewers"]) == (False, "agreed",
+                                                                       ["ann", "bob"])
+    assert {p["reviewer"] for p in row["provenance"]} == {"ann", "bob"}
+
+
+def test_disputed_mean_combines_votes_and_a_cancelled_pair_is_left_out(ws, store, traces):
     save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a", strength=3)
     save_preference(ws, traces["run-a"], traces["run-b"], "run-b", "bob", "b", strength=1)
     save_preference(ws, traces["run-a"], traces["run-c"], "run-a", "ann", "a", strength=2)
     save_preference(ws, traces["run-a"], traces["run-c"], "run-c", "bob", "c", strength=2)
-    rows = preference_rows(store.current_records(), traces)
+    rows = preference_rows(store.current_records(), traces,
+                           options=ExportOptions(disputed="mean"))
     assert [(r["chosen_trace_id"], r["rejected_trace_id"]) for r in rows] == [("run-a", "run-b")]
     assert rows[0]["margin"] == pytest.approx((3 / 3 - 1 / 3) / 2)
-    assert rows[0]["reviewers"] == ["ann", "bob"]
+    assert rows[0]["reviewers"] == ["ann", "bob"] and rows[0]["disputed"] is True
+
+
+def test_min_reviewers_leaves_out_a_pair_judged_once(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a")
+    found = preference_export(store.current_records(), traces,
+                              options=ExportOptions(min_reviewers=2))
+    assert found.rows == [] and "fewer judges than --min-reviewers 2" in found.left_out[0]
+
+
+def test_two_identical_runs_cannot_be_judged(ws, store):
+    """One run under two ids (copied, or exported twice): a judgement would teach nothing."""
+    a, b = rollout("dup-a", "t1", same=True), rollout("dup-b", "t1", same=True)
+    with pytest.raises(LabelError, match="identical runs"):
+        save_preference(ws, a, b, "dup-a", "ann", "a looks better")
+    assert store.count() == 0
+
+
+def test_a_pair_that_reads_the_same_is_never_written(ws, store, traces):
+    """Runs judged while they differed, whose files now read alike: chosen would equal
+    rejected, so the pair is reported instead, judged or from scores."""
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a looks better")
+    store.save(traces["run-a"], "task_outcome", "success", "ann")
+    store.save(traces["run-b"], "task_outcome", "failure", "ann")
+    alike = {"run-a": rollout("run-a", "t1", same=True), "run-b": rollout("run-b", "t1",
+                                                                          same=True)}
+    found = preference_export(store.current_records(), alike, store.rubric, from_scores=True)
+    assert found.rows == [] and "read the same" in found.left_out[0]
+
+
+def test_the_conversational_variant_has_message_lists(ws, store, traces):
+    save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "a")
+    (row,) = preference_rows(store.current_records(), traces,
+                             options=ExportOptions(conversational=True))
+    assert row["prompt"] == [{"role": "user", "content": "Task: t1\n"}]
+    assert {m["role"] for m in row["chosen"]} == {"assistant", "user"}
+    assert row["chosen"][0]["role"] == "assistant"  # the root orchestrator speaks first
+    assert "".join(m["content"] for m in row["chosen"]) == \
+        orchestration_text(traces["run-a"]).removeprefix("Orchestration:\n")
 
 
 def test_a_tie_is_saved_but_makes_no_row(ws, store, traces):
@@ -174,7 +244,7 @@ def test_a_judged_pair_overrides_its_scores(ws, store, traces):
 def test_traces_with_equal_scores_make_no_pair(store, traces):
     store.save(traces["run-a"], "task_outcome", "success", "ann")
     store.save(traces["run-b"], "task_outcome", "success", "bob")
-    assert score_rows(store.current_records(), traces) == []
+    assert score_rows(store.current_records(), traces, store.rubric).rows == []
 
 
 def test_without_traces_the_preference_export_says_what_it_needs(ws, url, tmp_path, capsys):

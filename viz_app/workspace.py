@@ -24,8 +24,9 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
 from viz_app.errors import LabelError, OrchvizError, RubricError, TraceError
-from viz_app.export import FORMATS, ExportResult, export
+from viz_app.export import FORMATS, ExportInput, ExportResult, write_export
 from viz_app.export.bookmarks import bookmark_records
+from viz_app.export.consensus import ExportOptions
 from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.labels.bookmark import Bookmark
@@ -299,19 +300,21 @@ class Workspace:
 
     def export(self, format: str, output: str | os.PathLike, *,
                traces: Mapping[str, Trace] | None = None, reviewer: str | None = None,
-               from_scores: bool = False) -> ExportResult:
+               from_scores: bool = False, options: ExportOptions | None = None,
+               hf_dataset: bool = False) -> ExportResult:
         """Write the current labels (or, for `bookmarks`, the current bookmarks) in one of
-        `viz_app.export.FORMATS`, by one reviewer or (None) by everyone. A format that needs the
-        traces reads them from `traces`, else from the workspace's folders; what it cannot
-        place (labels on a trace not given) is in `left_out`."""
+        `viz_app.export.FORMATS`, by one reviewer or (None) by everyone; a training format
+        chooses its rows by `options` (`viz_app.export.consensus`) and, with `hf_dataset`, is
+        written as a `datasets` folder. A format that needs the traces reads them from `traces`,
+        else from the workspace's folders; what it cannot place or would not use (labels on a
+        trace not given, disputed targets) is in `left_out`."""
         found = FORMATS.get(format)
         if found is None:
             raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
         labels: list[LabelRecord] = []
-        left_out: list[str] = []
         if found.reads == "bookmarks":
-            written = export(format, [], {}, None, output,
-                             bookmarks=bookmark_records(self.bookmarks.records(), reviewer))
+            given = ExportInput(labels=[], traces={}, rubric=None,
+                                bookmarks=bookmark_records(self.bookmarks.records(), reviewer))
         else:
             if found.needs_traces and traces is None:
                 if not self.settings.traces:
@@ -319,15 +322,19 @@ class Workspace:
                                        "folders (--traces)")
                 traces = self.read_traces().traces
             labels = self.labels.current_records(reviewer=reviewer)
-            given = traces if found.needs_traces and traces is not None else {}
-            written = export(format, labels, given, self.rubric, output,
-                             from_scores=from_scores)
-            left_out = found.left_out(labels, given)
-        paths = [Path(p) for p in written] if isinstance(written, list) else [Path(written)]
-        count = sum(len(p.read_bytes().splitlines()) for p in paths) if found.counts_rows \
-            else len(labels)
-        return ExportResult(format=format, output=Path(output), written=paths, count=count,
-                            left_out=left_out)
+            given = ExportInput(labels=labels, rubric=self.rubric, from_scores=from_scores,
+                                traces=traces if found.needs_traces and traces is not None
+                                else {}, options=options or ExportOptions())
+        written = write_export(format, given, output, hf_dataset=hf_dataset)
+        if written.rows is not None:
+            count = written.rows
+        elif found.counts_rows:
+            count = sum(len(p.read_bytes().splitlines()) for p in written.paths)
+        else:
+            count = len(labels)
+        return ExportResult(format=format, output=Path(output), written=written.paths,
+                            count=count, left_out=written.left_out, notes=written.notes,
+                            hf_dataset=hf_dataset)
 
     # -- case studies -----------------------------------------------------------------------------
 

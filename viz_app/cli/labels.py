@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import orjson
+from pydantic import ValidationError
 from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
-from viz_app.errors import LabelError
-from viz_app.export import FORMATS, NEEDS_TRACES
+from viz_app.errors import LabelError, OrchvizError
+from viz_app.export import FORMATS, NEEDS_TRACES, TRAINING, check_options
+from viz_app.export.consensus import DISPUTED, ExportOptions
 from viz_app.labels.agreement import agreement
 from viz_app.labels.rubric import load_rubric
 from viz_app.text import terminal_text
@@ -27,17 +30,52 @@ def register(verbs: argparse._SubParsersAction) -> None:
                            "import labels from elsewhere, show progress and agreement.")
     sub = top.add_subparsers(dest="labels_verb", metavar="VERB", required=True)
 
-    formats = " ".join(f"{f.name}: {f.title}" + (" (needs --traces)" if f.needs_traces else "")
-                       + "." for f in FORMATS.values())
+    formats = "\n".join(textwrap.fill(
+        f"{f.name:<16}{f.title}" + (f" [{f.framework}]" if f.framework else "")
+        + (" (needs --traces)" if f.needs_traces else ""), 90, initial_indent="  ",
+        subsequent_indent=" " * 18, break_on_hyphens=False) for f in FORMATS.values())
     p = sub.add_parser("export", help="write current labels in a training format",
-                       description="Write the current labels (newest per reviewer, target and "
-                       f"question), or the current bookmarks. {formats}")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description=textwrap.fill(
+                           "Write the current labels (newest per reviewer, target and "
+                           "question), or the current bookmarks, in one format:", 90) + "\n\n"
+                       f"{formats}\n\n" + textwrap.fill(
+                           f"The training shapes ({', '.join(TRAINING)}) leave out a target "
+                           "whose reviewers disagree and say so (--disputed), keep the "
+                           "provenance of every label on their rows, and can be written as a "
+                           "Hugging Face datasets folder (--hf-dataset). docs/trainers/ has a "
+                           "page per framework.", 90))
     _common(p, traces_required=False)
-    p.add_argument("--format", choices=list(FORMATS), required=True)
-    p.add_argument("--from-scores", action="store_true",
-                   help="preference: also pair traces of one task_id by their scalar labels")
+    p.add_argument("--format", choices=list(FORMATS), required=True, metavar="FORMAT",
+                   help="one of: " + ", ".join(FORMATS))
     p.add_argument("-o", "--output", required=True, help="the file (or folder) to write")
     p.add_argument("--reviewer", help="only this reviewer's labels")
+    p.add_argument("--from-scores", action="store_true", default=None,
+                   help="preference, openrlhf-rm: also pair traces of one task_id by their "
+                   "scalar labels")
+    p.add_argument("--min-reviewers", type=int, metavar="K",
+                   help="training shapes: leave out targets answered by fewer than K "
+                   "reviewers (default 1)")
+    p.add_argument("--disputed", choices=DISPUTED,
+                   help="training shapes: a target whose reviewers disagree is left out and "
+                   "reported (drop, the default), averaged and marked disputed (mean), or "
+                   "given an adjudicator's answer (adjudicated)")
+    p.add_argument("--adjudicated-only", action="store_true", default=None,
+                   help="training shapes: only targets with an adjudicated label (none exist "
+                   "until review campaigns adjudicate)")
+    p.add_argument("--threshold", type=float, metavar="T",
+                   help="where a shape needs a bool (stepwise, unpaired, openrlhf-prm, rllm, "
+                   "agent-lightning): True when the reward is above T (default 0: a neutral "
+                   "answer is not a desirable one)")
+    p.add_argument("--prompt-with-system", action="store_true", default=None,
+                   help="put the trace's free-text system description at the head of prompts "
+                   "(left out by default: it can state the answer)")
+    p.add_argument("--conversational", action="store_true", default=None,
+                   help="unpaired, preference, openrlhf-rm: prompts and completions as lists "
+                   "of {role, content} messages")
+    p.add_argument("--hf-dataset", action="store_true",
+                   help="training shapes: write a Hugging Face datasets folder (Parquet shards "
+                   "and a dataset card) at -o")
     p.set_defaults(run=export_verb)
 
     p = sub.add_parser("import", help="add labels from files in the jsonl export's shape",
@@ -99,17 +137,39 @@ def _read_traces(ws: Workspace) -> TraceSet:
     return found
 
 
+OPTIONS = ("min_reviewers", "adjudicated_only", "disputed", "threshold", "prompt_with_system",
+           "conversational", "from_scores")
+"""The export options a format may or may not take (`ExportFormat.accepts`)."""
+
+
 def export_verb(args: argparse.Namespace) -> int:
     """Write current labels (or bookmarks) in one format."""
-    needs_traces = FORMATS[args.format].needs_traces
-    if needs_traces and not args.traces:
+    found = FORMATS[args.format]
+    given = {name: getattr(args, name) for name in OPTIONS if getattr(args, name) is not None}
+    if args.hf_dataset and not found.training:
+        print(f"--hf-dataset writes the training shapes ({', '.join(TRAINING)}), not "
+              f"{args.format}", file=sys.stderr)
+        return 2
+    try:
+        check_options(args.format, given)
+    except OrchvizError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if found.needs_traces and not args.traces:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
+    from_scores = bool(given.pop("from_scores", False))
+    try:
+        options = ExportOptions(**given) if found.training else None
+    except ValidationError as err:
+        print("; ".join(f"--{e['loc'][0].replace('_', '-')}: {e['msg']}" for e in err.errors()),
+              file=sys.stderr)
+        return 2
     ws = _workspace(args)
-    traces = _read_traces(ws).traces if needs_traces else None
+    traces = _read_traces(ws).traces if found.needs_traces else None
     result = ws.export(args.format, args.output, traces=traces, reviewer=args.reviewer,
-                       from_scores=args.from_scores)
-    for sentence in result.left_out:
+                       from_scores=from_scores, options=options, hf_dataset=args.hf_dataset)
+    for sentence in [*result.left_out, *result.notes]:
         print(terminal_text(sentence), file=sys.stderr)
     print(terminal_text(result.text))
     return 0

@@ -1,15 +1,21 @@
-"""Exports: label records (jsonl, csv, parquet), the RL reward file, labelled traces, reward-model
-training shapes (stepwise, unpaired), pairwise preferences, and bookmarks with their notes.
+"""Exports: label records (jsonl, csv, parquet), the RL reward file, labelled traces, the
+training shapes of the trainers RL teams use (TRL, OpenRLHF, rLLM, Agent Lightning, verl, and
+the per-agent reward matrix), and bookmarks with their notes.
 
 Every format is a pure function of what it reads (current label records, the traces they were
-made on, the rubric, or the current bookmarks); `export(format, ...)` writes one. `FORMATS` is
-the one registry: `orchviz labels export`, `Workspace.export` and the app's downloads all read it,
-so a new format is one more entry there.
+made on, the rubric, or the current bookmarks); `write_export(format, given, output)` writes
+one. `FORMATS` is the one registry: `orchviz labels export`, `Workspace.export` and the app's
+downloads all read it, so a new format is one more entry there.
+
+A *training* format reads the labels through `viz_app.export.consensus.select` (the options
+`--min-reviewers`, `--adjudicated-only`, `--disputed`), keeps the provenance of every label on
+its rows, can be written as a Hugging Face dataset folder (`--hf-dataset`), and has a reader that
+gives the label records back (`viz_app.export.readers`). docs/trainers/ has a page per framework.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,13 +23,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError
+from viz_app.export.agent_lightning import triplet_rows
+from viz_app.export.agent_rewards import matrix_rows
 from viz_app.export.bookmarks import bookmark_records
-from viz_app.export.preference import preference_rows, unplaced_pairs
-from viz_app.export.prompts import all_unpaired_records, stepwise_records
+from viz_app.export.consensus import ExportOptions, Selection, select
+from viz_app.export.openrlhf import prm_rows, rm_rows
+from viz_app.export.preference import preference_export, unplaced_pairs
+from viz_app.export.prompts import stepwise_rows, unpaired_rows
 from viz_app.export.records import (flat_records, label_records, write_csv, write_jsonl,
                                     write_parquet, write_table)
 from viz_app.export.rewards import reward_rows
+from viz_app.export.rllm import episodes
+from viz_app.export.steps import TraceSteps, all_trace_steps
 from viz_app.export.traces import write_labelled_traces
+from viz_app.export.verl import verl_rows
 from viz_app.labels.label import FIELDS, LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
@@ -43,6 +56,32 @@ class ExportInput:
     """The current bookmark records (`BookmarkStore.records`)."""
     from_scores: bool = False
     """Preference: also pair the traces of one task by their scalar labels."""
+    options: ExportOptions = ExportOptions()
+    """How a training format chooses and shapes its rows."""
+
+
+@dataclass
+class Shaped:
+    """The rows of a training format, and what it left out."""
+
+    rows: Iterable[dict[str, Any]]
+    """The rows (possibly produced as they are written)."""
+    left_out: list[str] = field(default_factory=list)
+    """What it could not place or would not use, one sentence per reason."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader of the export should know."""
+
+
+@dataclass
+class Written:
+    """What writing an export did."""
+
+    paths: list[Path]
+    """Every file written."""
+    rows: int | None = None
+    """The rows written, where the format counts them."""
+    left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 Writer = Callable[[ExportInput, Path], object]
@@ -50,6 +89,9 @@ Writer = Callable[[ExportInput, Path], object]
 
 LeftOut = Callable[[Sequence[LabelRecord], Mapping[str, Trace]], list[str]]
 """What a format leaves out of the output, one sentence each."""
+
+Rows = Callable[[ExportInput], Shaped]
+"""A training format's rows."""
 
 
 def _nothing_left_out(labels: Sequence[LabelRecord], traces: Mapping[str, Trace]) -> list[str]:
@@ -66,6 +108,10 @@ def _pairs_off_traces(labels: Sequence[LabelRecord], traces: Mapping[str, Trace]
             for first, second in unplaced_pairs(labels, traces)]
 
 
+CONSENSUS = frozenset({"min_reviewers", "adjudicated_only", "disputed"})
+"""The options every training format takes."""
+
+
 @dataclass(frozen=True)
 class ExportFormat:
     """A file orchviz exports."""
@@ -76,8 +122,8 @@ class ExportFormat:
     """What it holds, in a phrase (the CLI's `--help` lists them)."""
     file_name: str
     """A name for its output when none is given (the app's downloads)."""
-    write: Writer
-    """Writes it."""
+    write: Writer | None = None
+    """Writes it (the formats that are not training shapes)."""
     needs_traces: bool = False
     """Whether it reads the labelled traces themselves (`--traces`), not only the labels."""
     writes_folder: bool = False
@@ -91,6 +137,100 @@ class ExportFormat:
     left_out: LeftOut = field(default=_nothing_left_out)
     """What it cannot place, given the labels and the traces (labels whose trace is not among
     the traces given), one sentence each."""
+    rows: Rows | None = None
+    """A training format's rows: it takes the training options, can be written as a `datasets`
+    folder, and `viz_app.export.readers` reads it back."""
+    file_kind: Literal["jsonl", "parquet", "table"] = "jsonl"
+    """How a training format's rows are written: JSON Lines, Parquet, or by the output's name
+    (.csv, .parquet, else JSON Lines)."""
+    framework: str = ""
+    """The trainer (or family of trainers) whose shape it is."""
+    options: frozenset[str] = frozenset()
+    """The options it takes beyond `CONSENSUS` (threshold, prompt_with_system,
+    conversational, from_scores)."""
+
+    @property
+    def training(self) -> bool:
+        """Whether it is a training shape."""
+        return self.rows is not None
+
+    @property
+    def accepts(self) -> frozenset[str]:
+        """Every option it takes."""
+        return CONSENSUS | self.options if self.training else self.options
+
+
+# -- the training shapes ----------------------------------------------------------------------
+
+
+def _selected(given: ExportInput) -> tuple[list[TraceSteps], Selection]:
+    selection = select(given.labels, given.rubric, given.options)
+    return all_trace_steps(given.traces, selection.by_trace(), given.rubric), selection
+
+
+def _step_notes(all_steps: Sequence[TraceSteps], per_step: bool) -> list[str]:
+    notes = []
+    unplaced = sum(len(ts.unplaced) for ts in all_steps)
+    if unplaced:
+        notes.append(f"{unplaced} answers on events with no rewarded answer (tags alone, a "
+                     "pointer whose stop was left out) are not steps; their labels stay in "
+                     "the provenance" + (" of no row" if per_step else ""))
+    if per_step and any(ts.outcome for ts in all_steps):
+        outcome = sum(len(ts.outcome) for ts in all_steps)
+        notes.append(f"{outcome} trace-level answers (the task's outcome) judge no step: rows "
+                     "carry their mean as outcome_reward")
+    return notes
+
+
+def _steps_shape(make: Callable[[list[TraceSteps], ExportOptions], Iterable[dict]],
+                 per_step: bool) -> Rows:
+    def rows(given: ExportInput) -> Shaped:
+        all_steps, selection = _selected(given)
+        return Shaped(rows=make(all_steps, given.options),
+                      left_out=[*selection.left_out,
+                                *_labels_off_traces(given.labels, given.traces)],
+                      notes=[*selection.notes, *_step_notes(all_steps, per_step)])
+    return rows
+
+
+def _preference(given: ExportInput) -> Shaped:
+    found = preference_export(given.labels, given.traces, given.rubric, given.options,
+                              from_scores=given.from_scores)
+    return Shaped(rows=found.rows,
+                  left_out=[*found.left_out, *_pairs_off_traces(given.labels, given.traces)],
+                  notes=found.notes)
+
+
+def _openrlhf_rm(given: ExportInput) -> Shaped:
+    found = _preference(given)
+    return Shaped(rows=rm_rows(list(found.rows)), left_out=found.left_out, notes=found.notes)
+
+
+def _verl(given: ExportInput) -> Shaped:
+    all_steps, selection = _selected(given)
+    averaged = sum(1 for a in selection.answers if a.resolution == "mean")
+    notes = [*selection.notes]
+    if averaged:
+        notes.append(f"{averaged} averaged disputed answers have no answer to learn: not in "
+                     "verl rows")
+    return Shaped(rows=verl_rows(all_steps, given.rubric, given.options),
+                  left_out=[*selection.left_out, *_labels_off_traces(given.labels,
+                                                                     given.traces)],
+                  notes=notes)
+
+
+def _matrix(given: ExportInput) -> Shaped:
+    all_steps, selection = _selected(given)
+    return Shaped(rows=matrix_rows(all_steps),
+                  left_out=[*selection.left_out,
+                            *_labels_off_traces(given.labels, given.traces)],
+                  notes=[*selection.notes, *_step_notes(all_steps, False)])
+
+
+PROMPTS = frozenset({"prompt_with_system"})
+BOOL = frozenset({"threshold"})
+CHAT = frozenset({"conversational"})
+PAIRS = frozenset({"from_scores"})
 
 
 FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
@@ -109,20 +249,40 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "labelled", lambda given, out: write_labelled_traces(
                      given.traces, given.labels, given.rubric, out),
                  needs_traces=True, writes_folder=True, left_out=_labels_off_traces),
-    ExportFormat("stepwise", "a stepwise reward-model shape (JSON Lines)", "stepwise.jsonl",
-                 lambda given, out: write_jsonl(stepwise_records(given.traces, given.labels),
-                                                out),
-                 needs_traces=True, left_out=_labels_off_traces),
-    ExportFormat("unpaired", "an unpaired reward-model shape (JSON Lines)", "unpaired.jsonl",
-                 lambda given, out: write_jsonl(all_unpaired_records(given.traces,
-                                                                     given.labels), out),
-                 needs_traces=True, left_out=_labels_off_traces),
-    ExportFormat("preference", "one {prompt, chosen, rejected, margin} row per judged pair of "
-                 "traces", "preference.jsonl",
-                 lambda given, out: write_jsonl(preference_rows(
-                     given.labels, given.traces, from_scores=given.from_scores), out),
-                 needs_traces=True, unit="preference pairs", counts_rows=True,
-                 left_out=_pairs_off_traces),
+    ExportFormat("stepwise", "TRL stepwise supervision {prompt, completions, labels}, one row "
+                 "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
+                 counts_rows=True, rows=_steps_shape(stepwise_rows, False), framework="TRL",
+                 options=PROMPTS | BOOL),
+    ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
+                 "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
+                 rows=_steps_shape(unpaired_rows, True), framework="TRL",
+                 options=PROMPTS | BOOL | CHAT),
+    ExportFormat("preference", "TRL preference {prompt, chosen, rejected, margin}, one row per "
+                 "judged pair of traces", "preference.jsonl", needs_traces=True,
+                 unit="preference pairs", counts_rows=True, rows=_preference, framework="TRL",
+                 options=PROMPTS | CHAT | PAIRS),
+    ExportFormat("openrlhf-rm", "OpenRLHF reward-model pairs {chosen, rejected, margin}, the "
+                 "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
+                 unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
+                 framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS),
+    ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
+                 "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
+                 counts_rows=True, rows=_steps_shape(prm_rows, False), framework="OpenRLHF",
+                 options=PROMPTS | BOOL),
+    ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
+                 "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
+                 rows=_steps_shape(episodes, False), framework="rLLM", options=BOOL),
+    ExportFormat("agent-lightning", "Agent Lightning triplets with their reward spans, one per "
+                 "step", "agent-lightning.jsonl", needs_traces=True, unit="rows",
+                 counts_rows=True, rows=_steps_shape(triplet_rows, True),
+                 framework="Agent Lightning", options=PROMPTS | BOOL),
+    ExportFormat("verl", "verl Parquet rows {data_source, prompt, ability, reward_model, "
+                 "extra_info} for a reward model or judge", "verl.parquet", needs_traces=True,
+                 unit="rows", counts_rows=True, rows=_verl, file_kind="parquet",
+                 framework="verl", options=PROMPTS),
+    ExportFormat("agent-rewards", "one row per trace, one reward column per agent (MARTI-style)",
+                 "agent-rewards.jsonl", needs_traces=True, unit="traces", counts_rows=True,
+                 rows=_matrix, file_kind="table", framework="multi-agent trainers"),
     ExportFormat("bookmarks", "the current bookmarks with their notes (JSON Lines)",
                  "bookmarks.jsonl",
                  lambda given, out: write_jsonl(bookmark_records(given.bookmarks), out),
@@ -136,17 +296,97 @@ NEEDS_TRACES = tuple(f.name for f in FORMATS.values() if f.needs_traces)
 WRITES_FOLDER = tuple(f.name for f in FORMATS.values() if f.writes_folder)
 """Formats whose output is a folder."""
 
+TRAINING = tuple(f.name for f in FORMATS.values() if f.training)
+"""The training shapes."""
+
+
+class _Counted:
+    """Counts the rows of an iterable as they are written."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]]):
+        self.rows, self.count = rows, 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for row in self.rows:
+            self.count += 1
+            yield row
+
+
+def _write_rows(found: ExportFormat, shaped: Shaped, output: Path) -> Written:
+    if found.file_kind == "jsonl":
+        counted = _Counted(shaped.rows)
+        path = write_jsonl(counted, output)
+        count = counted.count
+    else:
+        rows = list(shaped.rows)
+        count = len(rows)
+        path = _write_arrow(rows, output) if found.file_kind == "parquet" \
+            else write_table(rows, output)
+    return Written(paths=[Path(path)], rows=count, left_out=shaped.left_out,
+                   notes=shaped.notes)
+
+
+def _write_arrow(rows: list[dict[str, Any]], output: Path) -> Path:
+    import pyarrow.parquet as pq
+
+    from viz_app.export.hf import arrow_table
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(arrow_table(rows)[0], output)
+    return output
+
+
+def check_options(format: str, given: Iterable[str]) -> None:
+    """OrchvizError when an option does not apply to a format."""
+    found = FORMATS[format]
+    wrong = sorted(set(given) - found.accepts)
+    if wrong:
+        names = ", ".join("--" + w.replace("_", "-") for w in wrong)
+        takes = ", ".join("--" + w.replace("_", "-") for w in sorted(found.accepts)) or "none"
+        raise OrchvizError(f"{names} does not apply to --format {format} (it takes: {takes})")
+
+
+def write_export(format: str, given: ExportInput, output: str | Path, *,
+                 hf_dataset: bool = False) -> Written:
+    """Write one format (or, with `hf_dataset`, a training format as a `datasets` folder)."""
+    found = FORMATS.get(format)
+    if found is None:
+        raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
+    target = Path(output)
+    if hf_dataset:
+        if not found.training:
+            raise OrchvizError(f"--hf-dataset writes the training shapes ({', '.join(TRAINING)})"
+                               f", not {format}")
+        from viz_app.export.hf import summary, write_hf_dataset
+        from viz_app.export.readers import labels_of
+
+        shaped = found.rows(given)
+        rows = list(shaped.rows)
+        facts = summary(format, found.framework, len(rows), list(given.labels),
+                        labels_of(format, rows), given.rubric,
+                        {**given.options.model_dump(), "from_scores": given.from_scores},
+                        shaped.left_out, shaped.notes, [])
+        return Written(paths=write_hf_dataset(rows, target, facts), rows=len(rows),
+                       left_out=shaped.left_out, notes=shaped.notes)
+    if found.training:
+        return _write_rows(found, found.rows(given), target)
+    written = found.write(given, target)
+    paths = [Path(p) for p in written] if isinstance(written, list) else [Path(written)]
+    return Written(paths=paths, left_out=found.left_out(given.labels, given.traces))
+
 
 def export(format: str, labels: Sequence[LabelRecord], traces: Mapping[str, Trace],
            rubric: Rubric | None, output: str | Path, *,
-           bookmarks: Sequence[Mapping[str, Any]] = (), from_scores: bool = False) -> object:
+           bookmarks: Sequence[Mapping[str, Any]] = (), from_scores: bool = False,
+           options: ExportOptions = ExportOptions(), hf_dataset: bool = False) -> object:
     """Write current label records (`LabelStore.current_records`), or bookmark records, in a
-    format; returns the path (or paths) written."""
-    if format not in FORMATS:
-        raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
+    format; returns the path written (a list of paths for a folder)."""
     given = ExportInput(labels=labels, traces=traces, rubric=rubric, bookmarks=bookmarks,
-                        from_scores=from_scores)
-    return FORMATS[format].write(given, Path(output))
+                        from_scores=from_scores, options=options)
+    written = write_export(format, given, output, hf_dataset=hf_dataset)
+    if hf_dataset or FORMATS[format].writes_folder:
+        return written.paths
+    return written.paths[0]
 
 
 class ExportResult(BaseModel):
@@ -156,13 +396,19 @@ class ExportResult(BaseModel):
     output: Path = Field(description="The file (or folder) written.")
     written: list[Path] = Field(description="Every file written.")
     count: int = Field(description="The labels read, or the rows written (see `counts_rows`).")
-    left_out: list[str] = Field(default_factory=list, description="What could not be placed, "
-                                "one sentence each (labels whose trace was not given).")
+    left_out: list[str] = Field(default_factory=list, description="What could not be placed "
+                                "or was not used, one sentence each (labels whose trace was "
+                                "not given, disputed targets, ...).")
+    notes: list[str] = Field(default_factory=list, description="What the reader of the export "
+                             "should know (disputed targets averaged, ...).")
+    hf_dataset: bool = Field(False, description="Whether it was written as a `datasets` folder.")
 
     @property
     def text(self) -> str:
         """'6 current labels -> labels.jsonl', '3 traces in labelled/' for a folder."""
         found = FORMATS[self.format]
+        if self.hf_dataset:
+            return f"{self.count} {found.unit} -> {self.output} (a datasets folder)"
         where = f"{len(self.written)} traces in {self.output}" if found.writes_folder \
             else str(self.output)
         return f"{self.count} {found.unit} -> {where}"

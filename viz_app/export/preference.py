@@ -1,18 +1,29 @@
 """The preference export: one row per judged pair of orchestrations, in the shape reward-model
-and DPO trainers read (`prompt`, `chosen`, `rejected`, `margin`), with the trace ids for
-provenance.
+and DPO trainers read (`prompt`, `chosen`, `rejected`, `margin`), with the trace ids and the
+provenance of every label behind it.
+
+Checked against TRL's `docs/source/dataset_formats.md` (preference type, explicit prompt,
+standard and conversational) and `trl/trainer/reward_trainer.py` (an optional `margin` column
+is subtracted in the loss) at huggingface/trl f2cd577.
 
 - `prompt` is the task (`Task: <task_id>`); `chosen` and `rejected` are each orchestration as
-  text: its system line, then one line per event in time order (`event_line` of the stepwise
-  export), so `prompt + chosen` reads as one document.
-- Judged pairs (the `pairwise_preference` labels): when several reviewers judged one pair, each
-  vote counts +w for the pair's first trace or -w for its second, with w = strength / 3 (no
-  strength given counts as 1, a tie as 0). The mean vote picks `chosen` by its sign, and its
-  size is the `margin` in (0, 1]; a pair whose votes cancel out is left out.
-- From scores (`--from-scores`): a trace's score is the mean, over its rewarded targets, of each
-  target's mean reward over reviewers. Every two traces of one `task_id` whose scores differ make
-  a pair: the higher one is chosen, and the margin is half the difference (rewards lie in
+  text: one line per event in time order (`event_line`), after its system line only when
+  `prompt_with_system` is asked; so `prompt + chosen` reads as one document. Conversational:
+  `prompt` is one user message, `chosen` and `rejected` the orchestration's messages seen from
+  its root agent (its events are assistant turns, the others' user turns).
+- Judged pairs (the `pairwise_preference` labels): each judgement is a vote +w for the pair's
+  first trace or -w for its second, w = strength / 3 (no strength: 1; a tie: 0). Reviewers who
+  all chose the same trace (or all called it a tie) agree, and the mean vote gives the margin in
+  (0, 1]; a tie makes no row. Reviewers who chose differently dispute the pair: by default it is
+  left out and reported (`--disputed mean` combines the votes, and a pair whose votes cancel is
+  left out; `--disputed adjudicated` takes an adjudicator's judgement).
+- From scores (`--from-scores`): a trace's score is the mean of its selected answers' rewards
+  (see `viz_app.export.consensus`). Every two traces of one `task_id` whose scores differ make a
+  pair: the higher one is chosen, and the margin is half the difference (rewards lie in
   [-1, 1], so it is in (0, 1]). A pair that reviewers judged is not added again from scores.
+- A pair whose two orchestrations read the same (chosen would equal rejected: two runs with one
+  hash, or runs that differ only where the text does not show) is never written; it is
+  reported.
 """
 
 from __future__ import annotations
@@ -21,20 +32,26 @@ import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from viz_app.analysis import analyze
-from viz_app.export.prompts import event_line
+from viz_app.export.consensus import (ADJUDICATED, SHOWN, ExportOptions, Selection,
+                                      answers_labels, provenance, select)
+from viz_app.export.prompts import event_line, header, messages, roles
 from viz_app.export.records import write_jsonl
-from viz_app.export.rewards import target_rewards
-from viz_app.labels.pairs import STRENGTHS, Preference, pair_key, preferences
+from viz_app.export.steps import TraceSteps
 from viz_app.labels.label import LabelRecord
+from viz_app.labels.pairs import (PAIRWISE_QUESTION, STRENGTHS, Preference, pair_key,
+                                  preference_of, preferences)
+from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 
 PREFERENCE_FIELDS = ("prompt", "chosen", "rejected", "margin", "chosen_trace_id",
                      "rejected_trace_id", "task_id", "same_task", "source", "reviewers",
-                     "reasons", "chosen_score", "rejected_score")
+                     "reasons", "chosen_score", "rejected_score", "disputed", "resolution",
+                     "provenance")
 """The keys of every preference row, in order."""
 
 
@@ -43,12 +60,23 @@ def task_prompt(trace: Trace) -> str:
     return f"Task: {trace.task_id}\n"
 
 
-def orchestration_text(trace: Trace) -> str:
-    """An orchestration as text for a trainer: the system that ran it, then each event on one
-    line in time order."""
+def orchestration_text(trace: Trace, with_system: bool = False) -> str:
+    """An orchestration as text for a trainer: each event on one line in time order, after the
+    system that ran it when asked."""
     analysis = analyze(trace)
-    head = f"System: {trace.system or 'unknown'} ({trace.topology or 'unknown'} topology)\n"
-    return head + "Orchestration:\n" + "".join(event_line(e, analysis) for e in analysis.order)
+    head = header(trace, with_system).removeprefix(f"Task: {trace.task_id}\n")
+    return head + "".join(event_line(e, analysis) for e in analysis.order)
+
+
+def orchestration_messages(trace: Trace, with_system: bool = False) -> list[dict[str, str]]:
+    """An orchestration as chat messages seen from its root agent."""
+    analysis = analyze(trace)
+    ts = TraceSteps(trace=trace, analysis=analysis, steps=[], outcome=[])
+    head = header(trace, with_system).removeprefix(f"Task: {trace.task_id}\n")
+    parts = list(roles(ts, analysis.root, 0, len(analysis.order)))
+    if head != "Orchestration:\n":
+        parts.insert(0, ("user", head.removesuffix("Orchestration:\n")))
+    return messages(parts)
 
 
 def vote(p: Preference) -> float:
@@ -60,80 +88,187 @@ def vote(p: Preference) -> float:
     return size if p.chosen == p.first else -size
 
 
-def _row(chosen: Trace, rejected: Trace, margin: float, source: str, **extra) -> dict[str, Any]:
-    row = {"prompt": task_prompt(chosen), "chosen": orchestration_text(chosen),
-           "rejected": orchestration_text(rejected), "margin": margin,
+@dataclass
+class PreferenceRows:
+    """The rows of a preference export, and what it left out."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _texts(trace: Trace, options: ExportOptions) -> tuple[Any, Any]:
+    if options.conversational:
+        return ([{"role": "user", "content": task_prompt(trace)}],
+                orchestration_messages(trace, options.prompt_with_system))
+    return task_prompt(trace), orchestration_text(trace, options.prompt_with_system)
+
+
+def _row(chosen: Trace, rejected: Trace, margin: float, source: str, options: ExportOptions,
+         labels: Iterable[LabelRecord], **extra) -> dict[str, Any] | None:
+    prompt, chosen_text = _texts(chosen, options)
+    _, rejected_text = _texts(rejected, options)
+    if chosen_text == rejected_text:
+        return None
+    row = {"prompt": prompt, "chosen": chosen_text, "rejected": rejected_text, "margin": margin,
            "chosen_trace_id": chosen.trace_id, "rejected_trace_id": rejected.trace_id,
            "task_id": chosen.task_id, "same_task": chosen.task_id == rejected.task_id,
            "source": source, "reviewers": [], "reasons": [], "chosen_score": None,
-           "rejected_score": None}
+           "rejected_score": None, "disputed": False, "resolution": "scores",
+           "provenance": provenance(labels)}
     row.update(extra)
     return row
 
 
-def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace]) -> list[dict[str, Any]]:
-    """One row per judged pair whose two traces are in `traces` and whose votes do not cancel,
+def _judged(labels: list[LabelRecord]) -> dict[tuple[str, str], list[LabelRecord]]:
+    by_pair: dict[tuple[str, str], list[LabelRecord]] = defaultdict(list)
+    for record in labels:
+        if record["question"] != PAIRWISE_QUESTION or not record.get("pair_trace_id"):
+            continue
+        by_pair[pair_key(record["trace_id"], record["pair_trace_id"])].append(record)
+    return by_pair
+
+
+def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
+                options: ExportOptions = ExportOptions()) -> PreferenceRows:
+    """One row per judged pair whose two traces are in `traces`, resolved as the module says,
     sorted by pair."""
-    by_pair: dict[tuple[str, str], list[Preference]] = defaultdict(list)
-    for p in preferences(labels):
-        by_pair[p.pair].append(p)
-    rows = []
-    for (first, second), judged in sorted(by_pair.items()):
+    found = PreferenceRows()
+    why: dict[str, list[str]] = defaultdict(list)
+    for (first, second), records in sorted(_judged(list(labels)).items()):
         if first not in traces or second not in traces:
+            continue
+        adjudicated = [r for r in records if r.get("source") == ADJUDICATED]
+        reviewed = [r for r in records if r.get("source") != ADJUDICATED]
+        pair = f"{first} vs {second}"
+        disputed = len({preference_of(r).chosen for r in reviewed}) > 1
+        if options.adjudicated_only:
+            used, resolution = adjudicated, ADJUDICATED
+            if not adjudicated:
+                why["no adjudication"].append(pair)
+                continue
+        elif len(reviewed) < options.min_reviewers:
+            why["few reviewers"].append(pair)
+            continue
+        elif not disputed:
+            used, resolution = reviewed, "single" if len(reviewed) == 1 else "agreed"
+        elif options.disputed == "mean":
+            used, resolution = reviewed, "mean"
+        elif options.disputed == ADJUDICATED and adjudicated:
+            used, resolution = adjudicated, ADJUDICATED
+        else:
+            why["disputed"].append(pair + " (" + ", ".join(
+                f"{r['reviewer']}: {preference_of(r).chosen or 'tie'}" for r in reviewed) + ")")
+            continue
+        judged = sorted((preference_of(r) for r in used), key=lambda p: p.reviewer)
+        if resolution != "mean" and len({p.chosen for p in judged}) > 1:
+            why["adjudicators disagree"].append(pair)
             continue
         mean = statistics.fmean(vote(p) for p in judged)
         if mean == 0:
+            why["tie"].append(pair)
             continue
         chosen, rejected = (first, second) if mean > 0 else (second, first)
-        judged = sorted(judged, key=lambda p: p.reviewer)
-        rows.append(_row(traces[chosen], traces[rejected], abs(mean), "judged",
-                         reviewers=[p.reviewer for p in judged],
-                         reasons=[p.reason for p in judged]))
-    return rows
+        row = _row(traces[chosen], traces[rejected], abs(mean), "judged", options, records,
+                   reviewers=[p.reviewer for p in judged], reasons=[p.reason for p in judged],
+                   disputed=disputed, resolution=resolution)
+        if row is None:
+            why["identical"].append(pair)
+        else:
+            found.rows.append(row)
+    _say(found, why, options)
+    return found
 
 
-def trace_scores(labels: Iterable[LabelRecord]) -> dict[str, float]:
-    """trace id -> score: the mean over its rewarded targets (and questions) of the mean reward
-    over reviewers."""
-    per_trace: dict[str, list[float]] = defaultdict(list)
-    for (trace_id, _event, _question), rewards in target_rewards(labels).items():
-        per_trace[trace_id].append(statistics.fmean(rewards))
-    return {t: statistics.fmean(v) for t, v in per_trace.items()}
+_WHY = {
+    "disputed": "judged pairs left out because their reviewers chose differently (the default, "
+                "--disputed drop; --disputed mean combines the votes, --disputed adjudicated "
+                "takes an adjudicator's judgement)",
+    "few reviewers": "judged pairs left out with fewer judges than --min-reviewers {k}",
+    "no adjudication": "judged pairs left out without an adjudicated judgement "
+                       "(--adjudicated-only)",
+    "adjudicators disagree": "judged pairs left out: their adjudicated judgements disagree",
+    "identical": "pairs left out because the two orchestrations read the same (chosen would "
+                 "equal rejected)",
+}
 
 
-def score_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
-               skip: Iterable[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+def _say(found: PreferenceRows, why: dict[str, list[str]], options: ExportOptions) -> None:
+    for reason, pairs in why.items():
+        shown = "; ".join(pairs[:SHOWN]) + (f"; and {len(pairs) - SHOWN} more"
+                                            if len(pairs) > SHOWN else "")
+        if reason == "tie":
+            found.notes.append(f"{len(pairs)} judged pairs make no row: judged about the same "
+                               f"(or votes that cancel): {shown}")
+        else:
+            found.left_out.append(f"{len(pairs)} {_WHY[reason].format(k=options.min_reviewers)}"
+                                  f": {shown}")
+
+
+def trace_scores(selection: Selection) -> dict[str, tuple[float, list[LabelRecord]]]:
+    """trace id -> (score, the labels behind it): the mean of its selected answers' rewards."""
+    per_trace: dict[str, list] = defaultdict(list)
+    for answer in selection.answers:
+        if answer.reward is not None:
+            per_trace[answer.trace_id].append(answer)
+    return {t: (statistics.fmean(a.reward for a in found), answers_labels(found))
+            for t, found in per_trace.items()}
+
+
+def score_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace], rubric: Rubric | None,
+               options: ExportOptions = ExportOptions(),
+               skip: Iterable[tuple[str, str]] = ()) -> PreferenceRows:
     """Pairs from scores: every two scored traces of one task whose scores differ (pairs in
     `skip`, in canonical order, are left out), the higher-scored one chosen."""
-    scores = {t: s for t, s in trace_scores(labels).items() if t in traces}
+    selection = select(labels, rubric, options)
+    scores = {t: s for t, s in trace_scores(selection).items() if t in traces}
     skipped = set(skip)
     by_task: dict[str, list[str]] = defaultdict(list)
     for trace_id in sorted(scores):
         by_task[traces[trace_id].task_id].append(trace_id)
-    rows = []
+    found = PreferenceRows(left_out=list(selection.left_out), notes=list(selection.notes))
+    identical = []
     for _task, members in sorted(by_task.items()):
         for a, b in itertools.combinations(members, 2):
-            if pair_key(a, b) in skipped or scores[a] == scores[b]:
+            if pair_key(a, b) in skipped or scores[a][0] == scores[b][0]:
                 continue
-            hi, lo = (a, b) if scores[a] > scores[b] else (b, a)
-            rows.append(_row(traces[hi], traces[lo], (scores[hi] - scores[lo]) / 2, "scores",
-                             chosen_score=scores[hi], rejected_score=scores[lo]))
-    return rows
+            hi, lo = (a, b) if scores[a][0] > scores[b][0] else (b, a)
+            row = _row(traces[hi], traces[lo], (scores[hi][0] - scores[lo][0]) / 2, "scores",
+                       options, [*scores[hi][1], *scores[lo][1]], chosen_score=scores[hi][0],
+                       rejected_score=scores[lo][0])
+            if row is None:
+                identical.append(f"{hi} vs {lo}")
+            else:
+                found.rows.append(row)
+    _say(found, {"identical": identical} if identical else {}, options)
+    return found
 
 
-def preference_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace], *,
-                    from_scores: bool = False) -> list[dict[str, Any]]:
-    """The rows of the preference export: judged pairs, then (with `from_scores`) pairs from
-    scores that no reviewer judged."""
+def preference_export(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
+                      rubric: Rubric | None = None, options: ExportOptions = ExportOptions(), *,
+                      from_scores: bool = False) -> PreferenceRows:
+    """The preference export: judged pairs, then (with `from_scores`) pairs from scores that
+    no reviewer judged."""
     labels = list(labels)
-    rows = judged_rows(labels, traces)
+    found = judged_rows(labels, traces, options)
     if from_scores:
         judged = {pair_key(p.first, p.second) for p in preferences(labels)}
-        rows += score_rows(labels, traces, skip=judged)
-    return rows
+        scored = score_rows(labels, traces, rubric, options, skip=judged)
+        found.rows += scored.rows
+        found.left_out += scored.left_out
+        found.notes += scored.notes
+    return found
 
 
-def unplaced_pairs(labels: Iterable[LabelRecord], traces: Mapping[str, Trace]) -> list[tuple[str, str]]:
+def preference_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
+                    rubric: Rubric | None = None, options: ExportOptions = ExportOptions(), *,
+                    from_scores: bool = False) -> list[dict[str, Any]]:
+    """The rows of the preference export (see `preference_export`)."""
+    return preference_export(labels, traces, rubric, options, from_scores=from_scores).rows
+
+
+def unplaced_pairs(labels: Iterable[LabelRecord],
+                   traces: Mapping[str, Trace]) -> list[tuple[str, str]]:
     """Judged pairs left out because a trace of theirs is not among `traces`."""
     return sorted({p.pair for p in preferences(labels)
                    if p.first not in traces or p.second not in traces})

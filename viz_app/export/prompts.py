@@ -1,38 +1,56 @@
-"""Reward-model training shapes built from labelled decision points.
+"""Prompts from traces, and TRL's step-wise shapes: stepwise supervision and unpaired preference.
 
-A *decision point* is an event target with at least one rewarded label (an aggregate, a stop,
-a message). Its reward is the mean, over its rewarded questions, of the mean over reviewers; its
-boolean label is `reward > 0`.
+Checked against TRL's `docs/source/dataset_formats.md` and `trl/experimental/prm/prm_trainer.py`
+(huggingface/trl at f2cd577, 2026-07-24): stepwise supervision is `{prompt, completions, labels}`
+with bool labels, standard format only (TRL defines no conversational stepwise type, and its
+PRMTrainer tokenizes `prompt` as a string); unpaired preference is `{prompt, completion, label}`
+with a bool label, standard or conversational (`prompt` and `completion` as lists of
+`{role, content}` messages, which `trl.data_utils.is_conversational` recognises).
 
-- stepwise (one record per trace): `prompt` is the task header and every event before the first
-  decision point; `completions[i]` is the events after decision point i-1 up to and including
-  decision point i; `labels[i]` its label. `prompt + "".join(completions)` is the orchestration up
-  to its last labelled decision.
-- unpaired (one record per decision point): `prompt` is the task header and every event before
-  the decision; `completion` is the decision event itself; `label` its label.
+**Prompts.** A prompt starts `Task: <task_id>` and `Orchestration:`, then one line per event in
+time order, `[t=12.5] orchestrator aggregate: <its text>` (decisions name their kind, messages,
+returns and spawns their recipient, tool events their tool). The trace's free-text `system`
+description is left out unless `prompt_with_system` is asked: in the demo traces it states the
+answer, and teams write notes there.
 
-Each event is one line: `[t=12.5] orchestrator aggregate: <its text>` (messages and returns
-name their recipient). Extra keys (`trace_id`, `event_ids`, `rewards`) keep each record traceable
-to its labels; trainers ignore columns they do not use.
+**Conversational.** Messages are seen from the step's agent: its own events are `assistant`
+turns, every other event (and the task) a `user` turn; consecutive lines of one role make one
+message.
+
+**Bools.** TRL's labels are bools; a step's label is `reward > threshold` (0 by default). The
+rubric puts its neutral answers at reward 0 (`3 partial`, `partial`), and TRL's True means "a
+desirable completion", so a neutral step is False; `--threshold` moves the line. Every row keeps
+the reward, each answer's original value (`answers[].value_json`), the threshold, and the
+provenance of every label behind it, so nothing the bool cut is lost.
+
+- stepwise (one row per trace): `prompt` is the header and every event before the first step;
+  `completions[i]` is the events after step i-1 up to and including step i; `labels[i]` its
+  bool. `prompt + "".join(completions)` is the orchestration up to its last step.
+- unpaired (one row per step): `prompt` is the header and every event before the step;
+  `completion` is the step's event; `label` its bool.
+
+Steps (and the 'should have stopped at' pointer's step) are described in
+`viz_app.export.steps`.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from viz_app.analysis import Analysis, analyze
-from viz_app.export.rewards import target_rewards
+from viz_app.analysis import Analysis
+from viz_app.errors import OrchvizError
+from viz_app.export.consensus import ExportOptions, dumps, provenance
+from viz_app.export.steps import Step, TraceSteps
 from viz_app.labels.label import LabelRecord
+from viz_app.labels.rubric import Rubric
 from viz_app.model import Event, Trace
 
 
-def header(trace: Trace) -> str:
-    """The top of every prompt: the task and the system that attempted it."""
+def header(trace: Trace, with_system: bool = False) -> str:
+    """The top of every prompt: the task (and, when asked, the system that attempted it)."""
     lines = [f"Task: {trace.task_id}"]
-    if trace.system or trace.topology:
+    if with_system and (trace.system or trace.topology):
         lines.append(f"System: {trace.system or 'unknown'} ({trace.topology or 'unknown'} "
                      "topology)")
     lines.append("Orchestration:")
@@ -48,69 +66,127 @@ def event_line(event: Event, analysis: Analysis) -> str:
         what += f" -> {event.to}"
     if event.tool and event.type in ("tool_call", "tool_result"):
         what += f" [{event.tool}]"
-    text = event.text.replace("\n", " ").strip()
+    text = " ".join(event.text.split())
     return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
 
 
-def decision_rewards(labels: Iterable[LabelRecord], trace_id: str) -> dict[str, float]:
-    """event id -> reward of each labelled decision point of one trace."""
-    per_event: dict[str, list[float]] = defaultdict(list)
-    for (tid, event_id, _question), rewards in target_rewards(labels).items():
-        if tid == trace_id and event_id:
-            per_event[event_id].append(statistics.fmean(rewards))
-    return {e: statistics.fmean(r) for e, r in per_event.items()}
+def messages(parts: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    """(role, text) parts as chat messages, consecutive parts of one role joined."""
+    found: list[dict[str, str]] = []
+    for role, text in parts:
+        if found and found[-1]["role"] == role:
+            found[-1]["content"] += text
+        else:
+            found.append({"role": role, "content": text})
+    return found
 
 
-def _points(trace: Trace,
-            labels: Iterable[LabelRecord]) -> tuple[Analysis, list[tuple[int, str, float]]]:
-    """The trace's analysis and its labelled decision points as (position, event id, reward),
-    in time order."""
-    analysis = analyze(trace)
-    rewards = decision_rewards(labels, trace.trace_id)
-    points = sorted((analysis.position[e], e, r) for e, r in rewards.items()
-                    if e in analysis.position)
-    return analysis, points
+def roles(ts: TraceSteps, agent: str, start: int, stop: int) -> Iterator[tuple[str, str]]:
+    """The events from position start to stop as (role, line), seen from `agent`."""
+    actor = ts.analysis.actor
+    for event, line in zip(ts.analysis.order[start:stop], ts.lines[start:stop]):
+        yield ("assistant" if actor[event.id] == agent else "user"), line
 
 
-def stepwise_record(trace: Trace, labels: Iterable[LabelRecord]) -> dict[str, Any] | None:
-    """The stepwise record of one trace, or None when none of its decisions is labelled."""
-    analysis, points = _points(trace, labels)
-    if not points:
+def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
+    """Everything before a step: the header and the events before it."""
+    head = header(ts.trace, options.prompt_with_system)
+    if options.conversational:
+        return messages([("user", head), *roles(ts, step.agent, 0, step.position)])
+    return head + "".join(ts.lines[:step.position])
+
+
+def step_text(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
+    """The step's own event (an assistant turn, when conversational)."""
+    line = ts.lines[step.position]
+    return [{"role": "assistant", "content": line}] if options.conversational else line
+
+
+def step_columns(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str, Any]:
+    """What every per-step row keeps beside its trainer's columns."""
+    return {"trace_id": ts.trace.trace_id, "task_id": ts.trace.task_id,
+            "event_id": step.event_id, "agent": step.agent, "kind": step.kind,
+            "reward": step.reward, "threshold": options.threshold,
+            "answers": [a.summary() for a in step.answers], "merged": step.merged,
+            "call_json": dumps(step.call), "outcome_reward": ts.outcome_reward,
+            "provenance": provenance(step.labels)}
+
+
+def unpaired_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
+    """One unpaired row per step, by trace then time."""
+    for ts in all_steps:
+        for step in ts.steps:
+            yield {"prompt": context(ts, step, options), "completion": step_text(ts, step, options),
+                   "label": step.label(options.threshold), **step_columns(ts, step, options)}
+
+
+NO_CONVERSATIONAL_STEPWISE = (
+    "TRL defines no conversational stepwise-supervision type (dataset_formats.md leaves that "
+    "cell empty, and PRMTrainer tokenizes the prompt as a string): the stepwise export is "
+    "written in the standard format only; drop --conversational")
+
+
+def stepwise_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
+    """The stepwise row of one trace, or None when it has no step."""
+    if options.conversational:
+        raise OrchvizError(NO_CONVERSATIONAL_STEPWISE)
+    steps = ts.steps
+    if not steps:
         return None
-    lines = [event_line(e, analysis) for e in analysis.order]
-    first = points[0][0]
+    lines = ts.lines
+    first = steps[0].position
     completions, start = [], first
-    for position, _event, _reward in points:
-        completions.append("".join(lines[start:position + 1]))
-        start = position + 1
-    return {"prompt": header(trace) + "".join(lines[:first]), "completions": completions,
-            "labels": [r > 0 for _, _, r in points], "trace_id": trace.trace_id,
-            "event_ids": [e for _, e, _ in points], "rewards": [r for _, _, r in points]}
+    for step in steps:
+        completions.append("".join(lines[start:step.position + 1]))
+        start = step.position + 1
+    return {"prompt": header(ts.trace, options.prompt_with_system) + "".join(lines[:first]),
+            "completions": completions, "labels": [s.label(options.threshold) for s in steps],
+            **trace_columns(ts, options)}
 
 
-def unpaired_records(trace: Trace, labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
-    """One unpaired record per labelled decision point of a trace, in time order."""
-    analysis, points = _points(trace, labels)
-    lines = [event_line(e, analysis) for e in analysis.order]
-    prefix = header(trace)
-    return [{"prompt": prefix + "".join(lines[:position]), "completion": lines[position],
-             "label": reward > 0, "trace_id": trace.trace_id, "event_id": event_id,
-             "reward": reward}
-            for position, event_id, reward in points]
+def trace_columns(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
+    """What every per-trace step-wise row keeps beside its trainer's columns: per step its
+    event, agent, kind, reward, answers, merged inputs and LLM call; the trace's outcome; and
+    the provenance of every label of the trace."""
+    steps = ts.steps
+    return {"trace_id": ts.trace.trace_id, "task_id": ts.trace.task_id,
+            "event_ids": [s.event_id for s in steps], "agents": [s.agent for s in steps],
+            "kinds": [s.kind for s in steps], "rewards": [s.reward for s in steps],
+            "threshold": options.threshold,
+            "answers": [[a.summary() for a in s.answers] for s in steps],
+            "merged": [s.merged for s in steps], "calls_json": [dumps(s.call) for s in steps],
+            "outcome_reward": ts.outcome_reward,
+            "outcome": [a.summary() for a in ts.outcome],
+            "provenance": provenance(ts.labels)}
 
 
-def stepwise_records(traces: Mapping[str, Trace],
-                     labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
-    """Stepwise records of every labelled trace found in `traces`, by trace id."""
-    labels = list(labels)
-    found = (stepwise_record(traces[t], labels) for t in sorted({x["trace_id"] for x in labels})
-             if t in traces)
-    return [r for r in found if r is not None]
+def stepwise_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
+    """One stepwise row per trace with a step, by trace id."""
+    if options.conversational:
+        raise OrchvizError(NO_CONVERSATIONAL_STEPWISE)
+    for ts in all_steps:
+        row = stepwise_row(ts, options)
+        if row is not None:
+            yield row
 
 
-def all_unpaired_records(traces: Mapping[str, Trace],
-                         labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
-    """Unpaired records of every labelled trace found in `traces`, by trace id."""
-    labels = list(labels)
-    return [r for t in sorted({x["trace_id"] for x in labels}) if t in traces
-            for r in unpaired_records(traces[t], labels)]
+def trace_steps_of(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric | None,
+                   options: ExportOptions = ExportOptions()) -> TraceSteps:
+    """One trace's steps from current label records, chosen by `options`."""
+    from viz_app.export.consensus import select
+    from viz_app.export.steps import trace_steps
+
+    selection = select((r for r in labels if r["trace_id"] == trace.trace_id), rubric, options)
+    return trace_steps(trace, selection.answers, rubric)
+
+
+def stepwise_record(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric | None,
+                    options: ExportOptions = ExportOptions()) -> dict[str, Any] | None:
+    """The stepwise row of one trace from current label records, or None without a step."""
+    return stepwise_row(trace_steps_of(trace, labels, rubric, options), options)
+
+
+def unpaired_records(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric | None,
+                     options: ExportOptions = ExportOptions()) -> list[dict[str, Any]]:
+    """The unpaired rows of one trace from current label records, in time order."""
+    return list(unpaired_rows([trace_steps_of(trace, labels, rubric, options)], options))

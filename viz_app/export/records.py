@@ -43,12 +43,14 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
 def write_csv(records: list[dict[str, Any]], path: str | Path,
               fields: Iterable[str] | None = None) -> Path:
-    """Write records as CSV with a header row (empty cells for nulls)."""
+    """Write records as CSV with a header row (empty cells for nulls, lists and objects as JSON
+    text)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     names = list(fields) if fields is not None else list(records[0]) if records else list(FIELDS)
     # no text a spreadsheet would run as a formula (see viz_app.text.csv_cell)
-    records = [{k: csv_cell(v) for k, v in record.items()} for record in records]
+    records = [{k: csv_cell(orjson.dumps(v).decode() if isinstance(v, (list, dict)) else v)
+                for k, v in record.items()} for record in records]
     with target.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=names, extrasaction="ignore")
         writer.writeheader()

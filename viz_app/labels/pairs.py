@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 from viz_app.errors import LabelError
@@ -62,14 +63,33 @@ def pair_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a <= b else (b, a)
 
 
+def same_run(a: Trace, b: Trace) -> bool:
+    """Whether two traces are one run: the same hash, or the same content under two ids."""
+    if a.sha256 == b.sha256:
+        return True
+    if len(a.events) != len(b.events) or a.task_id != b.task_id:
+        return False
+    return _content(a) == _content(b)
+
+
+def _content(trace: Trace) -> bytes:
+    raw = trace.to_dict()
+    raw.pop("trace_id", None)
+    return orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
+
+
 def judgement_label(rubric: Rubric, a: Trace, b: Trace, chosen: str | None, reviewer: str,
                     reason: str, strength: int | None = None, *,
                     identified_by: Identity = "cli") -> Label:
     """The label that records a judgement of traces a and b (not yet saved); LabelError when the
-    two are one trace, `chosen` is neither, the strength is not 1-3, or the reason or reviewer is
-    missing."""
+    two are one trace or one run twice (`same_run`: a preference between them would teach
+    nothing, and a trainer would read chosen == rejected), `chosen` is neither, the strength is
+    not 1-3, or the reason or reviewer is missing."""
     if a.trace_id == b.trace_id:
         raise LabelError("a pairwise judgement needs two different traces")
+    if same_run(a, b):
+        raise LabelError(f"{a.trace_id} and {b.trace_id} are identical runs: judge two runs "
+                         "that differ")
     first, second = (a, b) if a.trace_id <= b.trace_id else (b, a)
     if chosen is not None and chosen not in (first.trace_id, second.trace_id):
         raise LabelError(f"the chosen trace {chosen!r} is not one of the pair")

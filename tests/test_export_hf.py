@@ -1,0 +1,90 @@
+"""Every training shape as a Hugging Face `datasets` folder (--hf-dataset): Parquet shards that
+`load_dataset("parquet", ...)` and `load_dataset(FOLDER)` read, `save_to_disk`'s files (in
+`arrow/`) that `load_from_disk` reads, and a dataset card naming the rubric, its hash, the counts, agreement and
+the reviewers' provenance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factories import PREMATURE, make_workspace, premature
+from viz_app.cli import main
+from viz_app.export import FORMATS, TRAINING
+from viz_app.export.readers import read_export
+
+datasets = pytest.importorskip("datasets")
+
+
+@pytest.fixture
+def ws(tmp_path):
+    """Two runs of demo 10 judged against each other, and labels on the first."""
+    first, second = premature().to_dict(), premature().to_dict()
+    second["trace_id"] = "rerun"
+    second["events"][0]["content"] = "A rerun that waits for every analyst."
+    ws = make_workspace(tmp_path, traces=[first, second])
+    trace, rerun = ws.trace(first["trace_id"]), ws.trace("rerun")
+    from viz_app.labels.label import Reviewer
+
+    for reviewer in ("ann", "bob"):
+        ws.labels.save(trace, "aggregation_quality", 2, reviewer, "e12")
+        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+                                             "stop_should_have_been": "e15"}, reviewer)
+        ws.save_preference(trace, rerun, "rerun", Reviewer(name=reviewer, via="cli"), "waits", 2)
+    ws.labels.save(trace, "aggregation_quality", 4, "cy", "e12")  # a dispute: left out
+    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    return ws
+
+
+def export_folder(tmp_path, format, *extra):
+    out = tmp_path / f"hf-{format}"
+    code = main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
+                 str(tmp_path / "traces"), "--format", format, "--hf-dataset", "-o", str(out),
+                 *extra])
+    assert code == 0
+    return out
+
+
+@pytest.mark.parametrize("format", TRAINING)
+def test_every_training_shape_loads_with_datasets_three_ways(ws, tmp_path, format):
+    folder = export_folder(tmp_path, format)
+    facts = json.loads((folder / "orchviz_export.json").read_text())
+    by_parquet = datasets.load_dataset("parquet", data_dir=str(folder / "data"), split="train")
+    by_card = datasets.load_dataset(str(folder), split="train")
+    from_disk = datasets.load_from_disk(str(folder / "arrow"))
+    assert by_parquet.num_rows == by_card.num_rows == from_disk.num_rows == facts["rows"] > 0
+    assert by_parquet.column_names == from_disk.column_names
+    labels = read_export(None, folder)
+    assert labels and all(r["reviewer"] in ("ann", "bob") for r in labels)
+
+
+def test_the_card_names_rubric_counts_agreement_and_reviewers(ws, tmp_path):
+    folder = export_folder(tmp_path, "unpaired", "--min-reviewers", "2")
+    card = (folder / "README.md").read_text()
+    rubric = ws.rubric
+    assert card.startswith("---\nconfigs:\n")
+    assert f"{rubric.name}, version {rubric.version}, SHA-256 `{rubric.sha256}`" in card
+    assert "rows made from" in card and "current labels on 1 traces" in card
+    assert "| aggregation_quality |" in card and "Krippendorff" in card
+    assert "| ann | " in card and "| cli " in card and "human" in card
+    assert "1 target left out because their reviewers disagree" in card
+    assert '- `min_reviewers`: 2' in card
+    facts = json.loads((folder / "orchviz_export.json").read_text())
+    assert facts["rubric"]["sha256"] == rubric.sha256 and facts["format"] == "unpaired"
+    assert {r["reviewer"] for r in facts["reviewers"]} == {"ann", "bob", "cy"}
+
+
+def test_a_folder_written_twice_holds_only_the_second(ws, tmp_path):
+    folder = export_folder(tmp_path, "stepwise")
+    export_folder(tmp_path, "stepwise")
+    assert len(list((folder / "data").glob("*.parquet"))) == 1
+
+
+def test_rows_read_back_from_the_folder_match_the_file(ws, tmp_path):
+    folder = export_folder(tmp_path, "rllm")
+    out = tmp_path / "rllm.jsonl"
+    assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
+                 str(tmp_path / "traces"), "--format", "rllm", "-o", str(out)]) == 0
+    assert read_export(None, folder) == read_export("rllm", out)
+    assert FORMATS["rllm"].training

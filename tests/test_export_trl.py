@@ -1,0 +1,170 @@
+"""TRL's shapes (checked against huggingface/trl f2cd577, docs/source/dataset_formats.md):
+stepwise supervision {prompt, completions, labels}, unpaired preference {prompt, completion,
+label} (standard and conversational), preference {prompt, chosen, rejected, margin}. The stop's
+'should have stopped at' pointer is a step; rows name their agent, event and merged inputs;
+bools sit beside the original values; `datasets` loads the files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factories import PREMATURE, make_workspace, premature
+from viz_app.cli import main
+from viz_app.export import FORMATS
+from viz_app.export.consensus import ExportOptions
+from viz_app.export.prompts import stepwise_record, unpaired_records
+from viz_app.export.readers import read_export
+
+datasets = pytest.importorskip("datasets")
+
+TRL_STEPWISE = {"prompt", "completions", "labels"}
+TRL_UNPAIRED = {"prompt", "completion", "label"}
+"""The columns TRL's dataset_formats.md names for each type."""
+
+
+@pytest.fixture
+def trace():
+    return premature()
+
+
+@pytest.fixture
+def ws(tmp_path, trace):
+    """ann and bob agree: aggregate e12 has major gaps (2), the stop at e13 was premature and
+    should have waited for e15; ann says the task failed."""
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    for reviewer in ("ann", "bob"):
+        ws.labels.save(trace, "aggregation_quality", 2, reviewer, "e12")
+        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+                                             "stop_should_have_been": "e15"}, reviewer)
+    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    return ws
+
+
+def cli(tmp_path, format, *extra) -> tuple[int, list[dict]]:
+    out = tmp_path / f"{format}.jsonl"
+    code = main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
+                 str(PREMATURE), "--format", format, "-o", str(out), *extra])
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return code, rows
+
+
+def test_the_stop_pointer_is_a_step_after_a_premature_stop(ws, trace):
+    record = stepwise_record(trace, ws.labels.current_records(), ws.rubric)
+    assert TRL_STEPWISE <= set(record)
+    assert record["event_ids"] == ["e12", "e13", "e15"]
+    assert record["kinds"] == ["decision", "decision", "should_have_stopped"]
+    assert record["labels"] == [False, False, True]
+    assert record["agents"] == ["orchestrator"] * 3  # e15 is db_analyst's: the stopper is credited
+    assert record["merged"][0] == ["e10", "e11"]
+    assert record["completions"][-1].rstrip().endswith(trace.event("e15").text)
+
+
+def test_a_late_pointer_on_a_step_joins_its_answers(ws, trace):
+    """A late stop whose pointer falls on the aggregate: stopping there was right."""
+    for reviewer in ("ann", "bob"):
+        ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+                                             "stop_should_have_been": "e12"}, reviewer)
+    record = stepwise_record(trace, ws.labels.current_records(), ws.rubric)
+    assert record["event_ids"] == ["e12", "e13"]
+    aggregate = {a["question"]: a for a in record["answers"][0]}
+    assert aggregate["stop_should_have_been"]["resolution"] == "implied"
+    assert record["rewards"] == [pytest.approx((-0.5 + 1.0) / 2), -0.5]
+    assert record["labels"] == [True, False]
+
+
+def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
+    rows = {r["event_id"]: r for r in unpaired_records(trace, ws.labels.current_records(),
+                                                         ws.rubric)}
+    aggregate = rows["e12"]
+    assert TRL_UNPAIRED <= set(aggregate)
+    assert (aggregate["agent"], aggregate["merged"], aggregate["kind"]) == \
+        ("orchestrator", ["e10", "e11"], "decision")
+    (answer,) = aggregate["answers"]
+    assert (json.loads(answer["value_json"]), answer["reward"], answer["reviewers"]) == \
+        (2, -0.5, 2)
+    entry = aggregate["provenance"][0]
+    assert {"reviewer", "identified_by", "source", "campaign", "rubric_version",
+            "rubric_sha256", "trace_sha256", "created_at", "label_id"} <= set(entry)
+    assert entry["trace_sha256"] == trace.sha256 and entry["campaign"] is None
+
+
+def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(ws, trace):
+    rows = {r["event_id"]: r for r in unpaired_records(
+        trace, ws.labels.current_records(), ws.rubric, ExportOptions(conversational=True))}
+    plain = {r["event_id"]: r for r in unpaired_records(trace, ws.labels.current_records(),
+                                                          ws.rubric)}
+    stop = rows["e13"]
+    assert stop["prompt"][0]["role"] == "user" and stop["prompt"][0]["content"].startswith(
+        f"Task: {trace.task_id}")
+    assert stop["completion"] == [{"role": "assistant", "content": plain["e13"]["completion"]}]
+    assert "".join(m["content"] for m in stop["prompt"]) == plain["e13"]["prompt"]
+    roles = [m["role"] for m in stop["prompt"]]
+    assert all(a != b for a, b in zip(roles, roles[1:]))  # one role per message, alternating
+    assert any(m["role"] == "assistant" and "aggregate" in m["content"] for m in stop["prompt"])
+
+
+def test_stepwise_has_no_conversational_variant_in_trl(ws, trace):
+    from viz_app.errors import OrchvizError
+
+    with pytest.raises(OrchvizError, match="no conversational stepwise"):
+        stepwise_record(trace, ws.labels.current_records(), ws.rubric,
+                        ExportOptions(conversational=True))
+
+
+def test_token_ids_and_call_ids_pass_through(tmp_path):
+    raw = premature().to_dict()
+    for event in raw["events"]:
+        if event["id"] == "e12":
+            event.update(response_id="resp-12", llm_call_id="call-12",
+                         prompt_token_ids=[1, 2, 3], response_token_ids=[4, 5],
+                         source_id=7)
+    ws = make_workspace(tmp_path, traces=[raw])
+    trace = ws.trace(raw["trace_id"])
+    ws.labels.save(trace, "aggregation_quality", 5, "ann", "e12")
+    (row,) = unpaired_records(trace, ws.labels.current_records(), ws.rubric)
+    assert json.loads(row["call_json"]) == {"response_id": "resp-12", "llm_call_id": "call-12",
+                                            "prompt_token_ids": [1, 2, 3],
+                                            "response_token_ids": [4, 5], "source_id": "7"}
+
+
+@pytest.mark.parametrize("format, columns, count", [
+    ("stepwise", TRL_STEPWISE, 1), ("unpaired", TRL_UNPAIRED, 3)])
+def test_the_cli_writes_the_trl_shape_and_datasets_loads_it(ws, tmp_path, format, columns,
+                                                            count):
+    code, rows = cli(tmp_path, format)
+    assert code == 0 and len(rows) == count and all(columns <= set(r) for r in rows)
+    loaded = datasets.load_dataset("json", data_files=str(tmp_path / f"{format}.jsonl"),
+                                   split="train")
+    assert loaded.num_rows == count and columns <= set(loaded.column_names)
+    labels = read_export(format, tmp_path / f"{format}.jsonl")
+    assert {(r["reviewer"], r["question"]) for r in labels} >= {
+        ("ann", "aggregation_quality"), ("bob", "stopping_correctness"),
+        ("bob", "stop_should_have_been")}
+
+
+def test_the_cli_writes_the_conversational_unpaired_shape(ws, tmp_path):
+    code, rows = cli(tmp_path, "unpaired", "--conversational", "--prompt-with-system")
+    assert code == 0 and all(isinstance(r["prompt"], list) for r in rows)
+    assert "System: " in rows[0]["prompt"][0]["content"]
+
+
+def test_the_cli_writes_preference_pairs(tmp_path):
+    """Two runs of one task, judged: one row, its chosen and rejected differ."""
+    first, second = premature().to_dict(), premature().to_dict()
+    second["trace_id"] = "demo-10-rerun"
+    second["events"][0]["content"] = "A rerun that waits for every analyst."
+    ws = make_workspace(tmp_path, traces=[first, second])
+    from viz_app.labels.label import Reviewer
+
+    ws.save_preference(ws.trace(first["trace_id"]), ws.trace("demo-10-rerun"), "demo-10-rerun",
+                       Reviewer(name="ann", via="cli"), "waits for the database", 2)
+    out = tmp_path / "p.jsonl"
+    assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
+                 str(tmp_path / "traces"), "--format", "preference", "-o", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {"prompt", "chosen", "rejected", "margin"} <= set(row)
+    assert row["chosen"] != row["rejected"] and row["chosen_trace_id"] == "demo-10-rerun"
+    assert [r["reviewer"] for r in read_export("preference", out)] == ["ann"]
+    assert FORMATS["preference"].framework == "TRL"

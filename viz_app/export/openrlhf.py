@@ -1,0 +1,84 @@
+"""OpenRLHF's shapes: its reward-model dataset and its process-reward dataset.
+
+**openrlhf-rm.** Checked against `openrlhf/datasets/reward_dataset.py` and
+`openrlhf/cli/train_rm.py` (OpenRLHF/OpenRLHF at 3c3be62, 2026-08-13): `RewardDataset` reads
+`--data.chosen_key` (default `chosen`) and `--data.rejected_key` (default `rejected`), and
+`--data.prompt_key`, whose default is *None*: then the prompt is empty and `chosen` and
+`rejected` are read as whole documents. An optional `margin` column feeds the margin loss
+(`--model.margin_loss_enable`). So each row's `chosen` and `rejected` hold the prompt and the
+orchestration together (`Task: ...` then its events), and there is no `prompt` column to be read
+twice by mistake. With `--conversational` they are message lists (the task as a user message,
+then the orchestration's messages), for `--data.apply_chat_template`. The pairs, margins and
+what is left out are the preference export's (`viz_app.export.preference`).
+
+**openrlhf-prm.** OpenRLHF removed its process reward model in 6a981c8 (2026-03-19, "remove
+KTO, PRM, KD ..."); the last release that trains one is v0.9.5. Its shape, from
+`openrlhf/datasets/process_reward_dataset.py` and `openrlhf/cli/train_prm.py` there (and
+`examples/scripts/train_prm_mistral.sh`): `--input_key` (default `input`) holds the text with a
+placeholder token after each step (`--placeholder_token`, `ки` in the example), `--label_key`
+(default `label`; the example's Math-Shepherd data calls it `value`) a list with one entry per
+placeholder: reward tokens (`--reward_tokens + -`) or floats, read as soft labels, the
+probability of the first (positive) token. Rows here have `input`; `label` with `+` or `-` per
+step (`reward > threshold`); and `soft_label`, each step's reward mapped from [-1, 1] to [0, 1]
+(`(reward + 1) / 2`), for `--label_key soft_label`. A placeholder already in an event's text is
+written as `к и`, so the placeholders count the steps exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from viz_app.errors import OrchvizError
+from viz_app.export.consensus import ExportOptions
+from viz_app.export.prompts import header, trace_columns
+from viz_app.export.steps import TraceSteps
+
+PLACEHOLDER = "ки"
+"""The step placeholder token of OpenRLHF's PRM example (`--placeholder_token ки`)."""
+
+POSITIVE, NEGATIVE = "+", "-"
+"""The reward tokens of OpenRLHF's PRM example (`--reward_tokens + -`)."""
+
+
+def rm_rows(preference_rows: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """OpenRLHF reward-model rows from preference rows: `chosen` and `rejected` each hold the
+    prompt and the orchestration (OpenRLHF reads them whole by default), then `margin` and what
+    the preference row keeps."""
+    for row in preference_rows:
+        prompt, chosen, rejected = row["prompt"], row["chosen"], row["rejected"]
+        yield {"chosen": prompt + chosen, "rejected": prompt + rejected,
+               **{k: v for k, v in row.items() if k not in ("prompt", "chosen", "rejected")}}
+
+
+def _step_text(text: str) -> str:
+    return text.replace(PLACEHOLDER, "к и")
+
+
+def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
+    """The process-reward row of one trace, or None when it has no step: the header and the
+    events before the first step, then each step's events followed by the placeholder."""
+    steps = ts.steps
+    if not steps:
+        return None
+    lines = [_step_text(line) for line in ts.lines]
+    first = steps[0].position
+    parts = [header(ts.trace, options.prompt_with_system), *lines[:first]]
+    start = first
+    for step in steps:
+        parts.append("".join(lines[start:step.position + 1]).rstrip("\n") + f" {PLACEHOLDER}\n")
+        start = step.position + 1
+    return {"input": "".join(parts),
+            "label": [POSITIVE if s.label(options.threshold) else NEGATIVE for s in steps],
+            "soft_label": [(s.reward + 1) / 2 for s in steps], **trace_columns(ts, options)}
+
+
+def prm_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
+    """One process-reward row per trace with a step."""
+    if options.conversational:
+        raise OrchvizError("OpenRLHF's process reward dataset reads one string per row "
+                           "(--input_key); it has no conversational form: drop --conversational")
+    for ts in all_steps:
+        row = prm_row(ts, options)
+        if row is not None:
+            yield row

@@ -1,0 +1,202 @@
+"""Steps: the labelled decision points of a trace, in time order, that every step-wise training
+shape (stepwise, unpaired, openrlhf-prm, rllm, agent-lightning, agent-rewards) is written from.
+
+A *step* is an event with at least one rewarded answer (see `viz_app.export.consensus`): an
+aggregate, a stop, a message, or any event a rubric asks about. Its reward is the mean over its
+rewarded answers; it names its agent (the actor of the event), the events an aggregate merged,
+and the LLM call ids and token ids its event carries (`CALL_KEYS`).
+
+**The 'should have stopped at' pointer.** A stop answered *premature* or *late* has a follow-up
+answer pointing at the event where stopping would have been right (`stop_should_have_been`).
+That pointer is the one step label a stop decision has, so it becomes a step of its own: the
+event pointed at gets an *implied* answer whose reward is the best reward the stop question
+offers (1.0, `correct`, in the default rubric), credited to the agent that stopped. Read as a
+process: every step up to the pointer was right to go on, stopping at the pointer is right, and
+the stop where it really happened is wrong (its own reward, -1 for premature, -0.5 for late).
+For a late stop the pointer comes before the stop; for a premature one, after it (the events
+that arrived after the stop). Where the pointer falls on an event that is a step already, the
+implied answer joins that step's answers. Implied answers have resolution `implied` and carry
+the pointer's labels as provenance; the pointer answer itself stays on the stop's step.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from viz_app.analysis import Analysis, analyze
+from viz_app.export.consensus import Answer, answers_labels
+from viz_app.labels.label import LabelRecord
+from viz_app.labels.rubric import Rubric
+from viz_app.model import Event, Trace
+
+CALL_KEYS: dict[str, str] = {
+    "llm_call_id": "string: id of the LLM call that produced the event",
+    "response_id": "string: the provider's response id (OpenTelemetry `gen_ai.response.id`)",
+    "call_id": "string: the tool or function call id the event belongs to",
+    "tool_call_id": "string: the tool call id (OpenTelemetry `gen_ai.tool.call.id`)",
+    "tool_use_id": "string: Anthropic's tool_use block id",
+    "source_id": "string: the id of the record the event was read from (a span id, a uuid)",
+    "prompt_token_ids": "list of int: the token ids the model was given",
+    "response_token_ids": "list of int: the token ids the model produced",
+}
+"""Optional event keys that training exports pass through unchanged where a trace carries them,
+so a label can be joined back to the LLM call (and its tokens) it judges."""
+
+DECISION = "decision"
+POINTER = "should_have_stopped"
+
+
+def call_of(event: Event) -> dict[str, Any]:
+    """The LLM call ids and token ids an event carries (`CALL_KEYS`): ids as strings, token ids
+    as lists of ints (a token list of another shape is left out, as orchviz cannot vouch for
+    it)."""
+    found: dict[str, Any] = {}
+    for key, value in event.extras.items():
+        if key not in CALL_KEYS or value is None:
+            continue
+        if key.endswith("_token_ids"):
+            if isinstance(value, list) and all(type(v) is int for v in value):
+                found[key] = value
+        elif isinstance(value, (str, int)) and not isinstance(value, bool):
+            found[key] = str(value)
+    return found
+
+
+@dataclass(slots=True)
+class Step:
+    """One labelled decision point of a trace."""
+
+    event_id: str
+    position: int
+    """Its place in the trace's time order."""
+    agent: str
+    """The agent credited: the event's actor, or for a step implied by a pointer, the agent
+    that stopped."""
+    kind: str
+    """`decision` (it has answers of its own), or `should_have_stopped` (its only rewarded
+    answers are implied by a stop's pointer)."""
+    reward: float
+    """The mean of its rewarded answers' rewards."""
+    answers: list[Answer]
+    """Every answer on it (rewarded or not), implied ones included."""
+    merged: list[str] = field(default_factory=list)
+    """For an aggregate: the ids of the returns and messages it merged."""
+    call: dict[str, Any] = field(default_factory=dict)
+    """The LLM call ids and token ids its event carries."""
+
+    @property
+    def labels(self) -> list[LabelRecord]:
+        """Every label behind it."""
+        return answers_labels(self.answers)
+
+    def label(self, threshold: float) -> bool:
+        """The bool a trainer needs: the reward is above the threshold."""
+        return self.reward > threshold
+
+
+@dataclass
+class TraceSteps:
+    """A trace's steps, its trace-level answers, and the answers no step holds."""
+
+    trace: Trace
+    analysis: Analysis
+    steps: list[Step]
+    """In time order."""
+    outcome: list[Answer]
+    """Answers on the trace itself (task outcome)."""
+    unplaced: list[Answer] = field(default_factory=list)
+    """Answers on events that have no rewarded answer (tags alone, a lone pointer), or on an
+    event the trace does not have."""
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """Every event as a prompt line (`viz_app.export.prompts.event_line`), in time order."""
+        from viz_app.export.prompts import event_line
+
+        return [event_line(e, self.analysis) for e in self.analysis.order]
+
+    @cached_property
+    def merged(self) -> dict[str, list[str]]:
+        """aggregate event id -> the ids of the returns and messages it merged."""
+        return {p.event_id: list(p.inputs) for p in self.analysis.aggregates}
+
+    @property
+    def outcome_reward(self) -> float | None:
+        """The mean reward of the trace-level answers, if any has one."""
+        rewards = [a.reward for a in self.outcome if a.reward is not None]
+        return statistics.fmean(rewards) if rewards else None
+
+    @property
+    def answers(self) -> list[Answer]:
+        """Every answer of the trace: trace-level, then each step's, then the unplaced."""
+        return [*self.outcome, *(a for s in self.steps for a in s.answers), *self.unplaced]
+
+    @property
+    def labels(self) -> list[LabelRecord]:
+        """Every label behind the trace's answers."""
+        return answers_labels(self.answers)
+
+
+def best_reward(rubric: Rubric | None, question_id: str) -> float | None:
+    """The best reward a question offers (what stopping at the right event earns)."""
+    question = rubric.questions_by_id.get(question_id) if rubric is not None else None
+    rewards = [c.reward for c in question.choices if c.reward is not None] if question else []
+    return max(rewards) if rewards else None
+
+
+def trace_steps(trace: Trace, answers: list[Answer], rubric: Rubric | None) -> TraceSteps:
+    """The steps of one trace from its selected answers."""
+    analysis = analyze(trace)
+    position = analysis.position
+    questions = rubric.questions_by_id if rubric is not None else {}
+    by_event: dict[str, list[Answer]] = defaultdict(list)
+    credited: dict[str, str] = {}
+    outcome: list[Answer] = []
+    unplaced: list[Answer] = []
+    for answer in answers:
+        if not answer.event_id:
+            outcome.append(answer)
+            continue
+        if answer.event_id not in position:
+            unplaced.append(answer)
+            continue
+        by_event[answer.event_id].append(answer)
+        question = questions.get(answer.question)
+        if question is None or question.kind != "event" or question.ask_when is None \
+                or answer.value not in position:
+            continue
+        reward = best_reward(rubric, question.ask_when.question)
+        if reward is None:
+            continue
+        by_event[answer.value].append(Answer(
+            trace_id=answer.trace_id, event_id=answer.value, question=answer.question,
+            value=answer.event_id, reward=reward, reward_std=0.0, reviewers=answer.reviewers,
+            disputed=False, resolution="implied", labels=answer.labels))
+        credited.setdefault(answer.value, analysis.actor[answer.event_id])
+    merged = {p.event_id: p.inputs for p in analysis.aggregates}
+    steps: list[Step] = []
+    events = trace.events_by_id
+    for event_id, found in by_event.items():
+        rewards = [a.reward for a in found if a.reward is not None]
+        if not rewards:
+            unplaced.extend(found)
+            continue
+        own = any(a.reward is not None and a.resolution != "implied" for a in found)
+        steps.append(Step(
+            event_id=event_id, position=position[event_id],
+            agent=analysis.actor[event_id] if own else credited[event_id],
+            kind=DECISION if own else POINTER, reward=statistics.fmean(rewards), answers=found,
+            merged=list(merged.get(event_id, [])), call=call_of(events[event_id])))
+    steps.sort(key=lambda s: s.position)
+    return TraceSteps(trace=trace, analysis=analysis, steps=steps, outcome=outcome,
+                      unplaced=unplaced)
+
+
+def all_trace_steps(traces: dict[str, Trace] | Any, by_trace: dict[str, list[Answer]],
+                    rubric: Rubric | None) -> list[TraceSteps]:
+    """The steps of every trace that has answers and is among `traces`, by trace id."""
+    return [trace_steps(traces[t], by_trace[t], rubric) for t in sorted(by_trace) if t in traces]
