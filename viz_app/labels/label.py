@@ -34,6 +34,9 @@ class Reviewer(BaseModel):
     via: Identity = Field(description="How the name was learnt (see `Label.identified_by`).")
 
 
+Mapping_ = Literal["", "certain", "uncertain"]
+"""How sure a published annotation's mapping onto a rubric question is ('' for a person)."""
+
 LabelRecord = Mapping[str, Any]
 """A label as exports read it: a dict of FIELDS, `event_id` None for the trace itself."""
 
@@ -69,6 +72,10 @@ class Label(BaseModel):
                                          "record gave, as written, when orchviz stored another "
                                          "(normalised to UTC, or a time in the future set to "
                                          "the import's time); None otherwise.")
+    mapping: Mapping_ = Field("", description="For a published annotation: `certain` when it "
+                              "means what the question asks, `uncertain` when orchviz "
+                              "interpreted it (why, at the head of the comment); '' for a "
+                              "person's label.")
 
     @property
     def target(self) -> tuple[str, str]:
@@ -269,7 +276,8 @@ def _imported_label(record: Mapping[str, Any], rubric: Rubric, trace: Trace,
         comment=record.get("comment") or "",
         seconds_spent=float(seconds) if isinstance(seconds, (int, float)) else None,
         source="import", origin=record.get("origin") or origin, identified_by="import",
-        created_at_given=given)
+        created_at_given=given,
+        mapping=record["mapping"] if record.get("mapping") in ("certain", "uncertain") else "")
 
 
 def progress_of(found: list[LabelTarget], trace_id: str, labels: Iterable[Label]) -> Progress:

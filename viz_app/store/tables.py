@@ -29,13 +29,15 @@ labels_table = Table(
     Column("pair_trace_id", String(512), nullable=True),
     Column("identified_by", String(16), nullable=False, server_default=""),
     Column("created_at_given", Text, nullable=True),
+    Column("mapping", String(16), nullable=False, server_default=""),
     Index("labels_by_target", "trace_id", "event_id", "question", "reviewer"),
 )
 """One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself;
 `pair_trace_id` names the second trace of a pairwise judgement (None for any other label);
 `identified_by` says how the reviewer was known (see `Label.identified_by`);
 `created_at_given` is an imported record's own time when another was stored (see
-`Label.created_at_given`). The columns are in `Label`'s field order."""
+`Label.created_at_given`); `mapping` says how sure an imported annotation's mapping onto the
+question is (see `Label.mapping`). The columns are in `Label`'s field order."""
 
 
 

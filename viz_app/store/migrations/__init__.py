@@ -6,7 +6,7 @@ the schema of the 0.1 release (revision 0001) to what this release queries (the 
 one before), for example starting from Alembic's draft:
 
     python -c "from alembic import command; from viz_app.store.database import alembic_config; \
-command.revision(alembic_config(), 'what changes', rev_id='0003')"
+command.revision(alembic_config(), 'what changes', rev_id='0005')"
 
 A test checks that the head's schema is `tables.metadata`, on SQLite and PostgreSQL.
 """
