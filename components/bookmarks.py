@@ -4,12 +4,12 @@ the report download.
 
 Everything goes through the BookmarkStore and the Workspace the page gives, and
 `viz_app.export.report` (no SQL, no HTML built here). Notes are the reviewer's Markdown, shown
-with `st.markdown`, which renders Markdown but never raw HTML; trace text goes through `literal`.
+with `st.markdown` after `viz_app.text.note_markdown` (raw HTML as text, only http(s) links);
+trace text goes through `markdown_literal`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import streamlit as st
@@ -19,21 +19,19 @@ from viz_app.errors import BookmarkError
 from viz_app.labels.bookmark import Bookmark, bookmarks_at
 from viz_app.model import Trace
 from viz_app.store.bookmarks import BookmarkStore
-from viz_app.text import markdown_literal
+from viz_app.text import markdown_literal, note_markdown
 from viz_app.workspace import Workspace
 
 PRESENT_PAGE = "app_pages/present.py"
 """The presentation page (also reached by `?trace=<id>&present=1`)."""
 
 
-_HEADING = re.compile(r"^(#{1,6})(?=\s)", re.MULTILINE)
-
-
 def note(bookmark: Bookmark) -> None:
-    """A bookmark's note as Markdown (raw HTML in it shows as text; its headings made small, so
-    a note never shouts over the page), or a placeholder."""
+    """A bookmark's note as Markdown, made safe by `viz_app.text.note_markdown` (raw HTML shows
+    as text, no image, only http(s) links stay links: a `data:` or `javascript:` link is its
+    text; its headings made small, so a note never shouts over the page), or a placeholder."""
     if bookmark.note:
-        st.markdown(_HEADING.sub(lambda m: "#" * min(6, len(m.group(1)) + 3), bookmark.note))
+        st.markdown(note_markdown(bookmark.note, headings_below=3))
     else:
         st.caption("no note")
 

@@ -207,3 +207,148 @@ def test_report_prints_no_escape_from_a_trace_id(terminal_ws, tmp_path, capsys):
     captured = capsys.readouterr()
     assert_no_escape(captured.out + captured.err)
     assert "t\\x1b]52" in captured.out
+
+
+# -- live outbound links ------------------------------------------------------------------------
+
+URL_TASK = "see https://evil.example/steal?x=1 or www.evil.example or ann@evil.example now"
+
+
+def _links(markdown: str) -> list[str]:
+    """Every link and image CommonMark finds in a Markdown text (any scheme), plus what GFM's
+    autolinks would find in its text (bare URLs, www. addresses, e-mail addresses)."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    parser.validateLink = lambda url: True
+    found: list[str] = []
+
+    def walk(tokens) -> None:
+        for token in tokens:
+            if token.type in ("link_open", "image"):
+                found.append(str(token.attrGet("href") or token.attrGet("src")))
+            if token.type == "text":
+                found.extend(re.findall(r"https?://\S+|www\.\S+|[\w.+-]+@[\w-]+\.\w+",
+                                        token.content))
+            walk(token.children or ())
+
+    walk(parser.parse(markdown))
+    return found
+
+
+def test_markdown_literal_leaves_no_bare_url_for_gfm_to_link():
+    from viz_app.text import WORD_JOINER, markdown_literal
+
+    shown = markdown_literal(URL_TASK, None)
+    assert _links(shown) == []
+    assert shown.replace(WORD_JOINER, "").replace("\\", "") == URL_TASK  # it reads the same
+
+
+NOTE_ATTACKS = [
+    "[open](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "[click](javascript:alert(1))", "[x](<javascript:alert(1)>)", "[x](&#106;avascript:alert(1))",
+    "[x]( javascript:alert(1) \"title\")", "<data:text/html,hi>", "<javascript:alert(1)>",
+    "[x][evil]\n\n[evil]: data:text/html,hi", "[x][evil]\n\n[evil]:\n  javascript:alert(1)",
+    "![pixel](https://tracker.example/p.png)", "![pixel](data:image/svg+xml,<svg/>)",
+    "[a [b](javascript:x) c](https://ok.example)", "[x](file:///etc/passwd)", "[x](/relative)",
+    "mail me: ann@evil.example", "<b onclick=alert(1)>bold</b>",
+]
+
+
+@pytest.mark.parametrize("note", NOTE_ATTACKS)
+def test_a_note_in_markdown_keeps_no_link_but_to_http(note):
+    from viz_app.text import note_markdown
+
+    safe = note_markdown(note)
+    assert all(link.startswith(("http://", "https://")) for link in _links(safe)), safe
+    assert "<b" not in safe and "<data" not in safe and "<javascript" not in safe
+
+
+@pytest.mark.parametrize("note", NOTE_ATTACKS)
+def test_a_note_in_html_keeps_no_link_but_to_http(note):
+    import re
+
+    from viz_app.text import note_html
+
+    rendered = note_html(note)
+    assert all(h.startswith(("http://", "https://"))
+               for h in re.findall(r'\bhref="([^"]*)"', rendered)), rendered
+    assert "<img" not in rendered and "<b " not in rendered and "src=" not in rendered
+
+
+def test_a_note_keeps_its_markdown_and_its_http_links():
+    from viz_app.text import note_html, note_markdown
+
+    note = "## Why\n\n**dropped** the [profiler's result](https://example.org/run?id=1) `a<b`"
+    assert note_markdown(note, headings_below=2) == \
+        "#### Why\n\n**dropped** the [profiler's result](https://example.org/run?id=1) `a<b`"
+    assert note_html(note, headings_below=2) == (
+        "<h4>Why</h4>\n<p><strong>dropped</strong> the <a href=\"https://example.org/run?id=1\" "
+        "rel=\"noopener noreferrer\">profiler's result</a> <code>a&lt;b</code></p>")
+
+
+def test_the_markdown_report_drops_a_javascript_link_from_a_note():
+    from factories import premature
+    from viz_app.export.report import report_html, report_markdown
+    from viz_app.labels.bookmark import Bookmark
+
+    trace = premature()
+    mark = Bookmark(version_id="v", bookmark_id="b", trace_id=trace.trace_id, trace_sha256="",
+                    event_id=None, start_s=0.0, end_s=0.0,
+                    note="[click me](javascript:alert(1)) and [ok](https://example.org)",
+                    reviewer="ann", created_at="2026-01-01T00:00:00.000000Z")
+    text = report_markdown(trace, [], [mark])
+    assert "javascript:" not in text and "click me and [ok](https://example.org)" in text
+    assert [x for x in _links(text) if "javascript" in x or "data:" in x] == []
+    html_report = report_html(trace, [], [mark])
+    assert 'href="javascript' not in html_report and "click me and <a href" in html_report
+
+
+@pytest.fixture
+def linked_app(app_server, tmp_path):
+    """The app on two traces whose task ids hold a URL, a www. address and an e-mail address,
+    the first with a bookmark whose note holds a data: link, a javascript: link and an http
+    link."""
+    from factories import example_dict
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for name in ("url-a", "url-b"):
+        raw = example_dict()
+        raw["trace_id"], raw["task_id"] = name, f"{URL_TASK} ({name})"
+        (folder / f"{name}.json").write_text(json.dumps(raw))
+    ws = make_workspace(tmp_path, traces=[folder])
+    ws.bookmarks.add(ws.trace("url-a"), "ann", "the [payload](data:text/html,<b>hi</b>) and "
+                     "[run](javascript:alert(1)); see [the docs](https://example.org/docs)",
+                     event_id="e1")
+    return app_server(ws)
+
+
+def _live_links(page) -> list[str]:
+    return page.eval_on_selector_all('[data-testid="stMain"] a[href]',
+                                     "els => els.map(e => e.getAttribute('href'))")
+
+
+@pytest.mark.browser
+def test_no_link_in_a_task_id_or_a_note_is_live_but_the_note_s_http_link(linked_app, page):
+    from conftest import shot, wait_for_streamlit
+
+    page.goto(f"{linked_app}/trace?trace=url-a")
+    wait_for_streamlit(page, 60_000)
+    page.get_by_text("Bookmarks and notes (1)").first.wait_for()
+    page.get_by_text("evil.example/steal?x=1", exact=False).first.wait_for()
+    note = page.get_by_text("the payload and run; see", exact=False).first
+    note.wait_for()
+    note.scroll_into_view_if_needed()
+    shot(page, "links_trace_page")
+    live = _live_links(page)
+    assert "https://example.org/docs" in live
+    assert not [h for h in live if "evil" in h or h.startswith(("data:", "javascript:",
+                                                                  "mailto:"))], live
+    page.goto(f"{linked_app}/compare?a=url-a&b=url-b")
+    wait_for_streamlit(page, 60_000)
+    page.get_by_text("Different tasks", exact=False).first.wait_for()
+    shot(page, "links_compare_page")
+    assert not [h for h in _live_links(page) if "evil" in h or h.startswith("mailto:")]

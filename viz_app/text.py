@@ -13,6 +13,12 @@ or stores trace text passes it through the function named for where it goes:
 - `csv_cell`: a cell of a CSV file (which a spreadsheet may read as a formula);
 - `file_name`: a file name.
 
+A reviewer's note is Markdown the reviewer means (emphasis, lists, links), but it is shared with
+every other reviewer and put into reports, so it is made safe too: `note_markdown` for Markdown
+(the app's `st.markdown`, the Markdown report) and `note_html` for HTML (the HTML report). Both
+follow one rule, decided by one library (markdown-it-py in its safe mode): raw HTML is text, no
+image is fetched, and only http(s) links stay links.
+
 Each one removes (or shows) the characters that are invisible or that steer a display: control
 characters, zero-width characters and bidirectional overrides (which make text read differently
 from what it holds). Pure functions: no Streamlit, nothing read or written.
@@ -20,9 +26,14 @@ from what it holds). Pure functions: no Streamlit, nothing read or written.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Container
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _INVISIBLE = "\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069"
 """Control characters (C0 but tab and newline, DEL, C1), zero-width characters and bidi controls."""
@@ -33,6 +44,14 @@ _HIDDEN_OR_BREAK = re.compile(f"[{_INVISIBLE}\t\n]")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$:=\"'^@%])")
 """Characters that Markdown, GitHub Flavoured Markdown, Streamlit's LaTeX (`$`), emoji
 shortcodes and coloured text (`:`) give a meaning; `<`, `>` and `&` become entities instead."""
+
+
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=[wW]{3})(?=\.)|(?=@)")
+"""Where GitHub Flavoured Markdown would see a bare link in plain text (`https://…`, `www.…`,
+`name@host`): Streamlit's Markdown makes those live links even when every character around
+them is escaped, so `markdown_literal` puts an invisible WORD JOINER (U+2060) there."""
+
+WORD_JOINER = "\u2060"
 
 
 def _shortened(value: str, limit: int | None) -> str:
@@ -48,10 +67,14 @@ def markdown_literal(text: object, limit: int | None = 80) -> str:
 
     So `[x](javascript:…)` and `![x](http://…)` stay text (no link, no image that fetches),
     `<script>` stays text in any renderer (entities also hold where a renderer ignores a
-    backslash before `<`), `$…$` is no formula and `:red[x]` no colour. For Streamlit (whose
-    labels are Markdown) and for the Markdown report alike."""
+    backslash before `<`), `$…$` is no formula and `:red[x]` no colour. A bare URL, `www.`
+    address or e-mail address is no link either: GFM's autolinks ignore escapes, so an
+    invisible word joiner (U+2060) goes after `:` before `//`, after `www` and before `@`
+    (the text reads the same; a copy of it carries the joiner). For Streamlit (whose labels
+    are Markdown) and for the Markdown report alike."""
     value = " ".join(_HIDDEN_OR_BREAK.sub(" ", str(text)).split())
-    value = _MARKDOWN_SPECIAL.sub(r"\\\1", _shortened(value, limit))
+    value = _AUTOLINK.sub(WORD_JOINER, _shortened(value, limit))
+    value = _MARKDOWN_SPECIAL.sub(r"\\\1", value)
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -150,3 +173,130 @@ def file_name(text: str, taken: Container[str] = (), *, ending: str = "") -> str
         tag = f"-{number}"
         name, number = base[: NAME_LIMIT - len(tag)] + tag, number + 1
     return name + ending
+
+
+# -- a reviewer's note ------------------------------------------------------------------------------
+
+def is_web_link(url: str) -> bool:
+    """Whether a link may stay a link in a note: an absolute http(s) URL, nothing else (no
+    `javascript:`, `data:`, `file:`, relative or mailto link)."""
+    return url.strip().lower().startswith(("http://", "https://"))
+
+
+@functools.cache
+def _note_parser(*, checking: bool = False) -> MarkdownIt:
+    """markdown-it-py as notes are read: CommonMark with GitHub's tables and strikethrough, raw
+    HTML off (it shows as text), line breaks kept, no image, links only to http(s). With
+    `checking`, every link and image is kept, so that `note_markdown` can see them all."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark", {"html": False, "breaks": True})
+    parser.enable(["table", "strikethrough"])
+    if checking:
+        parser.validateLink = lambda url: True
+    else:
+        parser.disable("image")
+        parser.validateLink = is_web_link
+    return parser
+
+
+def note_html(text: str, headings_below: int = 0) -> str:
+    """A reviewer's Markdown note as HTML (for the HTML report): raw HTML shown as text, no
+    image, links only to http(s) (with `rel="noopener noreferrer"`; any other becomes its text,
+    as in `note_markdown`), headings moved `headings_below` levels down (at most h6), so a note
+    sits under the heading it is shown beneath. markdown-it-py in its safe mode decides what
+    becomes a tag."""
+    if not (text or "").strip():
+        return ""
+    parser = _note_parser()
+    tokens = parser.parse(_outside_code(text, _links_as_text))
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + headings_below)}"
+        for child in token.children or ():
+            if child.type == "link_open":
+                child.attrSet("rel", "noopener noreferrer")
+    return parser.renderer.render(tokens, parser.options, {}).strip()
+
+
+_CODE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)"  # a fenced block
+                   r"|(?<!`)(`+)(?!`).+?(?<!`)\2(?!`)",  # a code span
+                   re.MULTILINE | re.DOTALL)
+_IMAGE = re.compile(r"!(?=\[)")
+_INLINE_LINK = re.compile(
+    r"\[((?:[^\[\]\\]|\\.)*)\]"  # [label]
+    r"\(\s*(<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*)"  # (destination
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)")  # "title")
+_DEFINITION = re.compile(r"^( {0,3})\[((?:[^\[\]\\]|\\.)+)\]:([ \t]*\n?[ \t]*)(<[^<>\n]*>|\S+)",
+                         re.MULTILINE)
+_NOTE_HEADING = re.compile(r"^( {0,3})(#{1,6})(?=\s|$)", re.MULTILINE)
+_LINK_SYNTAX = re.compile(r"([\[\]!])")
+
+
+def _outside_code(text: str, change) -> str:
+    """`change` applied to the parts of a Markdown text outside code (fenced blocks and code
+    spans, which Markdown shows as written and never makes a link of)."""
+    parts: list[str] = []
+    last = 0
+    for match in _CODE.finditer(text):
+        parts += [change(text[last:match.start()]), match.group(0)]
+        last = match.end()
+    return "".join(parts + [change(text[last:])])
+
+
+def _destination(raw: str) -> str:
+    return raw[1:-1] if raw.startswith("<") and raw.endswith(">") else raw
+
+
+def _links_as_text(text: str) -> str:
+    """Markdown (outside code) with no image (`![x](…)` is `!` and a link) and every inline link
+    or link definition that is not to http(s) made text: `[click](javascript:…)` -> `click`."""
+    text = _IMAGE.sub(r"\\!", text)
+    text = _INLINE_LINK.sub(lambda m: m.group(0) if is_web_link(_destination(m.group(2)))
+                            else m.group(1), text)
+    return _DEFINITION.sub(lambda m: m.group(0) if is_web_link(_destination(m.group(4)))
+                           else f"{m.group(1)}\\[{m.group(2)}\\]:{m.group(3)}{m.group(4)}", text)
+
+
+def _inert(text: str) -> str:
+    """Markdown (outside code) safe in any renderer: links as `_links_as_text` leaves them, `<`
+    as an entity (no HTML tag, no `<data:…>` autolink), a word joiner before `@` (no `mailto:`
+    autolink of an address)."""
+    return _links_as_text(text).replace("<", "&lt;").replace("@", WORD_JOINER + "@")
+
+
+def _only_web_links(markdown: str) -> bool:
+    """Whether a Markdown text, read as CommonMark, holds no image and no link but to http(s)."""
+    def bad(tokens) -> bool:
+        for token in tokens:
+            if token.type == "image" or (token.type == "link_open"
+                                         and not is_web_link(str(token.attrGet("href") or ""))):
+                return True
+            if token.children and bad(token.children):
+                return True
+        return False
+
+    return not bad(_note_parser(checking=True).parse(markdown))
+
+
+def note_markdown(text: str, headings_below: int = 0) -> str:
+    """A reviewer's Markdown note for Markdown (the app's `st.markdown`, the Markdown report),
+    its Markdown kept but made safe: raw HTML inert (`<` as an entity, so no tag can open), no
+    image (`![x](…)` stays a plain link, or text), every link that is not to http(s) made its
+    text (`[click](javascript:…)`, `[x](data:…)`, a reference to such a link, `<data:…>`), an
+    e-mail address no `mailto:` link (a word joiner before `@`, as in `markdown_literal`), and
+    headings moved `headings_below` levels down (at most ######). Code (fenced blocks, code
+    spans) is left exactly as written: Markdown makes no link or tag in it.
+
+    markdown-it-py then reads the result as CommonMark: if it still finds an image or a link
+    that is not to http(s) (a form the rewriting missed), every `[`, `]`, `!` and `<` is made
+    text everywhere, and the note has no link at all."""
+    if not (text or "").strip():
+        return ""
+    safe = _outside_code(text, _inert)
+    if not _only_web_links(safe):
+        safe = _LINK_SYNTAX.sub(r"\\\1", text.replace("<", "&lt;").replace("@", WORD_JOINER + "@"))
+    if headings_below:
+        safe = _NOTE_HEADING.sub(lambda m: m.group(1) + "#" * min(6, len(m.group(2))
+                                                                  + headings_below), safe)
+    return safe

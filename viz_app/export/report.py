@@ -5,9 +5,9 @@ warnings, as one self-contained file.
 HTML (`report_html`): Plotly's JavaScript is inlined, nothing is fetched from any host, and a
 Content-Security-Policy lets exactly the page's own scripts run, so even a payload that slipped
 through could not execute. Every string that came from a trace or a reviewer is escaped
-(`viz_app.text.html_text`); notes are Markdown rendered by `note_html`, a small renderer that
-escapes first and then turns a safe subset (paragraphs, headings, lists, quotes, code, emphasis,
-http(s) links) into tags. A print stylesheet lays the report out for paper.
+(`viz_app.text.html_text`); notes are Markdown rendered by `viz_app.text.note_html`
+(markdown-it-py in its safe mode: raw HTML stays text, no image, links only to http(s)). A print
+stylesheet lays the report out for paper.
 
 Markdown (`report_markdown`): the same content, trace text as `viz_app.text.markdown_literal`
 writes it, with the figures as PNG files when they can be rendered here (`figure_pngs`:
@@ -36,6 +36,7 @@ from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
 from viz_app.labels.label import LabelRecord
 from viz_app.model import Trace
+from viz_app import text as safe_text
 from viz_app.text import html_text, markdown_literal
 
 CHROMIUM = os.environ.get("ORCHVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -48,118 +49,21 @@ REPORT_FIGURES = ("agents", "events", "depth", "fan-out", "makespan", "paralleli
 """The figures the report lists (`viz_app.analysis.FIGURES` names)."""
 
 
-# -- notes: a safe Markdown subset ---------------------------------------------------------------
-
-_LINK = re.compile(r"\[([^\]\n]{1,300})\]\(((?:https?://|mailto:)[^\s()<>\"']{1,2000})\)")
-_CODE = re.compile(r"`([^`\n]+)`")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?!\*)|(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?!\w)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
-_NUMBERED = re.compile(r"^\s*\d{1,9}[.)]\s+(.*)$")
-_QUOTE = re.compile(r"^\s*>\s?(.*)$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
-def _inline(text: str) -> str:
-    """One line of a note as HTML: escaped, then code, links, bold and italic."""
-    parts: list[str] = []
-    last = 0
-    for match in _CODE.finditer(text):  # code spans keep their text exactly
-        parts.append(_emphasis(text[last:match.start()]))
-        parts.append(f"<code>{html_text(match.group(1))}</code>")
-        last = match.end()
-    parts.append(_emphasis(text[last:]))
-    return "".join(parts)
-
-
-def _emphasis(text: str) -> str:
-    pieces: list[str] = []
-    last = 0
-    for match in _LINK.finditer(text):
-        pieces.append(_marks(html_text(text[last:match.start()])))
-        pieces.append(f'<a href="{html_text(match.group(2))}" rel="noopener noreferrer">'
-                      f"{_marks(html_text(match.group(1)))}</a>")
-        last = match.end()
-    pieces.append(_marks(html_text(text[last:])))
-    return "".join(pieces)
-
-
-def _marks(escaped: str) -> str:
-    escaped = _BOLD.sub(lambda m: f"<strong>{m.group(1) or m.group(2)}</strong>", escaped)
-    return _ITALIC.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", escaped)
+# -- notes ---------------------------------------------------------------------------------------
 
 
 def note_html(text: str) -> str:
-    """A Markdown note as safe HTML: raw HTML shows as text, links only to http(s) and mailto,
-    and only paragraphs, headings, lists, quotes, code and emphasis become tags."""
-    out: list[str] = []
-    paragraph: list[str] = []
-    listing: tuple[str, list[str]] | None = None
-    quote: list[str] = []
-    lines = (text or "").replace("\r\n", "\n").split("\n")
-
-    def flush() -> None:
-        nonlocal listing
-        if paragraph:
-            out.append("<p>" + "<br>".join(_inline(x) for x in paragraph) + "</p>")
-            paragraph.clear()
-        if listing is not None:
-            tag, items = listing
-            out.append(f"<{tag}>" + "".join(f"<li>{_inline(x)}</li>" for x in items)
-                       + f"</{tag}>")
-            listing = None
-        if quote:
-            out.append("<blockquote>" + note_html("\n".join(quote)) + "</blockquote>")
-            quote.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _FENCE.match(line):
-            flush()
-            fence = _FENCE.match(line).group(1)
-            body: list[str] = []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(fence):
-                body.append(lines[i])
-                i += 1
-            out.append(f"<pre><code>{html_text(chr(10).join(body))}</code></pre>")
-            i += 1
-            continue
-        if not line.strip():
-            flush()
-        elif (m := _QUOTE.match(line)) is not None:
-            if not quote:
-                flush()
-            quote.append(m.group(1))
-        elif (m := _HEADING.match(line)) is not None:
-            flush()
-            level = min(6, len(m.group(1)) + 2)  # a note's heading sits under the report's
-            out.append(f"<h{level}>{_inline(m.group(2))}</h{level}>")
-        elif (m := _BULLET.match(line)) is not None or (m := _NUMBERED.match(line)) is not None:
-            tag = "ul" if _BULLET.match(line) else "ol"
-            if paragraph or quote or (listing is not None and listing[0] != tag):
-                flush()
-            if listing is None:
-                listing = (tag, [])
-            listing[1].append(m.group(1))
-        else:
-            if listing is not None or quote:
-                flush()
-            paragraph.append(line.strip())
-        i += 1
-    flush()
-    return "\n".join(out)
+    """A bookmark's note as the HTML report shows it: `viz_app.text.note_html` (markdown-it-py
+    in its safe mode: raw HTML as text, no image, links only to http(s)), its headings two
+    levels down, under the bookmark's own."""
+    return safe_text.note_html(text, headings_below=2)
 
 
 def note_markdown(text: str) -> str:
-    """A note for a Markdown file: its Markdown kept (headings two levels down, under the
-    bookmark's own), raw HTML made inert (`<` as an entity: no tag can open), so a viewer that
-    renders HTML in Markdown shows it as text."""
-    inert = (text or "").replace("<", "&lt;")
-    return re.sub(r"^(#{1,6})(?=\s)", lambda m: "#" * min(6, len(m.group(1)) + 2), inert,
-                  flags=re.MULTILINE)
+    """A bookmark's note as the Markdown report keeps it: `viz_app.text.note_markdown` (raw HTML
+    inert, no image, links only to http(s): a `javascript:` or `data:` link becomes its text),
+    its headings two levels down, under the bookmark's own."""
+    return safe_text.note_markdown(text, headings_below=2)
 
 
 # -- what the report holds -----------------------------------------------------------------------
