@@ -86,7 +86,7 @@ def test_db_stores_the_who_and_when_annotation_once_as_imported_labels(tmp_path,
             str(tmp_path / "w.json")]
     assert main(args) == 0 and main(args) == 0
     err = capsys.readouterr().err
-    assert "stored 1 Who&When label in" in err and "stored 0 Who&When labels in" in err
+    assert "stored 1 published label in" in err and "stored 0 published labels in" in err
     (label,) = Workspace.open(db).labels.all()
     assert (label.source, label.origin, label.question, label.identified_by) == (
         "import", "Who&When", "task_outcome", "import")

@@ -31,3 +31,13 @@ def test_no_secret_text_survives_anywhere_in_the_output():
     (trace,) = import_claude_code(FIXTURES / "claude_session.jsonl")
     dumped = str(redact(trace).to_dict())
     assert "HTTP/2" not in dumped and "Research httpx" not in dumped
+
+
+def test_redaction_drops_published_annotations_and_prompts():
+    """A published annotation and a system prompt are free text too: --redact leaves neither."""
+    from viz_app.io.whowhen import import_whowhen
+
+    (trace,) = import_whowhen(FIXTURES / "whowhen_algorithm_generated.json")
+    kept = [key for e in redact(trace).events for key in e.extras
+            if key in ("published_annotation", "system_prompt", "ground_truth")]
+    assert kept == []

@@ -125,5 +125,5 @@ def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) 
 
     ws = Workspace.open(db, rubric=load_rubric(rubric))
     added = ws.import_published_labels(traces)
-    print(f"stored {added} Who&When label{'s' if added != 1 else ''} in "
+    print(f"stored {added} published label{'s' if added != 1 else ''} in "
           f"{terminal_text(ws.settings.db_url)}", file=sys.stderr)

@@ -7,7 +7,8 @@ from viz_app.io.native import trace_from_dict
 from viz_app.io.records import content_hash
 from viz_app.model import Trace
 
-TEXT_KEYS = ("content", "description", "mistake_reason", "ground_truth", "error")
+TEXT_KEYS = ("content", "description", "mistake_reason", "ground_truth", "groundtruth", "error",
+             "prompt", "system_prompt", "published_annotation", "langfuse_scores")
 """Extra event keys that hold free text from a model, a tool or a person."""
 
 
