@@ -226,7 +226,8 @@ def test_no_trace_text_reaches_a_figure_unescaped(hostile, build):
 def test_the_communication_page_escapes_every_label_and_title(hostile):
     page = charts.communication_html(hostile)
     data = page[page.index("new vis.DataSet"):]
-    assert "&lt;script&gt;" in data or "\\u0026lt;script\\u0026gt;" in data
+    assert "\\u003cscript\\u003e" in data  # the text as it is, escaped as JSON in the script
+    assert "&lt;" not in data and "\\u0026lt;" not in data  # no entity to show literally
     assert not re.search(r"<script>window", page)
     assert not re.search(r"<(img|svg)[^>]*on\w+=", page, re.IGNORECASE)
 

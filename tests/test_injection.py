@@ -352,3 +352,67 @@ def test_no_link_in_a_task_id_or_a_note_is_live_but_the_note_s_http_link(linked_
     page.get_by_text("Different tasks", exact=False).first.wait_for()
     shot(page, "links_compare_page")
     assert not [h for h in _live_links(page) if "evil" in h or h.startswith("mailto:")]
+
+
+# -- the communication graph: text on a canvas, titles as text ---------------------------------
+
+ODD_AGENT = "plan<ner> & co"
+HREF_AGENT = '<a href="https://evil.example">x</a>'
+
+
+def _graph_page(*renames: tuple[str, str]) -> str:
+    from factories import as_trace, example_dict
+    from viz_app import charts
+    from viz_app.analysis import analyze
+
+    text = json.dumps(example_dict())
+    for old, new in renames:
+        text = text.replace(json.dumps(old), json.dumps(new))
+    return charts.communication_html(analyze(as_trace(json.loads(text))))
+
+
+def _graph_data(page: str, name: str) -> list[dict]:
+    start = page.index(f"{name} = new vis.DataSet(") + len(f"{name} = new vis.DataSet(")
+    return json.JSONDecoder().raw_decode(page[start:])[0]
+
+
+def test_a_node_label_and_title_are_the_agent_s_name_as_written():
+    page = _graph_page(("planner_1", ODD_AGENT))
+    [node] = [n for n in _graph_data(page, "nodes") if "plan" in n["label"]]
+    assert node["label"] == ODD_AGENT  # drawn on a canvas: no entity to show as &lt;
+    assert node["title"].startswith(f"{ODD_AGENT} (planner)\nevents ")
+    assert any(e["title"].startswith(f"orchestrator → {ODD_AGENT}: spawn")
+               for e in _graph_data(page, "edges"))
+    assert "&lt;" not in page[page.index("new vis.DataSet("):]
+    assert "\\u003cner\\u003e" in page  # written into the script as escaped JSON
+
+
+def test_a_title_holding_href_never_switches_pyvis_to_its_html_popup():
+    page = _graph_page(("planner_1", HREF_AGENT))
+    assert "popup.innerHTML" not in page  # pyvis's link template would set titles as HTML
+    [node] = [n for n in _graph_data(page, "nodes") if "evil" in n["title"]]
+    assert node["title"].replace("\u2060", "").startswith(HREF_AGENT)
+
+
+@pytest.mark.browser
+def test_the_graph_shows_an_agent_s_name_as_written_in_chromium(page, tmp_path):
+    from conftest import shot
+
+    path = tmp_path / "graph.html"
+    path.write_text(_graph_page(("planner_1", ODD_AGENT), ("executor_1", HREF_AGENT)))
+    page.goto(path.as_uri())
+    page.wait_for_function("() => typeof network !== 'undefined'")
+    page.wait_for_timeout(1500)
+    labels = page.evaluate("() => nodes.get().map(n => n.label)")
+    assert ODD_AGENT in labels
+    where = page.evaluate("""(name) => {
+        const id = nodes.get().find(n => n.label === name).id;
+        return network.canvasToDOM(network.getPositions([id])[id]);
+    }""", ODD_AGENT)
+    box = page.locator("#mynetwork").bounding_box()
+    page.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
+    tooltip = page.locator(".vis-tooltip")
+    tooltip.wait_for(state="visible")
+    assert tooltip.inner_text().startswith(f"{ODD_AGENT} (planner)")
+    assert page.locator("#mynetwork a").count() == 0  # the href agent made no element
+    shot(page, "graph_tooltip_as_text")

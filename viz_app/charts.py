@@ -1,9 +1,10 @@
 """The figures of a trace: spawn tree, message timeline and communication graph.
 
 Pure builders over an `Analysis`, free of Streamlit, so the app and the offline report draw the
-same pictures. Every string that came from the trace is escaped before it reaches Plotly (whose
-labels understand a little HTML: `viz_app.text.plotly_text`) or pyvis (whose page is HTML:
-`viz_app.text.html_text`), and is truncated where a label has to stay short.
+same pictures. Every string that came from the trace is made safe for where it goes: escaped for
+Plotly (whose labels understand a little HTML: `viz_app.text.plotly_text`), kept as text for
+pyvis, which draws labels on a canvas and shows titles as text (`viz_app.text.canvas_text`; it
+writes both into its page as escaped JSON), and truncated where a label has to stay short.
 
 Large traces stay fast and readable: when more than `TREE_BUDGET` nodes would stand side by
 side, subtrees collapse into one node with a count (expanded on demand), and above
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
 from viz_app.model import EVENT_TYPES, Event
-from viz_app.text import html_text, plotly_preview, plotly_text
+from viz_app.text import canvas_text, plotly_preview, plotly_text
 
 TREE_BUDGET = 36
 """Most tree nodes side by side (leaves of the drawn tree) before subtrees collapse: about what
@@ -650,11 +651,21 @@ def _add_critical(fig: go.Figure, analysis: Analysis, lane: dict[str, int], star
 # -- the communication graph --------------------------------------------------------------------
 
 
+def _tooltip(text: str) -> str:
+    """A node's or edge's title for pyvis: text (vis-network shows a string title with
+    `innerText`, so `<` must stay `<`, not `&lt;`), with `href` broken by a word joiner: pyvis
+    swaps in its own popup, which sets `innerHTML`, when a node's title holds `href`."""
+    return canvas_text(text).replace("href", "hre\u2060f")
+
+
 def communication_html(analysis: Analysis, *, height: int = 560, selected: str | None = None) -> str:
     """The communication graph as a self-contained pyvis page: agents as nodes coloured by role,
     an arrow per (sender, recipient) pair weighted by how many spawns, delegations, messages and
-    returns it carries. Every label and title is escaped, the page has no heading, its JavaScript
-    is inlined, and a Content-Security-Policy lets only those inline scripts run."""
+    returns it carries. Labels (drawn on a canvas) and titles (shown as text) are trace text as
+    it is (`canvas_text`: no entity to show as `&lt;`); pyvis writes them into its script as
+    JSON with `<`, `>`, `&` and quotes escaped, so none can end the script. The page has no
+    heading, its JavaScript is inlined, and a Content-Security-Policy lets only those inline
+    scripts run."""
     from pyvis.network import Network
 
     graph = analysis.communication
@@ -667,7 +678,8 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
         stats = analysis.agent_stats[agent]
         title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
                            f"tokens {stats.tokens:,.0f}", f"messages sent {stats.messages_sent}"])
-        options = dict(label=html_text(agent, 24), title=html_text(title), color=role_colour(stats.role),
+        options = dict(label=canvas_text(agent, 24, one_line=True), title=_tooltip(title),
+                       color=role_colour(stats.role),
                        size=10 + 4 * math.log1p(stats.events), shape="dot",
                        borderWidth=4 if agent == selected else 1)
         if agent in positions:
@@ -678,7 +690,7 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
         kinds = [f"{k} {data[k]}" for k in LINK_STYLES if data.get(k)]
         main = max(LINK_STYLES, key=lambda k: data.get(k, 0))
         net.add_edge(ids[sender], ids[recipient], value=data["weight"],
-                     title=html_text(f"{sender} → {recipient}: " + ", ".join(kinds)),
+                     title=_tooltip(f"{sender} → {recipient}: " + ", ".join(kinds)),
                      color=LINK_STYLES[main][0], dashes=main != "spawn",
                      arrows="to")
     if big:

@@ -9,6 +9,8 @@ or stores trace text passes it through the function named for where it goes:
   the Markdown report);
 - `html_text`: the text of an HTML element or an attribute value (the HTML report, pyvis);
 - `plotly_text` and `plotly_preview`: a Plotly label or hover box;
+- `canvas_text`: text drawn as text, read as no markup (the communication graph's node labels,
+  drawn on a canvas, and its tooltips, which vis-network fills as text);
 - `terminal_text`: a line the CLI prints;
 - `csv_cell`: a cell of a CSV file (which a spreadsheet may read as a formula);
 - `file_name`: a file name.
@@ -106,6 +108,19 @@ def plotly_preview(text: str, width: int = 60, lines: int = 4) -> str:
     chunks = [flat[i:i + width] for i in range(0, min(len(flat), shown), width)]
     body = "<br>".join(html.escape(c, quote=False) for c in chunks)
     return body + ("…" if len(flat) > shown or len(head) < len(text) else "")
+
+
+def canvas_text(text: object, limit: int | None = None, *, one_line: bool = False) -> str:
+    """Trace text for a place that shows characters and reads no markup: a label vis-network
+    (pyvis) draws on its canvas, or a tooltip it fills as text (`innerText`). Control,
+    zero-width and bidi characters removed (with `one_line`, tabs and newlines too, and runs of
+    space made one), shortened to `limit` characters; nothing escaped, since an entity would
+    show as `&lt;`. Where the text goes into a page as data (pyvis writes it as JSON inside a
+    script), that writer escapes it for its own medium."""
+    value = str(text)
+    value = " ".join(_HIDDEN_OR_BREAK.sub(" ", value).split()) if one_line \
+        else _HIDDEN.sub("", value)
+    return _shortened(value, limit)
 
 
 _TERMINAL = re.compile(f"[{_INVISIBLE}\t\n\u2028\u2029]")
