@@ -5,8 +5,10 @@ target or trace.
 Everything the reviewer saves goes through the Workspace the page gives (no SQL here, and the
 rules of a save are the Workspace's).
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
-Keyboard: Streamlit's own button shortcuts (no script of ours runs in the page): keys 1-5 pick
-a point of the scale question, Ctrl+Enter saves the form, N goes to the next unlabelled target.
+Keyboard: Streamlit's own button shortcuts (no script of ours runs in the page): digits pick
+the n-th answer, letters toggle tags, Ctrl+Enter saves, N / P / S move on, back and skip,
+Shift+N opens the next trace, arrows and Enter pick where a stop should have been, H lists them
+(`KEYS_HELP`). Trace text never goes into a label that takes HTML.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from viz_app.analysis import Analysis
-from viz_app.errors import LabelError, RubricError
+from viz_app.errors import LabelError, RubricError, StoreError
 from viz_app.labels.label import Label, Reviewer, progress_of
 from viz_app.labels.rubric import LabelTarget, Question, targets
 from viz_app.model import Event, Trace
@@ -31,7 +33,7 @@ CONTEXT_EVENTS = 4
 """Events shown before and after a stop decision."""
 
 SCALE_KEYS = "123456789"
-"""Keys that pick the points of a scale (Streamlit button shortcuts)."""
+"""Keys that pick the n-th answer of a scale or category question (Streamlit button shortcuts)."""
 
 
 def _short(text: object, limit: int = 60) -> str:
@@ -55,12 +57,36 @@ def _event_label(event: Event, analysis: Analysis) -> str:
            f"t={float(event.t):g}s"
 
 
+def _remembered(key: tuple, make: Callable[[], Any]) -> Any:
+    """A value computed once per session for the open trace (the last two kept): the targets
+    of a 20,000-event trace take half a second to find, too long for every key press."""
+    memo = st.session_state.setdefault("_ann_memo", {})
+    if key not in memo:
+        memo[key] = make()
+        while len(memo) > 2:
+            memo.pop(next(iter(memo)))
+    return memo[key]
+
+
+def _event_labels(trace: Trace, analysis: Analysis) -> dict[str, str]:
+    """Every event's one-line label, for the 'should have stopped here' list."""
+    return _remembered(("event labels", trace.trace_id, trace.sha256),
+                       lambda: {e.id: _event_label(e, analysis) for e in analysis.order})
+
+
 def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                      reviewer: Reviewer | None, selected_event: str | None, *,
-                     open_trace: Callable[[str], None]) -> str | None:
+                     open_trace: Callable[[str], None],
+                     on_choose: Callable[[str], None] | None = None) -> str | None:
     """Draw the panel for one trace. Returns the event id of a target the reviewer moved to
     here (the page then selects it in the tree, timeline and inspector), else None;
-    `open_trace(trace_id)` is called to go to the next trace the reviewer has left to label."""
+    `open_trace(trace_id)` is called to go to the next trace the reviewer has left to label,
+    `on_choose(event_id)` at once when the reviewer moves to a target (in the widget callback,
+    before anything is drawn).
+
+    The answers are plain widgets, not an `st.form`: each click or key reaches the server at
+    once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
+    for the session) when the reviewer moves away and comes back."""
     st.markdown("#### Labels")
     try:
         store = workspace.labels
@@ -75,10 +101,12 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     state = st.session_state.setdefault(f"_{base}", {"target": None, "seen": None,
                                                      "opened": time.time(), "picking": False,
                                                      "optional": False})
+    state.setdefault("skipped", [])
     stash = f"_{base}:chosen"
     _show_flash(base)
 
-    found = targets(rubric, analysis)
+    found = _remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
+                        lambda: targets(rubric, analysis))
     mine = store.answers(trace.trace_id, reviewer.name)
     progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
     st.progress(progress.labelled / progress.total if progress.total else 1.0,
@@ -89,18 +117,34 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     if not shown:
         st.caption("The rubric asks nothing about this trace.")
         return None
+    done = {t.key for t in found if set(t.required) <= set(mine.get(t.key, {}))}
     _follow_selection(state, selected_event, keys, base, found)
     if state["target"] not in keys:
-        state["target"] = progress.next_target if progress.next_target in keys else keys[0]
+        first = next_target_key(keys, done, None, state["skipped"])
+        state["target"] = first if first is not None else keys[0]
     target = shown[keys.index(state["target"])]
 
-    _navigation(trace, workspace, reviewer, state, progress, base, stash, open_trace)
-    done = {t.key for t in found if set(t.required) <= set(mine.get(t.key, {}))}
+    def move(new_key: str | None, *, skip: bool = False) -> None:
+        if skip and state["target"] not in state["skipped"]:
+            state["skipped"].append(state["target"])
+        if new_key is None or new_key == state["target"]:
+            return
+        if state["target"] not in done and not skip and _drafted(base, state["target"]):
+            _flash(base, "warning", f"Your answer on {state['target'] or 'the whole trace'} is "
+                                    "kept but not saved.")
+        _leave(state, base, new_key)
+        st.session_state[stash] = new_key
+        if on_choose is not None and new_key:
+            on_choose(new_key)
+
+    _navigation(trace, workspace, reviewer, state, keys, done, base, open_trace, move)
     st.selectbox("Target", keys, index=keys.index(target.key), key=f"{base}:target:{target.key}",
                  format_func=lambda k: _target_label(shown[keys.index(k)], analysis, k in done),
-                 on_change=_picked_target, args=(state, base, stash, target.key, mine),
+                 on_change=lambda: move(st.session_state.get(f"{base}:target:{target.key}")),
                  help="Everything the rubric asks about in this trace, in time order; "
                       "✓ marks the ones you have labelled.")
+    _form(trace, analysis, workspace, reviewer, target, mine.get(target.key, {}), state, base)
+    _context(trace, analysis, target, base)
     options = st.columns(2)
     options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),
                       key=f"{base}:blind", on_change=_set_blind, args=(f"{base}:blind",),
@@ -108,15 +152,35 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     options[1].toggle("optional targets", value=state["optional"], key=f"{base}:optional",
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
-
-    _context(trace, analysis, target, base)
-    _form(trace, analysis, workspace, reviewer, target, mine.get(target.key, {}), state, base)
     _others(store, trace, target, reviewer.name, bool(mine.get(target.key)))
     chosen = st.session_state.pop(stash, None)
     return chosen or None
 
 
 # -- which target ------------------------------------------------------------------------------
+
+
+def next_target_key(keys: list[str], done: set[str], current: str | None,
+                    skipped: list[str]) -> str | None:
+    """The target N moves to: the first unlabelled target after `current` (in order, wrapping),
+    never `current` itself; targets the reviewer skipped come last, in the order skipped.
+    None when no other target is left to label."""
+    start = keys.index(current) + 1 if current in keys else 0
+    ordered = keys[start:] + keys[:start]
+    left = [k for k in ordered if k not in done and k != current]
+    fresh = [k for k in left if k not in skipped]
+    if fresh:
+        return fresh[0]
+    later = [k for k in skipped if k in left]
+    return later[0] if later else None
+
+
+def previous_target_key(keys: list[str], current: str | None) -> str | None:
+    """The target P moves to: the one before `current` in order (None at the first)."""
+    if current not in keys:
+        return None
+    where = keys.index(current)
+    return keys[where - 1] if where > 0 else None
 
 
 def _follow_selection(state: dict, selected: str | None, keys: list[str], base: str,
@@ -129,7 +193,7 @@ def _follow_selection(state: dict, selected: str | None, keys: list[str], base: 
     if selected is None:
         return
     if state["picking"] and state["target"] and selected != state["target"]:
-        st.session_state[f"{base}:{state['target']}:pointer"] = selected
+        _set_answer(base, f"{base}:{state['target']}:pointer", selected)
         state["picking"] = False
         return
     if selected in keys and selected != state["target"]:
@@ -138,20 +202,9 @@ def _follow_selection(state: dict, selected: str | None, keys: list[str], base: 
 
 def _leave(state: dict, base: str, new_key: str) -> None:
     state["target"] = new_key
+    state["seen"] = new_key or state["seen"]
     state["opened"] = time.time()
     state["picking"] = False
-
-
-def _picked_target(state: dict, base: str, stash: str, old_key: str,
-                   mine: dict[str, dict[str, Label]]) -> None:
-    new_key = st.session_state.get(f"{base}:target:{old_key}")
-    if new_key is None or new_key == old_key:
-        return
-    if old_key not in mine:
-        _flash(base, "warning", f"You left {old_key or 'the whole trace'} without saving an "
-                                "answer.")
-    _leave(state, base, new_key)
-    st.session_state[stash] = new_key
 
 
 def _set_blind(key: str) -> None:
@@ -162,27 +215,61 @@ def _set_optional(state: dict, key: str) -> None:
     state["optional"] = st.session_state[key]
 
 
-def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: dict, progress,
-                base: str, stash: str, open_trace: Callable[[str], None]) -> None:
-    left, right = st.columns(2)
+def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: dict,
+                keys: list[str], done: set[str], base: str,
+                open_trace: Callable[[str], None], move: Callable) -> None:
+    upcoming = next_target_key(keys, done, state["target"], state["skipped"])
+    before = previous_target_key(keys, state["target"])
+    cols = st.columns([1, 1.2, 0.9, 1.2, 0.5], gap="small")
+    cols[0].button("Back", key=f"{base}:previous", icon=":material/skip_previous:",
+                   on_click=move, args=(before,), disabled=before is None, width="stretch",
+                   shortcut="P", help="The target before this one (key P)")
+    cols[1].button("Next target", key=f"{base}:next", icon=":material/skip_next:",
+                   on_click=move, args=(upcoming,), disabled=upcoming is None,
+                   width="stretch", shortcut="N",
+                   help="The next target you have not labelled yet; skipped ones come last "
+                        "(key N)")
+    cols[2].button("Skip", key=f"{base}:skip", icon=":material/redo:", on_click=move,
+                   args=(upcoming,), kwargs={"skip": True}, width="stretch", shortcut="S",
+                   disabled=state["target"] in done,
+                   help="Leave this target for later: it comes back after the others (key S)")
 
-    def next_target() -> None:
-        if progress.next_target is not None and progress.next_target != state["target"]:
-            _leave(state, base, progress.next_target)
-            st.session_state[stash] = progress.next_target
-
-    left.button("Next target", key=f"{base}:next", icon=":material/skip_next:",
-                on_click=next_target,
-                disabled=progress.next_target is None, width="stretch", shortcut="N",
-                help="The first target of this trace you have not labelled yet (key N)")
-    if right.button("Next trace", key=f"{base}:next_trace", width="stretch",
-                    icon=":material/fast_forward:",
-                    help="The next trace in the library with targets you have not labelled"):
+    if cols[3].button("Next trace", key=f"{base}:next_trace", width="stretch",
+                      icon=":material/fast_forward:", shortcut="Shift+N",
+                      help="The next trace in the library with targets you have not labelled "
+                           "(Shift+N)"):
         following = workspace.next_unlabelled(reviewer.name, after=trace.trace_id)
         if following is None:
-            _flash(base, "success", "Every trace in the library is labelled. Thank you!")
-            st.rerun()
-        open_trace(following)
+            st.toast("Every trace in the library is labelled. Thank you!",
+                     icon=":material/check_circle:")
+        else:
+            open_trace(following)  # not from a callback: pages are known only to a run
+    if cols[4].button("?", key=f"{base}:keys", shortcut="H", width="stretch",
+                      help="The keys of the labels panel (key H)"):
+        _keys_help()
+
+
+@st.dialog("Keys of the labels panel")
+def _keys_help() -> None:
+    st.markdown(KEYS_HELP)
+
+
+KEYS_HELP = """
+| key | what it does |
+|---|---|
+| 1 – 9 | pick the n-th answer of the target's first scale or category question (Alt+1 – 9: the second) |
+| letters | toggle a tag (each tag shows its letter) |
+| Ctrl+Enter | save the target's answers (from the page or the note box) |
+| Ctrl+S | save too, also right after a click on an answer or a tag (which keep Enter to themselves) |
+| N / P | next unlabelled target / previous target |
+| S | skip this target (it comes back after the others) |
+| Shift+N | next trace with a target you have not labelled |
+| ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
+| H | this list |
+
+Keys without Ctrl do nothing while you type in a text box. (Streamlit's key shortcuts take
+letters, digits and named keys only, so the list is on H rather than `?`.)
+"""
 
 
 # -- what the reviewer judges -------------------------------------------------------------------
@@ -257,31 +344,69 @@ def _compare(trace: Trace, analysis: Analysis, event: Event, inputs: list[Event]
 
 
 def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, base: str) -> None:
+    """The events around a stop, with their content, and a cursor the arrow keys walk: Enter
+    makes the event under it the 'should have stopped here' answer."""
+    state = st.session_state[f"_{base}"]
+    cursors = state.setdefault("cursor", {})
+    order = analysis.order
     where = analysis.position[event.id]
-    window = analysis.order[max(0, where - CONTEXT_EVENTS): where + CONTEXT_EVENTS + 1]
+    at = cursors.get(event.id, min(where + 1, len(order) - 1))
+    low = max(0, min(where, at) - CONTEXT_EVENTS)
+    window = order[low: max(where, at) + CONTEXT_EVENTS + 1]
+    pointer_key = f"{base}:{event.id}:pointer"
     st.markdown("**Around the stop**" + (" (inferred: the trace has no stop decision)"
                                          if target.inferred else ""))
+
+    def mark(e: Event) -> str:
+        place = "■ stop" if e.id == event.id else (
+            "after" if analysis.position[e.id] > where else "before")
+        return ("▶ " if analysis.position[e.id] == at else "") + place
+
     frame = pd.DataFrame([{
-        "": "■ stop" if e.id == event.id else ("after" if analysis.position[e.id] > where
-                                                 else "before"),
-        "event": e.id, "t": float(e.t), "agent": analysis.actor[e.id], "type": e.type,
-        "text": _short(e.text, 200)} for e in window])
-    pointer_key = f"{base}:{event.id}:pointer"
+        "": mark(e), "event": e.id, "t": float(e.t), "agent": analysis.actor[e.id],
+        "type": e.type, "text": _short(e.text, 200)} for e in window])
 
     def picked() -> None:
         rows = st.session_state[f"{base}:around:{event.id}"]["selection"]["rows"]
         if rows and frame.iloc[rows[0]]["event"] != event.id:
-            st.session_state[pointer_key] = str(frame.iloc[rows[0]]["event"])
+            chosen = str(frame.iloc[rows[0]]["event"])
+            cursors[event.id] = analysis.position[chosen]
+            _set_answer(base, pointer_key, chosen)
 
     st.dataframe(frame, key=f"{base}:around:{event.id}", hide_index=True, on_select=picked,
                  selection_mode="single-row", width="stretch",
-                 column_config={"": st.column_config.TextColumn(width=60),
+                 column_config={"": st.column_config.TextColumn(width=70),
                                 "event": st.column_config.TextColumn(width=50),
                                 "t": st.column_config.NumberColumn(format="%.1f", width=50),
                                 "agent": st.column_config.TextColumn(width=110),
                                 "text": st.column_config.TextColumn(width="large")})
-    st.caption("Pick a row to set where it should have stopped, or use the timeline:")
-    state = st.session_state[f"_{base}"]
+
+    def walk(step: int) -> None:
+        cursors[event.id] = max(0, min(len(order) - 1, at + step))
+
+    def pick() -> None:
+        if order[at].id != event.id:
+            _set_answer(base, pointer_key, order[at].id)
+
+    keys = st.columns([1, 1, 1.3], gap="small")
+    keys[0].button("earlier", key=f"{base}:walk-up:{event.id}", icon=":material/arrow_upward:",
+                   on_click=walk, args=(-1,), shortcut="Up", width="stretch",
+                   disabled=at == 0, help="Move the cursor ▶ to the event before (↑)")
+    keys[1].button("later", key=f"{base}:walk-down:{event.id}",
+                   icon=":material/arrow_downward:", on_click=walk, args=(1,), shortcut="Down",
+                   width="stretch", disabled=at == len(order) - 1,
+                   help="Move the cursor ▶ to the event after (↓)")
+    keys[2].button("stop here", key=f"{base}:walk-pick:{event.id}", on_click=pick,
+                   shortcut="Enter", width="stretch", disabled=order[at].id == event.id,
+                   icon=":material/keyboard_return:",
+                   help="Make the event under the cursor the 'should have stopped here' "
+                        "answer (Enter)")
+    under = order[at]
+    st.caption(f"▶ **{markdown_literal(under.id, 20)}** {markdown_literal(under.type)} from "
+               f"{markdown_literal(under.from_ or analysis.actor[under.id], 30)} · "
+               f"t={float(under.t):g}s")
+    _content(under, 150)
+    st.caption("Pick a row, walk with ↑ ↓ and press Enter, or use the timeline:")
     st.toggle("pick on the timeline", value=state["picking"], key=f"{base}:picking:{event.id}",
               on_change=lambda: state.update(picking=st.session_state[
                   f"{base}:picking:{event.id}"]),
@@ -292,87 +417,185 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
 # -- the form ---------------------------------------------------------------------------------
 
 
+RESERVED_LETTERS = set("CRNPSH")
+"""Letters a tag cannot take: C and R are Streamlit's own, N P S H are the panel's."""
+
+
+def tag_letters(labels: list[str]) -> list[str]:
+    """A letter key for each tag: the first letter of its label still free, else the first
+    free letter of the alphabet ('' when none is left)."""
+    taken: set[str] = set()
+    letters = []
+    for label in labels:
+        free = [c for c in label.upper() + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                if "A" <= c <= "Z" and c not in RESERVED_LETTERS and c not in taken]
+        letter = free[0] if free else ""
+        taken.add(letter)
+        letters.append(letter)
+    return letters
+
+
 def _widget_key(base: str, target: LabelTarget, question: Question) -> str:
     if question.kind == "event":
         return f"{base}:{target.event_id}:pointer"
     return f"{base}:{target.key}:{question.id}"
 
 
+def _drafts(base: str) -> dict[str, Any]:
+    """Answers given but not saved, by widget key: kept for the session, so an answer is there
+    again when the reviewer comes back to a target (Streamlit drops a widget's state when the
+    widget is not drawn)."""
+    return st.session_state.setdefault(f"_{base}:drafts", {})
+
+
+def _drafted(base: str, target_key: str) -> bool:
+    prefix = f"{base}:{target_key}:"
+    return any(k.startswith(prefix) and v not in (None, "", []) for k, v in _drafts(base).items())
+
+
+def _set_answer(base: str, key: str, value: Any) -> None:
+    st.session_state[key] = value
+    _drafts(base)[key] = value
+
+
+def _keep(base: str, key: str) -> None:
+    _drafts(base)[key] = st.session_state.get(key)
+
+
 def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Reviewer,
           target: LabelTarget, saved: dict[str, Label], state: dict, base: str) -> None:
     rubric = workspace.rubric
     questions = [rubric.question(q) for q in target.questions]
-    scale = next((q for q in questions if q.kind == "scale"), None)
-    if scale is not None:
-        _scale_keys(scale, _widget_key(base, target, scale))
-    for q in questions:  # saved answers prefill the form, once per target
-        key = _widget_key(base, target, q)
-        if key not in st.session_state and q.id in saved:
-            st.session_state[key] = saved[q.id].value
-    with st.form(f"{base}:form:{target.key}", border=True):
-        values: dict[str, Any] = {}
-        for q in questions:
-            values[q.id] = _widget(q, _widget_key(base, target, q), trace, analysis, target)
-        note_key = f"{base}:{target.key}:note"
-        if note_key not in st.session_state and saved:
-            st.session_state[note_key] = next(iter(saved.values())).comment
-        comment = st.text_area("Note (optional)", key=note_key, height=68,
-                               placeholder="anything a trainer or another reviewer should know")
+    drafts = _drafts(base)
+    note_key = f"{base}:{target.key}:note"
+    for key, value in [(_widget_key(base, target, q), saved[q.id].value if q.id in saved
+                        else None) for q in questions] + [
+            (note_key, next(iter(saved.values())).comment if saved else None)]:
+        if key not in st.session_state:  # a draft, else the saved answer, prefills the widget
+            if key in drafts:
+                st.session_state[key] = drafts[key]
+            elif value is not None:
+                st.session_state[key] = value
+    choice_questions = [q for q in questions if q.kind in ("scale", "categorical", "boolean")]
+    digits = {q.id: prefix for q, prefix in zip(choice_questions, ("", "Alt+"))}
+    with st.container(border=True, key="ann-form"):
+        with st.container(key="ann-keys", horizontal=True):
+            for q in questions:
+                if q.id in digits:
+                    _choice_keys(q, _widget_key(base, target, q), digits[q.id], base)
+                elif q.kind == "tags":
+                    _tag_keys(q, _widget_key(base, target, q), base)
         stamp = max(x.created_at for x in saved.values()) if saved else ""
         status = (f"saved {stamp[:10]} at {stamp[11:16]} UTC" if saved
                   else ":orange[not saved yet]")
-        st.caption(f"{status} · nothing is stored until you press Save (Ctrl+Enter)")
-        submitted = st.form_submit_button("Save", type="primary", shortcut="Ctrl+Enter",
-                                          icon=":material/save:")
-    if submitted:
-        _save(workspace, trace, reviewer, target, values, comment, state, base)
+        if _drafted(base, target.key) and saved:
+            status += " · :orange[changed, not saved]"
+        failed = st.session_state.pop(f"_{base}:error", None)
+        if failed:
+            st.error(failed)
+
+        def save_now() -> None:
+            values = {q.id: st.session_state.get(_widget_key(base, target, q))
+                      for q in questions}
+            _save(workspace, trace, reviewer, target, values,
+                  st.session_state.get(note_key) or "", state, base)
+
+        save_col, status_col = st.columns([1, 2.4], vertical_alignment="center")
+        save_col.button("Save", type="primary", shortcut="Ctrl+Enter", icon=":material/save:",
+                        key=f"{base}:save:{target.key}", on_click=save_now, width="stretch")
+        status_col.caption(f"{status} · nothing is stored until you save")
+        with st.container(key="ann-keys-save"):
+            # Streamlit's radio and pills keep Enter to themselves while focused (after a click
+            # on an answer); Ctrl+S reaches the page from anywhere
+            st.button("Save (Ctrl+S)", key=f"{base}:save-s:{target.key}", shortcut="Ctrl+S",
+                      on_click=save_now)
+        for q in questions:
+            _widget(q, _widget_key(base, target, q), trace, analysis, target, base,
+                    digits.get(q.id))
+        st.text_area("Note (optional)", key=note_key, height=68, on_change=_keep,
+                     args=(base, note_key),
+                     placeholder="anything a trainer or another reviewer should know")
 
 
-def _scale_keys(question: Question, key: str) -> None:
-    """Buttons 1..n with the keys 1..n as shortcuts: each sets the scale's answer."""
-    points = [c.value for c in question.choices][: len(SCALE_KEYS)]
-    columns = st.columns([1.6] + [1] * len(points), vertical_alignment="center")
-    columns[0].caption("keys")
-    for column, point, shortcut in zip(columns[1:], points, SCALE_KEYS):
-        column.button(str(point), key=f"{key}:key:{point}", shortcut=shortcut,
-                      on_click=st.session_state.__setitem__, args=(key, point), width="stretch",
-                      help=f"{question.choice(point).label} (key {shortcut})")
+def _choice_keys(question: Question, key: str, modifier: str, base: str) -> None:
+    """Buttons with the keys 1..n (or Alt+1..n) as shortcuts: each picks the n-th answer.
+    Hidden by the page's style: the answers show their digit."""
+    values = [c.value for c in question.choices][: len(SCALE_KEYS)]
+    for value, digit in zip(values, SCALE_KEYS):
+        st.button(digit, key=f"{key}:key:{digit}", shortcut=f"{modifier}{digit}",
+                  on_click=_set_answer, args=(base, key, value),
+                  help=f"{question.choice(value).label} (key {modifier}{digit})")
 
 
-def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: LabelTarget) -> Any:
+def _tag_keys(question: Question, key: str, base: str) -> None:
+    """Buttons with a letter each as shortcut: each toggles its tag."""
+    values = [c.value for c in question.choices]
+    letters = tag_letters([c.label for c in question.choices])
+
+    def toggle(value: Any) -> None:
+        chosen = list(st.session_state.get(key) or [])
+        chosen = [v for v in chosen if v != value] if value in chosen else chosen + [value]
+        _set_answer(base, key, [v for v in values if v in chosen])
+
+    for value, letter in zip(values, letters):
+        if letter:
+            st.button(letter, key=f"{key}:key:{letter}", shortcut=letter, on_click=toggle,
+                      args=(value,), help=f"{question.choice(value).label} (key {letter})")
+
+
+def _keyed(label: str, key: str) -> str:
+    """A choice's label with its key, unless the label already starts with it."""
+    return label if not key or label.startswith(f"{key} ") else f"{key} · {label}"
+
+
+def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: LabelTarget,
+            base: str, modifier: str | None = None) -> Any:
     label = markdown_literal(q.prompt, 200)
     if q.kind in ("scale", "categorical", "boolean"):
         values = [c.value for c in q.choices]
         if st.session_state.get(key) not in values:
             st.session_state[key] = None  # no answer yet (set here, so no default is passed)
-        return st.radio(label, values, key=key, help=q.guidance or None,
-                        format_func=lambda v: q.choice(v).label,
-                        captions=[c.guidance for c in q.choices])
+        shown = {v: _keyed(q.choice(v).label, f"{modifier or ''}{i}" if modifier is not None
+                           and i <= len(SCALE_KEYS) else "") for i, v in enumerate(values, 1)}
+        guidance = "\n".join([q.guidance or ""] + [f"- **{c.label}**: {c.guidance}"
+                                                    for c in q.choices if c.guidance]).strip()
+        return st.radio(label, values, key=key, help=guidance or None,
+                        format_func=shown.__getitem__, on_change=_keep, args=(base, key))
     if q.kind == "tags":
+        letters = dict(zip([c.value for c in q.choices],
+                           tag_letters([c.label for c in q.choices])))
         return st.pills(label, [c.value for c in q.choices], selection_mode="multi", key=key,
-                        format_func=lambda v: q.choice(v).label, help=q.guidance or None)
+                        format_func=lambda v: f"{q.choice(v).label} · {letters[v]}"
+                        if letters[v] else q.choice(v).label,
+                        on_change=_keep, args=(base, key), help=q.guidance or None)
     if q.kind == "event":
         options = [None] + [e.id for e in analysis.order if e.id != target.event_id]
         if st.session_state.get(key) not in options:
             st.session_state.pop(key, None)
         when = f" (only when {', '.join(map(str, q.ask_when.values))})" if q.ask_when else ""
         return st.selectbox(label + when, options, key=key, help=q.guidance or None,
+                            on_change=_keep, args=(base, key),
                             format_func=lambda i: "—" if i is None else
-                            _event_label(trace.event(i), analysis))
-    return st.text_area(label, key=key, help=q.guidance or None, height=68)
+                            _event_labels(trace, analysis)[i])
+    return st.text_area(label, key=key, help=q.guidance or None, height=68, on_change=_keep,
+                        args=(base, key))
 
 
 def _save(workspace: Workspace, trace: Trace, reviewer: Reviewer, target: LabelTarget,
           values: dict[str, Any], comment: str, state: dict, base: str) -> None:
+    """Save the target's answers (a widget callback: the panel then draws the new progress)."""
     try:
         made = workspace.save_answers(trace, target, values, reviewer, comment=comment or "",
                                       seconds_spent=round(time.time() - state["opened"], 1))
-    except LabelError as err:
-        st.error(markdown_literal(err, 400))
+    except (LabelError, StoreError) as err:  # nothing saved: the answers stay in the form
+        st.session_state[f"_{base}:error"] = markdown_literal(err, 400)
         return
+    prefix = f"{base}:{target.key}:"
+    drafts = _drafts(base)
+    for key in [k for k in drafts if k.startswith(prefix)]:
+        del drafts[key]
     _flash(base, "success", f"Saved {len(made)} answer{'s' if len(made) != 1 else ''} on "
                             f"{target.event_id or 'the whole trace'}.")
-    st.rerun()
 
 
 def _others(store: LabelStore, trace: Trace, target: LabelTarget, reviewer: str,

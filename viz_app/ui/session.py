@@ -195,6 +195,10 @@ _STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding: 2rem 2.5rem 2rem 2.5rem !important; }
 [data-testid="stMetricValue"] { font-size: 1.55rem !important; }
 .st-key-chart-library { display: none !important; }
+.st-key-ann-keys, .st-key-ann-keys-save { display: none !important; }
+[data-testid="stColumn"]:has(.st-key-labels-panel) {
+  position: sticky; top: 0.5rem; align-self: flex-start; max-height: calc(100vh - 1rem);
+  overflow-y: auto; }
 </style>"""
 
 
@@ -228,18 +232,36 @@ def charts_ahead() -> Iterator[None]:
 
 def reviewer() -> Reviewer | None:
     """Who is labelling, read one way for every page: the signed-in user's e-mail (or name)
-    when the app has authentication, else the name typed once in the sidebar and kept for the
-    session. Labels, bookmarks and judgements all record this."""
+    when the app has authentication, else the name typed in the sidebar. Labels, bookmarks and
+    judgements all record this.
+
+    The typed name is remembered in the URL (`&reviewer=`), so a reload, a bookmark or a deep
+    link that carries it opens as the same reviewer; the links orchviz makes (next trace, the
+    library's rows) carry it. It changes only when the reviewer edits the box."""
     signed_in = _signed_in()
     if signed_in is not None:
         st.sidebar.caption(f"Signed in as **{markdown_literal(signed_in, 60)}**")
         return Reviewer(name=signed_in, via="login")
-    name = st.session_state.get("reviewer")
-    box = st.sidebar.text_input("Reviewer", value=name or "", key="_reviewer_box",
-                                placeholder="your name", help="Recorded on every label you give.")
+    if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
+        name = st.session_state.get("reviewer") or (
+            st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH]
+        st.session_state["_reviewer_box"] = name or ""
+    box = st.sidebar.text_input("Reviewer", key="_reviewer_box", max_chars=REVIEWER_LENGTH,
+                                placeholder="your name",
+                                help="Recorded on every label you give; kept in the page's "
+                                     "address, so a reload or a link keeps it.")
     name = box.strip() or None
     st.session_state["reviewer"] = name
+    if name and st.query_params.get(REVIEWER_PARAM) != name:
+        st.query_params[REVIEWER_PARAM] = name
+    elif not name and REVIEWER_PARAM in st.query_params:
+        del st.query_params[REVIEWER_PARAM]
     return Reviewer(name=name, via="name") if name else None
+
+
+REVIEWER_PARAM = "reviewer"
+"""The URL parameter that carries the typed reviewer name."""
+REVIEWER_LENGTH = 80
 
 
 def _signed_in() -> str | None:
@@ -262,6 +284,9 @@ def url_trace() -> str | None:
 def open_trace(trace_id: str, event_id: str | None = None) -> None:
     """Go to the trace page for a trace (and event): the URL then links to exactly that."""
     params = {"trace": trace_id} | ({"event": event_id} if event_id else {})
+    name = st.session_state.get("reviewer") or st.query_params.get(REVIEWER_PARAM)
+    if name and not _signed_in():
+        params[REVIEWER_PARAM] = name
     st.switch_page(TRACE_PAGE, query_params=params)
 
 

@@ -79,29 +79,38 @@ def on_tree(choice: TreeChoice) -> None:
     session.select_agent(trace, choice.agent)
 
 
-views, side = st.columns([2.5, 1.1], gap="medium")
+views, side = st.columns([2.3, 1.4], gap="medium")
+
+
+@st.fragment
+def side_panel() -> None:
+    """The labels panel, the bookmarks and the inspector: a fragment, so a key press, a save or
+    a move to another target reruns this column only, never the tree and the timeline (they
+    ring the selected event again at the page's next full run)."""
+    # The labels first, so that the question and its answers are in view whatever the inspector
+    # shows; drawn before the inspector, so that an event id it returns is followed by the
+    # inspector in this same run.
+    labels_box = st.container(key="labels-panel")
+    inspector_box = st.container(border=True, key="inspector-panel")
+    with labels_box:
+        follow(annotation_panel(trace, analysis, workspace, reviewer,
+                                session.selected_event(trace), open_trace=session.open_trace,
+                                on_choose=follow))
+    with st.container():
+        follow(bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
+                              session.selected_event(trace)))
+    event_id = session.selected_event(trace)
+    with inspector_box:
+        st.markdown("#### Inspector")
+        inspector(trace, analysis, event_id=event_id, agent=session.selected_agent(trace),
+                  on_choose=follow)
+        event_bookmarks(bookmarks.current(trace.trace_id), event_id)
+
+
 with side:
-    inspector_box = st.container(border=True)
-    annotation_box = st.container()
-    bookmarks_box = st.container()
-
-# -- ANNOTATION PANEL (issue 4) -----------------------------------------------------------------
-# Drawn before the views, so that an event id it returns is followed by the tree, the timeline
-# and the inspector in this same run.
-with annotation_box:
-    follow(annotation_panel(trace, analysis, workspace, reviewer, session.selected_event(trace),
-                            open_trace=session.open_trace))
-with bookmarks_box:
-    follow(bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
-                          session.selected_event(trace)))
-# ------------------------------------------------------------------------------------------------
-
+    side_panel()
 event_id = session.selected_event(trace)
 agent = session.selected_agent(trace)
-with inspector_box:
-    st.markdown("#### Inspector")
-    inspector(trace, analysis, event_id=event_id, agent=agent, on_choose=follow)
-    event_bookmarks(bookmarks.current(trace.trace_id), event_id)
 
 with views:
     until = replay_bar(analysis, key=f"replay:{session.trace_key(trace)}")

@@ -1,0 +1,172 @@
+"""End to end in Chromium: the labels panel by keyboard (digits, letters, Ctrl+Enter wherever
+the focus is, N / P / S, Shift+N, arrows and Enter at a stop, H), the reviewer remembered across
+a reload and carried by a deep link, and the panel in view at 1600x1000 with an event selected."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import VIEWPORT, shot, wait_for_streamlit
+from factories import DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, make_workspace
+from viz_app.workspace import Workspace
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Workspace:
+    """Demo 10 (aggregate e12, stop e13, the whole trace) and demo 9, on a fresh database."""
+    return make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
+
+
+def panel(page):
+    return page.locator(".st-key-ann-form")
+
+
+def option(page, label: str):
+    return panel(page).locator('[data-testid="stRadioOption"]').filter(has_text=label)
+
+
+def checked(page, label: str) -> bool:
+    return option(page, label).locator("input").is_checked()
+
+
+def progress_text(page) -> str:
+    return page.get_by_text(re.compile(r"\d+ of \d+ targets labelled by")).inner_text()
+
+
+def target(page) -> str:
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Target")
+    return box.locator("input").input_value()
+
+
+def press(page, key: str) -> None:
+    """A key pressed with the focus on the page itself, then the run it starts."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    wait_for_streamlit(page, quiet_ms=300)
+
+
+def open_trace(page, url: str) -> None:
+    page.goto(url)
+    wait_for_streamlit(page)
+    page.get_by_text("targets labelled by").wait_for()
+
+
+def test_the_whole_loop_by_keyboard(page, app_server, workspace):
+    base = app_server(workspace)
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}&reviewer=ann")  # the link names ann
+    assert progress_text(page) == "0 of 3 targets labelled by ann"
+    assert target(page).startswith("○ e12 · aggregate")
+    press(page, "2")
+    assert checked(page, "2 major gaps")
+    press(page, "d")  # D: the tag "dropped a result"
+    pill = panel(page).get_by_role("button", name=re.compile("dropped a result"))
+    assert pill.get_attribute("kind") == "pillsActive" or \
+        pill.get_attribute("aria-pressed") == "true"
+    shot(page, "keyboard_01_aggregate")
+    press(page, "Control+Enter")
+    page.get_by_text("1 of 3 targets labelled by ann").wait_for()
+
+    press(page, "n")
+    assert target(page).startswith("○ e13 · stop")
+    press(page, "2")
+    assert checked(page, "2 · premature")
+    press(page, "ArrowDown")  # the cursor starts just after the stop (e14): down to e15
+    page.get_by_text(re.compile(r"▶ e15 return")).wait_for()
+    press(page, "Enter")
+    pointer = panel(page).locator('[data-testid="stSelectbox"]').filter(
+        has_text="At which event should it have stopped")
+    assert pointer.locator("input").input_value().startswith("e15 · return")
+    shot(page, "keyboard_02_stop_with_neighbours")
+    press(page, "Control+Enter")
+    page.get_by_text("2 of 3 targets labelled by ann").wait_for()
+
+    press(page, "p")
+    assert target(page).startswith("✓ e12 · aggregate")
+    press(page, "h")
+    page.get_by_role("dialog").get_by_text("Ctrl+Enter").wait_for()
+    page.keyboard.press("Escape")
+    wait_for_streamlit(page)
+    press(page, "Shift+N")
+    page.wait_for_url(re.compile(f"trace={DROPPED_ID}"))
+    open_trace(page, page.url)
+    assert "reviewer=ann" in page.url
+    assert progress_text(page) == "0 of 3 targets labelled by ann"
+
+
+@pytest.mark.parametrize("how,key", [("radio", "Control+s"), ("tag", "Control+s"),
+                                     ("note", "Control+Enter"), ("page", "Control+Enter")])
+def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, how, key):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=bob")
+    if how == "radio":
+        option(page, "3 partial").click()  # the focus stays on the radio
+    elif how == "tag":
+        press(page, "3")
+        panel(page).get_by_role("button", name=re.compile("unfaithful merge")).click()
+    elif how == "note":
+        press(page, "3")
+        note = panel(page).get_by_role("textbox", name="Note (optional)")
+        note.click()
+        page.keyboard.type("typed, then saved from the box")
+    else:
+        press(page, "3")
+    page.keyboard.press(key)
+    page.get_by_text("1 of 3 targets labelled by bob").wait_for(timeout=30_000)
+    wait_for_streamlit(page)
+    saved = {x.question: x for x in workspace.labels.current(PREMATURE_ID)}
+    assert saved["aggregation_quality"].value == 3
+    if how == "tag":
+        assert saved["aggregation_issues"].value == ["unfaithful_merge"]
+    if how == "note":
+        assert saved["aggregation_quality"].comment == "typed, then saved from the box"
+
+
+def test_next_moves_on_from_an_unsaved_target_and_the_answer_waits_for_the_reviewer(
+        page, app_server, workspace):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=cat")
+    press(page, "4")
+    press(page, "n")
+    assert target(page).startswith("○ e13")
+    press(page, "s")  # skip the stop: on to the whole trace
+    assert target(page).startswith("○ the whole trace")
+    press(page, "p")
+    press(page, "p")
+    assert target(page).startswith("○ e12")
+    assert checked(page, "4 mostly faithful")  # kept, though never saved
+
+
+def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, workspace):
+    base = app_server(workspace)
+    page.goto(f"{base}/trace?trace={PREMATURE_ID}")
+    wait_for_streamlit(page)
+    box = page.get_by_role("textbox", name="Reviewer")
+    box.fill("dee")
+    box.press("Enter")
+    wait_for_streamlit(page)
+    page.get_by_text("0 of 3 targets labelled by dee").wait_for()
+    assert "reviewer=dee" in page.url
+    page.reload()
+    wait_for_streamlit(page)
+    page.get_by_text("0 of 3 targets labelled by dee").wait_for()
+    other = page.context.new_page()  # a deep link opened in a new tab
+    other.goto(f"{base}/?trace={DROPPED_ID}&event=e5&reviewer=dee")
+    wait_for_streamlit(other)
+    other.get_by_text("0 of 3 targets labelled by dee").wait_for()
+    assert other.get_by_role("textbox", name="Reviewer").input_value() == "dee"
+    other.close()
+
+
+def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, workspace):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e5"
+                     "&reviewer=eve")
+    page.get_by_text("Inspector").wait_for()
+    for name in ("Save",):
+        box = panel(page).get_by_role("button", name=re.compile(name)).bounding_box()
+        assert box and 0 <= box["y"] and box["y"] + box["height"] <= VIEWPORT["height"], box
+    radios = panel(page).locator('[data-testid="stRadio"]').first.bounding_box()
+    assert radios["y"] + radios["height"] <= VIEWPORT["height"], radios
+    assert radios["x"] > VIEWPORT["width"] / 2  # beside the tree and timeline
+    shot(page, "keyboard_03_panel_in_view_with_event")
