@@ -25,7 +25,8 @@ class Settings(BaseModel):
 
     traces: list[Path] = Field(description="Folders (or files) whose traces the library lists.")
     db_url: str = Field(description="SQLAlchemy URL of the label store and trace index.")
-    uploads: Path = Field(description="Folder where uploaded traces are saved.")
+    uploads: Path | None = Field(None, description="Folder where uploaded traces are saved (the "
+                                 "app's; None for a command, which lists only what it is given).")
     rubric: Path | None = Field(None, description="A rubric file overriding the default one.")
 
     @classmethod
@@ -41,7 +42,9 @@ class Settings(BaseModel):
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these settings in another process."""
         env = {"ORCHVIZ_TRACES": os.pathsep.join(str(p.resolve()) for p in self.traces),
-               "ORCHVIZ_DB": self.db_url, "ORCHVIZ_UPLOADS": str(self.uploads)}
+               "ORCHVIZ_DB": self.db_url}
+        if self.uploads is not None:
+            env["ORCHVIZ_UPLOADS"] = str(self.uploads)
         if self.rubric is not None:
             env["ORCHVIZ_RUBRIC"] = str(self.rubric.resolve())
         return env

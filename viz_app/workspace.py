@@ -76,7 +76,7 @@ class Workspace:
         given = rubric if isinstance(rubric, Rubric) else None
         settings = Settings(
             traces=[Path(t) for t in traces], db_url=database_url(db),
-            uploads=Path(uploads).resolve() if uploads is not None else Path("uploads").resolve(),
+            uploads=Path(uploads).resolve() if uploads is not None else None,
             rubric=Path(rubric) if rubric is not None and given is None else None)
         return cls(settings, rubric=given)
 
@@ -105,7 +105,8 @@ class Workspace:
     @property
     def folders(self) -> list[Path]:
         """The folders the library lists: the configured ones, then the uploads folder."""
-        return [*self.settings.traces, self.settings.uploads]
+        uploads = [self.settings.uploads] if self.settings.uploads is not None else []
+        return [*self.settings.traces, *uploads]
 
     def update_index(self, progress: IndexProgress | None = None) -> IndexResult:
         """Bring the trace index up to date and return the library. Each trace's targets are
