@@ -15,7 +15,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from viz_app.analysis import Analysis
-from viz_app.errors import BookmarkError
+from viz_app.errors import BookmarkError, StoreError
 from viz_app.labels.bookmark import Bookmark, bookmarks_at
 from viz_app.model import Trace
 from viz_app.store.bookmarks import BookmarkStore
@@ -109,7 +109,7 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
                 store.add(trace, reviewer, text, event_id=selected_event)
             else:
                 store.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
-        except BookmarkError as err:
+        except (BookmarkError, StoreError) as err:
             st.error(markdown_literal(err, 300))
             return
         st.toast("Bookmark added")
@@ -124,7 +124,7 @@ def _edit_form(trace: Trace, store: BookmarkStore, mark: Bookmark, reviewer: str
     if saved:
         try:
             store.edit(trace, mark.bookmark_id, reviewer, text)
-        except BookmarkError as err:
+        except (BookmarkError, StoreError) as err:
             st.error(markdown_literal(err, 300))
             return
         st.rerun()

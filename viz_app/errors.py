@@ -40,3 +40,10 @@ class BookmarkError(LabelError):
 
 class SchemaError(OrchvizError):
     """A database orchviz cannot use as it is: written by a newer release, or not migrated."""
+
+
+class StoreError(OrchvizError):
+    """The database failed under orchviz: a full disk, a read-only file, a lock held past the
+    busy timeout, a server that cannot be reached. Said in one sentence that names the database
+    and says that nothing was saved (the transaction was rolled back); the database's own error
+    is kept as the cause, for the log."""

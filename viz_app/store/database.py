@@ -27,6 +27,7 @@ from sqlalchemy.exc import DBAPIError
 
 from viz_app import __version__
 from viz_app.errors import SchemaError
+from viz_app.store import failures
 from viz_app.store.migrations import legacy
 
 if TYPE_CHECKING:
@@ -95,20 +96,32 @@ def close(url: str) -> None:
         engine.dispose()
 
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a SQLite writer waits for another's lock before it gives up (a StoreError then says
+so); `?timeout=SECONDS` in a SQLite URL sets another."""
+
+
 def engine_for(url: str) -> Engine:
-    """An engine for the URL with orchviz's connection settings, the schema left as it is."""
+    """An engine for the URL with orchviz's connection settings, the schema left as it is. A
+    failure a person can act on (a full disk, a read-only database, a lock held too long, a
+    server out of reach) is raised as a StoreError (`viz_app.store.failures`)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        seconds = float(make_url(url).query.get("timeout", BUSY_TIMEOUT))
+        engine = create_engine(url, connect_args={"timeout": seconds,
+                                                  "check_same_thread": False})
+        event.listen(engine, "connect", functools.partial(_sqlite_pragmas, seconds=seconds))
+        failures.watch(engine, busy_timeout=seconds)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    failures.watch(engine)
+    return engine
 
 
-def _sqlite_pragmas(connection, _record) -> None:
+def _sqlite_pragmas(connection, _record, *, seconds: float = BUSY_TIMEOUT) -> None:
     cursor = connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
 

@@ -1,11 +1,16 @@
-"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else."""
+"""The Streamlit entry of `orchviz app`: the page setup and the navigation, nothing else (and
+the one sentence a page shows when orchviz cannot do something, such as reach its database)."""
 
 from pathlib import Path
 
 import streamlit as st
+from streamlit.logger import get_logger
 
+from viz_app.errors import OrchvizError
+from viz_app.text import markdown_literal
 from viz_app.ui import session
 
+get_logger("viz_app")  # orchviz's warnings (a failing database, with its error) in the server log
 FAVICON = Path(__file__).resolve().parent.parent / "static" / "favicon.png"
 
 st.set_page_config(page_title="orchviz", page_icon=str(FAVICON), layout="wide")
@@ -27,4 +32,7 @@ if st.query_params.get("present") == "1" and st.query_params.get("trace") \
     st.switch_page(present, query_params=st.query_params.to_dict())
 session.page_style()
 with session.charts_ahead():
-    page.run()
+    try:
+        page.run()
+    except OrchvizError as err:  # a database that fails, a file gone since it was listed
+        st.error(markdown_literal(err, 400))

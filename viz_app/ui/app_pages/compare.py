@@ -12,7 +12,7 @@ from viz_app.ui import session
 from viz_app.analysis import Analysis, analyze, figure_text
 from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
                                 shared_timeline)
-from viz_app.errors import LabelError, OrchvizError, RubricError
+from viz_app.errors import LabelError, OrchvizError, RubricError, StoreError
 from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS
 from viz_app.model import Trace
 from viz_app.text import markdown_literal
@@ -183,7 +183,7 @@ if saved:
             raise LabelError("pick which run is better (or about the same)")
         workspace.save_preference(trace_a, trace_b, chosen, reviewer, reason,
                                   None if chosen is None else level)
-    except LabelError as err:
+    except (LabelError, StoreError) as err:  # the form keeps the answer
         st.error(markdown_literal(err, 300))
     else:
         st.success("Judgement saved.")
