@@ -118,6 +118,7 @@ def sign_in(page, url: str, name: str) -> None:
     page.goto(url)
     wait_for_streamlit(page, timeout=180_000)
     box = page.get_by_role("textbox", name="Reviewer")
+    box.wait_for(timeout=180_000)
     if box.input_value() != name:
         box.fill(name)
         box.press("Enter")

@@ -220,7 +220,7 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
                 open_trace: Callable[[str], None], move: Callable) -> None:
     upcoming = next_target_key(keys, done, state["target"], state["skipped"])
     before = previous_target_key(keys, state["target"])
-    cols = st.columns([1, 1.2, 0.9, 1.2, 0.5], gap="small")
+    cols = st.columns(3, gap="small") + st.columns([2, 1], gap="small")
     cols[0].button("Back", key=f"{base}:previous", icon=":material/skip_previous:",
                    on_click=move, args=(before,), disabled=before is None, width="stretch",
                    shortcut="P", help="The target before this one (key P)")
@@ -244,7 +244,8 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
                      icon=":material/check_circle:")
         else:
             open_trace(following)  # not from a callback: pages are known only to a run
-    if cols[4].button("?", key=f"{base}:keys", shortcut="H", width="stretch",
+    if cols[4].button("Keys", key=f"{base}:keys", shortcut="H", width="stretch",
+                      icon=":material/keyboard:",
                       help="The keys of the labels panel (key H)"):
         _keys_help()
 
@@ -500,7 +501,7 @@ def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Revi
             _save(workspace, trace, reviewer, target, values,
                   st.session_state.get(note_key) or "", state, base)
 
-        save_col, status_col = st.columns([1, 2.4], vertical_alignment="center")
+        save_col, status_col = st.columns([1.3, 2], vertical_alignment="center")
         save_col.button("Save", type="primary", shortcut="Ctrl+Enter", icon=":material/save:",
                         key=f"{base}:save:{target.key}", on_click=save_now, width="stretch")
         status_col.caption(f"{status} · nothing is stored until you save")

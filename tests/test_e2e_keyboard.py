@@ -80,6 +80,7 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
     pointer = panel(page).locator('[data-testid="stSelectbox"]').filter(
         has_text="At which event should it have stopped")
     assert pointer.locator("input").input_value().startswith("e15 · return")
+    page.get_by_text("Around the stop").scroll_into_view_if_needed()
     shot(page, "keyboard_02_stop_with_neighbours")
     press(page, "Control+Enter")
     page.get_by_text("2 of 3 targets labelled by ann").wait_for()
