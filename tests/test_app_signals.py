@@ -85,3 +85,57 @@ def test_the_packaged_config_shows_users_no_exception_details():
     config = tomllib.loads((PACKAGE / "ui" / ".streamlit" / "config.toml").read_text("utf-8"))
     assert config["client"]["showErrorDetails"] == "none"
     assert "--client.showErrorDetails=none" in streamlit_flags()
+
+
+# -- SIGTERM ------------------------------------------------------------------------------------
+
+
+def _port_is_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_sigterm_to_orchviz_app_stops_the_server_and_frees_its_port(tmp_path):
+    """As systemd, Docker and Kubernetes stop a service: SIGTERM to the process they started
+    (not to its group). The server must not outlive it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO_ROOT, free_port, wait_http
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    log = tmp_path / "app.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "viz_app", "app", "--traces", str(PREMATURE),
+             "--db", str(tmp_path / "orchviz.db"), "--uploads", str(tmp_path / "uploads"),
+             "--port", str(port), "--host", "127.0.0.1"],
+            cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_http(f"http://127.0.0.1:{port}/_stcore/health", 60, expect="ok"), \
+            log.read_text()
+        os.kill(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not _port_is_free(port):
+            time.sleep(0.1)
+        assert _port_is_free(port), "the server still holds the port 5 s after SIGTERM"
+        assert proc.wait(timeout=5) is not None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)

@@ -99,7 +99,7 @@ def test_the_app_lists_every_traces_given_or_the_demos(monkeypatch, capsys, give
     from viz_app.cli import app
 
     seen: dict = {}
-    monkeypatch.setattr(app.subprocess, "call", lambda command, env: seen.update(env) or 0)
+    monkeypatch.setattr(app.os, "execve", lambda path, command, env: seen.update(env))
     assert main(["app", *given, "--db", "x.db"]) == 0
     assert seen["ORCHVIZ_TRACES"].split(os.pathsep) == [str(Path(p).resolve()) for p in listed]
 

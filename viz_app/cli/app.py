@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -42,7 +41,10 @@ def streamlit_flags() -> list[str]:
 
 
 def app(args: argparse.Namespace) -> int:
-    """Run Streamlit in this terminal until it is stopped."""
+    """Run Streamlit in this terminal until it is stopped: this process becomes Streamlit
+    (`os.execve`), so a signal sent to `orchviz app` (SIGTERM from systemd, Docker or
+    Kubernetes, Ctrl+C) reaches the server itself, which stops and frees its port; no child is
+    left serving."""
     folders = args.traces or [str(DEMO_TRACES)]
     settings = Settings(traces=[Path(p) for p in folders], db_url=database_url(args.db),
                         uploads=Path(args.uploads).resolve(),
@@ -52,4 +54,5 @@ def app(args: argparse.Namespace) -> int:
                *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
           f"{', '.join(folders)}; labels: {settings.db_url})", flush=True)
-    return subprocess.call(command, env=env)
+    os.execve(sys.executable, command, env)
+    return 0  # not reached: the process is Streamlit now

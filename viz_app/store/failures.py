@@ -32,8 +32,8 @@ _POSTGRES = {"25006": "read-only", "55P03": "busy", "57014": "busy", "40P01": "b
 
 def where(url: URL) -> str:
     """How a sentence names a database: a SQLite file's path, else its URL without password."""
-    if url.get_backend_name() == "sqlite":
-        return url.database or "(in memory)"
+    if url.get_backend_name() == "sqlite":  # a path, or `file:path` in SQLite's URI form
+        return (url.database or "(in memory)").removeprefix("file:")
     return url.render_as_string(hide_password=True)
 
 
