@@ -1,7 +1,7 @@
 """Every training shape as a Hugging Face `datasets` folder (--hf-dataset): Parquet shards that
 `load_dataset("parquet", ...)` and `load_dataset(FOLDER)` read, `save_to_disk`'s files (in
-`arrow/`) that `load_from_disk` reads, and a dataset card naming the rubric, its hash, the counts, agreement and
-the reviewers' provenance."""
+`arrow/`) that `load_from_disk` reads, and a dataset card naming the rubric, its hash, the
+counts, agreement and the reviewers' provenance."""
 
 from __future__ import annotations
 

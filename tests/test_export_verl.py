@@ -61,8 +61,10 @@ def test_the_judge_reads_the_orchestration_the_target_and_the_choices(rows):
     assert text.startswith("Task: checkout-latency-regression\nOrchestration:\n")
     assert "Target: event e12 (aggregate by orchestrator at t=24), which merged e10, e11" in text
     assert "- 2 (2 major gaps): Keeps some results" in text
-    assert premature().event("e15").text in text  # the whole run, after the target too
+    assert premature().event("e15").text not in text  # what the orchestrator had then
     assert premature().system not in text
+    stop = next(r for r in rows if r["data_source"] == "orchviz/stopping_correctness")
+    assert premature().event("e15").text in stop["prompt"][0]["content"]  # judged in hindsight
     info = aggregate["extra_info"]
     assert (info["agent"], info["merged"], info["reviewers"], info["reward"]) == \
         ("orchestrator", ["e10", "e11"], 2, -0.5)
@@ -74,3 +76,21 @@ def test_datasets_loads_it_and_the_labels_read_back(rows, tmp_path):
     assert loaded.column_names == VERL_FIELDS and loaded.num_rows == 5
     back = read_export("verl", tmp_path / "verl.parquet")
     assert len(back) == 9 and json.loads(json.dumps(back[0]["value"])) == back[0]["value"]
+
+
+def test_the_parquet_holds_every_key_of_every_row(tmp_path):
+    """verl's Parquet is written against a fixed schema: no key of a row may fall outside it."""
+    from viz_app.export import FORMATS, ExportInput
+
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    trace = premature()
+    ws.labels.save(trace, "aggregation_quality", 2, "ann", "e12", comment="gaps")
+    ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+                                         "stop_should_have_been": "e12"}, "ann")
+    given = ExportInput(labels=ws.labels.current_records(), traces={trace.trace_id: trace},
+                        rubric=ws.rubric)
+    rows = list(FORMATS["verl"].rows(given).rows)
+    out = tmp_path / "v.parquet"
+    main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces", str(PREMATURE),
+          "--format", "verl", "-o", str(out)])
+    assert pq.read_table(out).to_pylist() == rows

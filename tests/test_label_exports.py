@@ -127,10 +127,16 @@ def test_a_disputed_aggregate_is_no_step_by_default(store, trace):
 
 def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_last_step(
         store, trace):
+    """What TRL's PRMTrainer reads with its default step separator ("\n" after each step)."""
+    from viz_app.analysis import analyze
+    from viz_app.export.prompts import event_line, header
+
     record = stepwise_record(trace, store.current_records(), store.rubric)
-    whole = record["prompt"] + "".join(record["completions"])
-    lines = [line for line in whole.splitlines() if line.startswith("[t=")]
-    assert len(lines) == [e.id for e in sorted(trace.events, key=lambda e: e.t)].index("e15") + 1
+    whole = record["prompt"] + "".join(c + "\n" for c in record["completions"])
+    analysis = analyze(trace)
+    upto = analysis.position["e15"] + 1
+    assert whole == header(trace) + "".join(event_line(e, analysis) for e in analysis.order[:upto])
+    assert not any(c.endswith("\n") for c in record["completions"])
 
 
 def test_prompts_leave_the_system_description_out_unless_asked(store, trace):

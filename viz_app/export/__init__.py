@@ -36,7 +36,7 @@ from viz_app.export.rewards import reward_rows
 from viz_app.export.rllm import episodes
 from viz_app.export.steps import TraceSteps, all_trace_steps
 from viz_app.export.traces import write_labelled_traces
-from viz_app.export.verl import verl_rows
+from viz_app.export.verl import verl_rows, verl_schema
 from viz_app.labels.label import FIELDS, LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
@@ -148,6 +148,9 @@ class ExportFormat:
     options: frozenset[str] = frozenset()
     """The options it takes beyond `CONSENSUS` (threshold, prompt_with_system,
     conversational, from_scores)."""
+    schema: Callable[[], Any] | None = None
+    """The Arrow schema of its rows, where it is fixed (its Parquet is then written a batch at a
+    time against it)."""
 
     @property
     def training(self) -> bool:
@@ -168,28 +171,39 @@ def _selected(given: ExportInput) -> tuple[list[TraceSteps], Selection]:
     return all_trace_steps(given.traces, selection.by_trace(), given.rubric), selection
 
 
-def _step_notes(all_steps: Sequence[TraceSteps], per_step: bool) -> list[str]:
+Unit = Literal["step", "trace with a step", "trace"]
+"""What one row of a step-wise shape stands for."""
+
+
+def _step_notes(all_steps: Sequence[TraceSteps], unit: Unit) -> list[str]:
+    """What a step-wise shape has no row for, by its nature."""
     notes = []
     unplaced = sum(len(ts.unplaced) for ts in all_steps)
-    if unplaced:
+    if unplaced and unit != "trace":
         notes.append(f"{unplaced} answers on events with no rewarded answer (tags alone, a "
-                     "pointer whose stop was left out) are not steps; their labels stay in "
-                     "the provenance" + (" of no row" if per_step else ""))
-    if per_step and any(ts.outcome for ts in all_steps):
+                     "pointer whose stop was left out) are not steps, and are in no row")
+    elif unplaced:
+        notes.append(f"{unplaced} answers on events with no rewarded answer (tags alone, a "
+                     "pointer whose stop was left out) are not steps: only the provenance of "
+                     "their trace's row has them")
+    if unit == "step" and any(ts.outcome for ts in all_steps):
         outcome = sum(len(ts.outcome) for ts in all_steps)
         notes.append(f"{outcome} trace-level answers (the task's outcome) judge no step: rows "
                      "carry their mean as outcome_reward")
+    stepless = sum(1 for ts in all_steps if not ts.steps and (ts.outcome or ts.unplaced))
+    if unit == "trace with a step" and stepless:
+        notes.append(f"{stepless} traces have answers but no step, and so no row")
     return notes
 
 
 def _steps_shape(make: Callable[[list[TraceSteps], ExportOptions], Iterable[dict]],
-                 per_step: bool) -> Rows:
+                 unit: Unit) -> Rows:
     def rows(given: ExportInput) -> Shaped:
         all_steps, selection = _selected(given)
         return Shaped(rows=make(all_steps, given.options),
                       left_out=[*selection.left_out,
                                 *_labels_off_traces(given.labels, given.traces)],
-                      notes=[*selection.notes, *_step_notes(all_steps, per_step)])
+                      notes=[*selection.notes, *_step_notes(all_steps, unit)])
     return rows
 
 
@@ -224,7 +238,7 @@ def _matrix(given: ExportInput) -> Shaped:
     return Shaped(rows=matrix_rows(all_steps),
                   left_out=[*selection.left_out,
                             *_labels_off_traces(given.labels, given.traces)],
-                  notes=[*selection.notes, *_step_notes(all_steps, False)])
+                  notes=[*selection.notes, *_step_notes(all_steps, "trace")])
 
 
 PROMPTS = frozenset({"prompt_with_system"})
@@ -251,11 +265,11 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  needs_traces=True, writes_folder=True, left_out=_labels_off_traces),
     ExportFormat("stepwise", "TRL stepwise supervision {prompt, completions, labels}, one row "
                  "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
-                 counts_rows=True, rows=_steps_shape(stepwise_rows, False), framework="TRL",
-                 options=PROMPTS | BOOL),
+                 counts_rows=True, rows=_steps_shape(stepwise_rows, "trace with a step"),
+                 framework="TRL", options=PROMPTS | BOOL),
     ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
                  "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
-                 rows=_steps_shape(unpaired_rows, True), framework="TRL",
+                 rows=_steps_shape(unpaired_rows, "step"), framework="TRL",
                  options=PROMPTS | BOOL | CHAT),
     ExportFormat("preference", "TRL preference {prompt, chosen, rejected, margin}, one row per "
                  "judged pair of traces", "preference.jsonl", needs_traces=True,
@@ -267,19 +281,19 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
-                 counts_rows=True, rows=_steps_shape(prm_rows, False), framework="OpenRLHF",
-                 options=PROMPTS | BOOL),
+                 counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
+                 framework="OpenRLHF", options=PROMPTS | BOOL),
     ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
                  "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
-                 rows=_steps_shape(episodes, False), framework="rLLM", options=BOOL),
+                 rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL),
     ExportFormat("agent-lightning", "Agent Lightning triplets with their reward spans, one per "
                  "step", "agent-lightning.jsonl", needs_traces=True, unit="rows",
-                 counts_rows=True, rows=_steps_shape(triplet_rows, True),
+                 counts_rows=True, rows=_steps_shape(triplet_rows, "step"),
                  framework="Agent Lightning", options=PROMPTS | BOOL),
     ExportFormat("verl", "verl Parquet rows {data_source, prompt, ability, reward_model, "
                  "extra_info} for a reward model or judge", "verl.parquet", needs_traces=True,
                  unit="rows", counts_rows=True, rows=_verl, file_kind="parquet",
-                 framework="verl", options=PROMPTS),
+                 framework="verl", options=PROMPTS, schema=verl_schema),
     ExportFormat("agent-rewards", "one row per trace, one reward column per agent (MARTI-style)",
                  "agent-rewards.jsonl", needs_traces=True, unit="traces", counts_rows=True,
                  rows=_matrix, file_kind="table", framework="multi-agent trainers"),
@@ -317,23 +331,25 @@ def _write_rows(found: ExportFormat, shaped: Shaped, output: Path) -> Written:
         counted = _Counted(shaped.rows)
         path = write_jsonl(counted, output)
         count = counted.count
+    elif found.file_kind == "parquet":
+        path, count = _write_arrow(shaped.rows, output, found.schema)
     else:
         rows = list(shaped.rows)
-        count = len(rows)
-        path = _write_arrow(rows, output) if found.file_kind == "parquet" \
-            else write_table(rows, output)
+        path, count = write_table(rows, output), len(rows)
     return Written(paths=[Path(path)], rows=count, left_out=shaped.left_out,
                    notes=shaped.notes)
 
 
-def _write_arrow(rows: list[dict[str, Any]], output: Path) -> Path:
-    import pyarrow.parquet as pq
-
-    from viz_app.export.hf import arrow_table
+def _write_arrow(rows: Iterable[dict[str, Any]], output: Path,
+                 schema: Callable[[], Any] | None) -> tuple[Path, int]:
+    from viz_app.export.hf import Spool, write_parquet_stream
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(arrow_table(rows)[0], output)
-    return output
+    if schema is not None:
+        return output, write_parquet_stream(rows, output, schema())
+    with Spool(rows) as spool:
+        spool.write_parquet(output)
+        return output, spool.num_rows
 
 
 def check_options(format: str, given: Iterable[str]) -> None:
@@ -357,17 +373,25 @@ def write_export(format: str, given: ExportInput, output: str | Path, *,
         if not found.training:
             raise OrchvizError(f"--hf-dataset writes the training shapes ({', '.join(TRAINING)})"
                                f", not {format}")
-        from viz_app.export.hf import summary, write_hf_dataset
-        from viz_app.export.readers import labels_of
+        from viz_app.export.hf import Spool, summary, write_hf_dataset
+        from viz_app.export.readers import PROVENANCE
 
         shaped = found.rows(given)
-        rows = list(shaped.rows)
-        facts = summary(format, found.framework, len(rows), list(given.labels),
-                        labels_of(format, rows), given.rubric,
-                        {**given.options.model_dump(), "from_scores": given.from_scores},
-                        shaped.left_out, shaped.notes, [])
-        return Written(paths=write_hf_dataset(rows, target, facts), rows=len(rows),
-                       left_out=shaped.left_out, notes=shaped.notes)
+        used: set[str] = set()
+        where = PROVENANCE[format]
+
+        def noted() -> Iterator[dict[str, Any]]:
+            for row in shaped.rows:
+                used.update(entry["label_id"] for entry in where(row))
+                yield row
+
+        with Spool(noted(), found.schema() if found.schema else None) as spool:
+            facts = summary(format, found.framework, spool.num_rows, list(given.labels), used,
+                            given.rubric,
+                            {**given.options.model_dump(), "from_scores": given.from_scores},
+                            shaped.left_out, shaped.notes)
+            return Written(paths=write_hf_dataset(spool, target, facts), rows=spool.num_rows,
+                           left_out=shaped.left_out, notes=shaped.notes)
     if found.training:
         return _write_rows(found, found.rows(given), target)
     written = found.write(given, target)

@@ -71,13 +71,12 @@ def reward_attributes(step: Step, source_format: str) -> dict[str, Any]:
 
 
 def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str, Any]:
-    """The row of one step."""
-    conversational = ExportOptions(**{**options.model_dump(), "conversational": True})
+    """The row of one step (`options` conversational: a Triplet's prompt is chat messages)."""
     attributes = reward_attributes(step, ts.trace.source_format)
     comments = [r["comment"] for r in step.labels if r.get("comment")]
     return {
         "prompt": {"token_ids": step.call.get("prompt_token_ids", []),
-                   "raw_content": context(ts, step, conversational), "image_urls": []},
+                   "raw_content": context(ts, step, options), "image_urls": []},
         "response": {"token_ids": step.call.get("response_token_ids", []),
                      "raw_content": [{"role": "assistant", "content": ts.lines[step.position]}]},
         "reward": step.reward,
@@ -99,7 +98,8 @@ def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str,
 
 def triplet_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
     """One row per step, by trace then time."""
+    conversational = options.model_copy(update={"conversational": True})
     for ts in all_steps:
         for step in ts.steps:
-            yield triplet_row(ts, step, options)
+            yield triplet_row(ts, step, conversational)
 

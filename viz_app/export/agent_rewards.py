@@ -37,7 +37,7 @@ def agent_rewards(ts: TraceSteps) -> dict[str, tuple[float, int]]:
 
 def matrix_rows(all_steps: Sequence[TraceSteps]) -> list[dict[str, Any]]:
     """One row per trace with an answer; one `reward.<agent>` column per agent of any trace."""
-    found = [ts for ts in all_steps if ts.steps or ts.outcome]
+    found = [ts for ts in all_steps if ts.steps or ts.outcome or ts.unplaced]
     columns = sorted({a for ts in found for a in ts.analysis.agents}
                      | {s.agent for ts in found for s in ts.steps})
     rows = []

@@ -21,6 +21,7 @@ The folder holds:
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -41,6 +42,10 @@ ARROW = "arrow"
 """The subfolder of `save_to_disk`'s files."""
 
 
+BATCH_ROWS = 500
+"""Rows turned into Arrow at a time (the Python rows of one batch are all that is held)."""
+
+
 def _has_empty_struct(kind) -> bool:
     import pyarrow as pa
 
@@ -51,25 +56,170 @@ def _has_empty_struct(kind) -> bool:
     return False
 
 
-def arrow_table(rows: Sequence[dict[str, Any]]):
-    """The rows as a pyarrow Table, and the columns written as JSON text because Arrow cannot
-    type them (values whose type varies, objects with no keys)."""
+def _json_column(values: list[Any]):
     import pyarrow as pa
 
-    names = list(dict.fromkeys(k for row in rows for k in row))
-    columns, as_json = {}, []
-    for name in names:
+    return pa.array([None if v is None else orjson.dumps(v).decode() for v in values],
+                    type=pa.string())
+
+
+def _batch_table(rows: list[dict[str, Any]], as_json: set[str]):
+    """One batch as a Table; columns Arrow cannot type are JSON text (and added to as_json)."""
+    import pyarrow as pa
+
+    columns = {}
+    for name in dict.fromkeys(k for row in rows for k in row):
         values = [row.get(name) for row in rows]
+        if name in as_json:
+            columns[name] = _json_column(values)
+            continue
         try:
             column = pa.array(values)
-            if _has_empty_struct(column.type):
+            if _has_empty_struct(column.type) and any(values):
                 raise TypeError("an object with no keys")
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-            column = pa.array([None if v is None else orjson.dumps(v).decode() for v in values],
-                              type=pa.string())
-            as_json.append(name)
+            column = _json_column(values)
+            as_json.add(name)
         columns[name] = column
-    return pa.table(columns), as_json
+    return pa.table(columns)
+
+
+def _as_json(table, names: set[str], done: set[str]):
+    """The table with the named columns as JSON text (those in `done` already are)."""
+    for name in names - done:
+        if name in table.column_names:
+            index = table.column_names.index(name)
+            table = table.set_column(index, name, _json_column(table[name].to_pylist()))
+    return table
+
+
+class Spool:
+    """Rows turned into Arrow a batch at a time and spilled to a temporary folder, so that a
+    shape of any size is written as Parquet with only one batch in memory. Types are unified
+    across batches (a column null in one batch takes the type of another, objects gain the keys
+    any batch has); a column no promotion unifies, or that holds objects with no keys, is
+    written as JSON text (`as_json`). Use it as a context manager."""
+
+    def __init__(self, rows: Iterable[dict[str, Any]], schema=None):
+        import pyarrow as pa
+
+        self._folder = tempfile.TemporaryDirectory(prefix="orchviz-spool-")
+        self._files: list[tuple[Path, set[str]]] = []
+        self._given = schema
+        self.num_rows = 0
+        as_json: set[str] = set()
+        schemas = []
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == BATCH_ROWS:
+                schemas.append(self._spill(batch, as_json))
+                batch = []
+        if batch or not self._files:
+            schemas.append(self._spill(batch, as_json))
+        while True:
+            try:
+                schema = pa.unify_schemas(schemas, promote_options="permissive")
+                break
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                clash = {name for name in dict.fromkeys(n for s in schemas for n in s.names)
+                         if not _unify([s.field(name) for s in schemas if name in s.names])}
+                if not clash:
+                    raise
+                as_json |= clash
+                schemas = [_json_schema(s, clash) for s in schemas]
+        empty = {f.name for f in schema if _has_empty_struct(f.type)}
+        if empty:
+            as_json |= empty
+            schema = _json_schema(schema, empty)
+        self.schema = pa.schema([f.with_type(_no_null(f.type)) for f in schema])
+        self.as_json = sorted(as_json)
+
+    def _spill(self, batch: list[dict[str, Any]], as_json: set[str]):
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist(batch, schema=self._given) if self._given is not None \
+            else _batch_table(batch, as_json)
+        path = Path(self._folder.name) / f"{len(self._files):06d}.arrow"
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as out:
+            out.write_table(table)
+        self._files.append((path, set(as_json)))
+        self.num_rows += table.num_rows
+        return table.schema
+
+    def batches(self):
+        """The batches, each with the unified schema."""
+        import pyarrow as pa
+
+        target = set(self.as_json)
+        for path, done in self._files:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_stream(source).read_all()
+            table = _as_json(table, target, done)
+            yield pa.concat_tables([self.schema.empty_table(), table],
+                                   promote_options="permissive").select(self.schema.names)
+
+    def write_parquet(self, path: Path, start: int = 0, stop: int | None = None) -> None:
+        """Write rows start to stop as one Parquet file."""
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(path, self.schema) as out:
+            seen = 0
+            for table in self.batches():
+                low, high = max(start - seen, 0), table.num_rows if stop is None \
+                    else min(stop - seen, table.num_rows)
+                if high > low:
+                    out.write_table(table.slice(low, high - low))
+                seen += table.num_rows
+                if stop is not None and seen >= stop:
+                    break
+
+    def write_arrow_stream(self, path: Path) -> None:
+        """Write every row as one Arrow IPC stream file (what `datasets` keeps on disk)."""
+        import pyarrow as pa
+
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, self.schema) as out:
+            for table in self.batches():
+                out.write_table(table)
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._folder.cleanup()
+
+
+def _no_null(kind):
+    """A type with every `null` in it (a key no row gave a value) made `string`: Parquet keeps
+    such a column better as strings, and pyarrow 26 builds invalid arrays when it promotes a
+    batch into a schema that nests a null-typed field in a list of structs."""
+    import pyarrow as pa
+
+    if pa.types.is_null(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_no_null(f.type)) for f in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(_no_null(kind.value_type))
+    if pa.types.is_large_list(kind):
+        return pa.large_list(_no_null(kind.value_type))
+    return kind
+
+
+def _unify(fields) -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
+
+
+def _json_schema(schema, names: set[str]):
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, pa.string()) if f.name in names else f for f in schema])
 
 
 def reviewers_table(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
@@ -89,24 +239,24 @@ def reviewers_table(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
 
 
 def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord],
-            used: Iterable[LabelRecord], rubric: Rubric | None, options: dict[str, Any],
-            left_out: list[str], notes: list[str], as_json: list[str]) -> dict[str, Any]:
-    """The facts the card and `orchviz_export.json` state."""
+            used: set[str], rubric: Rubric | None, options: dict[str, Any],
+            left_out: list[str], notes: list[str]) -> dict[str, Any]:
+    """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
+    rows rest on)."""
     from viz_app.labels.agreement import agreement
 
-    used_ids = {r["label_id"] for r in used}
     alpha = [{"question": q.question, "alpha": q.alpha, "level": q.level,
               "shared_targets": q.shared_targets, "note": q.note}
              for q in agreement(rubric, labels, worst=0)] if rubric is not None else []
     return {"format": format, "framework": framework, "rows": rows,
-            "labels_read": len(labels), "labels_used": len(used_ids),
-            "traces": len({r["trace_id"] for r in labels if r["label_id"] in used_ids}),
+            "labels_read": len(labels), "labels_used": len(used),
+            "traces": len({r["trace_id"] for r in labels if r["label_id"] in used}),
             "rubric": {"name": rubric.name, "version": rubric.version, "sha256": rubric.sha256}
             if rubric is not None else None,
             "rubric_versions": sorted({f"{r['rubric_version']} {r['rubric_sha256']}"
                                        for r in labels}),
             "options": options, "left_out": left_out, "notes": notes, "agreement": alpha,
-            "reviewers": reviewers_table(labels), "json_columns": as_json}
+            "reviewers": reviewers_table(labels), "json_columns": []}
 
 
 def card_text(facts: dict[str, Any], files: list[str], load_from_disk: bool) -> str:
@@ -157,40 +307,36 @@ def _counts(counter: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "-"
 
 
-def write_hf_dataset(rows: Sequence[dict[str, Any]], folder: str | Path,
-                     facts: dict[str, Any]) -> list[Path]:
-    """Write rows as a `datasets` folder (Parquet shards, card, summary, and where `datasets`
-    is installed its `save_to_disk` files); returns the files written."""
-    import pyarrow.parquet as pq
-
+def write_hf_dataset(spool: Spool, folder: str | Path, facts: dict[str, Any]) -> list[Path]:
+    """Write spooled rows as a `datasets` folder (Parquet shards, card, summary, and where
+    `datasets` is installed its `save_to_disk` files); returns the files written."""
     target = Path(folder)
     if target.exists() and not target.is_dir():
         raise OrchvizError(f"{target} is a file: --hf-dataset writes a folder")
     (target / "data").mkdir(parents=True, exist_ok=True)
     for old in (target / "data").glob("train-*.parquet"):
         old.unlink()
-    table, as_json = arrow_table(rows)
-    facts = {**facts, "json_columns": as_json}
-    shards = max(1, -(-table.num_rows // SHARD_ROWS))
+    facts = {**facts, "json_columns": spool.as_json}
+    shards = max(1, -(-spool.num_rows // SHARD_ROWS))
     written = []
     for i in range(shards):
         path = target / "data" / f"train-{i:05d}-of-{shards:05d}.parquet"
-        pq.write_table(table.slice(i * SHARD_ROWS, SHARD_ROWS), path)
+        spool.write_parquet(path, i * SHARD_ROWS, (i + 1) * SHARD_ROWS)
         written.append(path)
-    saved = _save_to_disk(table, target / ARROW)
-    written += saved
+    written += _save_to_disk(spool, target / ARROW)
     names = [str(p.relative_to(target)) for p in written] + [CARD, SUMMARY]
-    (target / CARD).write_text(card_text(facts, names, bool(saved)), "utf-8")
+    (target / CARD).write_text(card_text(facts, names, any(p.parent.name == ARROW
+                                                          for p in written)), "utf-8")
     (target / SUMMARY).write_bytes(orjson.dumps({**facts, "files": names},
                                                 option=orjson.OPT_INDENT_2))
     return [*written, target / CARD, target / SUMMARY]
 
 
-def _save_to_disk(table, folder: Path) -> list[Path]:
-    """`datasets`' own on-disk files, in `folder`, when it is installed."""
+def _save_to_disk(spool: Spool, folder: Path) -> list[Path]:
+    """`datasets`' own on-disk files, in `folder`, when it is installed: the rows as an Arrow
+    stream that `datasets` maps without loading, saved by `Dataset.save_to_disk`."""
     try:
         import datasets
-        from datasets.table import InMemoryTable
     except ImportError:
         return []
     if folder.exists():
@@ -200,7 +346,12 @@ def _save_to_disk(table, folder: Path) -> list[Path]:
     was = datasets.utils.logging.is_progress_bar_enabled()
     datasets.utils.logging.disable_progress_bar()
     try:
-        datasets.Dataset(InMemoryTable(table)).save_to_disk(str(folder))
+        with tempfile.TemporaryDirectory(prefix="orchviz-arrow-") as scratch:
+            stream = Path(scratch) / "rows.arrow"
+            spool.write_arrow_stream(stream)
+            dataset = datasets.Dataset.from_file(str(stream))
+            dataset.save_to_disk(str(folder))
+            del dataset
     finally:
         if was:
             datasets.utils.logging.enable_progress_bar()
@@ -221,3 +372,23 @@ def read_hf_rows(folder: str | Path) -> tuple[str, list[dict[str, Any]]]:
             if row.get(name) is not None:
                 row[name] = orjson.loads(row[name])
     return facts["format"], rows
+
+
+def write_parquet_stream(rows: Iterable[dict[str, Any]], path: Path, schema) -> int:
+    """Write rows as one Parquet file against a known schema, a batch at a time; returns the
+    rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    count = 0
+    with pq.ParquetWriter(path, schema) as out:
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == BATCH_ROWS:
+                out.write_table(pa.Table.from_pylist(batch, schema=schema))
+                count, batch = count + len(batch), []
+        if batch:
+            out.write_table(pa.Table.from_pylist(batch, schema=schema))
+            count += len(batch)
+    return count

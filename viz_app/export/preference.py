@@ -39,7 +39,7 @@ from typing import Any
 from viz_app.analysis import analyze
 from viz_app.export.consensus import (ADJUDICATED, SHOWN, ExportOptions, Selection,
                                       answers_labels, provenance, select)
-from viz_app.export.prompts import event_line, header, messages, roles
+from viz_app.export.prompts import conversation, event_line, header
 from viz_app.export.records import write_jsonl
 from viz_app.export.steps import TraceSteps
 from viz_app.labels.label import LabelRecord
@@ -73,10 +73,8 @@ def orchestration_messages(trace: Trace, with_system: bool = False) -> list[dict
     analysis = analyze(trace)
     ts = TraceSteps(trace=trace, analysis=analysis, steps=[], outcome=[])
     head = header(trace, with_system).removeprefix(f"Task: {trace.task_id}\n")
-    parts = list(roles(ts, analysis.root, 0, len(analysis.order)))
-    if head != "Orchestration:\n":
-        parts.insert(0, ("user", head.removesuffix("Orchestration:\n")))
-    return messages(parts)
+    return conversation(ts, analysis.root, len(analysis.order),
+                        head.removesuffix("Orchestration:\n"))
 
 
 def vote(p: Preference) -> float:

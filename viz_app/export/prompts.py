@@ -23,9 +23,12 @@ desirable completion", so a neutral step is False; `--threshold` moves the line.
 the reward, each answer's original value (`answers[].value_json`), the threshold, and the
 provenance of every label behind it, so nothing the bool cut is lost.
 
-- stepwise (one row per trace): `prompt` is the header and every event before the first step;
-  `completions[i]` is the events after step i-1 up to and including step i; `labels[i]` its
-  bool. `prompt + "".join(completions)` is the orchestration up to its last step.
+- stepwise (one row per trace): `prompt` is the header and every event before the first step
+  (it ends with a newline); `completions[i]` is the events after step i-1 up to and including
+  step i, one line each, without the newline after the last (PRMTrainer appends its
+  `step_separator`, "\n" by default, after each completion and labels that token); `labels[i]`
+  its bool. `prompt + "".join(c + "\n" for c in completions)` is the orchestration up to its
+  last step, which is what PRMTrainer reads with its default separator.
 - unpaired (one row per step): `prompt` is the header and every event before the step;
   `completion` is the step's event; `label` its bool.
 
@@ -44,7 +47,7 @@ from viz_app.export.consensus import ExportOptions, dumps, provenance
 from viz_app.export.steps import Step, TraceSteps
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
-from viz_app.model import Event, Trace
+from viz_app.model import DECISIONS, Event, Trace
 
 
 def header(trace: Trace, with_system: bool = False) -> str:
@@ -58,22 +61,57 @@ def header(trace: Trace, with_system: bool = False) -> str:
 
 
 def event_line(event: Event, analysis: Analysis) -> str:
-    """One event as a line of a prompt."""
-    what = event.type
-    if event.decision:
-        what += f" ({event.decision})"
-    if event.type in ("message", "return", "spawn") and event.to:
-        what += f" -> {event.to}"
-    if event.tool and event.type in ("tool_call", "tool_result"):
+    """One event as a line of a prompt: `[t=12.5] orchestrator aggregate: <its text>`, the
+    text on one line (what `Event.decision` and `Event.text` give, read from the event's keys
+    directly: a prompt line is made for every event of every exported trace). Text that is
+    printable with no double space holds no whitespace but single spaces (`str.isprintable` is
+    False for every other whitespace character), so only the rest is split and joined."""
+    kind = event.type
+    extras = event.__pydantic_extra__ or {}
+    what = kind
+    if kind == "orchestrator_decision":
+        decision = extras.get("decision")
+        if decision in DECISIONS:
+            what += f" ({decision})"
+    elif kind in ("message", "return", "spawn"):
+        if event.to:
+            what += f" -> {event.to}"
+    elif kind in ("tool_call", "tool_result") and event.tool:
         what += f" [{event.tool}]"
-    text = " ".join(event.text.split())
+    content = extras.get("content")
+    text = content if isinstance(content, str) else (event.content_ref or "")
+    text = text.strip(" ") if text.isprintable() and "  " not in text \
+        else " ".join(text.split())
     return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
 
 
-def messages(parts: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
-    """(role, text) parts as chat messages, consecutive parts of one role joined."""
-    found: list[dict[str, str]] = []
-    for role, text in parts:
+def turns(ts: TraceSteps, agent: str) -> list[list]:
+    """The trace's events seen from `agent` as turns `[role, start, stop]`: its own events are
+    `assistant` turns, every other event a `user` turn, consecutive events of one role one turn
+    (made once per trace and agent)."""
+    found = ts.turns_of.get(agent)
+    if found is None:
+        actor = ts.analysis.actor
+        found = []
+        for i, event in enumerate(ts.analysis.order):
+            role = "assistant" if actor[event.id] == agent else "user"
+            if found and found[-1][0] == role:
+                found[-1][2] = i + 1
+            else:
+                found.append([role, i, i + 1])
+        ts.turns_of[agent] = found
+    return found
+
+
+def conversation(ts: TraceSteps, agent: str, stop: int, head: str = "") -> list[dict[str, str]]:
+    """The head (a user message) and the events before position `stop` as chat messages seen
+    from `agent`."""
+    lines = ts.lines
+    found = [{"role": "user", "content": head}] if head else []
+    for role, start, end in turns(ts, agent):
+        if start >= stop:
+            break
+        text = "".join(lines[start:min(end, stop)])
         if found and found[-1]["role"] == role:
             found[-1]["content"] += text
         else:
@@ -81,18 +119,11 @@ def messages(parts: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
     return found
 
 
-def roles(ts: TraceSteps, agent: str, start: int, stop: int) -> Iterator[tuple[str, str]]:
-    """The events from position start to stop as (role, line), seen from `agent`."""
-    actor = ts.analysis.actor
-    for event, line in zip(ts.analysis.order[start:stop], ts.lines[start:stop]):
-        yield ("assistant" if actor[event.id] == agent else "user"), line
-
-
 def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
     """Everything before a step: the header and the events before it."""
     head = header(ts.trace, options.prompt_with_system)
     if options.conversational:
-        return messages([("user", head), *roles(ts, step.agent, 0, step.position)])
+        return conversation(ts, step.agent, step.position, head)
     return head + "".join(ts.lines[:step.position])
 
 
@@ -137,7 +168,7 @@ def stepwise_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | Non
     first = steps[0].position
     completions, start = [], first
     for step in steps:
-        completions.append("".join(lines[start:step.position + 1]))
+        completions.append("".join(lines[start:step.position + 1])[:-1])
         start = step.position + 1
     return {"prompt": header(ts.trace, options.prompt_with_system) + "".join(lines[:first]),
             "completions": completions, "labels": [s.label(options.threshold) for s in steps],

@@ -54,17 +54,24 @@ EPISODE_KEYS = ("id", "task", "termination_reason", "is_correct", "session_id", 
 def _step(ts: TraceSteps, event, step: Step | None, observation: str | None, done: bool,
           options: ExportOptions) -> dict[str, Any]:
     call = step.call if step is not None else call_of(event)
-    info = {"event_id": event.id, "t": float(event.t), "labelled": step is not None,
-            "kind": step.kind if step else None, "label": step.label(options.threshold)
-            if step else None, "answers": [a.summary() for a in step.answers] if step else [],
-            "merged": step.merged if step else [], "call_json": dumps(call),
-            "provenance": provenance(step.labels) if step else []}
+    if step is None:
+        info = {"event_id": event.id, "t": float(event.t), "labelled": False, "kind": None,
+                "label": None, "answers": [], "merged": [],
+                "call_json": dumps(call) if call else "{}", "provenance": []}
+    else:
+        info = {"event_id": event.id, "t": float(event.t), "labelled": True, "kind": step.kind,
+                "label": step.label(options.threshold),
+                "answers": [a.summary() for a in step.answers], "merged": step.merged,
+                "call_json": dumps(call), "provenance": provenance(step.labels)}
+    extras = event.__pydantic_extra__ or {}
+    content = extras.get("content")
     return {"prompt_ids": call.get("prompt_token_ids", []),
             "response_ids": call.get("response_token_ids", []), "logprobs": [],
             "routing_matrices": None, "chat_completions": [], "observation": observation,
             "thought": "", "action": {"type": event.type, "decision": event.decision,
                                       "to": event.to, "tool": event.tool},
-            "model_response": event.text, "model_output": None, "info": info,
+            "model_response": content if isinstance(content, str)
+            else (event.content_ref or ""), "model_output": None, "info": info,
             "reward": step.reward if step else 0.0, "done": done, "mc_return": 0.0,
             "advantage": None, "weight_version": None}
 
@@ -127,5 +134,5 @@ def episode(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
 def episodes(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
     """One episode per trace with an answer."""
     for ts in all_steps:
-        if ts.steps or ts.outcome:
+        if ts.steps or ts.outcome or ts.unplaced:
             yield episode(ts, options)

@@ -54,8 +54,11 @@ def call_of(event: Event) -> dict[str, Any]:
     """The LLM call ids and token ids an event carries (`CALL_KEYS`): ids as strings, token ids
     as lists of ints (a token list of another shape is left out, as orchviz cannot vouch for
     it)."""
+    extras = event.__pydantic_extra__
+    if not extras or extras.keys().isdisjoint(CALL_KEYS):
+        return {}
     found: dict[str, Any] = {}
-    for key, value in event.extras.items():
+    for key, value in extras.items():
         if key not in CALL_KEYS or value is None:
             continue
         if key.endswith("_token_ids"):
@@ -111,6 +114,8 @@ class TraceSteps:
     unplaced: list[Answer] = field(default_factory=list)
     """Answers on events that have no rewarded answer (tags alone, a lone pointer), or on an
     event the trace does not have."""
+    turns_of: dict[str, list[list]] = field(default_factory=dict, repr=False)
+    """agent -> its conversation's turns, once made (`viz_app.export.prompts.turns`)."""
 
     @cached_property
     def lines(self) -> list[str]:
@@ -118,6 +123,11 @@ class TraceSteps:
         from viz_app.export.prompts import event_line
 
         return [event_line(e, self.analysis) for e in self.analysis.order]
+
+    @cached_property
+    def events(self) -> dict[str, Event]:
+        """The trace's events by id (`Trace.events_by_id`, looked up once)."""
+        return self.trace.events_by_id
 
     @cached_property
     def merged(self) -> dict[str, list[str]]:

@@ -9,9 +9,11 @@ that shape) and `verl/utils/dataset/rl_dataset.py` (reads `prompt_key`, default 
 `extra_info.index`).
 
 One row per selected answer a judge can learn (scale, categorical, boolean, event and tags
-questions; see `viz_app.export.consensus`): the judge reads the whole orchestration (a stop is
-judged by what came after it), the target (its event, agent and, for an aggregate, the events
-it merged), the rubric's question with its guidance and choices, and is to answer one choice.
+questions; see `viz_app.export.consensus`): the judge reads the orchestration up to and
+including the target (what the agent had when it acted; the whole run for a stop, which is
+judged by what came after it, and for the trace itself), the target (its event, agent and, for
+an aggregate, the events it merged), the rubric's question with its guidance and choices, and
+is to answer one choice.
 `reward_model` is `{"style": "rule", "ground_truth": <the answer>}` (a string; JSON text for an
 answer that is not one), `data_source` is `orchviz/<question>` so a `compute_score` can be
 picked per question, and `extra_info` keeps the answer's value as JSON, its reward and spread,
@@ -25,10 +27,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from viz_app.export.consensus import Answer, ExportOptions, dumps, provenance
+from viz_app.export.consensus import PROVENANCE_FIELDS, Answer, ExportOptions, dumps, provenance
 from viz_app.export.prompts import header
 from viz_app.export.steps import TraceSteps, call_of
 from viz_app.labels.rubric import Question, Rubric
+
+HINDSIGHT = frozenset({"stop"})
+"""Targets judged with what came after them: a stop is premature or late by the events that
+followed it. Every other event target is judged by the orchestration up to and including it (what
+the agent had when it acted), the trace itself by the whole orchestration."""
 
 JUDGED_KINDS = ("scale", "categorical", "boolean", "event", "tags")
 """Question kinds a judge is trained on (free text is not)."""
@@ -59,11 +66,21 @@ def question_text(question: Question) -> str:
 
 
 def judge_prompt(ts: TraceSteps, answer: Answer, question: Question,
-                 options: ExportOptions) -> str:
-    """What the judge reads: the orchestration, the target, the question."""
-    text = [header(ts.trace, options.prompt_with_system), *ts.lines]
+                 options: ExportOptions, seen: dict | None = None,
+                 asked: dict[str, str] | None = None) -> str:
+    """What the judge reads: the orchestration (up to the target, or whole: see
+    `HINDSIGHT`), the target, the question. `seen` keeps the orchestration's text by how far
+    it goes, for the questions on one target."""
+    stop = len(ts.lines)
+    if answer.event_id and question.target.kind not in HINDSIGHT:
+        stop = ts.analysis.position[answer.event_id] + 1
+    seen = {} if seen is None else seen
+    if stop not in seen:
+        seen.clear()
+        seen[stop] = header(ts.trace, options.prompt_with_system) + "".join(ts.lines[:stop])
+    text = [seen[stop]]
     if answer.event_id:
-        event = ts.trace.event(answer.event_id)
+        event = ts.events[answer.event_id]
         target = (f"Target: event {event.id} ({event.type} by "
                   f"{ts.analysis.actor[event.id]} at t={float(event.t):g})")
         merged = ts.merged.get(event.id)
@@ -72,7 +89,8 @@ def judge_prompt(ts: TraceSteps, answer: Answer, question: Question,
         text.append(target + "\n")
     else:
         text.append("Target: the whole orchestration\n")
-    text.append(question_text(question))
+    text.append(asked[question.id] if asked is not None and question.id in asked
+                else question_text(question))
     return "".join(text)
 
 
@@ -81,20 +99,24 @@ def verl_rows(all_steps: Sequence[TraceSteps], rubric: Rubric | None,
     """One verl row per selected answer a judge can learn, by trace, event and question."""
     questions = rubric.questions_by_id if rubric is not None else {}
     index = 0
+    seen: dict[int, str] = {}
+    asked = {q.id: question_text(q) for q in questions.values()}
     for ts in all_steps:
+        seen.clear()
         for answer in sorted((a for a in ts.answers if a.resolution != "implied"),
                              key=lambda a: a.key):
             question = questions.get(answer.question)
             if question is None or question.kind not in JUDGED_KINDS or answer.value is None:
                 continue
-            event = ts.trace.events_by_id.get(answer.event_id) if answer.event_id else None
+            event = ts.events.get(answer.event_id) if answer.event_id else None
             if answer.event_id and event is None:
                 continue
             merged = ts.merged.get(answer.event_id, []) if event else []
             yield {
                 "data_source": f"orchviz/{answer.question}",
                 "prompt": [{"role": "user",
-                            "content": judge_prompt(ts, answer, question, options)}],
+                            "content": judge_prompt(ts, answer, question, options, seen,
+                                                       asked)}],
                 "ability": ABILITY,
                 "reward_model": {"style": "rule", "ground_truth": ground_truth(answer.value)},
                 "extra_info": {
@@ -106,3 +128,28 @@ def verl_rows(all_steps: Sequence[TraceSteps], rubric: Rubric | None,
                     "provenance": provenance(answer.labels)},
             }
             index += 1
+
+
+NUMBERS = frozenset({"reward", "seconds_spent", "reward_std"})
+"""Provenance and answer fields that are numbers (every other one is text)."""
+
+
+def verl_schema():
+    """The Arrow schema of a verl row: rows are written a batch at a time against it."""
+    import pyarrow as pa
+
+    text = pa.string()
+    entry = pa.struct([(name, pa.float64() if name in NUMBERS else text)
+                       for name in PROVENANCE_FIELDS])
+    info = pa.struct([
+        ("split", text), ("index", pa.int64()), ("trace_id", text), ("task_id", text),
+        ("event_id", text), ("agent", text), ("question", text), ("value_json", text),
+        ("reward", pa.float64()), ("reward_std", pa.float64()), ("reviewers", pa.int64()),
+        ("disputed", pa.bool_()), ("resolution", text), ("merged", pa.list_(text)),
+        ("call_json", text), ("provenance", pa.list_(entry))])
+    return pa.schema([
+        ("data_source", text),
+        ("prompt", pa.list_(pa.struct([("role", text), ("content", text)]))),
+        ("ability", text),
+        ("reward_model", pa.struct([("style", text), ("ground_truth", text)])),
+        ("extra_info", info)])
