@@ -88,3 +88,11 @@ def test_rows_read_back_from_the_folder_match_the_file(ws, tmp_path):
                  str(tmp_path / "traces"), "--format", "rllm", "-o", str(out)]) == 0
     assert read_export(None, folder) == read_export("rllm", out)
     assert FORMATS["rllm"].training
+
+
+def test_an_export_with_no_rows_is_still_a_dataset(tmp_path):
+    make_workspace(tmp_path, traces=[premature()])
+    folder = export_folder(tmp_path, "unpaired")
+    assert json.loads((folder / "orchviz_export.json").read_text())["rows"] == 0
+    assert not (folder / "arrow").exists() and "no rows" in (folder / "README.md").read_text()
+    assert read_export(None, folder) == []

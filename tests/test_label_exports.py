@@ -223,3 +223,21 @@ def test_the_jsonl_export_imports_into_another_store_and_again_adds_nothing(stor
     assert main(args) == 0 and main(args) == 0
     printed = capsys.readouterr().out
     assert "6 records, 6 new labels" in printed and "6 records, 0 new labels" in printed
+
+
+def test_the_apps_agreement_page_takes_its_exports_from_the_registry(tmp_path, monkeypatch,
+                                                                     trace):
+    """One registry: the page offers the formats that need no traces as downloads and names
+    every other one, the training shapes included, for the command line."""
+    from streamlit.testing.v1 import AppTest
+
+    from factories import APP, app_env
+
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    ws.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page("app_pages/agreement.py").run()
+    assert not at.exception
+    shown = " ".join(c.value for c in at.caption)
+    assert all(name in shown for name, f in FORMATS.items() if f.needs_traces)
+    assert "openrlhf-prm" in shown and "agent-lightning" in shown

@@ -153,7 +153,7 @@ class Spool:
 
         target = set(self.as_json)
         for path, done in self._files:
-            with pa.memory_map(str(path)) as source:
+            with pa.OSFile(str(path)) as source:  # read, not mapped: the memory is the batch's
                 table = pa.ipc.open_stream(source).read_all()
             table = _as_json(table, target, done)
             yield pa.concat_tables([self.schema.empty_table(), table],
@@ -259,8 +259,9 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             "reviewers": reviewers_table(labels), "json_columns": []}
 
 
-def card_text(facts: dict[str, Any], files: list[str], load_from_disk: bool) -> str:
-    """The dataset card (README.md) of an export folder."""
+def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
+    """The dataset card (README.md) of an export folder; `arrow` says whether the
+    load_from_disk files were written ("written"), or why not ("no rows", "no datasets")."""
     rubric = facts["rubric"] or {"name": "-", "version": "-", "sha256": "-"}
     front = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
              "    path: data/train-*.parquet", "tags:", "- orchviz", "- reward-labels",
@@ -293,8 +294,10 @@ def card_text(facts: dict[str, Any], files: list[str], load_from_disk: bool) -> 
     body += ["", "## Loading", "", "```python", "import datasets",
              'rows = datasets.load_dataset("parquet", data_dir="FOLDER/data", split="train")',
              'rows = datasets.load_dataset("FOLDER", split="train")  # by this card\'s configs']
-    body += ['rows = datasets.load_from_disk("FOLDER/arrow")'] if load_from_disk else [
-        "# load_from_disk needs the files `pip install orchviz[hf]` adds to this folder"]
+    body += {"written": ['rows = datasets.load_from_disk("FOLDER/arrow")'],
+             "no rows": ["# no rows: there is nothing for load_from_disk (no arrow/ folder)"],
+             }.get(arrow, ["# load_from_disk needs the files `pip install orchviz[hf]` adds "
+                           "to this folder"])
     body += ["```", ""]
     if facts["json_columns"]:
         body += ["Columns written as JSON text: "
@@ -323,38 +326,44 @@ def write_hf_dataset(spool: Spool, folder: str | Path, facts: dict[str, Any]) ->
         path = target / "data" / f"train-{i:05d}-of-{shards:05d}.parquet"
         spool.write_parquet(path, i * SHARD_ROWS, (i + 1) * SHARD_ROWS)
         written.append(path)
-    written += _save_to_disk(spool, target / ARROW)
+    saved = _save_to_disk(spool, target / ARROW) if spool.num_rows else []
+    written += saved
     names = [str(p.relative_to(target)) for p in written] + [CARD, SUMMARY]
-    (target / CARD).write_text(card_text(facts, names, any(p.parent.name == ARROW
-                                                          for p in written)), "utf-8")
+    arrow = "written" if saved else "no rows" if not spool.num_rows else "no datasets"
+    (target / CARD).write_text(card_text(facts, names, arrow), "utf-8")
     (target / SUMMARY).write_bytes(orjson.dumps({**facts, "files": names},
                                                 option=orjson.OPT_INDENT_2))
     return [*written, target / CARD, target / SUMMARY]
 
 
 def _save_to_disk(spool: Spool, folder: Path) -> list[Path]:
-    """`datasets`' own on-disk files, in `folder`, when it is installed: the rows as an Arrow
-    stream that `datasets` maps without loading, saved by `Dataset.save_to_disk`."""
+    """`datasets`' own on-disk files, in `folder`, when it is installed. `Dataset.save_to_disk`
+    writes them for the first row (so `state.json` and `dataset_info.json` are datasets' own),
+    then the data file it names is written with every row, as the Arrow stream datasets keeps
+    (a copy through `save_to_disk` of every row would map and read them all once more)."""
     try:
         import datasets
+        from datasets.table import InMemoryTable
     except ImportError:
         return []
     if folder.exists():
         for old in folder.iterdir():
             if old.is_file():
                 old.unlink()
+    first = next(spool.batches()).slice(0, 1)
     was = datasets.utils.logging.is_progress_bar_enabled()
     datasets.utils.logging.disable_progress_bar()
     try:
-        with tempfile.TemporaryDirectory(prefix="orchviz-arrow-") as scratch:
-            stream = Path(scratch) / "rows.arrow"
-            spool.write_arrow_stream(stream)
-            dataset = datasets.Dataset.from_file(str(stream))
-            dataset.save_to_disk(str(folder))
-            del dataset
+        datasets.Dataset(InMemoryTable(first)).save_to_disk(str(folder))
     finally:
         if was:
             datasets.utils.logging.enable_progress_bar()
+    state = json.loads((folder / "state.json").read_text("utf-8"))
+    files = [f["filename"] for f in state.get("_data_files", [])]
+    if len(files) != 1:
+        raise OrchvizError(f"datasets {datasets.__version__} saved {len(files)} data files for "
+                           "one row; orchviz expects one")
+    spool.write_arrow_stream(folder / files[0])
     return sorted(p for p in folder.iterdir() if p.is_file())
 
 
