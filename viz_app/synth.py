@@ -470,6 +470,23 @@ def chain_trace(depth: int) -> dict:
     return b.finalize(rewards={"team": 1.0}, metrics={"task_success": 1.0})
 
 
+def lean_trace(events: int, agents: int = 1000) -> dict:
+    """Build a trace of ``events`` events that carry only the keys the schema requires (about 60
+    bytes each, a million make 60 MB): an orchestrator spawns ``agents`` agents, which then take
+    turns, each turn a message, a tool call and its result. The most memory per byte of file a
+    trace can take, for benchmarks of loading.
+    """
+    names = [f"a{k}" for k in range(agents)]
+    out = [{"id": "e0", "t": 0, "type": "orchestrator_decision", "agent": "orchestrator"}]
+    out += [{"id": f"s{k}", "t": 0.5, "type": "spawn", "agent": "orchestrator", "to": name}
+            for k, name in enumerate(names)]
+    kinds = ("message", "tool_call", "tool_result")
+    out += [{"id": f"e{i}", "t": round(1 + i * 0.001, 3), "type": kinds[i % 3],
+             "agent": names[(i // 3) % agents]} for i in range(1, max(1, events - len(out) + 1))]
+    return {"trace_id": f"lean-{events}e", "task_id": "lean", "events": out, "edges": [],
+            "rewards": {}, "costs": {"tokens": 0, "wall_clock_s": round(1 + len(out) * 0.001, 3)}}
+
+
 def swarm_trace(width: int) -> dict:
     """Build one orchestrator spawning ``width`` workers at nearly the same time, then merging them.
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from typing import Any
 
 from viz_app.errors import TraceError
-from viz_app.io.native import Source, parse_json, read_source
+from viz_app.io.native import DEFAULT_MAX_BYTES, Source, parse_json, read_source
 from viz_app.io.records import TraceDraft, as_text, first_value, head_has, parse_time
 from viz_app.model import Trace
 
@@ -46,11 +47,13 @@ def detect(data: bytes, name: str = "") -> float:
     return 0.0
 
 
-def import_inspect(source: Source, *, name: str | None = None) -> list[Trace]:
-    """One trace per sample of an Inspect log (`.eval` zip or `.json`)."""
-    data, label = read_source(source, name)
+def import_inspect(source: Source, *, name: str | None = None,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[Trace]:
+    """One trace per sample of an Inspect log (`.eval` zip or `.json`); `max_bytes` limits the
+    file, and the members of a zip once inflated."""
+    data, label = read_source(source, name, max_bytes)
     if data[:4] == b"PK\x03\x04":
-        header, samples = _read_zip(data, label)
+        header, samples = _read_zip(data, label, max_bytes)
     else:
         log = parse_json(data, label)
         if not isinstance(log, dict) or "eval" not in log:
@@ -63,19 +66,56 @@ def import_inspect(source: Source, *, name: str | None = None) -> list[Trace]:
     return [_sample_trace(sample, ev, label, place) for place, sample in samples]
 
 
-def _read_zip(data: bytes, label: str) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+def _read_zip(data: bytes, label: str,
+              max_bytes: int) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """header.json and every samples/*.json of an .eval zip, parsed, within `max_bytes` in all
+    once inflated: held to it by the sizes the members declare, before any is inflated, and
+    again by the bytes that actually come out, so neither a member that inflates a thousandfold
+    (a zip bomb) nor one whose header lies gets past; the error names the member."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-        names = archive.namelist()
-        if "header.json" not in names:
-            raise TraceError(label, "", "is a zip without header.json: not an Inspect .eval log")
-        header = parse_json(archive.read("header.json"), f"{label}:header.json")
-        samples = [(n, parse_json(archive.read(n), f"{label}:{n}")) for n in sorted(names)
-                   if n.startswith("samples/") and n.endswith(".json")]
-    except (zipfile.BadZipFile, EOFError, KeyError) as err:
+        members = {info.filename: info for info in archive.infolist()}
+    except (zipfile.BadZipFile, EOFError) as err:
         raise TraceError(label, "", f"is not a readable .eval zip ({err}); the file looks "
                          "truncated") from None
-    return header if isinstance(header, dict) else {}, samples
+    if "header.json" not in members:
+        raise TraceError(label, "", "is a zip without header.json: not an Inspect .eval log")
+    wanted = ["header.json", *sorted(n for n in members
+                                     if n.startswith("samples/") and n.endswith(".json"))]
+    declared = 0
+    for member in wanted:
+        declared += members[member].file_size
+        if declared > max_bytes:
+            size = members[member].file_size
+            raise TraceError(label, member, _over_limit(
+                f"inflates to {size / 1e6:.1f} MB" if size > max_bytes else
+                f"brings the members inflated so far to {declared / 1e6:.1f} MB", max_bytes))
+    left, parsed = max_bytes, []
+    for member in wanted:
+        text = _inflate(archive, members[member], label, left, max_bytes)
+        left -= len(text)
+        parsed.append((member, parse_json(text, f"{label}:{member}")))
+    header = parsed[0][1]
+    return header if isinstance(header, dict) else {}, parsed[1:]
+
+
+def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, left: int,
+             max_bytes: int) -> bytes:
+    """A member's bytes, never more than `left` of them whatever its header declares."""
+    try:
+        with archive.open(info) as stream:
+            text = stream.read(left + 1)
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as err:
+        raise TraceError(label, info.filename, f"cannot be inflated ({err}): the file is damaged, "
+                         "or its header does not tell the truth") from None
+    if len(text) > left:
+        raise TraceError(label, info.filename, _over_limit(
+            "inflates beyond what its header declares", max_bytes))
+    return text
+
+
+def _over_limit(what: str, limit: int) -> str:
+    return (f"{what}, over the {limit / 1e6:.0f} MB limit (set ORCHVIZ_MAX_BYTES to raise it)")
 
 
 def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Trace:
@@ -87,15 +127,25 @@ def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Tr
     ends = {str(e.get("id")): parse_time(e.get("timestamp")) for e in events
             if e.get("event") == "span_end"}
 
+    enclosing: dict[str, str | None] = {}  # span id -> the agent span it is in, once found
+
     def agent_span(span_id: Any) -> str | None:
-        seen = set()
-        while span_id is not None and str(span_id) in spans and span_id not in seen:
-            seen.add(span_id)
-            span = spans[str(span_id)]
-            if span.get("type") == "agent":
-                return str(span_id)
-            span_id = span.get("parent_id")
-        return None
+        walked: dict[str, None] = {}
+        found = None
+        while span_id is not None and str(span_id) in spans:
+            key = str(span_id)
+            if key in enclosing:
+                found = enclosing[key]
+                break
+            if key in walked:  # parents in a loop: no agent encloses them
+                break
+            walked[key] = None
+            if spans[key].get("type") == "agent":
+                found = key
+                break
+            span_id = spans[key].get("parent_id")
+        enclosing.update(dict.fromkeys(walked, found))
+        return found
 
     def name_of(span_id: str | None) -> str:
         return str(spans[span_id].get("name") or "agent") if span_id else MAIN

@@ -9,16 +9,23 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
+import math
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 
 from viz_app.errors import TraceError
-from viz_app.model import EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Trace, paused_gc
+from viz_app.model import (EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Edge, Event, Trace, paused_gc,
+                           share_shapes)
 
 DEFAULT_MAX_BYTES = int(os.environ.get("ORCHVIZ_MAX_BYTES", 200 * 1024 * 1024))
 """Largest file (after decompression) that orchviz reads; ORCHVIZ_MAX_BYTES overrides it."""
@@ -45,16 +52,43 @@ def read_source(source: Source, name: str | None = None,
     else:
         path = Path(source)
         label = name or str(path)
-        try:
-            size = path.stat().st_size
-            if size > max_bytes and not path.name.endswith(".gz"):
-                raise TraceError(label, "", _too_large(size, max_bytes))
-            raw = path.read_bytes()
-        except OSError as err:
-            raise TraceError(label, "", f"cannot be read ({err.strerror or err})") from None
+        raw = _read_file(path, label, max_bytes)
     if raw.startswith(b"\x1f\x8b"):
         raw = _gunzip(raw, label, max_bytes)
     return raw, label
+
+
+_NOT_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _read_file(path: Path, label: str, max_bytes: int) -> bytes:
+    """The bytes of a file. Anything but a regular file or a folder (whose reading fails as it
+    always did) is refused before it is opened: reading a FIFO or a device can wait forever or
+    never end. The file is opened without waiting and checked again, in case it was swapped."""
+    limit = -1 if path.name.endswith(".gz") else max_bytes + 1  # gzip is limited once inflated
+    try:
+        _refuse_special(path.stat().st_mode, label)
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as stream:
+            opened = os.fstat(stream.fileno())
+            _refuse_special(opened.st_mode, label)
+            if limit > 0 and opened.st_size >= limit:
+                raise TraceError(label, "", _too_large(opened.st_size, max_bytes))
+            raw = stream.read(min(limit, opened.st_size + 1) if limit > 0 else -1)
+            if limit > 0 and len(raw) > opened.st_size:  # it grows while being read
+                raw += stream.read(limit - len(raw))
+    except OSError as err:
+        raise TraceError(label, "", f"cannot be read ({err.strerror or err})") from None
+    if limit > 0 and len(raw) >= limit:
+        raise TraceError(label, "", _too_large(len(raw), max_bytes))
+    return raw
+
+
+def _refuse_special(mode: int, label: str) -> None:
+    for test, kind in _NOT_FILES:
+        if test(mode):
+            raise TraceError(label, "", f"is {kind}, not a file: orchviz reads traces only "
+                             "from regular files")
 
 
 def _too_large(size: int, limit: int) -> str:
@@ -155,19 +189,132 @@ def _pool(data: bytes, label: str, on_error: Callable[[TraceError], None] | None
 def trace_from_json(data: bytes, label: str, line: int | None = None) -> Trace:
     """Parse and validate one trace from JSON bytes.
 
-    pydantic parses and validates in one pass, with no intermediate Python objects; only when
-    that fails does the slower path run, to say where and why in plain words."""
+    pydantic's parser builds the objects (one string for each repeated short string), which
+    are checked for what JSON readers could read differently (a key twice in one object, a
+    number that is not finite), then turned into models a chunk at a time. Only when something
+    fails does the slower path run, to say where and why in plain words."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    prefix = f"line {line}: " if line else ""
     try:
         with paused_gc():
-            trace = Trace.model_validate_json(data)
-    except ValidationError:
+            tree = from_json(data, allow_inf_nan=False)
+    except ValueError:  # not JSON (a NaN or Infinity included), or nested too deeply
+        tree = None
+    if tree is None or not _unambiguous(data, tree):
+        _refuse_ambiguous(data, label, prefix)
+    trace = None
+    if tree is not None:
+        try:
+            with paused_gc():
+                trace = _validate_in_chunks(tree)
+        except ValidationError:
+            pass
+    if trace is None:
         trace = trace_from_dict(parse_json(data, label, line), label, line=line)
     else:  # the JSON parser already refused deeper nesting than MAX_NESTING
-        _finish(trace, label, f"line {line}: " if line else "", "orchviz", nesting_checked=True)
+        _finish(trace, label, prefix, "orchviz", nesting_checked=True)
     trace._sha256 = hashlib.sha256(data).hexdigest()
     return trace
+
+
+CHUNK = 4096
+"""Events (and edges) turned into models at a time."""
+
+_LISTS = (("events", TypeAdapter(list[Event])), ("edges", TypeAdapter(list[Edge])))
+
+
+def _validate_in_chunks(tree: Any) -> Trace:
+    """The trace's models, its events and edges built a chunk at a time: each chunk's parsed
+    objects are let go as soon as its models stand (sharing their shapes), so the parsed trace
+    and its models never both stand whole in memory. Raises pydantic's ValidationError."""
+    if isinstance(tree, dict):
+        shapes: dict[frozenset[str], set[str]] = {}
+        for key, adapter in _LISTS:
+            items = tree.get(key)
+            if not isinstance(items, list):
+                continue  # the trace's validation says what is wrong
+            built: list[Any] = []
+            for start in range(0, len(items), CHUNK):
+                chunk = adapter.validate_python(items[start:start + CHUNK])
+                share_shapes(chunk, shapes)
+                built += chunk
+                items[start:start + CHUNK] = [None] * len(chunk)
+            tree[key] = built
+    return Trace.model_validate(tree)
+
+
+_SPELLED = re.compile(rb"\\u00(?:3[aA]|6[cCeE]|75)")
+"""An escape that spells a colon or a letter of `null`, which a count of those would miss."""
+
+
+def _unambiguous(data: bytes, tree: Any) -> bool:
+    """Whether parsed JSON holds everything its text says, as every reader reads it: no key
+    twice in one object (readers differ on which value counts) and no number beyond the
+    finite (1e400). Decided by counting, at C speed: written back, the objects have as many
+    colons as the text (one for each key, the others inside strings, which a key dropped
+    would take with it) and as many `null`s (an infinity is written as null). False means
+    only that the exact check must decide."""
+    try:
+        again = orjson.dumps(tree)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, say
+        return False
+    return (data.count(b":") == again.count(b":") and data.count(b"null") == again.count(b"null")
+            and _SPELLED.search(data) is None)
+
+
+class _Twice(dict):
+    """A JSON object in which `key` came twice."""
+
+    key = ""
+
+
+class _NotFinite(str):
+    """A number as written in the JSON text, which is not finite (NaN, Infinity, 1e400)."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                obj = _Twice(obj)
+                obj.key = key
+                break
+            seen.add(key)
+    return obj
+
+
+def _float(text: str) -> Any:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _refuse_ambiguous(data: bytes, label: str, prefix: str) -> None:
+    """Raise a TraceError naming the first key that comes twice in one object, or the first
+    number that is not finite; return when there is none (or the text is not JSON at all)."""
+    try:
+        tree = json.loads(data, object_pairs_hook=_pairs, parse_constant=_NotFinite,
+                          parse_float=_float, strict=False)
+    except (ValueError, RecursionError):
+        return
+    stack: list[tuple[Any, str]] = [(tree, "")]
+    while stack:
+        value, path = stack.pop()
+        if type(value) is _NotFinite:
+            raise TraceError(label, prefix + (path or "top level"),
+                             f"{value} is not a finite number, which a trace cannot hold")
+        if isinstance(value, dict):
+            if type(value) is _Twice:
+                raise TraceError(label, prefix + (f"{path}.{value.key}" if path else value.key),
+                                 f"the key {value.key!r} comes twice in one object, and JSON "
+                                 "readers differ on which value counts")
+            stack.extend((item, f"{path}.{key}" if path else key)
+                         for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{index}]")
+                         for index, item in reversed(list(enumerate(value))))
 
 
 def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
@@ -192,15 +339,18 @@ def _finish(trace: Trace, label: str, prefix: str, source_format: str,
     """The rules the schema cannot state, then where the trace came from."""
     _check_references(trace, label, prefix)
     if not nesting_checked:
-        _check_nesting(trace, label, prefix)
+        _check_extras(trace, label, prefix)
     trace._source = label
     trace._source_format = source_format
 
 
+_ID, _SRC, _DST = attrgetter("id"), attrgetter("src"), attrgetter("dst")
+
+
 def _check_references(trace: Trace, label: str, prefix: str) -> None:
-    ids = {e.id for e in trace.events}
-    if len(ids) == len(trace.events) and all(
-            edge.src in ids and edge.dst in ids for edge in trace.edges):
+    ids = set(map(_ID, trace.events))
+    if len(ids) == len(trace.events) and ids.issuperset(map(_SRC, trace.edges)) \
+            and ids.issuperset(map(_DST, trace.edges)):
         return  # the common case, checked fast; otherwise find the first offender to name it
     seen: dict[str, int] = {}
     for index, event in enumerate(trace.events):
@@ -216,24 +366,31 @@ def _check_references(trace: Trace, label: str, prefix: str) -> None:
                                  f"the edge points at {target!r}, which is no event of this trace")
 
 
-def _check_nesting(trace: Trace, label: str, prefix: str) -> None:
+def _check_extras(trace: Trace, label: str, prefix: str) -> None:
+    """What the schema leaves open in events' extra keys, for objects that did not come from
+    JSON text: no nesting deeper than MAX_NESTING, no number that is not finite."""
     for index, event in enumerate(trace.events):
-        for key, value in (event.__pydantic_extra__ or {}).items():
-            if type(value) in (dict, list) and _depth(value) > MAX_NESTING:
-                raise TraceError(label, f"{prefix}events[{index}].{key}",
-                                 f"nests arrays or objects more than {MAX_NESTING} levels deep")
+        for key, value in event.extras.items():
+            if type(value) in (dict, list, float):
+                problem = _extra_problem(value)
+                if problem:
+                    raise TraceError(label, f"{prefix}events[{index}].{key}", problem)
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
+def _extra_problem(value: Any) -> str | None:
+    stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
-        deepest = max(deepest, level)
-        if deepest > MAX_NESTING:
-            break
+        if type(item) is float:
+            if not math.isfinite(item):
+                return f"holds {item}, which is not a finite number"
+            continue
+        if level > MAX_NESTING:
+            return f"nests arrays or objects more than {MAX_NESTING} levels deep"
         children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
+        stack.extend((child, level + 1) for child in children
+                     if type(child) in (dict, list, float))
+    return None
 
 
 def json_path(loc: tuple[Any, ...]) -> str:
@@ -249,10 +406,15 @@ _UNION_BRANCHES = {"int", "float", "str", "bool", "function-after[_check(), str]
 
 def describe_validation_error(err: ValidationError) -> tuple[str, str]:
     """The first problem of a validation error as a (JSON path, plain sentence) pair."""
-    first = err.errors(include_url=False)[0]
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    if len(errors) > 1 and errors[1]["type"] == "finite_number" \
+            and errors[1]["loc"][:-1] == first["loc"][:-1]:
+        first = errors[1]  # a number, but not finite: the int branch's error says less
     loc = tuple(first["loc"])
     kind = first["type"]
-    if len(loc) > 1 and loc[-1] in _UNION_BRANCHES and kind.endswith("_type"):
+    if len(loc) > 1 and loc[-1] in _UNION_BRANCHES and (kind.endswith("_type")
+                                                         or kind == "finite_number"):
         loc = loc[:-1]
     value = first.get("input")
     got = _JSON_TYPE.get(type(value), "a value")
@@ -284,6 +446,8 @@ def describe_validation_error(err: ValidationError) -> tuple[str, str]:
     if kind == "too_short":
         return json_path(loc), "must hold at least one item" + (
             " (a trace needs at least one event)" if loc == ("events",) else "")
+    if kind == "finite_number":
+        return json_path(loc), f"{value} is not a finite number, which a trace cannot hold"
     if kind in ("greater_than_equal", "greater_than"):
         return json_path(loc), f"must not be negative, got {value!r}"
     return json_path(loc), first["msg"]
