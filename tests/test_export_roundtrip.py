@@ -1,13 +1,16 @@
-"""Round trips over generated traces and labels, for every training shape: the export is written
-(as a file and as a `datasets` folder), read back into orchviz's own label records by the
-shape's reader, and nothing is lost: every label comes back field for field, or its target was
-left out and reported, or the shape has no place for it and says so. Disputes never become
-confident rows by default, and every bool a trainer reads is the reward against the threshold.
+"""Round trips over generated traces and labels (and pairwise judgements), for every training
+shape: the export is written (as a file and as a `datasets` folder), read back into orchviz's own
+label records by the shape's reader, and nothing is lost: every label comes back field for field,
+or its target (or pair) was left out and reported, or the shape has no place for it and says
+so. Disputes never become confident rows by default, a pair's chosen never equals its rejected,
+and every bool a trainer reads is the reward against the threshold.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import uuid
 
 import pytest
@@ -221,3 +224,57 @@ def test_a_datasets_folder_reads_back_like_the_file(case, tmp_path_factory):
         write_export(format, given_, folder / "hf", hf_dataset=True)
         assert read_export(None, folder / "hf") == read_export(
             format, folder / "file" / FORMATS[format].file_name)
+
+
+def judgements(traces, seed: int) -> list[dict]:
+    """Pairwise judgements between traces of one task: one to three judges a pair, who now and
+    then disagree or call it a tie."""
+    from viz_app.labels.pairs import PAIRWISE_QUESTION
+
+    rng = random.Random(seed)
+    found = []
+    ordered = sorted(traces.values(), key=lambda t: t.trace_id)
+    for i, first in enumerate(ordered):
+        for second in ordered[i + 1:]:
+            for reviewer in rng.sample(REVIEWERS, rng.randint(1, 3)):
+                chosen = rng.choice([first.trace_id, second.trace_id, None])
+                label = record(first, None, "task_outcome", "success", reviewer)
+                label.update(question=PAIRWISE_QUESTION, reward=None,
+                             value={"chosen": chosen, "strength": rng.choice([1, 2, 3])
+                                    if chosen else None, "pair_sha256": second.sha256},
+                             pair_trace_id=second.trace_id, comment="because")
+                found.append(label)
+    return found
+
+
+@pytest.mark.parametrize("format", ["preference", "openrlhf-rm"])
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=scenario.filter(lambda c: c["traces"] > 1), from_scores=st.booleans())
+def test_every_judged_pair_is_a_row_or_accounted_for(format, case, from_scores,
+                                                     tmp_path_factory):
+    traces, labels, options = build(case)
+    raw = {}
+    for trace in traces.values():  # runs that differ: each names itself in its first event
+        found = trace.to_dict()
+        found["events"][0]["content"] = f"run {trace.trace_id}"
+        raw[trace.trace_id] = trace_from_dict(found, trace.trace_id)
+    traces = raw
+    pairs = judgements(traces, case["seed"])
+    out = tmp_path_factory.mktemp(format.replace("-", "_")) / FORMATS[format].file_name
+    written = write_export(format, ExportInput(labels=[*labels, *pairs], traces=traces,
+                                               rubric=RUBRIC, options=options,
+                                               from_scores=from_scores), out)
+    back = read_export(format, out)
+    by_id = {r["label_id"]: r for r in [*labels, *pairs]}
+    assert all(by_id[r["label_id"]] == r for r in back)
+    judged = {(p["trace_id"], p["pair_trace_id"]) for p in pairs}
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    judged_rows = [r for r in rows if r["source"] == "judged"]
+    counted = sum(int(re.match(r"(\d+) ", s).group(1)) for s in [*written.left_out,
+                                                                 *written.notes]
+                  if "pairs" in s.split(":")[0])
+    assert len(judged_rows) + counted >= len(judged)
+    assert all(r["chosen"] != r["rejected"] for r in rows)
+    if options.disputed == "drop":
+        assert not any(r["disputed"] for r in rows)
