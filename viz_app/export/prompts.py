@@ -88,18 +88,33 @@ def event_line(event: Event, analysis: Analysis) -> str:
 def turns(ts: TraceSteps, agent: str) -> list[list]:
     """The trace's events seen from `agent` as turns `[role, start, stop]`: its own events are
     `assistant` turns, every other event a `user` turn, consecutive events of one role one turn
-    (made once per trace and agent)."""
+    (made from the agent's own positions, once per trace and agent)."""
     found = ts.turns_of.get(agent)
     if found is None:
-        actor = ts.analysis.actor
-        found = []
-        for i, event in enumerate(ts.analysis.order):
-            role = "assistant" if actor[event.id] == agent else "user"
-            if found and found[-1][0] == role:
-                found[-1][2] = i + 1
-            else:
-                found.append([role, i, i + 1])
+        if not ts.turns_of:
+            ts.turns_of[""] = _positions(ts)
+        own = ts.turns_of[""].get(agent, [])
+        found, at = [], 0
+        for position in own:
+            if found and found[-1][0] == "assistant" and found[-1][2] == position:
+                found[-1][2] = at = position + 1
+                continue
+            if position > at:
+                found.append(["user", at, position])
+            found.append(["assistant", position, position + 1])
+            at = position + 1
+        if at < len(ts.analysis.order):
+            found.append(["user", at, len(ts.analysis.order)])
         ts.turns_of[agent] = found
+    return found
+
+
+def _positions(ts: TraceSteps) -> dict[str, list[int]]:
+    """agent -> the positions of its events, in time order."""
+    actor = ts.analysis.actor
+    found: dict[str, list[int]] = {}
+    for i, event in enumerate(ts.analysis.order):
+        found.setdefault(actor[event.id], []).append(i)
     return found
 
 
