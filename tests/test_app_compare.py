@@ -47,7 +47,8 @@ def compare(a: str | None = None, b: str | None = None, reviewer: str | None = N
     if b:
         at.query_params["b"] = b
     at.switch_page("app_pages/compare.py")
-    if reviewer:
+    if reviewer:  # the reviewer types their name on the page they are on
+        at.run()
         at.text_input(key="_reviewer_box").input(reviewer)
     return at.run()
 
