@@ -129,7 +129,8 @@ def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_las
         store, trace):
     """What TRL's PRMTrainer reads with its default step separator ("\n" after each step)."""
     from viz_app.analysis import analyze
-    from viz_app.export.prompts import event_line, header
+    from viz_app.export.prompts import header
+    from viz_app.export.steps import event_line
 
     record = stepwise_record(trace, store.current_records(), store.rubric)
     whole = record["prompt"] + "".join(c + "\n" for c in record["completions"])

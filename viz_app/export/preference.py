@@ -39,7 +39,8 @@ from typing import Any
 from viz_app.analysis import analyze
 from viz_app.export.consensus import (ADJUDICATED, SHOWN, ExportOptions, Selection,
                                       answers_labels, provenance, select)
-from viz_app.export.prompts import conversation, event_line, header
+from viz_app.export.prompts import conversation, header
+from viz_app.export.steps import event_line
 from viz_app.export.records import write_jsonl
 from viz_app.export.steps import TraceSteps
 from viz_app.labels.label import LabelRecord

@@ -41,13 +41,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from viz_app.analysis import Analysis
 from viz_app.errors import OrchvizError
 from viz_app.export.consensus import ExportOptions, dumps, provenance
 from viz_app.export.steps import Step, TraceSteps
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
-from viz_app.model import DECISIONS, Event, Trace
+from viz_app.model import Trace
 
 
 def header(trace: Trace, with_system: bool = False) -> str:
@@ -58,31 +57,6 @@ def header(trace: Trace, with_system: bool = False) -> str:
                      "topology)")
     lines.append("Orchestration:")
     return "\n".join(lines) + "\n"
-
-
-def event_line(event: Event, analysis: Analysis) -> str:
-    """One event as a line of a prompt: `[t=12.5] orchestrator aggregate: <its text>`, the
-    text on one line (what `Event.decision` and `Event.text` give, read from the event's keys
-    directly: a prompt line is made for every event of every exported trace). Text that is
-    printable with no double space holds no whitespace but single spaces (`str.isprintable` is
-    False for every other whitespace character), so only the rest is split and joined."""
-    kind = event.type
-    extras = event.__pydantic_extra__ or {}
-    what = kind
-    if kind == "orchestrator_decision":
-        decision = extras.get("decision")
-        if decision in DECISIONS:
-            what += f" ({decision})"
-    elif kind in ("message", "return", "spawn"):
-        if event.to:
-            what += f" -> {event.to}"
-    elif kind in ("tool_call", "tool_result") and event.tool:
-        what += f" [{event.tool}]"
-    content = extras.get("content")
-    text = content if isinstance(content, str) else (event.content_ref or "")
-    text = text.strip(" ") if text.isprintable() and "  " not in text \
-        else " ".join(text.split())
-    return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
 
 
 def turns(ts: TraceSteps, agent: str) -> list[list]:

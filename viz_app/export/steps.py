@@ -31,7 +31,7 @@ from viz_app.analysis import Analysis, analyze
 from viz_app.export.consensus import Answer, answers_labels
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
-from viz_app.model import Event, Trace
+from viz_app.model import DECISIONS, Event, Trace
 
 CALL_KEYS: dict[str, str] = {
     "llm_call_id": "string: id of the LLM call that produced the event",
@@ -119,9 +119,7 @@ class TraceSteps:
 
     @cached_property
     def lines(self) -> list[str]:
-        """Every event as a prompt line (`viz_app.export.prompts.event_line`), in time order."""
-        from viz_app.export.prompts import event_line
-
+        """Every event as a prompt line (`event_line`), in time order."""
         return [event_line(e, self.analysis) for e in self.analysis.order]
 
     @cached_property
@@ -210,3 +208,28 @@ def all_trace_steps(traces: dict[str, Trace] | Any, by_trace: dict[str, list[Ans
                     rubric: Rubric | None) -> list[TraceSteps]:
     """The steps of every trace that has answers and is among `traces`, by trace id."""
     return [trace_steps(traces[t], by_trace[t], rubric) for t in sorted(by_trace) if t in traces]
+
+
+def event_line(event: Event, analysis: Analysis) -> str:
+    """One event as a line of a prompt: `[t=12.5] orchestrator aggregate: <its text>`, the
+    text on one line (what `Event.decision` and `Event.text` give, read from the event's keys
+    directly: a prompt line is made for every event of every exported trace). Text that is
+    printable with no double space holds no whitespace but single spaces (`str.isprintable` is
+    False for every other whitespace character), so only the rest is split and joined."""
+    kind = event.type
+    extras = event.__pydantic_extra__ or {}
+    what = kind
+    if kind == "orchestrator_decision":
+        decision = extras.get("decision")
+        if decision in DECISIONS:
+            what += f" ({decision})"
+    elif kind in ("message", "return", "spawn"):
+        if event.to:
+            what += f" -> {event.to}"
+    elif kind in ("tool_call", "tool_result") and event.tool:
+        what += f" [{event.tool}]"
+    content = extras.get("content")
+    text = content if isinstance(content, str) else (event.content_ref or "")
+    text = text.strip(" ") if text.isprintable() and "  " not in text \
+        else " ".join(text.split())
+    return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
