@@ -30,17 +30,23 @@ from viz_app.synth import lean_trace, synth_trace
 from timing import best_of, machine
 
 PEAK_RSS = """
-import resource, sys
+import sys
 from viz_app.analysis import analyze
 from viz_app.io.native import load_trace
+
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+
 trace = load_trace(sys.argv[1])
-loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+loaded = peak()
 analysis = analyze(trace)
 analysis.figures, analysis.spawn_tree, analysis.communication
-print(loaded * 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(loaded, peak())
 """
 """Loads a trace in a fresh process and prints its peak resident bytes after loading and after a
-full analysis (Linux counts ru_maxrss in KiB)."""
+full analysis: the high-water mark of its own memory (Linux's VmHWM; ru_maxrss would report the
+benchmark's own size, which a child inherits across exec)."""
 
 
 def full_analysis(trace) -> None:

@@ -21,21 +21,27 @@ from pathlib import Path
 
 from timing import machine
 
-IMPORT = """
-import resource, sys
+PEAK = """
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+"""
+"""The high-water mark of a process's resident memory (Linux's VmHWM: a child's ru_maxrss
+would count the parent it was forked from)."""
+IMPORT = PEAK + """
+import sys
 from viz_app.io.detect import read_any
 try:
     read_any(sys.argv[1])
     outcome = "imported"
 except Exception as err:
     outcome = str(err)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(peak())
 print(outcome)
 """
-BASELINE = """
-import resource
+BASELINE = PEAK + """
 import viz_app.io.detect
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(peak())
 """
 
 
