@@ -249,7 +249,7 @@ class Analysis:
         keys.append((None, result.tool))
         for key in keys:
             queue = waiting.get(key)
-            while queue:  # a call waits in two queues; the one answered first is skipped in the other
+            while queue:  # a call waits in two queues: answered, it is skipped in the other
                 call = queue.popleft()
                 if call.id not in self._answered:
                     return call
@@ -526,28 +526,28 @@ class Analysis:
 
         Work that overlaps along the chain counts once (a chain's length is the union of its
         events' work intervals), so the critical path never exceeds the makespan."""
-        preds: dict[str, list[str]] = defaultdict(list)
+        order, pos, duration = self.order, self.position, self.duration
+        preds: dict[int, list[int]] = defaultdict(list)  # by position: lists, not dicts, below
         for src, dst, _ in self.dependencies:
-            preds[dst].append(src)
-        duration = self.duration
-        best: dict[str, float] = {}
-        reach: dict[str, float] = {}
-        via: dict[str, str | None] = {}
-        for e in self.order:  # time order is a topological order: every dependency runs forward
+            preds[pos[dst]].append(pos[src])
+        best = [0.0] * len(order)
+        reach = [0.0] * len(order)
+        via = [-1] * len(order)
+        for i, e in enumerate(order):  # time order is topological: every dependency runs forward
             start, finish = float(e.t), e.t + duration[e.id]
-            prior, length = None, finish - start
-            for u in preds.get(e.id, ()):
+            prior, length = -1, finish - start
+            for u in preds.get(i, ()):
                 candidate = best[u] + max(0.0, finish - max(start, reach[u]))
-                if candidate > length or prior is None and candidate >= length:
+                if candidate > length or prior < 0 and candidate >= length:
                     prior, length = u, candidate
-            best[e.id] = length
-            reach[e.id] = max(finish, reach[prior]) if prior is not None else finish
-            via[e.id] = prior
-        end = max(reversed(self.order), key=lambda e: best[e.id]).id  # latest of the heaviest
+            best[i] = length
+            reach[i] = max(finish, reach[prior]) if prior >= 0 else finish
+            via[i] = prior
+        end = max(range(len(order) - 1, -1, -1), key=best.__getitem__)  # latest of the heaviest
         chain: list[str] = []
-        node: str | None = end
-        while node is not None:
-            chain.append(node)
+        node = end
+        while node >= 0:
+            chain.append(order[node].id)
             node = via[node]
         return best[end], chain[::-1]
 
@@ -561,7 +561,7 @@ class Analysis:
             if edge.type == "aggregate":
                 fed[edge.dst].append(edge.src)
         points: list[AggregatePoint] = []
-        waiting: dict[str, list[str]] = defaultdict(list)  # returns since the agent's last aggregate
+        waiting: dict[str, list[str]] = defaultdict(list)  # returns since each agent aggregated
         for e in self.order:
             if e.type == "return" and e.to:
                 waiting[e.to].append(e.id)
