@@ -147,7 +147,7 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
     assert not at.exception, at.exception
     labels = workspace.labels.current()
     assert {(x.question, x.reviewer, x.identified_by) for x in labels} == {
-        ("aggregation_quality", "ann@example.org", "login"),
-        ("aggregation_issues", "ann@example.org", "login"),  # tags: saved even when none
-        ("pairwise_preference", "ann@example.org", "login")}
+        ("aggregation_quality", "ann@example.org", "oidc"),
+        ("aggregation_issues", "ann@example.org", "oidc"),  # tags: saved even when none
+        ("pairwise_preference", "ann@example.org", "oidc")}
     assert [b.reviewer for b in workspace.bookmarks.current()] == ["ann@example.org"]

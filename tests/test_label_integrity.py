@@ -15,7 +15,7 @@ from viz_app.labels.agreement import agreement
 from viz_app.labels.label import Reviewer, current_labels, imported_time, label_from_record
 from viz_app.labels.rubric import default_rubric
 
-ANN = Reviewer(name="ann", via="name")
+ANN = Reviewer(name="ann", via="self-declared")
 FUTURE = "2099-01-01T00:00:00Z"
 
 
@@ -56,7 +56,7 @@ def test_a_later_save_by_ann_replaces_her_earlier_save_not_the_import(ws, trace)
 
 
 def test_an_imported_label_keeps_source_import_and_its_origin_whatever_the_record_says(ws, trace):
-    ws.import_labels([forged(3, source="human", origin="judge-v2", identified_by="login")],
+    ws.import_labels([forged(3, source="human", origin="judge-v2", identified_by="oidc")],
                      {trace.trace_id: trace}, "forged.jsonl")
     [label] = ws.labels.current(trace.trace_id)
     assert (label.source, label.origin, label.identified_by) == ("import", "judge-v2", "import")
@@ -108,7 +108,7 @@ def test_the_current_labels_in_python_and_in_the_store_agree(ws, trace):
                       forged(3, reviewer="bob", created_at="2026-01-02T00:00:00Z")],
                      {trace.trace_id: trace}, "forged.jsonl")
     ws.save_answers(trace, "e12", {"aggregation_quality": 4}, ANN)
-    ws.save_answers(trace, "e12", {"aggregation_quality": 5}, Reviewer(name="bob", via="name"))
+    ws.save_answers(trace, "e12", {"aggregation_quality": 5}, Reviewer(name="bob", via="self-declared"))
     everything = list(ws.labels.all())
     from_python = [x.label_id for x in current_labels(everything)]
     from_store = [r["label_id"] for r in ws.labels.current_records()]

@@ -91,11 +91,11 @@ def test_the_sqlite_store_runs_in_wal_mode(store):
 def test_a_label_records_how_its_reviewer_was_identified(tmp_path, trace):
     workspace = make_workspace(tmp_path)
     workspace.save_answers(trace, "e12", {"aggregation_quality": 3},
-                           Reviewer(name="ann@example.org", via="login"))
+                           Reviewer(name="ann@example.org", via="oidc"))
     workspace.labels.save(trace, "task_outcome", "failure", "bob")
     workspace.import_labels([record("judge", 2)], {trace.trace_id: trace}, "judge.jsonl")
     assert {x.reviewer: x.identified_by for x in workspace.labels.current()} == {
-        "ann@example.org": "login", "bob": "cli", "judge": "import"}
+        "ann@example.org": "oidc", "bob": "cli", "judge": "import"}
 
 
 def record(reviewer: str, value: int, trace_id: str = PREMATURE_ID) -> dict:

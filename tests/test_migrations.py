@@ -147,7 +147,7 @@ def test_head_names_the_newest_revision_of_the_history():
 
 def test_the_history_is_one_line_from_the_0_1_schema():
     revisions = [(s.revision, s.down_revision) for s in database.history().walk_revisions()]
-    assert revisions == [("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
+    assert revisions == [("0005", "0004"), ("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
 
 
 def test_the_history_ships_in_the_package():
@@ -221,7 +221,8 @@ def test_a_0_1_database_keeps_every_label_with_its_values(legacy_copy):
     connect(legacy_copy)
     after = rows(make_url(legacy_copy).database, "labels")
     assert len(after) == 5
-    added = ("identified_by", "created_at_given", "mapping")  # columns of later revisions
+    added = ("identified_by", "created_at_given", "mapping", "campaign",
+             "suggestions_visible")  # columns of later revisions
     assert [{k: v for k, v in r.items() if k not in added} for r in after] == before
 
 

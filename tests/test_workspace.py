@@ -12,7 +12,7 @@ from viz_app.errors import LabelError, TraceError
 from viz_app.labels.label import Reviewer
 from viz_app.workspace import Workspace
 
-ANN = Reviewer(name="ann", via="name")
+ANN = Reviewer(name="ann", via="self-declared")
 
 
 @pytest.fixture
@@ -45,10 +45,10 @@ def test_an_empty_answer_counts_as_none(workspace):
 def test_answers_on_one_target_are_saved_together_with_who_gave_them(workspace):
     made = workspace.save_answers(premature(), "e12", {"aggregation_quality": 2,
                                                        "aggregation_issues": ["dropped_result"]},
-                                  Reviewer(name="ann@example.org", via="login"), comment="lost one")
+                                  Reviewer(name="ann@example.org", via="oidc"), comment="lost one")
     assert {(x.question, x.event_id, x.reviewer, x.identified_by, x.comment) for x in made} == {
-        ("aggregation_quality", "e12", "ann@example.org", "login", "lost one"),
-        ("aggregation_issues", "e12", "ann@example.org", "login", "lost one")}
+        ("aggregation_quality", "e12", "ann@example.org", "oidc", "lost one"),
+        ("aggregation_issues", "e12", "ann@example.org", "oidc", "lost one")}
 
 
 def test_tags_are_saved_even_when_none_is_picked(workspace):

@@ -20,8 +20,10 @@ from viz_app.errors import LabelError
 from viz_app.labels.rubric import LabelTarget, Rubric, check_answer, counted
 from viz_app.model import Trace
 
-Identity = Literal["login", "name", "cli", "import", ""]
-"""How a reviewer was identified when a label was saved."""
+Identity = Literal["oidc", "self-declared", "cli", "import", ""]
+"""How a reviewer was identified when a label was saved: `oidc` (signed in through the app's
+OpenID Connect login: verified), `self-declared` (a name typed in the app: not verified), `cli`
+(a command's argument), `import` (a field of an imported file); '' before 0.2."""
 
 
 
@@ -60,14 +62,17 @@ class Label(BaseModel):
     rubric_sha256: str = Field(description="SHA-256 of that rubric.")
     comment: str = Field("", description="The reviewer's free-text note on the target.")
     seconds_spent: float | None = Field(None, description="Time spent on the target, if known.")
-    source: Literal["human", "import"] = Field("human", description="Saved in the app or CLI by "
-                                               "a person, or imported from a file.")
+    source: Literal["human", "import", "adjudication"] = Field(
+        "human", description="Saved in the app or CLI by a person (`human`), imported from a "
+        "file (`import`), or a lead's final answer on a disputed target (`adjudication`; the "
+        "reviewers' own labels stay).")
     origin: str = Field("", description="For an import: the file (or judge) it came from.")
     pair_trace_id: str | None = Field(None, description="For a judgement of two traces: the "
                                       "second trace (the label's trace is the first).")
-    identified_by: Identity = Field("", description="How the reviewer was known: `login` (the "
-                                    "app's sign-in), `name` (typed in the app), `cli` (a command's "
-                                    "argument), `import` (a file's field); '' before 0.2.")
+    identified_by: Identity = Field("", description="How the reviewer was known: `oidc` (the "
+                                    "app's OpenID Connect sign-in), `self-declared` (a name typed "
+                                    "in the app, not verified), `cli` (a command's argument), "
+                                    "`import` (a file's field); '' before 0.2.")
     created_at_given: str | None = Field(None, description="For an import: the `created_at` its "
                                          "record gave, as written, when orchviz stored another "
                                          "(normalised to UTC, or a time in the future set to "
@@ -76,6 +81,11 @@ class Label(BaseModel):
                               "means what the question asks, `uncertain` when orchviz "
                               "interpreted it (why, at the head of the comment); '' for a "
                               "person's label.")
+    campaign: str = Field("", description="The review campaign the label was saved in ('' "
+                          "outside one).")
+    suggestions_visible: bool | None = Field(None, description="Whether suggested answers were "
+                                             "on screen when the label was made (None when not "
+                                             "known: an import, a CLI save, before 0.3).")
 
     @property
     def target(self) -> tuple[str, str]:

@@ -30,6 +30,8 @@ labels_table = Table(
     Column("identified_by", String(16), nullable=False, server_default=""),
     Column("created_at_given", Text, nullable=True),
     Column("mapping", String(16), nullable=False, server_default=""),
+    Column("campaign", String(256), nullable=False, server_default=""),
+    Column("suggestions_visible", Boolean, nullable=True),
     Index("labels_by_target", "trace_id", "event_id", "question", "reviewer"),
 )
 """One row per save. `value` is the answer as JSON; `event_id` is '' for the trace itself;
@@ -37,7 +39,23 @@ labels_table = Table(
 `identified_by` says how the reviewer was known (see `Label.identified_by`);
 `created_at_given` is an imported record's own time when another was stored (see
 `Label.created_at_given`); `mapping` says how sure an imported annotation's mapping onto the
-question is (see `Label.mapping`). The columns are in `Label`'s field order."""
+question is (see `Label.mapping`); `campaign` names the review campaign a label was saved in
+('' outside one); `suggestions_visible` says whether suggestions were on screen when it was made
+(None when not known). The columns are in `Label`'s field order."""
+
+
+retractions_table = Table(
+    "retractions", metadata,
+    Column("retraction_id", String(64), primary_key=True),
+    Column("label_id", String(64), nullable=False, index=True),
+    Column("lead", String(256), nullable=False),
+    Column("identified_by", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("campaign", String(256), nullable=False, server_default=""),
+    Column("created_at", String(32), nullable=False),
+)
+"""A lead's retraction of a label (a trial run, a reviewer who misread the rubric): appended,
+never a deletion, so the history stays while agreement and exports leave the label out."""
 
 
 
@@ -91,3 +109,131 @@ trace_index = Table(
 position, `error` set, no trace id)."""
 
 
+
+
+members_table = Table(
+    "members", metadata,
+    Column("email", String(256), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("added_by", String(256), nullable=False),
+    Column("added_at", String(32), nullable=False),
+)
+"""Who may do what when the app signs people in: `lead` (creates campaigns, sees everyone's
+progress, adjudicates, retracts) or `reviewer`."""
+
+
+campaigns_table = Table(
+    "campaigns", metadata,
+    Column("campaign_id", String(64), primary_key=True),
+    Column("name", String(256), nullable=False, unique=True),
+    Column("rubric_version", String(64), nullable=False),
+    Column("rubric_sha256", String(64), nullable=False),
+    Column("questions", Text, nullable=False),
+    Column("per_target", Integer, nullable=False),
+    Column("selection", Text, nullable=False),
+    Column("assisted", Boolean, nullable=False, server_default="0"),
+    Column("queue_order", String(32), nullable=False, server_default="sample"),
+    Column("lease_seconds", Integer, nullable=False, server_default="600"),
+    Column("created_by", String(256), nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Column("closed_at", String(32), nullable=True),
+)
+"""A review campaign: a pinned rubric (version and hash), the questions asked (JSON list), K
+reviewers per target, how its targets were selected (JSON: filter, sample, seed), whether
+suggestions are shown before answering (`assisted`), how the queue is ordered, the lease."""
+
+
+campaign_targets_table = Table(
+    "campaign_targets", metadata,
+    Column("target_id", Integer, primary_key=True, autoincrement=True),
+    Column("campaign_id", String(64), nullable=False),
+    Column("trace_id", String(512), nullable=False),
+    Column("trace_sha256", String(64), nullable=False),
+    Column("event_id", String(512), nullable=False),
+    Column("questions", Text, nullable=False),
+    Column("required", Integer, nullable=False),
+    Column("gold", Boolean, nullable=False, server_default="0"),
+    Column("gold_answers", Text, nullable=True),
+    Column("priority", Float, nullable=False, server_default="0"),
+    UniqueConstraint("campaign_id", "trace_id", "event_id", name="uq_campaign_target"),
+)
+"""One target of a campaign (`event_id` '' for the trace itself): the questions asked of it (JSON
+list), how many reviewers must complete it (`required`: the campaign's K, or more for the share
+kept for agreement), and for a gold item its known answers (JSON), never shown to reviewers."""
+
+
+campaign_slots_table = Table(
+    "campaign_slots", metadata,
+    Column("slot_id", Integer, primary_key=True, autoincrement=True),
+    Column("campaign_id", String(64), nullable=False),
+    Column("target_id", Integer, nullable=False),
+    Column("slot", Integer, nullable=False),
+    Column("priority", Float, nullable=False, server_default="0"),
+    Column("state", String(16), nullable=False, server_default="open"),
+    Column("reviewer", String(256), nullable=True),
+    Column("leased_until", Float, nullable=True),
+    Column("claimed_at", String(32), nullable=True),
+    Column("completed_at", String(32), nullable=True),
+    UniqueConstraint("target_id", "slot", name="uq_campaign_slot"),
+    UniqueConstraint("target_id", "reviewer", name="uq_campaign_slot_reviewer"),
+    Index("campaign_slots_queue", "campaign_id", "state", "priority", "slot_id"),
+)
+"""The K places of each target (`required` of them), the unit a reviewer claims: `open`,
+`leased` to a reviewer until `leased_until` (seconds since the epoch; an expired lease is open
+again), or `done`. The constraints are what the database enforces: a target never has more
+slots than it needs, and a reviewer holds at most one slot of a target."""
+
+
+campaign_skips_table = Table(
+    "campaign_skips", metadata,
+    Column("skip_id", Integer, primary_key=True, autoincrement=True),
+    Column("campaign_id", String(64), nullable=False),
+    Column("target_id", Integer, nullable=False),
+    Column("reviewer", String(256), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Index("campaign_skips_by_reviewer", "campaign_id", "reviewer", "target_id"),
+)
+"""A target a reviewer put back, with why: it goes to others and is not offered to them again."""
+
+
+suggestions_table = Table(
+    "suggestions", metadata,
+    Column("suggestion_id", String(64), primary_key=True),
+    Column("trace_id", String(512), nullable=False),
+    Column("trace_sha256", String(64), nullable=False),
+    Column("event_id", String(512), nullable=False),
+    Column("question", String(64), nullable=False),
+    Column("value", Text, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("producer", String(64), nullable=False),
+    Column("producer_version", String(32), nullable=False),
+    Column("model", String(256), nullable=False, server_default=""),
+    Column("prompt_sha256", String(64), nullable=False, server_default=""),
+    Column("evidence", Text, nullable=False),
+    Column("explanation", Text, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Index("suggestions_by_target", "trace_id", "event_id", "question"),
+)
+"""A producer's suggested answer (a deterministic detector, or a judge model), kept apart from
+labels: `value` as JSON, the evidence event ids as a JSON list, the producer's name, version,
+model and prompt hash. The id is derived from the producer, the trace hash, the target and the
+question, so running one producer version on one trace twice adds nothing."""
+
+
+suggestion_failures_table = Table(
+    "suggestion_failures", metadata,
+    Column("failure_id", String(64), primary_key=True),
+    Column("trace_id", String(512), nullable=False),
+    Column("trace_sha256", String(64), nullable=False),
+    Column("event_id", String(512), nullable=False),
+    Column("question", String(64), nullable=False),
+    Column("producer", String(64), nullable=False),
+    Column("producer_version", String(32), nullable=False),
+    Column("model", String(256), nullable=False, server_default=""),
+    Column("prompt_sha256", String(64), nullable=False, server_default=""),
+    Column("error", Text, nullable=False),
+    Column("created_at", String(32), nullable=False),
+)
+"""A producer that gave no suggestion for a target (a judge's timeout, refusal or invalid
+answer), and why: recorded, never turned into a suggestion."""

@@ -241,7 +241,7 @@ def reviewer() -> Reviewer | None:
     signed_in = _signed_in()
     if signed_in is not None:
         st.sidebar.caption(f"Signed in as **{markdown_literal(signed_in, 60)}**")
-        return Reviewer(name=signed_in, via="login")
+        return Reviewer(name=signed_in, via="oidc")
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
         name = st.session_state.get("reviewer") or (
             st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH]
@@ -256,7 +256,7 @@ def reviewer() -> Reviewer | None:
         st.query_params[REVIEWER_PARAM] = name
     elif not name and REVIEWER_PARAM in st.query_params:
         del st.query_params[REVIEWER_PARAM]
-    return Reviewer(name=name, via="name") if name else None
+    return Reviewer(name=name, via="self-declared") if name else None
 
 
 REVIEWER_PARAM = "reviewer"
