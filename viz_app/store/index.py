@@ -205,7 +205,7 @@ class TraceIndex:
                     errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
         size, mtime = stat if stat is not None else (-1, -1)
         now = time.time()
-        records = [{**_trace_record(trace, rubric), "position": i}
+        records = [{**trace_record(trace, rubric), "position": i}
                    for i, trace in enumerate(traces)]
         records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
         with self.engine.begin() as conn:
@@ -243,7 +243,11 @@ def _under(path: str, folders: Sequence[Path]) -> bool:
 _EMPTY = {c.name: None for c in trace_index.columns if c.name != "id"}
 
 
-def _trace_record(trace: Trace, rubric: Rubric | None) -> dict:
+def trace_record(trace: Trace, rubric: Rubric | None,
+                 text_limit: int = SEARCH_TEXT_LIMIT) -> dict:
+    """What an index keeps of one trace: its figures, its targets under the rubric (JSON, or
+    None without one) and its search text (up to `text_limit` characters); the pool index
+    (`store.pool_index`) keeps the same."""
     figures = analyze(trace).figures
     found = None if rubric is None else {
         t.key: t.required for t in targets(rubric, analyze(trace)) if counted(t)}
@@ -253,15 +257,15 @@ def _trace_record(trace: Trace, rubric: Rubric | None) -> dict:
         "events": figures.events, "agents": figures.agents, "depth": figures.depth,
         "makespan_s": figures.makespan_s, "parallelism": figures.parallelism,
         "tokens": figures.tokens, "cost_usd": figures.cost_usd, "sha256": trace.sha256,
-        "warnings": len(figures.warnings), "search_text": search_text(trace), "error": None,
+        "warnings": len(figures.warnings), "search_text": search_text(trace, text_limit), "error": None,
         "targets": None if found is None else json.dumps(found),
         "rubric_sha": None if rubric is None else rubric.sha256,
     }
 
 
-def search_text(trace: Trace) -> str:
+def search_text(trace: Trace, limit: int = SEARCH_TEXT_LIMIT) -> str:
     """The lower-cased text a search looks in: ids, task, system, agent names, roles, tools, then
-    event content up to SEARCH_TEXT_LIMIT characters."""
+    event content up to `limit` characters in all."""
     analysis = analyze(trace)
     head = [trace.trace_id, trace.task_id, trace.system or "", trace.topology or "",
             trace.source_format]
@@ -269,7 +273,7 @@ def search_text(trace: Trace) -> str:
     head += sorted({analysis.role_of(a) for a in analysis.agents})
     head += sorted({e.tool for e in trace.events if e.tool})
     text = "\n".join(head)
-    budget = max(0, SEARCH_TEXT_LIMIT - len(text))
+    budget = max(0, limit - len(text))
     parts = []
     for event in analysis.order:
         if budget <= 0:
