@@ -1,0 +1,156 @@
+"""The `orchviz pool` verbs: pools of traces as Parquet or JSON Lines shards, local or on object
+storage. One sub-parser group; each verb is a `register_*` function (adding its parser) and a
+function that runs it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+from tqdm import tqdm
+
+from viz_app.errors import TraceError
+from viz_app.io import pool
+from viz_app.io.detect import FORMATS, folder_format, read_any
+from viz_app.io.files import trace_files
+from viz_app.io.native import dump_trace
+from viz_app.model import Trace
+from viz_app.text import terminal_text
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    """Add the `pool` verb and its own verbs."""
+    p = verbs.add_parser(
+        "pool", help="pools of many traces: Parquet or JSON Lines shards, local or on S3",
+        description="Pools hold many traces as Parquet or JSON Lines shards in a folder or on "
+        "object storage (s3://, gs://, az://, hf://; install orchviz[s3] for S3). Give an "
+        "S3-compatible endpoint with --storage-option endpoint_url=URL, or with the "
+        "environment (AWS_ENDPOINT_URL, FSSPEC_S3_ENDPOINT_URL).")
+    pool_verbs = p.add_subparsers(dest="pool_verb", metavar="VERB", required=True)
+    for add in POOL_VERBS:
+        add(pool_verbs)
+
+
+def add_storage_option(p: argparse.ArgumentParser) -> None:
+    """Add `--storage-option KEY=VALUE` (repeatable): fsspec options for the pool's storage."""
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an fsspec option for the pool's storage, such as "
+                   "endpoint_url=http://127.0.0.1:9000 or anon=true (repeat for more)")
+
+
+def apply_storage_options(location: str, options: list[str]) -> None:
+    """Give the pool's storage the `--storage-option` values (JSON values such as true or 3 are
+    read as such, anything else as text)."""
+    parsed: dict[str, object] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key:
+            raise pool.PoolError(f"--storage-option {option!r}: expected KEY=VALUE")
+        try:
+            parsed[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            parsed[key] = value
+    if parsed:
+        pool.set_storage_options(location, parsed)
+
+
+# -- pool write --------------------------------------------------------------------------------
+
+
+def register_write(verbs: argparse._SubParsersAction) -> None:
+    """Add `pool write`."""
+    p = verbs.add_parser(
+        "write", help="write traces from files or folders as a new pool",
+        description="Read traces from files or folders in any format orchviz imports and write "
+        "them as a new pool: Parquet shards (the schema's top-level fields as columns, events as "
+        "JSON text, small row groups so one trace opens alone) or gzipped JSON Lines, with "
+        "orchviz-pool.json (the manifest) and _ids.parquet (trace id -> shard and row). A file "
+        "that cannot be read is named on one line and the rest are written.")
+    p.add_argument("sources", nargs="+", metavar="SRC", help="trace files or folders")
+    p.add_argument("-o", "--output", required=True, metavar="POOL",
+                   help="the new pool: a folder or a URL such as s3://bucket/prefix (must be "
+                   "empty or missing)")
+    p.add_argument("--from", dest="fmt", choices=list(FORMATS), metavar="FORMAT",
+                   help="the format of every SRC (default: detect it)")
+    p.add_argument("--format", choices=["parquet", "jsonl"], default="parquet",
+                   help="shard format (default: parquet, which opens one trace without reading "
+                   "the others)")
+    p.add_argument("--no-gzip", action="store_true",
+                   help="with --format jsonl: plain .jsonl shards instead of .jsonl.gz")
+    p.add_argument("--shard-rows", type=int, default=pool.SHARD_ROWS, metavar="N",
+                   help=f"traces per shard (default: {pool.SHARD_ROWS})")
+    p.add_argument("--row-group-rows", type=int, default=pool.ROW_GROUP_ROWS, metavar="N",
+                   help=f"traces per Parquet row group (default: {pool.ROW_GROUP_ROWS})")
+    add_storage_option(p)
+    p.set_defaults(run=write)
+
+
+def _source_traces(sources: list[str], fmt: str | None,
+                   failed: list[TraceError]) -> Iterator[Trace]:
+    """The traces of the sources, a file at a time, with a progress bar over the files; a file
+    that cannot be read is said on one line and kept in `failed`."""
+    items: list[Path] = []
+    for source in sources:
+        path = Path(source)
+        session_folder = path.is_dir() and (fmt in ("claude_code", "codex")
+                                            or folder_format(path) is not None)
+        items.extend([path] if session_folder else trace_files([source]))
+
+    def report(err: TraceError) -> None:
+        failed.append(err)
+        tqdm.write(terminal_text(err), file=sys.stderr)
+
+    bar = tqdm(items, desc="writing pool", unit="file", file=sys.stderr,
+               disable=None if len(items) > 1 else True)
+    for path in bar:
+        try:
+            yield from read_any(path, fmt=fmt, on_error=report)
+        except TraceError as err:
+            report(err)
+
+
+def write(args: argparse.Namespace) -> int:
+    """Write the pool; 1 when a source failed or nothing was written."""
+    apply_storage_options(args.output, args.storage_option)
+    failed: list[TraceError] = []
+    result = pool.write_pool(_source_traces(args.sources, args.fmt, failed), args.output,
+                             shard_rows=args.shard_rows, row_group_rows=args.row_group_rows,
+                             format=args.format, compress=not args.no_gzip)
+    for line in result.skipped:
+        print(terminal_text(line), file=sys.stderr)
+    print(terminal_text(args.output))
+    print(f"wrote {result.traces} trace{'s' if result.traces != 1 else ''} in "
+          f"{len(result.shards)} shard{'s' if len(result.shards) != 1 else ''}"
+          + (f", {len(result.skipped)} skipped" if result.skipped else "")
+          + (f", {len(failed)} unreadable" if failed else ""), file=sys.stderr)
+    return 1 if failed or not result.traces else 0
+
+
+# -- pool show ---------------------------------------------------------------------------------
+
+
+def register_show(verbs: argparse._SubParsersAction) -> None:
+    """Add `pool show`."""
+    p = verbs.add_parser(
+        "show", help="print one trace of a pool as JSON",
+        description="Print the trace with this id as JSON. The pool's _ids.parquet says where "
+        "it is (only the matching part is read); a pool without one is searched shard by shard.")
+    p.add_argument("pool", metavar="POOL", help="a pool folder or URL")
+    p.add_argument("trace_id", metavar="TRACE_ID")
+    add_storage_option(p)
+    p.set_defaults(run=show)
+
+
+def show(args: argparse.Namespace) -> int:
+    """Print the trace as JSON."""
+    apply_storage_options(args.pool, args.storage_option)
+    trace = pool.trace_by_id(args.pool, args.trace_id)
+    sys.stdout.buffer.write(dump_trace(trace) + b"\n")
+    return 0
+
+
+POOL_VERBS = [register_write, register_show]
+"""Each adds one `orchviz pool` verb (its parser, `--help` and the function it runs)."""

@@ -1,0 +1,677 @@
+"""Pools: many traces kept as Parquet or JSON Lines shards, local or on object storage.
+
+A pool is a folder (or an object-storage prefix: `s3://`, `gs://`, `az://`, `hf://`, any fsspec
+URL) of shards, one trace a row. orchviz writes Parquet shards whose columns are the schema's
+top-level fields (`trace_id`, `task_id`, `system`, `topology` as text; `events`, `edges`,
+`rewards`, `costs`, `metrics` as JSON text) and a few of its own, named with a leading
+underscore (`_sha256`, `_source`, `_source_format`), in small row groups, so that one trace is
+read without reading the others. Beside the shards it writes `orchviz-pool.json` (the manifest)
+and `_ids.parquet` (trace id -> shard and row, sorted by id). A bare folder of `*.parquet`,
+`*.jsonl` or `*.jsonl.gz` shards written by something else is a pool too.
+
+A trace of a pool is found by its locator: the shard and its row (counted from 0). Every shard,
+row and row group that cannot be read becomes a `TraceError` naming the shard and the rows; the
+readers report it and go on. Nothing here opens a database.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from typing import Any, BinaryIO, Literal
+
+import fsspec
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+from pydantic import BaseModel, Field
+
+from viz_app.errors import OrchvizError, TraceError
+from viz_app.io.native import DEFAULT_MAX_BYTES, trace_from_json
+from viz_app.model import Trace
+
+MANIFEST = "orchviz-pool.json"
+"""The file that marks a folder or prefix as a pool orchviz wrote, and lists its shards."""
+IDS = "_ids.parquet"
+"""The lookup from trace id to (shard, row), sorted by trace id, written beside the shards."""
+POOL_VERSION = 1
+"""The version of the pool layout written in the manifest."""
+
+SCALAR_COLUMNS = ("trace_id", "task_id", "system", "topology")
+"""Top-level fields kept as text columns."""
+JSON_COLUMNS = ("events", "edges", "rewards", "costs", "metrics")
+"""Top-level fields kept as JSON text columns (nested columns are read too)."""
+FIELDS = ("trace_id", "task_id", "system", "topology", "events", "edges", "rewards", "costs",
+          "metrics")
+"""The schema's top-level fields, in the order the schema lists them."""
+REQUIRED = ("trace_id", "task_id", "events", "edges", "rewards", "costs")
+"""The columns a Parquet shard must have to hold traces (the schema's required fields)."""
+META_COLUMNS = ("_sha256", "_source", "_source_format")
+"""orchviz's own columns: the trace's hash (kept, so labels made on the original file apply),
+the file it was written from, and the format it was read as."""
+
+SHARD_ROWS = 10_000
+"""Traces per shard, by default."""
+ROW_GROUP_ROWS = 64
+"""Traces per Parquet row group, by default: opening one trace reads its row group."""
+ROW_GROUP_BYTES = 16 * 1024 * 1024
+"""A row group is closed early once its JSON text passes this many bytes."""
+
+SHARD_ENDINGS = {".parquet": ("parquet", False), ".jsonl": ("jsonl", False),
+                 ".ndjson": ("jsonl", False), ".jsonl.gz": ("jsonl", True),
+                 ".ndjson.gz": ("jsonl", True)}
+"""File endings of shards, with their format and whether they are gzipped."""
+_TRACE_ENDINGS = (".json", ".json.gz", ".eval")
+"""Trace files that are not shards: a folder holding them is a library folder, not a pool."""
+
+_SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS + META_COLUMNS])
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, zlib.error)
+
+
+class PoolError(OrchvizError):
+    """A pool that cannot be written or opened as a whole (a location that is not empty, no
+    shards at all, storage that refuses): one sentence naming the location."""
+
+
+class Shard(BaseModel):
+    """One file of a pool."""
+
+    url: str = Field(description="Where the shard is: a local path or an fsspec URL.")
+    format: Literal["parquet", "jsonl"] = Field(description="Parquet, or JSON Lines.")
+    compressed: bool = Field(description="Whether a JSON Lines shard is gzipped (Parquet "
+                             "compresses inside the file, and says False here).")
+
+    model_config = {"frozen": True}
+
+
+class PoolWriteResult(BaseModel):
+    """What `write_pool` did."""
+
+    location: str = Field(description="The pool written, as given.")
+    traces: int = Field(description="Traces written.")
+    shards: list[Shard] = Field(description="The shards written, in order.")
+    skipped: list[str] = Field(default_factory=list,
+                               description="One sentence per trace not written (a trace id "
+                               "written before, a trace too large or not writable as JSON).")
+
+
+# -- where a pool is ---------------------------------------------------------------------------
+
+
+def set_storage_options(location: str, options: dict[str, Any]) -> None:
+    """Give every later access to the location's protocol (`s3`, `gs`...) these fsspec options,
+    such as `endpoint_url` for an S3-compatible server: they go to fsspec's configuration
+    (`fsspec.config.conf`), which the environment (`FSSPEC_S3_ENDPOINT_URL=...`) and fsspec's
+    config files also fill. Options apply to this process only."""
+    protocol = fsspec.core.split_protocol(location)[0] or "file"
+    fsspec.config.conf.setdefault(protocol, {}).update(options)
+    fs_class = fsspec.get_filesystem_class(protocol)
+    fs_class.clear_instance_cache()
+
+
+def _fs(location: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    try:
+        fs, path = fsspec.core.url_to_fs(location)
+    except (ImportError, ValueError) as err:
+        raise PoolError(f"{location}: cannot be opened ({_short(err)}); for s3:// install "
+                        "orchviz[s3] (gs:// needs gcsfs, az:// adlfs, hf:// huggingface_hub)"
+                        ) from None
+    return fs, path.rstrip("/") or path
+
+
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    return isinstance(fs, LocalFileSystem)
+
+
+def _url(fs: fsspec.AbstractFileSystem, path: str) -> str:
+    return path if _is_local(fs) else fs.unstrip_protocol(path)
+
+
+def _open(fs: fsspec.AbstractFileSystem, path: str, mode: str = "rb") -> BinaryIO:
+    if _is_local(fs):
+        return fs.open(path, mode)
+    if "r" in mode:  # every read a range request: no read-ahead of megabytes past a row group
+        return fs.open(path, mode, cache_type="none")
+    return fs.open(path, mode)
+
+
+def _shard_kind(name: str) -> tuple[str, bool] | None:
+    low = name.lower()
+    for ending, kind in SHARD_ENDINGS.items():
+        if low.endswith(ending):
+            return kind
+    return None
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
+def read_manifest(location: str) -> dict[str, Any] | None:
+    """The pool's manifest (`orchviz-pool.json`), or None when there is none."""
+    fs, path = _fs(location)
+    target = f"{path}/{MANIFEST}"
+    try:
+        with _open(fs, target) as stream:
+            data = stream.read(DEFAULT_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise PoolError(f"{_url(fs, target)}: cannot be read ({_short(err)})") from None
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise PoolError(f"{_url(fs, target)}: is not a pool manifest ({err})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list):
+        raise PoolError(f"{_url(fs, target)}: is not a pool manifest (no list of shards)")
+    return manifest
+
+
+def is_pool(location: str) -> bool:
+    """Whether the location (a folder, a prefix, an fsspec URL) holds a pool: orchviz's
+    manifest, a single shard file, or a folder whose files are shards (`*.parquet`, `*.jsonl`,
+    `*.jsonl.gz`, `*.ndjson`) and no other trace files (`.json` files make a library folder).
+    Files and folders whose names begin with `_` or `.` are not looked at."""
+    try:
+        fs, path = _fs(location)
+        if fs.exists(f"{path}/{MANIFEST}"):
+            return True
+        if fs.isfile(path):
+            return _shard_kind(path) is not None
+        if not fs.isdir(path):
+            return False
+        found = False
+        for relative in _listing(fs, path):
+            if _shard_kind(relative):
+                found = True
+            elif relative.lower().endswith(_TRACE_ENDINGS):
+                return False
+        return found
+    except (PoolError, OSError):
+        return False
+
+
+def _listing(fs: fsspec.AbstractFileSystem, path: str) -> list[str]:
+    """Every file under the folder, as paths relative to it, hidden ones left out, sorted."""
+    names = []
+    for found in fs.find(path):
+        relative = found[len(path):].lstrip("/")
+        if relative and not _hidden(relative):
+            names.append(relative)
+    return sorted(names)
+
+
+def shards(location: str) -> list[Shard]:
+    """The pool's shards, in a fixed order: the manifest's, else every shard file under the
+    folder sorted by path. Raises PoolError when the location holds none."""
+    fs, path = _fs(location)
+    manifest = read_manifest(location)
+    if manifest is not None:
+        found = []
+        for entry in manifest["shards"]:
+            name = entry.get("path") if isinstance(entry, dict) else None
+            kind = _shard_kind(name) if isinstance(name, str) else None
+            if kind is None or name.startswith("/") or ".." in name.split("/"):
+                raise PoolError(f"{_url(fs, path)}/{MANIFEST}: names a shard that is not one "
+                                f"({str(name)[:80]!r})")
+            found.append(Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
+                               compressed=kind[1]))
+        return found
+    try:
+        if fs.isfile(path):
+            kind = _shard_kind(path)
+            if kind:
+                return [Shard(url=_url(fs, path), format=kind[0], compressed=kind[1])]
+        names = _listing(fs, path) if fs.isdir(path) else []
+    except OSError as err:
+        raise PoolError(f"{_url(fs, path)}: cannot be listed ({_short(err)})") from None
+    found = [Shard(url=_url(fs, f"{path}/{name}"), format=kind[0], compressed=kind[1])
+             for name in names if (kind := _shard_kind(name))]
+    if not found:
+        raise PoolError(f"{_url(fs, path)}: is not a pool (no {MANIFEST} and no .parquet, "
+                        ".jsonl or .jsonl.gz shards)")
+    return found
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def read_shard(shard: Shard, on_error: Callable[[TraceError], None],
+               max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[tuple[int, Trace]]:
+    """Every trace of a shard with its row (counted from 0). A row that does not validate, a
+    row group or a shard that cannot be read (a truncated Parquet file, columns that are not a
+    pool's, a broken gzip stream) is reported to `on_error` as a TraceError naming the shard and
+    the rows, and the rest is still read."""
+    if shard.format == "parquet":
+        yield from _parquet_rows(shard, on_error, max_bytes)
+    else:
+        yield from _jsonl_rows(shard, on_error, max_bytes, only=None)
+
+
+def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
+    """The trace at a row of a shard. In Parquet, only the footer and the row group holding it
+    are read. A JSON Lines shard is read from its start up to the row (no parsing of the rows
+    before it): pools of Parquet open faster. Raises TraceError naming shard and row."""
+    if row < 0:
+        raise TraceError(shard.url, f"row {row}", "is not a row (rows count from 0)")
+    if shard.format == "jsonl":
+        errors: list[TraceError] = []
+        for _, trace in _jsonl_rows(shard, errors.append, max_bytes, only=row):
+            return trace
+        raise errors[0] if errors else TraceError(shard.url, f"row {row}",
+                                                  "the shard has fewer rows")
+    fs, path = _fs(shard.url)
+    try:
+        with _open(fs, path) as stream:
+            parquet = pq.ParquetFile(stream)
+            columns = _parquet_columns(parquet, shard)
+            start = 0
+            for group in range(parquet.num_row_groups):
+                count = parquet.metadata.row_group(group).num_rows
+                if row < start + count:
+                    table = parquet.read_row_group(group, columns=columns)
+                    return _row_trace(table.slice(row - start, 1), 0, row, shard, max_bytes)
+                start += count
+    except TraceError:
+        raise
+    except _READ_ERRORS as err:
+        raise TraceError(shard.url, f"row {row}", f"cannot be read ({_short(err)})") from None
+    raise TraceError(shard.url, f"row {row}", f"the shard has {start} rows")
+
+
+def _parquet_columns(parquet: pq.ParquetFile, shard: Shard) -> list[str]:
+    """The columns to read, or a TraceError when the shard lacks a required one."""
+    names = parquet.schema_arrow.names
+    missing = [name for name in REQUIRED if name not in names]
+    if missing:
+        rows = parquet.metadata.num_rows
+        raise TraceError(shard.url, f"rows 0-{max(rows - 1, 0)}",
+                         f"the shard has no column {missing[0]!r} (its columns: "
+                         f"{', '.join(names[:12])}), so it holds no traces; its {rows} rows "
+                         "were skipped")
+    return [name for name in FIELDS + META_COLUMNS if name in names]
+
+
+def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
+                  max_bytes: int) -> Iterator[tuple[int, Trace]]:
+    fs, path = _fs(shard.url)
+    try:
+        stream = _open(fs, path)
+    except OSError as err:
+        on_error(TraceError(shard.url, "rows 0 onward", f"cannot be opened ({_short(err)}); "
+                            "the shard was skipped"))
+        return
+    with stream:
+        try:
+            parquet = pq.ParquetFile(stream)
+            columns = _parquet_columns(parquet, shard)
+        except TraceError as err:
+            on_error(err)
+            return
+        except _READ_ERRORS as err:
+            on_error(TraceError(shard.url, "rows 0 onward", "is not a readable Parquet file "
+                                f"({_short(err)}); the shard was skipped"))
+            return
+        start = 0
+        for group in range(parquet.num_row_groups):
+            count = parquet.metadata.row_group(group).num_rows
+            try:
+                table = parquet.read_row_group(group, columns=columns)
+            except _READ_ERRORS as err:
+                on_error(TraceError(shard.url, f"rows {start}-{start + count - 1}",
+                                    f"row group {group} cannot be read ({_short(err)}); its "
+                                    f"{count} rows were skipped"))
+                start += count
+                continue
+            for offset in range(table.num_rows):
+                try:
+                    yield start + offset, _row_trace(table, offset, start + offset, shard,
+                                                     max_bytes)
+                except TraceError as err:
+                    on_error(err)
+            start += count
+
+
+def _row_trace(table: pa.Table, offset: int, row: int, shard: Shard, max_bytes: int) -> Trace:
+    """The trace in one row of a table read from a shard, validated as a trace file is."""
+    values = {name: table.column(name)[offset].as_py() for name in table.column_names}
+    parts = []
+    for name in FIELDS:
+        value = values.get(name)
+        if value is None:
+            continue
+        if name in JSON_COLUMNS and isinstance(value, str):
+            raw = value.encode()
+        else:
+            try:
+                raw = orjson.dumps(_plain(value))
+            except orjson.JSONEncodeError as err:
+                raise TraceError(shard.url, f"row {row}: {name}",
+                                 f"cannot be written as JSON ({err})") from None
+        parts.append(b'"' + name.encode() + b'":' + raw)
+    data = b"{" + b",".join(parts) + b"}"
+    if len(data) > max_bytes:
+        raise TraceError(shard.url, f"row {row}", f"the trace is {len(data) / 1e6:.1f} MB, over "
+                         f"the {max_bytes / 1e6:.0f} MB limit (set ORCHVIZ_MAX_BYTES to raise it)")
+    trace = _validated(data, shard, row)
+    sha = values.get("_sha256")
+    trace._sha256 = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
+    fmt = values.get("_source_format")
+    trace._source_format = fmt if isinstance(fmt, str) and fmt else "orchviz"
+    return trace
+
+
+def _validated(data: bytes, shard: Shard, row: int) -> Trace:
+    try:
+        trace = trace_from_json(data, shard.url)
+    except TraceError as err:
+        place = f"row {row}: {err.place}" if err.place else f"row {row}"
+        raise TraceError(shard.url, place, err.problem) from None
+    trace._source = shard.url
+    return trace
+
+
+def _plain(value: Any) -> Any:
+    """A value read from a nested Parquet column as JSON would hold it: struct fields that are
+    null are absent, maps are objects."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        if value and all(isinstance(item, tuple) and len(item) == 2 for item in value):
+            return {str(key): _plain(item) for key, item in value}
+        return [_plain(item) for item in value]
+    return value
+
+
+def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes: int,
+                only: int | None) -> Iterator[tuple[int, Trace]]:
+    """The traces of a JSON Lines shard (row = line number - 1; blank lines hold none). With
+    `only`, just that row: the lines before it are skipped unparsed."""
+    fs, path = _fs(shard.url)
+    row = 0
+    try:
+        raw = _open(fs, path)
+    except OSError as err:
+        on_error(TraceError(shard.url, "rows 0 onward", f"cannot be opened ({_short(err)}); "
+                            "the shard was skipped"))
+        return
+    with raw:
+        stream: Any = gzip.GzipFile(fileobj=raw) if shard.compressed else io.BufferedReader(raw)
+        while True:
+            try:
+                line = stream.readline(max_bytes + 1)
+                if len(line) > max_bytes and not line.endswith(b"\n"):
+                    while line and not line.endswith(b"\n"):
+                        line = stream.readline(1024 * 1024)
+                    if only is None or only == row:
+                        on_error(TraceError(shard.url, f"row {row} (line {row + 1})",
+                                            f"the line is over the {max_bytes / 1e6:.0f} MB "
+                                            "limit (set ORCHVIZ_MAX_BYTES to raise it)"))
+                    row += 1
+                    continue
+            except _READ_ERRORS as err:
+                what = "is not a readable gzip file" if shard.compressed else "cannot be read"
+                on_error(TraceError(shard.url, f"row {row} onward",
+                                    f"{what} ({_short(err)}); the rest of the shard was skipped"))
+                return
+            if not line:
+                return
+            if only is not None and row != only:
+                row += 1
+                continue
+            if line.strip():
+                try:
+                    trace = _validated(line.rstrip(b"\r\n"), shard, row)
+                    yield row, trace
+                except TraceError as err:
+                    on_error(TraceError(err.file, err.place.replace(f"row {row}",
+                                        f"row {row} (line {row + 1})", 1), err.problem))
+            if only is not None:
+                return
+            row += 1
+
+
+def find_trace(location: str, trace_id: str) -> tuple[Shard, int] | None:
+    """Where a trace is in a pool: its shard and row, from the pool's `_ids.parquet` (reading
+    only the row groups whose id range holds it), else by reading the `trace_id` column of every
+    shard (JSON Lines: every line). None when no trace has the id."""
+    fs, path = _fs(location)
+    ids_path = f"{path}/{IDS}"
+    if fs.exists(ids_path):
+        return _lookup(fs, ids_path, path, trace_id)
+    for shard in shards(location):
+        for row, found in _shard_ids(shard):
+            if found == trace_id:
+                return shard, row
+    return None
+
+
+def _lookup(fs: fsspec.AbstractFileSystem, ids_path: str, path: str,
+            trace_id: str) -> tuple[Shard, int] | None:
+    try:
+        with _open(fs, ids_path) as stream:
+            parquet = pq.ParquetFile(stream)
+            for group in range(parquet.num_row_groups):
+                stats = parquet.metadata.row_group(group).column(0).statistics
+                if stats is not None and stats.has_min_max and not (
+                        stats.min <= trace_id <= stats.max):
+                    continue
+                table = parquet.read_row_group(group)
+                for found, name, row in zip(table.column("trace_id").to_pylist(),
+                                            table.column("shard").to_pylist(),
+                                            table.column("row").to_pylist()):
+                    if found == trace_id:
+                        kind = _shard_kind(name) or ("parquet", False)
+                        return Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
+                                     compressed=kind[1]), row
+    except _READ_ERRORS as err:
+        raise PoolError(f"{_url(fs, ids_path)}: cannot be read ({_short(err)}); write the pool "
+                        "again, or delete the file to look ids up in the shards") from None
+    return None
+
+
+def _shard_ids(shard: Shard) -> Iterator[tuple[int, str]]:
+    """(row, trace id) of every row of a shard, unvalidated; unreadable shards hold none."""
+    if shard.format == "jsonl":
+        for row, trace in _jsonl_rows(shard, lambda _err: None, DEFAULT_MAX_BYTES, only=None):
+            yield row, trace.trace_id
+        return
+    fs, path = _fs(shard.url)
+    try:
+        with _open(fs, path) as stream:
+            parquet = pq.ParquetFile(stream)
+            if "trace_id" not in parquet.schema_arrow.names:
+                return
+            start = 0
+            for group in range(parquet.num_row_groups):
+                column = parquet.read_row_group(group, columns=["trace_id"]).column(0)
+                for offset, value in enumerate(column.to_pylist()):
+                    yield start + offset, value
+                start += column.length() if hasattr(column, "length") else len(column)
+    except _READ_ERRORS:
+        return
+
+
+def trace_by_id(location: str, trace_id: str) -> Trace:
+    """The trace of a pool with this id (see `find_trace`); TraceError when there is none."""
+    found = find_trace(location, trace_id)
+    if found is None:
+        raise TraceError(location, "", f"the pool holds no trace with id {trace_id!r}")
+    return read_trace(*found)
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROWS,
+               row_group_rows: int = ROW_GROUP_ROWS, format: Literal["parquet", "jsonl"] =
+               "parquet", compress: bool = True, progress: Callable[[int], None] | None = None,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> PoolWriteResult:
+    """Write traces as a new pool at `out` (a folder or fsspec URL that is empty or missing):
+    shards `part-00000.parquet`... of `shard_rows` traces each (Parquet row groups of at most
+    `row_group_rows` traces or ROW_GROUP_BYTES of text), or `part-00000.jsonl.gz` (`compress`),
+    then `_ids.parquet` and the manifest. A trace whose id was written before, or that is over
+    `max_bytes`, is skipped and said in the result. `progress(n)` hears of every n traces
+    written. Raises PoolError when the location is not empty or cannot be written."""
+    if shard_rows < 1 or row_group_rows < 1:
+        raise PoolError(f"{out}: shard_rows and row_group_rows must be at least 1")
+    fs, path = _fs(out)
+    try:
+        if fs.exists(path) and (fs.isfile(path) or fs.ls(path)):
+            raise PoolError(f"{_url(fs, path)}: is not empty; write a pool to a new folder "
+                            "or prefix")
+        fs.makedirs(path, exist_ok=True)
+        return _write(traces, fs, path, out, shard_rows, row_group_rows, format, compress,
+                      progress, max_bytes)
+    except PoolError:
+        raise
+    except OSError as err:
+        raise PoolError(f"{_url(fs, path)}: cannot be written ({_short(err)})") from None
+
+
+def _write(traces: Iterable[Trace], fs: fsspec.AbstractFileSystem, path: str, out: str,
+           shard_rows: int, row_group_rows: int, format: str, compress: bool,
+           progress: Callable[[int], None] | None, max_bytes: int) -> PoolWriteResult:
+    ending = ".parquet" if format == "parquet" else ".jsonl.gz" if compress else ".jsonl"
+    written: list[dict[str, Any]] = []
+    ids: list[tuple[str, str, int]] = []
+    seen: dict[str, str] = {}
+    skipped: list[str] = []
+    writer: _ShardWriter | None = None
+    for trace in traces:
+        if trace.trace_id in seen:
+            skipped.append(f"{trace.source or trace.trace_id}: trace id {trace.trace_id!r} was "
+                           f"written before (from {seen[trace.trace_id] or 'an earlier trace'}); "
+                           "skipped")
+            continue
+        try:
+            row = _trace_row(trace)
+        except orjson.JSONEncodeError as err:
+            skipped.append(f"{trace.source or trace.trace_id}: cannot be written as JSON "
+                           f"({err}); skipped")
+            continue
+        size = sum(len(value) for value in row.values() if value is not None)
+        if size > max_bytes:
+            skipped.append(f"{trace.source or trace.trace_id}: the trace is {size / 1e6:.1f} "
+                           f"MB, over the {max_bytes / 1e6:.0f} MB limit; skipped")
+            continue
+        if writer is None:
+            name = f"part-{len(written):05d}{ending}"
+            writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress, row_group_rows)
+        seen[trace.trace_id] = trace.source
+        ids.append((trace.trace_id, writer.name, writer.rows))
+        writer.add(row, size)
+        if progress is not None:
+            progress(1)
+        if writer.rows >= shard_rows:
+            written.append(writer.close())
+            writer = None
+    if writer is not None:
+        written.append(writer.close())
+    _write_ids(fs, f"{path}/{IDS}", ids)
+    manifest = {"orchviz_pool": POOL_VERSION, "format": format,
+                "layout": "fields as columns, events as JSON text" if format == "parquet"
+                else "one trace a line", "traces": len(ids), "shards": written, "ids": IDS,
+                "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    with _open(fs, f"{path}/{MANIFEST}", "wb") as stream:
+        stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    result_shards = [Shard(url=_url(fs, f"{path}/{entry['path']}"), format=format,
+                           compressed=format == "jsonl" and compress)
+                     for entry in written]
+    return PoolWriteResult(location=out, traces=len(ids), shards=result_shards, skipped=skipped)
+
+
+def _trace_row(trace: Trace) -> dict[str, str | None]:
+    """A trace as a row of text: its scalar fields, its JSON fields as JSON, orchviz's own."""
+    tree = trace.to_dict()
+    row: dict[str, str | None] = {}
+    for name in FIELDS:
+        value = tree.get(name)
+        if name in JSON_COLUMNS:
+            row[name] = None if value is None else orjson.dumps(value).decode()
+        else:
+            row[name] = value
+    row["_sha256"] = trace.sha256
+    row["_source"] = trace.source or None
+    row["_source_format"] = trace.source_format
+    return row
+
+
+class _ShardWriter:
+    """One shard being written, a row group (or a batch of lines) at a time."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str, name: str, format: str,
+                 compress: bool, row_group_rows: int):
+        self.name = name
+        self.format = format
+        self.rows = 0
+        self.row_group_rows = row_group_rows
+        self.pending: list[dict[str, str | None]] = []
+        self.pending_bytes = 0
+        self.stream = _open(fs, path, "wb")
+        if format == "parquet":
+            self.parquet = pq.ParquetWriter(self.stream, _SCHEMA, compression="zstd",
+                                            write_statistics=["trace_id"])
+        else:
+            self.lines = (gzip.GzipFile(fileobj=self.stream, mode="wb", mtime=0) if compress
+                          else self.stream)
+
+    def add(self, row: dict[str, str | None], size: int) -> None:
+        """Add a trace's row; a full row group is written out."""
+        self.rows += 1
+        if self.format == "jsonl":
+            self.lines.write(_line(row))
+            return
+        self.pending.append(row)
+        self.pending_bytes += size
+        if len(self.pending) >= self.row_group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            table = pa.table({name: [row[name] for row in self.pending] for name in _SCHEMA.names},
+                             schema=_SCHEMA)
+            self.parquet.write_table(table, row_group_size=len(self.pending))
+            self.pending = []
+            self.pending_bytes = 0
+
+    def close(self) -> dict[str, Any]:
+        """Finish the shard; its manifest entry."""
+        if self.format == "parquet":
+            self._flush()
+            self.parquet.close()
+        elif self.lines is not self.stream:
+            self.lines.close()
+        self.stream.close()
+        return {"path": self.name, "rows": self.rows}
+
+
+def _line(row: dict[str, str | None]) -> bytes:
+    parts = []
+    for name in FIELDS:
+        value = row[name]
+        if value is None:
+            continue
+        raw = value.encode() if name in JSON_COLUMNS else orjson.dumps(value)
+        parts.append(b'"' + name.encode() + b'":' + raw)
+    return b"{" + b",".join(parts) + b"}\n"
+
+
+def _write_ids(fs: fsspec.AbstractFileSystem, target: str, ids: list[tuple[str, str, int]]
+               ) -> None:
+    ids.sort()
+    table = pa.table({"trace_id": [i[0] for i in ids], "shard": [i[1] for i in ids],
+                      "row": pa.array([i[2] for i in ids], pa.int64())})
+    with _open(fs, target, "wb") as stream:
+        pq.write_table(table, stream, row_group_size=16_384, compression="zstd")
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text[:200]
