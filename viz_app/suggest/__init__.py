@@ -1,0 +1,42 @@
+"""Suggested labels: producers that propose an answer to a rubric question on one target of a
+trace, with a confidence, the events that are the evidence and a one-sentence explanation.
+
+Two producers exist: `rules` (deterministic detectors over the analysis, `viz_app.suggest.rules`)
+and a judge model (`viz_app.suggest.judge`). Suggestions are kept apart from labels (their own
+table, `viz_app.store.suggestions`); the Workspace stores them (`Workspace.suggest`).
+
+`produce(trace, rubric, producer)` is the one entry: `producer` is the name "rules" or any object
+with a `produce(trace, rubric) -> (suggestions, failures)` method (a judge).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from viz_app.errors import OrchvizError
+from viz_app.labels.rubric import Rubric
+from viz_app.labels.suggestion import Suggestion, SuggestionFailure
+from viz_app.model import Trace
+
+
+class SuggestError(OrchvizError, ValueError):
+    """A producer that cannot be used as asked (an unknown name, a judge not configured)."""
+
+
+class SuggestionProducer(Protocol):
+    """Anything that proposes answers on one trace (the rules, a judge)."""
+
+    def produce(self, trace: Trace, rubric: Rubric) -> tuple[list[Suggestion],
+                                                             list[SuggestionFailure]]: ...
+
+
+def produce(trace: Trace, rubric: Rubric, producer: str | Any = "rules"
+            ) -> tuple[list[Suggestion], list[SuggestionFailure]]:
+    """The suggestions a producer makes on one trace, and the targets it failed on.
+    `producer` is "rules" or an object with a `produce(trace, rubric)` method."""
+    if isinstance(producer, str):
+        if producer != "rules":
+            raise SuggestError(f"unknown producer {producer!r}: name 'rules' or pass a judge")
+        from viz_app.suggest import rules
+        return rules.suggest(trace, rubric), []
+    return producer.produce(trace, rubric)
