@@ -12,6 +12,7 @@ or stores trace text passes it through the function named for where it goes:
 - `canvas_text`: text drawn as text, read as no markup (the communication graph's node labels,
   drawn on a canvas, and its tooltips, which vis-network fills as text);
 - `terminal_text`: a line the CLI prints;
+- `prompt_data`: trace text sent to a language model as data, between delimiters (the judge);
 - `csv_cell`: a cell of a CSV file (which a spreadsheet may read as a formula);
 - `file_name`: a file name.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 from collections.abc import Container
 from typing import TYPE_CHECKING
@@ -138,6 +140,20 @@ def terminal_text(text: object) -> str:
     sequence cannot write the clipboard, a CR cannot overwrite the line, and a newline cannot
     forge a line of output."""
     return _TERMINAL.sub(_visible, str(text))
+
+
+_PROMPT_ESCAPED = re.compile(f"[<>&{_INVISIBLE}\u2028\u2029]")
+
+
+def prompt_data(value: object) -> str:
+    """Trace content for a language model's prompt, where it is data between delimiters: the
+    value as JSON (strings quoted, quotes and control characters escaped, non-ASCII kept
+    readable), and then `<`, `>`, `&`, zero-width, bidi and line-separator characters as JSON
+    escapes (`\\u003c`), so no text of the trace can close the delimiter (`</trace_data>`),
+    open a tag of its own, or hide characters the reader of the prompt cannot see. The result
+    is valid JSON that reads back to the same value."""
+    text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    return _PROMPT_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
