@@ -526,7 +526,8 @@ def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROW
         if fs.exists(path) and (fs.isfile(path) or fs.ls(path)):
             raise PoolError(f"{_url(fs, path)}: is not empty; write a pool to a new folder "
                             "or prefix")
-        fs.makedirs(path, exist_ok=True)
+        if _is_local(fs):  # object stores have no folders, and a missing bucket stays missing
+            fs.makedirs(path, exist_ok=True)
         return _write(traces, fs, path, out, shard_rows, row_group_rows, format, compress,
                       progress, max_bytes)
     except PoolError:
