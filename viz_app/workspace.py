@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from viz_app.store.bookmarks import BookmarkStore
 from viz_app.store.database import connect
 from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexRow, TraceIndex
 from viz_app.store.labels import LabelStore
+from viz_app.store.pool_index import PoolIndex, PoolUpdate, default_index_path
 
 
 class TraceSet(BaseModel):
@@ -51,6 +53,31 @@ class TraceSet(BaseModel):
                                        "of a pool) that held no trace orchviz reads, with why.")
 
 
+def answers_to_save(rubric: Rubric, target: LabelTarget,
+                    values: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers a save of `values` on a target stores, by the rules of a save: every
+    required question has an answer (empty answers count as none), tags are saved even when
+    empty, and a follow-up question is kept only when the answer it follows asks it (and then
+    it must be answered). LabelError says what is missing."""
+    questions = [rubric.question(q) for q in target.questions]
+    answers = {q.id: values[q.id] for q in questions if q.kind != "tags"
+               and values.get(q.id) not in (None, "")}
+    missing = [q.prompt for q in questions if q.id in target.required and q.id not in answers]
+    if missing:
+        raise LabelError("Answer first: " + "; ".join(missing))
+    for q in questions:
+        if q.kind == "tags" and q.id in values:
+            answers[q.id] = list(values[q.id] or [])
+    for q in questions:
+        if q.ask_when is None:
+            continue
+        if not asked(q, answers):
+            answers.pop(q.id, None)
+        elif q.id not in answers:
+            raise LabelError(f"Answer first: {q.prompt}")
+    return answers
+
+
 class Workspace:
     """Settings, database, rubric, trace index and stores, opened together."""
 
@@ -60,6 +87,7 @@ class Workspace:
         self.index = TraceIndex(self.engine)
         self.bookmarks = BookmarkStore(self.engine)
         self._rubric: Rubric | None = rubric
+        self._pool_indexes: dict[str, PoolIndex] = {}
         self.rubric_error: RubricError | None = None
         if rubric is None:
             try:
@@ -104,9 +132,65 @@ class Workspace:
 
     @property
     def folders(self) -> list[Path]:
-        """The folders the library lists: the configured ones, then the uploads folder."""
+        """The folders the library lists: the configured ones (pools left out: they have their
+        own index), then the uploads folder."""
         uploads = [self.settings.uploads] if self.settings.uploads is not None else []
-        return [*self.settings.traces, *uploads]
+        pools = set(self.pools)
+        return [*(t for t in self.settings.traces if str(t) not in pools), *uploads]
+
+    # -- pools ------------------------------------------------------------------------------------
+
+    @cached_property
+    def pools(self) -> list[str]:
+        """The configured locations that are pools (docs/pools.md): every URL of
+        `settings.pools`, and each of `settings.traces` that `io.pool.is_pool` calls one and
+        that has orchviz's manifest or Parquet shards (a folder of JSON Lines files alone stays
+        a library folder, as before pools)."""
+        from viz_app.io.pool import is_pool, read_manifest, shards
+
+        found = list(self.settings.pools)
+        for location in map(str, self.settings.traces):
+            try:
+                if is_pool(location) and (read_manifest(location) is not None or any(
+                        s.format == "parquet" for s in shards(location))):
+                    found.append(location)
+            except OrchvizError:
+                continue
+        return found
+
+    def pool_index(self, location: str | None = None) -> PoolIndex:
+        """The index of a pool (default: the first), beside the label database
+        (`default_index_path`); OrchvizError when the workspace has no such pool."""
+        if location is None:
+            if not self.pools:
+                raise OrchvizError("this workspace lists no pool (give one with --traces)")
+            location = self.pools[0]
+        if location not in self._pool_indexes:
+            self._pool_indexes[location] = PoolIndex(
+                default_index_path(location, self.settings.db_url), location)
+        return self._pool_indexes[location]
+
+    def update_pool_index(self, location: str | None = None, *, workers: int | None = None,
+                          ray: str | None = None, progress: IndexProgress | None = None,
+                          rebuild: bool = False) -> PoolUpdate:
+        """Bring a pool's index up to date (new and changed shards read on every core, or on
+        Ray), with each trace's targets under the rubric."""
+        from viz_app.io.pool import shards
+
+        index = self.pool_index(location)
+        return index.update(shards(index.location), rubric=self._rubric, workers=workers,
+                            ray=ray, progress=progress, rebuild=rebuild)
+
+    def pool_trace(self, trace_id: str) -> tuple[str, Trace] | None:
+        """A trace of one of the pools, by id through their indexes (reading only its row
+        group), with the pool it is in; None when no pool's index knows the id."""
+        from viz_app.io.pool import read_trace
+
+        for location in self.pools:
+            found = self.pool_index(location).locate(trace_id)
+            if found is not None:
+                return location, read_trace(*found)
+        return None
 
     def update_index(self, progress: IndexProgress | None = None) -> IndexResult:
         """Bring the trace index up to date and return the library. Each trace's targets are
@@ -125,7 +209,12 @@ class Workspace:
         return found
 
     def trace(self, trace_id: str) -> Trace:
-        """A trace of the library by id; TraceError when there is none or it cannot be read."""
+        """A trace of the library (or of a pool) by id; TraceError when there is none or it
+        cannot be read."""
+        if self.pools:
+            pooled = self.pool_trace(trace_id)
+            if pooled is not None:
+                return pooled[1]
         found = self.find(trace_id)
         if found is None:
             raise TraceError(trace_id, "", "no trace with this id in the library")
@@ -221,34 +310,21 @@ class Workspace:
 
     def save_answers(self, trace: Trace, target: LabelTarget | str | None,
                      values: Mapping[str, Any], reviewer: Reviewer, *, comment: str = "",
-                     seconds_spent: float | None = None) -> list[Label]:
+                     seconds_spent: float | None = None,
+                     suggestions_visible: bool | None = None) -> list[Label]:
         """Save a reviewer's answers on one target of a trace, together.
 
-        The rules of a save: every required question of the target has an answer (empty answers
-        count as none), tags are saved even when empty, and a follow-up question is kept only
-        when the answer it follows asks it (and then it must be answered). LabelError says what
-        is missing or refused; nothing is saved then."""
-        rubric = self.rubric
+        The rules of a save (`answers_to_save`): every required question of the target has an
+        answer (empty answers count as none), tags are saved even when empty, and a follow-up
+        question is kept only when the answer it follows asks it (and then it must be
+        answered). LabelError says what is missing or refused; nothing is saved then.
+        `suggestions_visible` records whether suggested answers were on screen."""
         found = self._target(trace, target)
-        questions = [rubric.question(q) for q in found.questions]
-        answers = {q.id: values[q.id] for q in questions if q.kind != "tags"
-                   and values.get(q.id) not in (None, "")}
-        missing = [q.prompt for q in questions if q.id in found.required and q.id not in answers]
-        if missing:
-            raise LabelError("Answer first: " + "; ".join(missing))
-        for q in questions:
-            if q.kind == "tags" and q.id in values:
-                answers[q.id] = list(values[q.id] or [])
-        for q in questions:
-            if q.ask_when is None:
-                continue
-            if not asked(q, answers):
-                answers.pop(q.id, None)
-            elif q.id not in answers:
-                raise LabelError(f"Answer first: {q.prompt}")
+        answers = answers_to_save(self.rubric, found, values)
         return self.labels.save_target(trace, found.event_id, answers, reviewer.name,
                                        comment=comment, seconds_spent=seconds_spent,
-                                       identified_by=reviewer.via)
+                                       identified_by=reviewer.via,
+                                       suggestions_visible=suggestions_visible)
 
     def _target(self, trace: Trace, target: LabelTarget | str | None) -> LabelTarget:
         if isinstance(target, LabelTarget):
