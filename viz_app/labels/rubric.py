@@ -3,7 +3,7 @@ answer is worth as a reward.
 
 A rubric is a YAML file (the default ships beside this module as `default_rubric.yaml`). Each
 question names a *target* (the trace itself, its aggregate events, its stop decisions, its
-messages, or events picked by type and condition), a *kind* of answer, the reward each answer
+messages, spawns, delegations, or events picked by type and condition), a *kind* of answer, the reward each answer
 maps to in [-1, 1], and its place in the taxonomy (reward family, credit unit, sub-decision).
 `targets(rubric, analysis)` turns the questions into the concrete things to label in one trace;
 `check_answer` is the one gate every label passes before it is stored.
@@ -74,6 +74,20 @@ class MessageTarget(BaseModel):
     kind: Literal["message"] = "message"
 
 
+class SpawnTarget(BaseModel):
+    """Every spawn event (the decision to start a sub-agent, O1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["spawn"] = "spawn"
+
+
+class DelegateTarget(BaseModel):
+    """Every delegation: an orchestrator decision `delegate` that names the agent (O2)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["delegate"] = "delegate"
+
+
 class EventsTarget(BaseModel):
     """Events of the given types whose fields equal the given values (a list means any of)."""
 
@@ -84,8 +98,8 @@ class EventsTarget(BaseModel):
                                   description="Field (or extra key) -> required value or values.")
 
 
-Target = Annotated[TraceTarget | AggregateTarget | StopTarget | MessageTarget | EventsTarget,
-                   Field(discriminator="kind")]
+Target = Annotated[TraceTarget | AggregateTarget | StopTarget | MessageTarget | SpawnTarget
+                   | DelegateTarget | EventsTarget, Field(discriminator="kind")]
 
 
 # -- questions ------------------------------------------------------------------------------
@@ -291,7 +305,8 @@ class LabelTarget(BaseModel):
     """One thing to label in one trace: the trace itself or one event, with its questions."""
 
     event_id: str | None = Field(description="The event; None for the trace itself.")
-    kinds: list[str] = Field(description="What it is: trace, aggregate, stop, message, events "
+    kinds: list[str] = Field(description="What it is: trace, aggregate, stop, message, spawn, "
+                             "delegate, events "
                              "(an event can be two, such as an aggregate that is the stop).")
     t: float | None = Field(description="When the event happened; None for the trace.")
     agent: str | None = Field(description="The agent the event belongs to.")
@@ -328,6 +343,10 @@ def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
         return [(p.event_id, {"inferred": p.inferred}) for p in analysis.stops]
     if isinstance(target, MessageTarget):
         return [(e.id, {}) for e in analysis.order if e.type == "message"]
+    if isinstance(target, SpawnTarget):
+        return [(e.id, {}) for e in analysis.order if e.type == "spawn"]
+    if isinstance(target, DelegateTarget):
+        return [(e.id, {}) for e in analysis.order if e.decision == "delegate"]
     if isinstance(target, EventsTarget):
         return [(e.id, {}) for e in analysis.order
                 if e.type in target.types and _matches(e, target.where)]
