@@ -1,0 +1,135 @@
+"""A small OpenAI-compatible server on 127.0.0.1 for the judge's tests: it answers
+`POST /v1/chat/completions` from a table keyed by the question id and the target the prompt
+names ("Question id: ...", "Target: event e9 ..."; "" for the whole trace), and can answer as a
+real endpoint misbehaves: slowly (a timeout), with a refusal, with text that is not JSON, with
+an answer off the question's scale, or with HTTP 500. Every request it receives is kept, so a
+test can read the prompt it was sent.
+
+    with OpenAIStub({("stopping_correctness", "e13"): Reply.answer("premature", ...)}) as stub:
+        JudgeProducer(stub.url, "stub-model", timeout=2)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+QUESTION = re.compile(r"^Question id: (\S+)$", re.M)
+TARGET = re.compile(r"^Target: (?:event (\S+)|the whole trace)", re.M)
+
+
+@dataclass
+class Reply:
+    """How the stub answers one (question, target)."""
+
+    content: str | None = None
+    refusal: str | None = None
+    status: int = 200
+    delay: float = 0.0
+    finish_reason: str = "stop"
+
+    @classmethod
+    def answer(cls, value: Any, confidence: float = 0.9, evidence: tuple[str, ...] = (),
+               explanation: str = "", **changes) -> Reply:
+        """A well-formed structured answer."""
+        return cls(content=json.dumps({"value": value, "confidence": confidence,
+                                       "evidence": list(evidence),
+                                       "explanation": explanation}), **changes)
+
+
+@dataclass
+class Received:
+    """One request the stub was sent."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def prompt(self) -> str:
+        """The user message's text."""
+        return next(m["content"] for m in self.body["messages"] if m["role"] == "user")
+
+    @property
+    def system(self) -> str:
+        """The system message's text."""
+        return next(m["content"] for m in self.body["messages"] if m["role"] == "system")
+
+
+@dataclass
+class OpenAIStub:
+    """The server; use it as a context manager (it serves on a free port of 127.0.0.1)."""
+
+    table: dict[tuple[str, str], Reply]
+    default: Reply = field(default_factory=lambda: Reply(status=404, content="no such row"))
+    received: list[Received] = field(default_factory=list)
+
+    def __enter__(self) -> OpenAIStub:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep the test output quiet
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                stub.received.append(Received(self.path, dict(self.headers), body))
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._send(404, {"error": {"message": "not found"}})
+                reply = stub.reply_for(body)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    return self._send(reply.status, {"error": {
+                        "message": reply.content or "server error", "type": "server_error"}})
+                self._send(200, {
+                    "id": "chatcmpl-stub", "object": "chat.completion",
+                    "created": int(time.time()), "model": body.get("model", ""),
+                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
+                                 "message": {"role": "assistant", "content": reply.content,
+                                             "refusal": reply.refusal}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        """The base URL a client is given (`http://127.0.0.1:PORT/v1`)."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply_for(self, body: dict) -> Reply:
+        """The table's row for the question and target the request's prompt names."""
+        prompt = next((m.get("content", "") for m in body.get("messages", [])
+                       if m.get("role") == "user"), "")
+        question = QUESTION.search(prompt)
+        target = TARGET.search(prompt)
+        if not question or not target:
+            return self.default
+        return self.table.get((question.group(1), target.group(1) or ""), self.default)
