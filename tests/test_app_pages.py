@@ -130,6 +130,9 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
     trace = workspace.trace(PREMATURE_ID)
     at = AppTest.from_file(str(APP), default_timeout=120)
+    at.secrets = {"auth": {"redirect_uri": "http://localhost:8501/oauth2callback",
+                           "cookie_secret": "c" * 32, "client_id": "orchviz",
+                           "client_secret": "s", "server_metadata_url": "http://localhost:1/"}}
     at.user = {"is_logged_in": True, "email": "ann@example.org", "name": "Ann"}
     at.query_params["trace"] = PREMATURE_ID
     at.run()

@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 from viz_app.cli.traces import add_traces_option
+from viz_app.errors import OrchvizError
 from viz_app.settings import DEMO_TRACES, Settings, database_url
 
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -26,6 +27,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--uploads", default="uploads", help="folder for uploaded traces")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="localhost", help="address to listen on")
+    p.add_argument("--secrets", default=None, metavar="FILE",
+                   help="a Streamlit secrets.toml to use instead of .streamlit/secrets.toml; "
+                   "with an [auth] section people sign in (OpenID Connect) and are recorded "
+                   "by their e-mail (see docs/signin.md)")
     p.set_defaults(run=app)
 
 
@@ -40,6 +45,38 @@ def streamlit_flags() -> list[str]:
     return flags
 
 
+def secrets_flags(path: str | None) -> tuple[list[str], str]:
+    """The Streamlit flag that reads secrets from `path` (none: Streamlit's own places,
+    `~/.streamlit/secrets.toml` and `./.streamlit/secrets.toml`), and a few words on sign-in
+    for the start line. Raises OrchvizError for a file that is missing, not TOML, or whose
+    `[auth]` section lacks what Streamlit needs."""
+    if path is None:
+        return [], "sign-in: from .streamlit/secrets.toml if it has [auth]"
+    file = Path(path).resolve()
+    if file.suffix != ".toml":
+        raise OrchvizError(f"{path}: a secrets file must be a .toml file (Streamlit reads no "
+                           "other).")
+    try:
+        secrets = tomllib.loads(file.read_text("utf-8"))
+    except OSError as err:
+        raise OrchvizError(f"{path}: the secrets file cannot be read ({err.strerror}).") from err
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise OrchvizError(f"{path}: the secrets file is not valid TOML ({err}).") from err
+    auth = secrets.get("auth")
+    if not isinstance(auth, dict):
+        return [f"--secrets.files={file}"], "sign-in: off (no [auth] in the secrets file)"
+    named = any(isinstance(value, dict) for value in auth.values())  # [auth.<provider>]
+    missing = [key for key in (AUTH_KEYS[:2] if named else AUTH_KEYS) if key not in auth]
+    if missing:
+        raise OrchvizError(f"{path}: the [auth] section lacks {', '.join(missing)}.")
+    return [f"--secrets.files={file}"], "sign-in: on (OpenID Connect)"
+
+
+AUTH_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
+"""What an `[auth]` section holds for one unnamed provider (Streamlit's `st.login()`); with
+named providers (`[auth.<name>]`) it needs only the first two."""
+
+
 def app(args: argparse.Namespace) -> int:
     """Run Streamlit in this terminal until it is stopped: this process becomes Streamlit
     (`os.execve`), so a signal sent to `orchviz app` (SIGTERM from systemd, Docker or
@@ -49,10 +86,12 @@ def app(args: argparse.Namespace) -> int:
     settings = Settings(traces=[Path(p) for p in folders], db_url=database_url(args.db),
                         uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
+    secrets, sign_in = secrets_flags(args.secrets)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "ui" / "app.py"),
-               *streamlit_flags(), f"--server.port={args.port}", f"--server.address={args.host}"]
+               *streamlit_flags(), *secrets, f"--server.port={args.port}",
+               f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
-          f"{', '.join(folders)}; labels: {settings.db_url})", flush=True)
+          f"{', '.join(folders)}; labels: {settings.db_url}; {sign_in})", flush=True)
     os.execve(sys.executable, command, env)
     return 0  # not reached: the process is Streamlit now

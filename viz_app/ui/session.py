@@ -230,18 +230,28 @@ def charts_ahead() -> Iterator[None]:
 # -- the reviewer ------------------------------------------------------------------------------
 
 
+def sign_in_configured() -> bool:
+    """Whether the app signs people in: Streamlit's own test, an `[auth]` section in the
+    secrets (`.streamlit/secrets.toml`, or the file `orchviz app --secrets` names)."""
+    secrets = st.secrets  # the server's secrets; an AppTest's `at.secrets` in a page test
+    return bool(secrets.load_if_toml_exists() and secrets.get("auth"))
+
+
 def reviewer() -> Reviewer | None:
-    """Who is labelling, read one way for every page: the signed-in user's e-mail (or name)
-    when the app has authentication, else the name typed in the sidebar. Labels, bookmarks and
-    judgements all record this.
+    """Who is labelling, read one way for every page. Labels, bookmarks, judgements and
+    campaigns all record this.
+
+    With sign-in configured it is the signed-in user's e-mail (`via="oidc"`), shown in the
+    sidebar with a Sign out button; a visitor who has not signed in sees a Sign in button and
+    gets None, so nothing can be saved until they do. Without sign-in it is the name typed in
+    the sidebar (`via="self-declared"`), and the sidebar says that names are not verified.
 
     The typed name is remembered in the URL (`&reviewer=`), so a reload, a bookmark or a deep
     link that carries it opens as the same reviewer; the links orchviz makes (next trace, the
-    library's rows) carry it. It changes only when the reviewer edits the box."""
-    signed_in = _signed_in()
-    if signed_in is not None:
-        st.sidebar.caption(f"Signed in as **{markdown_literal(signed_in, 60)}**")
-        return Reviewer(name=signed_in, via="oidc")
+    library's rows) carry it. It changes only when the reviewer edits the box. With sign-in the
+    URL's name is ignored."""
+    if sign_in_configured():
+        return _signed_in_reviewer()
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
         name = st.session_state.get("reviewer") or (
             st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH]
@@ -250,6 +260,7 @@ def reviewer() -> Reviewer | None:
                                 placeholder="your name",
                                 help="Recorded on every label you give; kept in the page's "
                                      "address, so a reload or a link keeps it.")
+    st.sidebar.caption(NOT_VERIFIED)
     name = box.strip() or None
     st.session_state["reviewer"] = name
     if name and st.query_params.get(REVIEWER_PARAM) != name:
@@ -259,18 +270,55 @@ def reviewer() -> Reviewer | None:
     return Reviewer(name=name, via="self-declared") if name else None
 
 
+def is_lead(reviewer: Reviewer | None) -> bool:
+    """Whether this reviewer may do what leads do (create campaigns, adjudicate, retract):
+    with sign-in, a signed-in member whose role is `lead`; without sign-in, anyone (a person
+    alone on a laptop is their own lead)."""
+    if not sign_in_configured():
+        return True
+    if reviewer is None or reviewer.via != "oidc":
+        return False
+    return workspace().role(reviewer.name) == "lead"
+
+
 REVIEWER_PARAM = "reviewer"
 """The URL parameter that carries the typed reviewer name."""
 REVIEWER_LENGTH = 80
+NOT_VERIFIED = "Names are not verified: anyone can type any name here."
+"""What the sidebar says under the name box when the app does not sign people in."""
+
+
+def _signed_in_reviewer() -> Reviewer | None:
+    st.session_state["reviewer"] = None  # no typed name is carried in links
+    if REVIEWER_PARAM in st.query_params:
+        del st.query_params[REVIEWER_PARAM]
+    email = _signed_in()
+    if not st.user.get("is_logged_in"):
+        st.sidebar.caption("Sign in to label, bookmark or judge; until then you can look.")
+        if st.sidebar.button("Sign in", key="_sign_in", type="primary",
+                             icon=":material/login:", width="stretch"):
+            st.login()
+        return None
+    if email is None:
+        st.sidebar.warning("Your sign-in gave no verified e-mail address, so nothing can be "
+                           "saved as you; sign in with another account.")
+    else:
+        st.sidebar.caption(f"Signed in as **{markdown_literal(email, REVIEWER_LENGTH)}**")
+    if st.sidebar.button("Sign out", key="_sign_out", icon=":material/logout:",
+                         width="stretch"):
+        st.logout()
+    return Reviewer(name=email, via="oidc") if email else None
 
 
 def _signed_in() -> str | None:
-    try:
-        if getattr(st.user, "is_logged_in", False):
-            return st.user.get("email") or st.user.get("name") or None
-    except Exception:  # st.user raises when the app has no authentication configured
-        pass
-    return None
+    """The signed-in user's e-mail (lower case), or None: not signed in, no e-mail in the
+    identity token, or one the provider says is not verified (anyone could claim it)."""
+    if not st.user.get("is_logged_in"):
+        return None
+    email = st.user.get("email")
+    if not isinstance(email, str) or "@" not in email or st.user.get("email_verified") is False:
+        return None
+    return email.strip().lower()[:256]
 
 
 # -- selection, in step with the URL ------------------------------------------------------------
@@ -285,7 +333,7 @@ def open_trace(trace_id: str, event_id: str | None = None) -> None:
     """Go to the trace page for a trace (and event): the URL then links to exactly that."""
     params = {"trace": trace_id} | ({"event": event_id} if event_id else {})
     name = st.session_state.get("reviewer") or st.query_params.get(REVIEWER_PARAM)
-    if name and not _signed_in():
+    if name and not sign_in_configured():
         params[REVIEWER_PARAM] = name
     st.switch_page(TRACE_PAGE, query_params=params)
 
