@@ -30,16 +30,24 @@ from viz_app.export.bookmarks import bookmark_records
 from viz_app.export.consensus import ExportOptions
 from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
+from viz_app.io.records import json_values
 from viz_app.labels.bookmark import Bookmark
+from viz_app.labels.agreement import question_agreement
+from viz_app.labels.campaign import (SPREAD, Campaign, CampaignSpec, CampaignStatus, Claim,
+                                     Disagreement, ReviewerStatus, campaign_questions,
+                                     filter_rows, find_disagreements, gold_accuracy,
+                                     gold_answers, label_target, plan_targets)
 from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
 from viz_app.model import Trace
 from viz_app.settings import Settings, database_url
 from viz_app.store.bookmarks import BookmarkStore
+from viz_app.store.campaigns import CampaignStore
 from viz_app.store.database import connect
 from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexRow, TraceIndex
 from viz_app.store.labels import LabelStore
+from viz_app.store.members import Member, MemberStore
 from viz_app.store.pool_index import PoolIndex, PoolUpdate, default_index_path
 
 
@@ -76,6 +84,19 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
         elif q.id not in answers:
             raise LabelError(f"Answer first: {q.prompt}")
     return answers
+
+
+def read_label_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Label records from a file in the jsonl export's shape (JSON Lines, or a JSON array):
+    what a campaign's gold answers are read from; TraceError naming the line that is not JSON,
+    LabelError when a record is not an object."""
+    values = json_values(Path(path).read_bytes(), str(path))
+    if len(values) == 1 and isinstance(values[0][1], list):
+        values = [(1, v) for v in values[0][1]]
+    for line, value in values:
+        if not isinstance(value, dict):
+            raise LabelError(f"{path}: line {line}: a label record is a JSON object")
+    return [v for _, v in values]
 
 
 class Workspace:
@@ -422,3 +443,197 @@ class Workspace:
                    if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))] \
             if self._rubric is not None else []
         return records, self.bookmarks.current(trace.trace_id)
+
+    # -- review campaigns -------------------------------------------------------------------------
+
+    @property
+    def campaign_store(self) -> CampaignStore:
+        """The campaigns, their targets and slots (pages call the methods below instead)."""
+        return CampaignStore(self.engine)
+
+    def may_lead(self, person: Reviewer) -> bool:
+        """Whether a person may act as a lead (create campaigns, adjudicate, retract, add
+        members). Signed in (`via` oidc): when the members table names them lead. Otherwise
+        (a name typed in the app, a command's argument) everyone may: such names are not
+        verified, and a person alone on a laptop leads their own database."""
+        return person.via != "oidc" or self.role(person.name) == "lead"
+
+    def _lead(self, person: Reviewer, doing: str) -> None:
+        if not self.may_lead(person):
+            raise LabelError(f"{person.name} is not a lead of this workspace, so cannot {doing} "
+                             f"(a lead can add them: orchviz campaign members add {person.name} "
+                             "--role lead)")
+
+    def create_campaign(self, spec: CampaignSpec, lead: Reviewer, *,
+                        gold_records: Iterable[Mapping[str, Any]] | None = None,
+                        progress: IndexProgress | None = None) -> Campaign:
+        """Create a campaign over the library: the traces the spec's filter keeps, sampled as
+        it says, each target with the campaign's questions that apply; gold items from
+        `gold_records` (else the spec's gold file) and the spec's earlier campaign's
+        adjudicated answers, drawn from the filtered traces and mixed in. Pins the workspace's
+        rubric. One transaction: LabelError (and nothing stored) when the name is taken or no
+        target is chosen."""
+        self._lead(lead, "create a campaign")
+        rubric = self.rubric
+        questions = campaign_questions(rubric, spec.questions)
+        library = self.update_index(progress).rows
+        rows = self.search(library, spec.filter.text) if spec.filter.text.strip() else library
+        rows = filter_rows(rows, spec.filter)
+        records: list[Mapping[str, Any]] = []
+        if gold_records is not None:
+            records += list(gold_records)
+        elif spec.gold:
+            records += read_label_records(spec.gold)
+        if spec.gold_campaign:
+            self.campaign(spec.gold_campaign)
+            records += self.labels.current_records(campaign=spec.gold_campaign,
+                                                   adjudicated_only=True)
+        gold = gold_answers(records, questions)
+        store = self.campaign_store
+        flags = store.suggestion_counts() if spec.order == "suggestions" else None
+        planned = plan_targets(rows, rubric, spec, gold, library=rows, flags=flags)
+        made = (lambda done, total: progress(done, total, "targets")) if progress else None
+        return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
+                            questions=questions, created_by=lead.name, planned=planned,
+                            progress=made)
+
+    def campaigns(self) -> list[Campaign]:
+        """Every campaign, oldest first."""
+        return self.campaign_store.all()
+
+    def campaign(self, name: str) -> Campaign:
+        """The campaign of this name; LabelError when there is none."""
+        return self.campaign_store.get(name)
+
+    def claim_next(self, campaign: str, reviewer: Reviewer) -> Claim | None:
+        """The next target reserved for this reviewer (the one they hold, renewed, if any),
+        or None when nothing is left for them. A claim never says whether its target is gold,
+        nor what anyone else answered."""
+        found = self.campaign(campaign)
+        if found.closed_at is not None:
+            return None
+        return self.campaign_store.claim_next(found, reviewer)
+
+    def renew(self, claim: Claim) -> Claim:
+        """Extend a claim's reservation by the campaign's lease; LabelError when it went to
+        someone else."""
+        return self.campaign_store.renew(claim, self.campaign(claim.campaign).lease_seconds)
+
+    def skip(self, claim: Claim, reason: str) -> None:
+        """Put a claimed target back for others, with why; it is not offered to this reviewer
+        again."""
+        self.campaign_store.skip(claim, self.campaign(claim.campaign).campaign_id, reason)
+
+    def submit(self, claim: Claim, answers: Mapping[str, Any], *, comment: str = "",
+               seconds_spent: float | None = None,
+               suggestions_visible: bool = False) -> list[Label]:
+        """Save a reviewer's answers on their claimed target and complete their slot, in one
+        transaction. The answers follow the rules of a save (`answers_to_save`) and the
+        campaign's pinned rubric; LabelError, and nothing saved, when they do not, or when the
+        reservation expired and the target went to someone else."""
+        found = self.campaign(claim.campaign)
+        rubric = self._pinned(found)
+        values = answers_to_save(rubric, label_target(rubric, claim.event_id, claim.questions),
+                                 answers)
+        made = self.labels.checked(self.trace(claim.trace_id), claim.event_id, values,
+                                   claim.reviewer.name, comment=comment,
+                                   seconds_spent=seconds_spent,
+                                   identified_by=claim.reviewer.via, campaign=found.name,
+                                   suggestions_visible=suggestions_visible)
+        return self.campaign_store.submit(claim, made)
+
+    def _pinned(self, campaign: Campaign) -> Rubric:
+        rubric = self.rubric
+        if rubric.sha256 != campaign.rubric_sha256:
+            raise LabelError(f"campaign {campaign.name!r} was created under rubric "
+                             f"{campaign.rubric_version} ({campaign.rubric_sha256[:12]}), not "
+                             f"the {rubric.version} ({rubric.sha256[:12]}) this workspace uses: "
+                             "open it with that rubric (--rubric)")
+        return rubric
+
+    def campaign_status(self, name: str) -> CampaignStatus:
+        """Where a campaign stands, for its leads: targets, complete, in progress, each
+        reviewer's saves and gold accuracy, alpha per question over its (unretracted) labels,
+        and its disagreements no adjudication settled yet."""
+        found = self.campaign(name)
+        store = self.campaign_store
+        counts = store.progress(found)
+        records = self.labels.current_records(campaign=found.name)
+        human = [r for r in records if r["source"] == "human"]
+        gold_rows = store.targets(found, gold_only=True)
+        scores = gold_accuracy(self.rubric, gold_rows, human)
+        people = store.reviewer_counts(found)
+        reviewers = [ReviewerStatus(reviewer=r, saved=people.get(r, {}).get("saved", 0),
+                                    leased=people.get(r, {}).get("leased", 0),
+                                    skipped=people.get(r, {}).get("skipped", 0),
+                                    gold_seen=scores.get(r, (0, 0))[0],
+                                    gold_correct=scores.get(r, (0, 0))[1])
+                     for r in sorted(set(people) | set(scores))]
+        known = self.rubric.questions_by_id
+        alpha = [question_agreement(known[q], human) for q in found.questions if q in known]
+        unresolved = [d for d in self._disagreements(found, records, SPREAD) if not d.resolved]
+        return CampaignStatus(name=found.name, gold=len(gold_rows), reviewers=reviewers,
+                              agreement=alpha, unresolved=unresolved, **counts)
+
+    def disagreements(self, name: str, spread: float = SPREAD) -> list[Disagreement]:
+        """The targets of a campaign whose reviewers disagree (a scale: answers further apart
+        than `spread` of its span; anything else: any difference), with each reviewer's
+        answers and any adjudicated answer: for its leads only."""
+        found = self.campaign(name)
+        return self._disagreements(found, self.labels.current_records(campaign=found.name),
+                                   spread)
+
+    def _disagreements(self, found: Campaign, records: Sequence[Mapping[str, Any]],
+                       spread: float) -> list[Disagreement]:
+        keys = {(r["trace_id"], r["event_id"] or "") for r in records}
+        rows = [t for t in self.campaign_store.targets(found)
+                if (t.trace_id, t.event_id) in keys]
+        return find_disagreements(self.rubric, rows, records, spread)
+
+    def adjudicate(self, name: str, trace_id: str, event_id: str | None,
+                   answers: Mapping[str, Any], lead: Reviewer, reason: str) -> list[Label]:
+        """A lead's final answers on a target of a campaign, with why: new labels (`source:
+        adjudication`, the reason as their comment); the reviewers' own labels stay.
+        LabelError when the person is no lead, there is no reason, the campaign has no such
+        target, or an answer is refused."""
+        self._lead(lead, "adjudicate")
+        if not (reason or "").strip():
+            raise LabelError("an adjudication needs a reason")
+        found = self.campaign(name)
+        self._pinned(found)
+        target = self.campaign_store.target(found, trace_id, event_id)
+        given = {q: v for q, v in answers.items() if v is not None and v != ""}
+        foreign = [q for q in given if q not in target.questions]
+        if foreign:
+            raise LabelError(f"{foreign[0]} is not asked on this target of campaign "
+                             f"{found.name!r} (it asks {', '.join(target.questions)})")
+        made = self.labels.checked(self.trace(trace_id), event_id, given, lead.name,
+                                   comment=reason.strip(), identified_by=lead.via,
+                                   source="adjudication", campaign=found.name)
+        self.labels.add(made)
+        return made
+
+    def retract(self, label_ids: Iterable[str], lead: Reviewer, reason: str,
+                campaign: str = "") -> int:
+        """A lead's retraction of labels (a trial run, a reviewer who misread the rubric):
+        appended rows, so the history stays while agreement and every export leave the labels
+        out. Returns how many labels were newly retracted."""
+        self._lead(lead, "retract labels")
+        if campaign:
+            self.campaign(campaign)
+        return self.labels.retract(label_ids, lead.name, lead.via, reason, campaign)
+
+    def add_member(self, email: str, role: str, by: Reviewer) -> Member:
+        """Make someone a lead or a reviewer (or change their role). Only a lead may (see
+        `may_lead`: without sign-in, anyone)."""
+        self._lead(by, "add members")
+        return MemberStore(self.engine).add(email, role, by.name)
+
+    def members(self) -> list[Member]:
+        """Every member and their role."""
+        return MemberStore(self.engine).all()
+
+    def role(self, email: str) -> str | None:
+        """A member's role, `lead` or `reviewer`; None for someone not a member."""
+        return MemberStore(self.engine).role(email)
+

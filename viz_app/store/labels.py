@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from sqlalchemy import Engine, func, insert, select
@@ -25,7 +25,10 @@ from viz_app.labels.label import (ANSWER_KEY, FIELDS, NEWER_KEY, Identity, Impor
                                   progress_of, trace_sha256)
 from viz_app.labels.rubric import Rubric, asked, check_answer, targets
 from viz_app.model import Trace
-from viz_app.store.tables import labels_table
+from viz_app.store.tables import labels_table, retractions_table
+
+Source = Literal["human", "import", "adjudication"]
+"""Where a label came from (`Label.source`)."""
 
 _ANSWER = itemgetter(*(FIELDS.index(n) for n in ANSWER_KEY))
 _NEWER = itemgetter(*(FIELDS.index(n) for n in NEWER_KEY))
@@ -58,9 +61,24 @@ class LabelStore:
     def save_target(self, trace: Trace, event_id: str | None, answers: Mapping[str, Any],
                     reviewer: str, *, comment: str = "",
                     seconds_spent: float | None = None,
-                    identified_by: Identity = "cli") -> list[Label]:
+                    identified_by: Identity = "cli",
+                    suggestions_visible: bool | None = None) -> list[Label]:
         """Save a reviewer's answers on one target together (one transaction). Follow-up
         questions are checked against the other answers; None answers are skipped."""
+        made = self.checked(trace, event_id, answers, reviewer, comment=comment,
+                            seconds_spent=seconds_spent, identified_by=identified_by,
+                            suggestions_visible=suggestions_visible)
+        with self.engine.begin() as conn:
+            conn.execute(insert(labels_table), [m.to_row() for m in made])
+        return made
+
+    def checked(self, trace: Trace, event_id: str | None, answers: Mapping[str, Any],
+                reviewer: str, *, comment: str = "", seconds_spent: float | None = None,
+                identified_by: Identity = "cli", source: Source = "human",
+                campaign: str = "", suggestions_visible: bool | None = None) -> list[Label]:
+        """The labels a save of these answers would add, each checked against the rubric and
+        the trace (LabelError otherwise), none stored: what `save_target` writes, and what a
+        campaign's submit and a lead's adjudication write in their own transaction."""
         reviewer = (reviewer or "").strip()
         if not reviewer:
             raise LabelError("a label needs a reviewer name")
@@ -81,10 +99,9 @@ class LabelStore:
                 event_id=event_id or "", question=question, value=value, reward=reward,
                 reviewer=reviewer, created_at=stamp, rubric_version=self.rubric.version,
                 rubric_sha256=self.rubric.sha256, comment=comment or "",
-                seconds_spent=seconds_spent, source="human", origin="",
-                identified_by=identified_by))
-        with self.engine.begin() as conn:
-            conn.execute(insert(labels_table), [m.to_row() for m in made])
+                seconds_spent=seconds_spent, source=source, origin="",
+                identified_by=identified_by, campaign=campaign,
+                suggestions_visible=suggestions_visible))
         return made
 
     def add(self, labels: Iterable[Label], chunk: int = 5000) -> int:
@@ -147,23 +164,84 @@ class LabelStore:
             for row in conn.execute(query):
                 yield Label.from_record(_record(row))
 
-    def current_records(self, trace_id: str | None = None,
-                        reviewer: str | None = None) -> list[dict[str, Any]]:
+    def current_records(self, trace_id: str | None = None, reviewer: str | None = None, *,
+                        campaign: str | None = None, include_retracted: bool = False,
+                        adjudicated_only: bool = False) -> list[dict[str, Any]]:
         """The current labels as export records (dicts of every field, `event_id` None for the
         trace itself), newest per source, reviewer, target and question (the rule of
         `viz_app.labels.label.current_labels`, applied to rows), sorted by target. This is what
-        exports read: it builds no objects beyond the rows it returns."""
+        exports read: it builds no objects beyond the rows it returns.
+
+        A label a lead retracted is left out (after the newest is chosen: a retracted answer
+        does not bring back the one it replaced), unless `include_retracted` (history views).
+        `campaign` keeps the labels saved in one review campaign (its reviewers' and its
+        adjudications); `adjudicated_only` keeps only adjudications (`source: adjudication`),
+        what a trainer reads from a settled campaign."""
         c = labels_table.c
         query = self._filtered(select(*labels_table.columns), trace_id, reviewer)
+        if campaign is not None:
+            query = query.where(c.campaign == campaign)
+        if adjudicated_only:
+            query = query.where(c.source == "adjudication")
         query = query.order_by(c.trace_id, c.event_id, c.question, c.reviewer)  # by the index
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
+            retracted = set() if include_retracted else self._retracted(conn)
+        current = newest_per_answer(rows, _ANSWER, _NEWER)
+        if retracted:
+            current = [row for row in current if row[0] not in retracted]
         # each key stays where it was first seen, so the rows stay in target order
-        return [_record(row) for row in newest_per_answer(rows, _ANSWER, _NEWER)]
+        return [_record(row) for row in current]
 
-    def current(self, trace_id: str | None = None, reviewer: str | None = None) -> list[Label]:
-        """The current labels: newest per reviewer, target and question, sorted by target."""
-        return [Label.from_record(r) for r in self.current_records(trace_id, reviewer)]
+    def current(self, trace_id: str | None = None, reviewer: str | None = None, *,
+                campaign: str | None = None, include_retracted: bool = False,
+                adjudicated_only: bool = False) -> list[Label]:
+        """The current labels: newest per reviewer, target and question, sorted by target,
+        retracted ones left out (see `current_records`)."""
+        return [Label.from_record(r) for r in self.current_records(
+            trace_id, reviewer, campaign=campaign, include_retracted=include_retracted,
+            adjudicated_only=adjudicated_only)]
+
+    # -- retractions --------------------------------------------------------------------------
+
+    @staticmethod
+    def _retracted(conn) -> set[str]:
+        return set(conn.execute(select(retractions_table.c.label_id).distinct()).scalars())
+
+    def retracted(self) -> set[str]:
+        """The ids of every label a lead retracted."""
+        with self.engine.connect() as conn:
+            return self._retracted(conn)
+
+    def retract(self, label_ids: Iterable[str], lead: str, identified_by: Identity,
+                reason: str, campaign: str = "") -> int:
+        """Append a retraction of each stored label not retracted yet (one transaction);
+        returns how many were added. LabelError when there is no reason, or an id names no
+        stored label. Nothing is deleted: `all` and `history` still give the labels."""
+        reason = (reason or "").strip()
+        if not reason:
+            raise LabelError("a retraction needs a reason")
+        if not (lead or "").strip():
+            raise LabelError("a retraction needs the lead's name")
+        ids = list(dict.fromkeys(label_ids))
+        if not ids:
+            return 0
+        stamp = now()
+        with self.engine.begin() as conn:
+            known: set[str] = set()
+            for start in range(0, len(ids), 500):
+                known |= set(conn.execute(select(labels_table.c.label_id).where(
+                    labels_table.c.label_id.in_(ids[start:start + 500]))).scalars())
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise LabelError(f"no label {unknown[0]!r} to retract; nothing was retracted")
+            fresh = [i for i in ids if i not in self._retracted(conn)]
+            if fresh:
+                conn.execute(insert(retractions_table), [
+                    {"retraction_id": uuid.uuid4().hex, "label_id": i, "lead": lead.strip(),
+                     "identified_by": identified_by, "reason": reason, "campaign": campaign,
+                     "created_at": stamp} for i in fresh])
+        return len(fresh)
 
     def history(self, trace_id: str, event_id: str | None = None, question: str | None = None,
                 reviewer: str | None = None) -> list[Label]:
@@ -202,7 +280,8 @@ class LabelStore:
         into "n of m"."""
         c = labels_table.c
         query = select(c.trace_id, c.event_id, c.question).distinct().where(
-            c.pair_trace_id.is_(None))  # a judgement of two traces is no target of either
+            c.pair_trace_id.is_(None),  # a judgement of two traces is no target of either
+            c.label_id.not_in(select(retractions_table.c.label_id)))
         if reviewer is not None:
             query = query.where(c.reviewer == reviewer)
         found: dict[str, dict[str, set[str]]] = {}

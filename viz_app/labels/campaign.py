@@ -1,0 +1,688 @@
+"""Review campaigns, pure: what a campaign asks (its spec), the targets it draws from the library
+(a filter over the trace index and a sample), which of them are gold items and which get more
+reviewers for agreement, and the shapes a campaign's store hands out (a claim, a status, a
+disagreement). No SQL here: the store (`viz_app.store.campaigns`) keeps campaigns, their targets
+and the slots reviewers claim.
+
+A campaign *target* is one (trace, event) of the library (the trace itself when the event is '')
+with the campaign's questions that the rubric asks there. Every function that chooses is
+deterministic: the same rows, spec and seed give the same targets in the same order.
+
+    spec = CampaignSpec(name="stops", questions=["stopping_correctness"],
+                        sample=Sample(kind="random", n=200, seed=7), per_target=1,
+                        agreement_share=0.1, agreement_k=2)
+    planned = plan_targets(rows, rubric, spec, gold={})
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from viz_app.errors import LabelError
+from viz_app.labels.agreement import MEASURED_KINDS, QuestionAgreement
+from viz_app.labels.label import LabelRecord, Reviewer
+from viz_app.labels.rubric import ORDINAL_KINDS, LabelTarget, Question, Rubric
+
+if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
+    from viz_app.store.index import IndexRow
+
+Role = Literal["lead", "reviewer"]
+"""What a member may do: a `lead` creates campaigns, sees everyone's progress, adjudicates and
+retracts; a `reviewer` claims and saves targets."""
+
+ROLES: tuple[str, ...] = ("lead", "reviewer")
+
+QueueOrder = Literal["sample", "suggestions", "disagreement"]
+"""The order the queue hands out targets: the sample's own order (`sample`), targets that
+suggestions flag first (`suggestions`), or the targets kept for agreement (K of 2 or more)
+first, so agreement can be measured early (`disagreement`)."""
+
+ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement")
+
+SampleKind = Literal["all", "random", "stratified", "groups"]
+
+STRATA: tuple[str, ...] = ("task", "system", "topology")
+"""The fields a sample can be stratified by."""
+
+FIGURES: tuple[str, ...] = ("events", "agents", "depth", "makespan_s", "parallelism", "tokens",
+                            "cost_usd", "warnings")
+"""The index figures a filter can bound."""
+
+LEASE_SECONDS = 600
+"""How long a claimed target stays reserved for its reviewer unless renewed (10 minutes)."""
+
+EXPIRED = ("your reservation expired and the target went to someone else; nothing was saved")
+"""What a reviewer is told when they save a target whose lease another reviewer has taken."""
+
+
+# -- the spec ----------------------------------------------------------------------------------
+
+
+class Filter(BaseModel):
+    """Which traces of the library a campaign draws from: every condition given must hold (a
+    list means any of its values)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    folders: list[str] = Field(default_factory=list, description="Only traces in files under "
+                               "one of these folders (or these files).")
+    systems: list[str] = Field(default_factory=list, description="Only these systems.")
+    topologies: list[str] = Field(default_factory=list, description="Only these topologies.")
+    tasks: list[str] = Field(default_factory=list, description="Only these task ids.")
+    formats: list[str] = Field(default_factory=list, description="Only these source formats "
+                               "(`orchviz`, or an importer's name).")
+    figures: dict[str, tuple[float | None, float | None]] = Field(
+        default_factory=dict, description="Figure -> (lowest, highest), either None for no "
+        "bound: events, agents, depth, makespan_s, parallelism, tokens, cost_usd, warnings.")
+    text: str = Field("", description="Words every trace must contain (ids, task, agents, "
+                      "tools, content), as the library's search matches them.")
+
+    @field_validator("figures")
+    @classmethod
+    def _known_figures(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - set(FIGURES))
+        if unknown:
+            raise ValueError(f"no figure {unknown[0]!r} (figures: {', '.join(FIGURES)})")
+        return value
+
+
+class Sample(BaseModel):
+    """How many of the filtered traces a campaign takes, and which."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: SampleKind = Field("all", description="`all`; `random` N traces; `stratified` by a "
+                             "field, N traces spread evenly over its values (all, interleaved, "
+                             "without N); `groups`: whole GRPO groups, every rollout of the "
+                             "same task_id (N groups, or all).")
+    n: int | None = Field(None, ge=1, description="How many traces (groups, for `groups`); "
+                          "None for every one.")
+    seed: int = Field(0, description="The seed of every random choice: the same seed, the same "
+                      "campaign.")
+    field: Literal["task", "system", "topology"] | None = Field(
+        None, description="The field of a stratified sample.")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Sample:
+        if self.kind == "random" and self.n is None:
+            raise ValueError("a random sample needs its size N")
+        if self.kind == "stratified" and self.field is None:
+            raise ValueError(f"a stratified sample needs its field ({', '.join(STRATA)})")
+        if self.kind != "stratified" and self.field is not None:
+            raise ValueError("only a stratified sample takes a field")
+        return self
+
+
+class CampaignSpec(BaseModel):
+    """What a lead asks for when creating a campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=256, description="The campaign's name, unique in "
+                      "the database.")
+    questions: list[str] = Field(default_factory=list, description="The rubric questions asked "
+                                 "(their follow-ups come with them); empty for all of them.")
+    per_target: int = Field(1, ge=1, le=50, description="K: reviewers who must save each "
+                            "target.")
+    agreement_share: float = Field(0.0, ge=0.0, le=1.0, description="The share of targets "
+                                   "given `agreement_k` reviewers, only to measure agreement.")
+    agreement_k: int = Field(2, ge=2, le=50, description="Reviewers of a target kept for "
+                             "agreement.")
+    filter: Filter = Field(default_factory=Filter, description="Which traces to draw from.")
+    sample: Sample = Field(default_factory=Sample, description="How many of them, and which.")
+    gold: str | None = Field(None, description="A labels file (the jsonl export's shape) whose "
+                             "answers make gold items, mixed in unannounced.")
+    gold_campaign: str | None = Field(None, description="An earlier campaign whose adjudicated "
+                                      "answers make gold items.")
+    assisted: bool = Field(False, description="Whether reviewers see suggestions before "
+                           "answering.")
+    order: QueueOrder = Field("sample", description="The queue's order (see QueueOrder).")
+    lease_seconds: int = Field(LEASE_SECONDS, ge=1, le=7 * 24 * 3600, description="How long a "
+                               "claim is reserved unless renewed.")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        value = value.strip()
+        if not value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise ValueError("a campaign's name is non-empty text on one line")
+        return value
+
+
+def spec_error(err: Exception) -> LabelError:
+    """A pydantic ValidationError of a spec as one sentence."""
+    errors = getattr(err, "errors", None)
+    if errors is None:
+        return LabelError(str(err))
+    first = errors()[0]
+    place = ".".join(str(p) for p in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return LabelError(f"campaign spec: {place}: {message}" if place else
+                      f"campaign spec: {message}")
+
+
+# -- the shapes a store hands out ----------------------------------------------------------------
+
+
+class Campaign(BaseModel):
+    """A campaign as stored: its spec and the rubric it pinned."""
+
+    model_config = ConfigDict(frozen=True)
+
+    campaign_id: str
+    name: str
+    rubric_version: str = Field(description="The rubric every label of it is saved under.")
+    rubric_sha256: str
+    questions: list[str] = Field(description="The questions asked (follow-ups included), rubric "
+                                 "order.")
+    per_target: int = Field(description="K, the reviewers of an ordinary target.")
+    spec: CampaignSpec = Field(description="What the lead asked for.")
+    assisted: bool
+    order: QueueOrder
+    lease_seconds: int
+    created_by: str
+    created_at: str
+    closed_at: str | None = None
+    targets: int = Field(0, description="How many targets it has.")
+
+
+class Claim(BaseModel):
+    """A target reserved for one reviewer until `leased_until`: what the review page shows. It
+    never says whether the target is gold, nor what anyone else answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    campaign: str = Field(description="The campaign's name.")
+    slot_id: int = Field(description="The slot held (the store's id).")
+    target_id: int = Field(description="The target's id in the campaign.")
+    trace_id: str
+    event_id: str | None = Field(description="The event to label; None for the trace itself.")
+    questions: list[str] = Field(description="The questions to answer, rubric order (follow-ups "
+                                 "included: asked only when their answer calls for them).")
+    leased_until: float = Field(description="Seconds since the epoch when the reservation ends "
+                                "unless renewed.")
+    reviewer: Reviewer = Field(description="Who holds it.")
+    assisted: bool = Field(False, description="Whether the campaign shows suggestions before "
+                           "answering.")
+
+    @property
+    def key(self) -> str:
+        """The target's event id, or '' for the trace (as labels store it)."""
+        return self.event_id or ""
+
+
+class ReviewerStatus(BaseModel):
+    """One reviewer's part in a campaign, as its leads see it."""
+
+    reviewer: str
+    saved: int = Field(description="Targets they saved.")
+    leased: int = Field(0, description="Targets reserved for them now.")
+    skipped: int = Field(0, description="Targets they put back.")
+    gold_seen: int = Field(0, description="Answers they gave on gold items.")
+    gold_correct: int = Field(0, description="Of those, the ones equal to the gold answer.")
+
+    @property
+    def accuracy(self) -> float | None:
+        """gold_correct / gold_seen; None before any gold item."""
+        return self.gold_correct / self.gold_seen if self.gold_seen else None
+
+
+class Disagreement(BaseModel):
+    """A target of a campaign whose reviewers disagree, with each one's answers, for its leads."""
+
+    target_id: int
+    trace_id: str
+    event_id: str | None = Field(description="None for the trace itself.")
+    answers: dict[str, dict[str, Any]] = Field(description="Reviewer -> question -> answer.")
+    disputed: dict[str, float] = Field(description="Question -> spread (0 to 1) of the "
+                                       "questions disputed.")
+    adjudicated: dict[str, Any] = Field(default_factory=dict, description="Question -> the "
+                                        "adjudicated answer, for those settled.")
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every disputed question has an adjudicated answer."""
+        return set(self.disputed) <= set(self.adjudicated)
+
+
+class CampaignStatus(BaseModel):
+    """Where a campaign stands."""
+
+    name: str
+    targets: int = Field(description="Targets in the campaign.")
+    complete: int = Field(description="Targets whose every slot is saved.")
+    in_progress: int = Field(description="Targets begun (a slot reserved or saved), not "
+                             "complete.")
+    slots: int = Field(0, description="Reviews needed in all.")
+    saved: int = Field(0, description="Reviews saved.")
+    gold: int = Field(0, description="Gold items among the targets.")
+    reviewers: list[ReviewerStatus] = Field(default_factory=list)
+    agreement: list[QuestionAgreement] = Field(default_factory=list, description="Alpha per "
+                                               "question over the campaign's labels.")
+    unresolved: list[Disagreement] = Field(default_factory=list, description="Disagreements "
+                                           "without an adjudicated answer.")
+
+    @property
+    def alpha(self) -> dict[str, float | None]:
+        """Question -> Krippendorff's alpha (None where it cannot be computed)."""
+        return {q.question: q.alpha for q in self.agreement}
+
+    def as_json(self) -> dict[str, Any]:
+        """The status as plain data (accuracy included)."""
+        data = self.model_dump(mode="json")
+        for entry, reviewer in zip(data["reviewers"], self.reviewers):
+            entry["accuracy"] = reviewer.accuracy
+        data["alpha"] = self.alpha
+        return data
+
+
+# -- choosing targets ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PlannedTarget:
+    """A target a campaign will hold, before it is stored."""
+
+    trace_id: str
+    trace_sha256: str
+    event_id: str
+    """'' for the trace itself."""
+    questions: list[str]
+    required: int = 1
+    gold: bool = False
+    gold_answers: dict[str, Any] | None = None
+    priority: float = 0.0
+    group: str = ""
+    """The task id (GRPO group) it belongs to."""
+    flags: int = 0
+    """How many suggestions point at it (for the `suggestions` order)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:
+    """The questions a campaign asks, rubric order: those wanted (all when none) and every
+    follow-up of one of them; LabelError naming a question the rubric lacks."""
+    for q in wanted:
+        rubric.question(q)
+    chosen = set(wanted) if wanted else set(rubric.questions_by_id)
+    grew = True
+    while grew:
+        grew = False
+        for q in rubric.questions:
+            if q.id not in chosen and q.ask_when is not None and q.ask_when.question in chosen:
+                chosen.add(q.id)
+                grew = True
+    return [q.id for q in rubric.questions if q.id in chosen]
+
+
+def _bounded(row: IndexRow, figures: Mapping[str, tuple[float | None, float | None]]) -> bool:
+    for name, (low, high) in figures.items():
+        value = getattr(row, name)
+        if (low is not None and value < low) or (high is not None and value > high):
+            return False
+    return True
+
+
+def _under(path: str, folders: Sequence[str]) -> bool:
+    from pathlib import Path
+
+    resolved = Path(path)
+    for folder in folders:
+        base = Path(folder).resolve()
+        if resolved == base or base in resolved.parents:
+            return True
+    return False
+
+
+def filter_rows(rows: Iterable[IndexRow], wanted: Filter) -> list[IndexRow]:
+    """The rows every condition of the filter holds for (its free text aside: the index's
+    search applies it), in library order; a trace listed twice is kept once."""
+    found, seen = [], set()
+    for row in rows:
+        if row.trace_id in seen:
+            continue
+        if wanted.folders and not _under(row.path, wanted.folders):
+            continue
+        if wanted.systems and row.system not in wanted.systems:
+            continue
+        if wanted.topologies and row.topology not in wanted.topologies:
+            continue
+        if wanted.tasks and row.task_id not in wanted.tasks:
+            continue
+        if wanted.formats and row.source_format not in wanted.formats:
+            continue
+        if not _bounded(row, wanted.figures):
+            continue
+        seen.add(row.trace_id)
+        found.append(row)
+    return found
+
+
+def _stratum(row: IndexRow, name: str) -> str:
+    return {"task": row.task_id, "system": row.system, "topology": row.topology}[name]
+
+
+def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
+    """The sampled rows, in the order the queue will hand them out: `all` in library order;
+    `random` N in a seeded random order; `stratified` round-robin over the field's values (in a
+    seeded order, each value's rows shuffled) until N are taken; `groups` whole task_id groups
+    in a seeded order, N groups (each group's rollouts together, library order)."""
+    rng = random.Random(sample.seed)
+    if sample.kind == "all":
+        return list(rows)
+    if sample.kind == "random":
+        shuffled = list(rows)
+        rng.shuffle(shuffled)
+        return shuffled[:sample.n]
+    if sample.kind == "groups":
+        groups: dict[str, list[IndexRow]] = defaultdict(list)
+        for row in rows:
+            groups[row.task_id].append(row)
+        names = sorted(groups)
+        rng.shuffle(names)
+        return [row for name in names[:sample.n] for row in groups[name]]
+    strata: dict[str, list[IndexRow]] = defaultdict(list)
+    for row in rows:
+        strata[_stratum(row, sample.field or "task")].append(row)
+    names = sorted(strata)
+    rng.shuffle(names)
+    for name in names:
+        rng.shuffle(strata[name])
+    limit = sample.n if sample.n is not None else len(rows)
+    taken: list[IndexRow] = []
+    depth = 0
+    while len(taken) < limit and any(depth < len(strata[n]) for n in names):
+        for name in names:
+            if depth < len(strata[name]) and len(taken) < limit:
+                taken.append(strata[name][depth])
+        depth += 1
+    return taken
+
+
+def companions(rubric: Rubric) -> dict[str, list[str]]:
+    """Question id -> the questions asked on the same kind of target (its own included):
+    what else is asked where a question is required."""
+    found: dict[str, list[str]] = {}
+    for q in rubric.questions:
+        found[q.id] = [o.id for o in rubric.questions if o.target == q.target]
+    return found
+
+
+def row_targets(row: IndexRow, rubric: Rubric, questions: Sequence[str],
+                near: Mapping[str, list[str]] | None = None) -> list[tuple[str, list[str]]]:
+    """(event id, questions) of each target of an indexed trace that the campaign's questions
+    apply to, in the index's order: a target applies when one of its required questions is
+    asked; its questions are the campaign's questions asked there (rubric order)."""
+    if row.targets is None:
+        raise LabelError(f"trace {row.trace_id} was indexed without a rubric: index the "
+                         "library under the rubric first")
+    near = near if near is not None else companions(rubric)
+    wanted = set(questions)
+    order = {q: i for i, q in enumerate(questions)}
+    found = []
+    for key, required in row.targets.items():
+        if not wanted.intersection(required):
+            continue
+        here = {c for q in required for c in near.get(q, [q])} & wanted
+        found.append((key, sorted(here, key=order.__getitem__)))
+    return found
+
+
+GoldAnswers = dict[tuple[str, str], dict[str, Any]]
+"""(trace id, event id or '') -> question -> known answer."""
+
+
+def gold_answers(records: Iterable[LabelRecord], questions: Sequence[str]) -> GoldAnswers:
+    """The known answers of label records (the jsonl export's shape) on the campaign's
+    questions: the newest record per target and question wins; LabelError naming a record
+    without trace_id, question or value."""
+    wanted = set(questions)
+    found: dict[tuple[str, str], dict[str, tuple[str, Any]]] = defaultdict(dict)
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, Mapping) or not all(
+                k in record for k in ("trace_id", "question", "value")):
+            raise LabelError(f"gold record {number} lacks trace_id, question or value")
+        if record["question"] not in wanted:
+            continue
+        key = (str(record["trace_id"]), str(record.get("event_id") or ""))
+        stamp = str(record.get("created_at") or "")
+        held = found[key].get(record["question"])
+        if held is None or stamp >= held[0]:
+            found[key][record["question"]] = (stamp, record["value"])
+    return {k: {q: v for q, (_, v) in answers.items()} for k, answers in found.items()}
+
+
+def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
+                 gold: GoldAnswers | None = None,
+                 library: Sequence[IndexRow] | None = None,
+                 flags: Mapping[tuple[str, str], int] | None = None) -> list[PlannedTarget]:
+    """Every target of a campaign, with its questions, K, gold answers and queue priority.
+
+    `rows` are the filtered rows (free text already applied); they are sampled by the spec.
+    Gold answers mark the sampled targets they cover, and mix in the other targets they cover
+    among `library` (default: `rows`), each once. The share kept for agreement and the queue
+    order follow the spec (see `assign_agreement`, `prioritise`); `flags` counts suggestions
+    per (trace id, event id) for the `suggestions` order."""
+    questions = campaign_questions(rubric, spec.questions)
+    near = companions(rubric)
+    chosen = sample_rows(rows, spec.sample)
+    planned: list[PlannedTarget] = []
+    seen: set[tuple[str, str]] = set()
+    for row in chosen:
+        for key, asked in row_targets(row, rubric, questions, near):
+            seen.add((row.trace_id, key))
+            planned.append(PlannedTarget(trace_id=row.trace_id, trace_sha256=row.sha256,
+                                         event_id=key, questions=asked,
+                                         required=spec.per_target, group=row.task_id))
+    gold = gold or {}
+    if gold:
+        extra: list[PlannedTarget] = []
+        by_id = {r.trace_id: r for r in (library if library is not None else rows)}
+        for (trace_id, key) in sorted(gold):
+            if (trace_id, key) in seen or trace_id not in by_id:
+                continue
+            row = by_id[trace_id]
+            for found_key, asked in row_targets(row, rubric, questions, near):
+                if found_key == key:
+                    seen.add((trace_id, key))
+                    extra.append(PlannedTarget(trace_id=trace_id, trace_sha256=row.sha256,
+                                               event_id=key, questions=asked,
+                                               required=spec.per_target, group=row.task_id))
+        mix_in(planned, extra, spec.sample.seed)
+        for target in planned:
+            known = gold.get((target.trace_id, target.event_id))
+            answers = {q: v for q, v in (known or {}).items() if q in target.questions}
+            if answers:
+                target.gold, target.gold_answers = True, answers
+    assign_agreement(planned, spec)
+    if flags:
+        for target in planned:
+            target.flags = flags.get((target.trace_id, target.event_id), 0)
+    prioritise(planned, spec.order)
+    return planned
+
+
+def mix_in(planned: list[PlannedTarget], extra: Sequence[PlannedTarget], seed: int) -> None:
+    """Put the extra targets (gold items) at seeded random places among the planned ones, so a
+    reviewer cannot tell them by their place in the queue."""
+    rng = random.Random(f"gold:{seed}")
+    for target in extra:
+        planned.insert(rng.randint(0, len(planned)), target)
+
+
+def assign_agreement(planned: Sequence[PlannedTarget], spec: CampaignSpec) -> None:
+    """Give `agreement_k` reviewers to a seeded random share of the targets (rounded to the
+    nearest whole target; at least one when the share is above 0 and a target exists)."""
+    if spec.agreement_share <= 0 or not planned:
+        return
+    count = max(1, round(spec.agreement_share * len(planned)))
+    rng = random.Random(f"agreement:{spec.sample.seed}")
+    k = max(spec.agreement_k, spec.per_target)
+    for index in rng.sample(range(len(planned)), min(count, len(planned))):
+        planned[index].required = k
+
+
+def prioritise(planned: Sequence[PlannedTarget], order: str) -> None:
+    """Set each target's queue priority (lower first): its place in the sample; for
+    `suggestions`, targets that suggestions flag first (more flags first); for `disagreement`,
+    targets with more reviewers first. Ties keep the sample's order."""
+    for place, target in enumerate(planned):
+        if order == "suggestions":
+            rank = 0 if target.flags else 1
+            target.priority = float(rank * len(planned) + place)
+        elif order == "disagreement":
+            rank = 0 if target.required > 1 else 1
+            target.priority = float(rank * len(planned) + place)
+        else:
+            target.priority = float(place)
+
+
+# -- judging answers --------------------------------------------------------------------------------
+
+
+def label_target(rubric: Rubric, event_id: str | None, questions: Sequence[str]) -> LabelTarget:
+    """The LabelTarget a claim stands for: its questions, the required ones being those neither
+    optional nor follow-ups (what `Workspace.save_answers`' rules check)."""
+    required = [q for q in questions if not rubric.question(q).optional
+                and rubric.question(q).ask_when is None]
+    return LabelTarget(event_id=event_id or None, kinds=[], t=None, agent=None,
+                       questions=list(questions), required=required)
+
+
+def same_answer(question: Question, a: Any, b: Any) -> bool:
+    """Whether two answers to a question are the same (tags as sets; 1 and True differ)."""
+    if question.kind == "tags":
+        return sorted(map(repr, a or [])) == sorted(map(repr, b or []))
+    return type(a) is type(b) and a == b
+
+
+def spread(question: Question, answers: Sequence[Any]) -> float:
+    """How far apart answers are, 0 to 1: for a scale the range over the scale's span, for
+    anything else 0 when all are the same and 1 otherwise."""
+    if len(answers) < 2:
+        return 0.0
+    if question.kind in ORDINAL_KINDS:
+        points = [c.value for c in question.choices]
+        span = (max(points) - min(points)) or 1
+        return (max(answers) - min(answers)) / span
+    first = answers[0]
+    return 0.0 if all(same_answer(question, first, a) for a in answers[1:]) else 1.0
+
+
+SPREAD = 0.25
+"""The default spread above which a scale's answers disagree (on a 1-5 scale: two points
+apart); any difference in a category, boolean or event disagrees."""
+
+
+def disputed(question: Question, answers: Sequence[Any], threshold: float = SPREAD) -> float | None:
+    """The spread of answers when they disagree (a scale: above `threshold`; anything else:
+    any difference), else None. Tags and text are never disputed."""
+    if question.kind not in MEASURED_KINDS or len(answers) < 2:
+        return None
+    found = spread(question, answers)
+    if question.kind in ORDINAL_KINDS:
+        return found if found > threshold else None
+    return found if found > 0 else None
+
+
+def gold_score(rubric: Rubric, gold: Mapping[str, Any],
+               answers: Mapping[str, Any]) -> tuple[int, int]:
+    """(answers compared, answers equal to the gold) for one reviewer on one gold item: every
+    gold question the reviewer answered counts once."""
+    seen = correct = 0
+    for question, known in gold.items():
+        if question not in answers:
+            continue
+        seen += 1
+        correct += same_answer(rubric.question(question), known, answers[question])
+    return seen, correct
+
+
+class _Target:
+    """What `find_disagreements` and `gold_accuracy` read of a stored target (the store's
+    TargetRow has these attributes)."""
+
+    target_id: int
+    trace_id: str
+    event_id: str
+    questions: list[str]
+    gold_answers: dict[str, Any] | None
+
+
+def _by_target(records: Iterable[LabelRecord], source: str) -> dict[tuple[str, str],
+                                                                      dict[str, dict[str, Any]]]:
+    """(trace id, event id) -> reviewer -> question -> value, of the records of one source."""
+    found: dict[tuple[str, str], dict[str, dict[str, Any]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for r in records:
+        if r.get("source", "human") == source:
+            found[(r["trace_id"], r["event_id"] or "")][r["reviewer"]][r["question"]] = r["value"]
+    return found
+
+
+def _adjudicated(records: Iterable[LabelRecord]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(trace id, event id) -> question -> the newest adjudicated answer."""
+    newest: dict[tuple[str, str, str], tuple[str, Any]] = {}
+    for r in records:
+        if r.get("source") != "adjudication":
+            continue
+        key = (r["trace_id"], r["event_id"] or "", r["question"])
+        stamp = (r.get("created_at") or "", r.get("label_id") or "")
+        if key not in newest or stamp > newest[key][0]:
+            newest[key] = (stamp, r["value"])
+    found: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    for (trace_id, event_id, question), (_, value) in newest.items():
+        found[(trace_id, event_id)][question] = value
+    return found
+
+
+def find_disagreements(rubric: Rubric, rows: Iterable[_Target], records: Sequence[LabelRecord],
+                       threshold: float = SPREAD) -> list[Disagreement]:
+    """The targets whose reviewers (`source: human` labels) disagree on a question the rubric
+    measures (see `disputed`), each with every reviewer's answers and the adjudicated answers
+    given, in the order of `rows`."""
+    answers = _by_target(records, "human")
+    settled = _adjudicated(records)
+    found: list[Disagreement] = []
+    known = rubric.questions_by_id
+    for row in rows:
+        key = (row.trace_id, row.event_id)
+        given = answers.get(key)
+        if not given or len(given) < 2:
+            continue
+        spreads: dict[str, float] = {}
+        for question in row.questions:
+            if question not in known:
+                continue
+            values = [a[question] for a in given.values() if question in a]
+            found_spread = disputed(known[question], values, threshold)
+            if found_spread is not None:
+                spreads[question] = found_spread
+        if spreads:
+            found.append(Disagreement(
+                target_id=row.target_id, trace_id=row.trace_id, event_id=row.event_id or None,
+                answers={r: dict(a) for r, a in sorted(given.items())}, disputed=spreads,
+                adjudicated=dict(settled.get(key, {}))))
+    return found
+
+
+def gold_accuracy(rubric: Rubric, gold_rows: Iterable[_Target],
+                  records: Iterable[LabelRecord]) -> dict[str, tuple[int, int]]:
+    """Reviewer -> (gold answers compared, of them correct), over the gold items' known
+    answers and the reviewers' (`source: human`) labels."""
+    answers = _by_target(records, "human")
+    found: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in gold_rows:
+        if not row.gold_answers:
+            continue
+        for reviewer, given in answers.get((row.trace_id, row.event_id), {}).items():
+            seen, correct = gold_score(rubric, row.gold_answers, given)
+            found[reviewer][0] += seen
+            found[reviewer][1] += correct
+    return {r: (s, c) for r, (s, c) in found.items()}
