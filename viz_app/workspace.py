@@ -398,6 +398,7 @@ class Workspace:
 
     def export(self, format: str, output: str | os.PathLike, *,
                traces: Mapping[str, Trace] | None = None, reviewer: str | None = None,
+               campaign: str | None = None, adjudicated_only: bool = False,
                from_scores: bool = False, options: ExportOptions | None = None,
                hf_dataset: bool = False) -> ExportResult:
         """Write the current labels (or, for `bookmarks`, the current bookmarks) in one of
@@ -405,7 +406,9 @@ class Workspace:
         chooses its rows by `options` (`viz_app.export.consensus`) and, with `hf_dataset`, is
         written as a `datasets` folder. A format that needs the traces reads them from `traces`,
         else from the workspace's folders; what it cannot place or would not use (labels on a
-        trace not given, disputed targets) is in `left_out`."""
+        trace not given, disputed targets) is in `left_out`. `campaign` keeps the labels of one
+        review campaign; `adjudicated_only` keeps only adjudicated labels (a lead's final
+        answers). Retracted labels are never exported."""
         found = FORMATS.get(format)
         if found is None:
             raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
@@ -419,7 +422,10 @@ class Workspace:
                     raise OrchvizError(f"the {format} export needs the traces: name their "
                                        "folders (--traces)")
                 traces = self.read_traces().traces
-            labels = self.labels.current_records(reviewer=reviewer)
+            if campaign is not None:
+                self.campaign(campaign)
+            labels = self.labels.current_records(reviewer=reviewer, campaign=campaign,
+                                                 adjudicated_only=adjudicated_only)
             given = ExportInput(labels=labels, rubric=self.rubric, from_scores=from_scores,
                                 traces=traces if found.needs_traces and traces is not None
                                 else {}, options=options or ExportOptions())
