@@ -152,5 +152,131 @@ def show(args: argparse.Namespace) -> int:
     return 0
 
 
-POOL_VERBS = [register_write, register_show]
+# -- pool index, pool ls ------------------------------------------------------------------------
+
+
+def _add_workspace_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default="orchviz.db",
+                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db); "
+                   "the pool's index lives beside a SQLite file (docs/pools.md)")
+    p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default "
+                   "(the index records each trace's targets under it)")
+
+
+def _pool_workspace(args: argparse.Namespace):
+    from viz_app.settings import Settings, database_url
+    from viz_app.workspace import Workspace
+
+    apply_storage_options(args.pool, args.storage_option)
+    return Workspace(Settings(traces=[], pools=[args.pool], db_url=database_url(args.db),
+                              rubric=Path(args.rubric) if args.rubric else None))
+
+
+def _shard_bar():
+    bar: list[tqdm] = []
+
+    def update(done: int, total: int, shard: str) -> None:
+        if not bar:
+            bar.append(tqdm(total=total, desc="indexing pool", unit="shard", disable=None,
+                            file=sys.stderr))
+        bar[0].n = done
+        bar[0].refresh()
+        if done >= total:
+            bar[0].close()
+
+    return update
+
+
+def register_index(verbs: argparse._SubParsersAction) -> None:
+    """Add `pool index`."""
+    p = verbs.add_parser(
+        "index", help="index a pool: summary rows in DuckDB, words in SQLite FTS5",
+        description="Read the pool's new and changed shards (unchanged ones, by size and "
+        "modification time or etag, are skipped) and keep one summary row per trace (figures, "
+        "task and group, rewards, label targets) and its words, on every core or on a Ray "
+        "cluster. Shards and rows that cannot be read are counted and named; the rest is "
+        "indexed.")
+    p.add_argument("pool", metavar="POOL", help="a pool folder or URL")
+    p.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                   help="run on Ray (pip install 'orchviz[ray]'): auto joins the cluster this "
+                   "machine knows (or starts one), ADDRESS joins that cluster")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes to read shards with (default: every core; 1 reads here)")
+    p.add_argument("--rebuild", action="store_true", help="read every shard again")
+    _add_workspace_options(p)
+    add_storage_option(p)
+    p.set_defaults(run=index)
+
+
+def index(args: argparse.Namespace) -> int:
+    """Bring the pool's index up to date; say what it did and name the failures."""
+    workspace = _pool_workspace(args)
+    done = workspace.update_pool_index(workers=args.workers, ray=args.ray,
+                                       progress=_shard_bar(), rebuild=args.rebuild)
+    pool_index = workspace.pool_index()
+    for failure in pool_index.failures(limit=20):
+        print(terminal_text(failure.error), file=sys.stderr)
+    if done.failures > 20:
+        print(f"... and {done.failures - 20} more failures", file=sys.stderr)
+    print(f"{done.traces} traces indexed from {done.shards} shards ({done.read} read, "
+          f"{done.skipped} unchanged, {done.removed} gone) in {done.seconds:.1f} s "
+          f"({done.engine}); {done.failures} failures; index: "
+          f"{terminal_text(pool_index.path)}")
+    return 0
+
+
+def register_ls(verbs: argparse._SubParsersAction) -> None:
+    """Add `pool ls`."""
+    from viz_app.store.pool_index import FIELDS
+
+    p = verbs.add_parser(
+        "ls", help="list a pool's traces from its index: search, filter, sort",
+        description="List traces of a pool from its index (indexing new and changed shards "
+        "first). Filters are FIELD OP VALUE, such as agents>10, topology=tree, "
+        "reward.team>=0.5 or task_id~math (~ contains); fields: "
+        f"{', '.join(FIELDS)}, reward.NAME.")
+    p.add_argument("pool", metavar="POOL", help="a pool folder or URL")
+    p.add_argument("--search", default="", metavar="TEXT",
+                   help="words that must all appear (ids, task, agents, tools, content)")
+    p.add_argument("--filter", action="append", default=[], metavar="EXPR",
+                   help="FIELD OP VALUE, such as agents>10 (repeat: all must hold)")
+    p.add_argument("--sort", default=None, metavar="FIELD", help="sort by a field")
+    p.add_argument("--desc", action="store_true", help="sort descending")
+    p.add_argument("--limit", type=int, default=20, metavar="N", help="rows (default: 20)")
+    p.add_argument("--offset", type=int, default=0, metavar="N", help="rows to skip first")
+    p.add_argument("--json", action="store_true", help="print the rows and count as JSON")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes to index new shards with (default: every core)")
+    _add_workspace_options(p)
+    add_storage_option(p)
+    p.set_defaults(run=ls)
+
+
+def ls(args: argparse.Namespace) -> int:
+    """Print a page of the traces selected, and how many there are."""
+    from viz_app.store.pool_index import parse_condition
+
+    filters = [parse_condition(expr) for expr in args.filter]
+    workspace = _pool_workspace(args)
+    workspace.update_pool_index(workers=args.workers, progress=_shard_bar())
+    pool_index = workspace.pool_index()
+    total = pool_index.count(filters, args.search)
+    rows = pool_index.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(
+            {"count": total, "rows": [r.model_dump() for r in rows]},
+            option=orjson.OPT_INDENT_2) + b"\n")
+        return 0
+    t = terminal_text
+    print(f"{'trace id':<32} {'task':<20} {'topology':<14} {'agents':>6} {'events':>6} "
+          f"{'makespan':>9} {'tokens':>9}  rewards")
+    for r in rows:
+        rewards = " ".join(f"{t(k)}={v:g}" for k, v in sorted(r.rewards.items()))
+        print(f"{t(r.trace_id)[:32]:<32} {t(r.task_id)[:20]:<20} {t(r.topology)[:14]:<14} "
+              f"{r.agents:>6} {r.events:>6} {r.makespan_s:>9.1f} {r.tokens:>9.0f}  {rewards}")
+    print(f"{len(rows)} of {total} traces shown", file=sys.stderr)
+    return 0
+
+
+POOL_VERBS = [register_write, register_show, register_index, register_ls]
 """Each adds one `orchviz pool` verb (its parser, `--help` and the function it runs)."""

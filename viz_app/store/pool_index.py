@@ -30,7 +30,9 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -750,11 +752,14 @@ def _pool_row(record: dict) -> PoolRow:
 
 def _process_summaries(todo: Sequence[Shard], rubric: Rubric | None,
                        workers: int) -> Iterator[tuple[Shard, list[dict], list[dict]]]:
-    """summarise_shard over the shards on a pool of `workers` processes (spawned: safe under a
-    threaded server), at most two shards per worker in flight so memory stays bounded."""
+    """summarise_shard over the shards on a pool of `workers` processes, at most two shards per
+    worker in flight so memory stays bounded. Processes are forked from a single-threaded
+    program (a command) and spawned from a threaded one (the app's server), where a fork may
+    copy a lock another thread holds."""
     pending = list(reversed(todo))
+    method = "fork" if threading.active_count() == 1 and os.name == "posix" else "spawn"
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                             mp_context=get_context("spawn")) as pool:
+                             mp_context=get_context(method)) as pool:
         running = set()
         while pending or running:
             while pending and len(running) < 2 * workers:
@@ -762,7 +767,12 @@ def _process_summaries(todo: Sequence[Shard], rubric: Rubric | None,
                                         pickle.dumps((pending.pop(), rubric))))
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                yield pickle.loads(future.result())
+                try:
+                    yield pickle.loads(future.result())
+                except BrokenProcessPool:
+                    raise OrchvizError("a process indexing the pool stopped before it finished "
+                                       "(out of memory?); the shards indexed so far are kept: "
+                                       "index again, or with --workers 1 to see why") from None
 
 
 def _ray_summaries(todo: Sequence[Shard], rubric: Rubric | None,
