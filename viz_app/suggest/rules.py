@@ -18,6 +18,7 @@ threshold and why.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from rapidfuzz import fuzz, utils
+from rapidfuzz.distance import Indel
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.labels.rubric import Rubric, targets
@@ -50,7 +52,8 @@ FINE: dict[str, Any] = {
 # -- thresholds (docs/suggestions.md says why each is where it is) ---------------------------
 
 NEAR_DUPLICATE = 90.0
-"""rapidfuzz token_sort_ratio (0-100) at or above which two texts are near-duplicates."""
+"""Word-level similarity (0-100, `near_duplicate`) at or above which two texts are
+near-duplicates: at most one word in ten differs."""
 
 COVERED = 85.0
 """rapidfuzz token_set_ratio (0-100) at or above which a text's content is present in another
@@ -60,8 +63,31 @@ MIN_WORDS = 4
 """Texts with fewer words than this are too short to compare (a pointer, "done")."""
 
 DUPLICATE_WINDOW = 50
-"""A message is compared with at most this many earlier messages to the same agent, so a long
-trace stays linear."""
+"""A message (a child's task, a delegation) is compared with at most this many earlier ones to
+the same agent (siblings, delegations), so a long trace stays linear."""
+
+SAME_SUBJECT = 40.0
+"""rapidfuzz token_set_ratio (0-100), figures left out, at or above which two results speak
+about the same thing (so different figures in them disagree)."""
+
+DROPPED = 40.0
+"""rapidfuzz token_set_ratio (0-100) below which a merged result is absent from the output."""
+
+DROP_WORDS = 8
+"""A merged result needs this many words before its absence counts as a drop."""
+
+TASK_CALLS = 3
+"""A child's task, when no message gives it, is read from its first this many tool calls."""
+
+MAX_INPUTS = 64
+"""An aggregate's first this many inputs are compared pairwise (a wide swarm's are not)."""
+
+_FIGURE = re.compile(r"(?<![\w.])\d[\d.,:/%-]*\w*")
+"""A figure: a version, a date, a count, a percentage, as written."""
+
+_HEDGE = re.compile(r"\b(disagree\w*|conflict\w*|contradict\w*|however|whereas|unclear|"
+                    r"unconfirmed|unverified|sources differ|but)\b", re.IGNORECASE)
+"""Words by which an output says that its sources disagree."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +113,24 @@ def words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
+def _tokens(text: str) -> list[str]:
+    """A text's words, lower-cased, punctuation and figures dropped (so numbered names such as
+    researcher_1 and researcher_2 read alike), in sorted order."""
+    return sorted(w for w in utils.default_process(text).split() if not w.isdigit())
+
+
 def near_duplicate(a: str, b: str) -> float:
-    """How alike two texts are, word order ignored (rapidfuzz token_sort_ratio, 0-100)."""
-    return fuzz.token_sort_ratio(a, b, processor=utils.default_process)
+    """How alike two texts are word by word, order and figures ignored (rapidfuzz Indel
+    normalized similarity of their sorted word lists, 0-100): one word of seven different
+    scores 86, identical wording 100."""
+    return 100.0 * Indel.normalized_similarity(_tokens(a), _tokens(b))
+
+
+def same_subject(a: str, b: str) -> float:
+    """How far two texts speak about the same thing, their figures left out (rapidfuzz
+    token_set_ratio, 0-100)."""
+    return fuzz.token_set_ratio(_FIGURE.sub(" ", a), _FIGURE.sub(" ", b),
+                                processor=utils.default_process)
 
 
 def covered(part: str, whole: str) -> float:
@@ -141,6 +182,93 @@ class Context:
     def sender(self, e: Event) -> str:
         return e.from_ or self.analysis.actor[e.id]
 
+    @cached_property
+    def _positions(self) -> dict[str, list[int]]:
+        return {a: [self.pos(e.id) for e in evs] for a, evs in self.analysis.events_of.items()}
+
+    def first_after(self, agent: str, at: int) -> Event | None:
+        """An agent's first event after a position of the time order, if any."""
+        positions = self._positions.get(agent, [])
+        i = bisect_right(positions, at)
+        return self.analysis.events_of[agent][i] if i < len(positions) else None
+
+    @cached_property
+    def _returns(self) -> dict[tuple[str, str], list[Event]]:
+        found: dict[tuple[str, str], list[Event]] = defaultdict(list)
+        for to, events in self.answers_to.items():
+            for e in events:
+                if e.type == "return":
+                    found[(self.sender(e), to)].append(e)
+        return dict(found)
+
+    def returns_of(self, child: str, parent: str) -> list[Event]:
+        """The returns one agent sent another, in time order."""
+        return self._returns.get((child, parent), [])
+
+    def stop_of(self, agent: str) -> Event | None:
+        """An agent's last stop decision (or the inferred stop, when it is the agent's)."""
+        for point in reversed(self.analysis.stops):
+            if point.agent == agent:
+                return self.event(point.event_id)
+        return None
+
+    @cached_property
+    def used_results(self) -> set[str]:
+        """Ids of the events an aggregate merged."""
+        return {i for point in self.analysis.aggregates for i in point.inputs}
+
+    @cached_property
+    def aggregators(self) -> set[str]:
+        """The agents that aggregate at least once."""
+        return {point.agent for point in self.analysis.aggregates}
+
+    def task_of(self, parent: str, child: str, spawn: Event) -> tuple[str, str]:
+        """(the task a spawned child was given, where it was read): the parent's first message
+        or delegation to it; else the child's first tool calls; else the spawn's own text
+        (`near_duplicate` ignores the figures of numbered names)."""
+        start = self.pos(spawn.id)
+        for e in self.analysis.events_of.get(parent, []):
+            if self.pos(e.id) > start and e.to == child and e.text and (
+                    e.type == "message" or e.decision == "delegate"):
+                return e.text, "message"
+        calls = [e.text for e in self.analysis.events_of.get(child, [])[:TASK_CALLS * 4]
+                 if e.type == "tool_call" and e.text][:TASK_CALLS]
+        if calls:
+            return " ".join(calls), "tools"
+        return spawn.text, "spawn"
+
+    def answer_ready(self, agent: str, stop_id: str) -> tuple[Event, Event, list[Event]] | None:
+        """(the earliest return to the agent, or aggregate of it, that already held its final
+        answer, that final answer, the spawns and delegations it made between the two), when
+        there were any such; else None."""
+        key = (agent, stop_id)
+        if key in self._ready:
+            return self._ready[key]
+        self._ready[key] = None
+        stop = self.event(stop_id)
+        final = self.final_answer(agent, stop)
+        if final is None or final.type != "aggregate" or words(final.text) < MIN_WORDS:
+            return None
+        end = self.pos(final.id)
+        candidates = [e for e in self.answers_to.get(agent, []) if e.type == "return"]
+        candidates += [e for e in self.analysis.events_of.get(agent, [])
+                       if e.type == "aggregate"]
+        candidates.sort(key=lambda e: self.pos(e.id))
+        for earlier in candidates:
+            if self.pos(earlier.id) >= end:
+                break
+            if words(earlier.text) < words(final.text) * 0.8 or \
+                    covered(final.text, earlier.text) < COVERED:
+                continue
+            rounds = [e for _, e in self.delegated.get(agent, [])
+                      if self.pos(earlier.id) < self.pos(e.id) < self.pos(stop_id)]
+            if rounds:
+                self._ready[key] = (earlier, final, rounds)
+            break
+        return self._ready[key]
+
+    _ready: dict = field(default_factory=dict)
+
     def final_answer(self, agent: str, stop: Event) -> Event | None:
         """What an agent answered when it stopped: its last aggregate at or before the stop,
         else the stop itself when it carries text."""
@@ -162,18 +290,22 @@ def premature_stop(ctx: Context) -> list[Finding]:
     for point in ctx.analysis.stops:
         stop = ctx.event(point.event_id)
         agent, at = point.agent, ctx.pos(stop.id)
-        late_returns = [r for r in ctx.answers_to.get(agent, []) if ctx.pos(r.id) > at
-                        and r.type == "return"]
+        answers = ctx.answers_to.get(agent, [])
+        late_returns = [r for r in answers if ctx.pos(r.id) > at and r.type == "return"]
         late_from = {ctx.sender(r) for r in late_returns}
+        answered_at: dict[str, list[int]] = defaultdict(list)
+        for r in answers:
+            answered_at[ctx.sender(r)].append(ctx.pos(r.id))
         working: list[tuple[str, Event]] = []
         for child, handed in ctx.delegated.get(agent, []):
-            if ctx.pos(handed.id) > at or child in late_from:
+            start = ctx.pos(handed.id)
+            if start > at or child in late_from:
                 continue
-            returned = any(ctx.sender(r) == child and ctx.pos(handed.id) < ctx.pos(r.id) < at
-                           for r in ctx.answers_to.get(agent, []))
-            after = [e for e in ctx.analysis.events_of.get(child, []) if ctx.pos(e.id) > at]
-            if not returned and after:
-                working.append((child, after[0]))
+            if any(start < p < at for p in answered_at.get(child, ())):
+                continue
+            after = ctx.first_after(child, at)
+            if after is not None:
+                working.append((child, after))
         if not late_returns and not working:
             continue
         final = ctx.final_answer(agent, stop)
@@ -183,9 +315,8 @@ def premature_stop(ctx: Context) -> list[Finding]:
             r = missed[0]
             confidence = 0.85
             explanation = (f"premature: {r.id} from {ctx.sender(r)} returned after the stop "
-                           f"{stop.id}, and the final answer"
-                           f"{f' {final.id}' if final is not None else ''} leaves out what it said")
-            evidence = (stop.id, *(m.id for m in missed), *([final.id] if final else []))
+                           f"{stop.id}, and the final answer {final.id} leaves out what it said")
+            evidence = (stop.id, *(m.id for m in missed), final.id)
         elif late_returns:
             r = late_returns[0]
             confidence = 0.7
@@ -194,17 +325,279 @@ def premature_stop(ctx: Context) -> list[Finding]:
         else:
             child, first = working[0]
             confidence = 0.6
-            names = ", ".join(c for c, _ in working)
+            names = ", ".join(c for c, _ in working[:5]) + (" ..." if len(working) > 5 else "")
             explanation = (f"premature: the stop {stop.id} came while {names} had not returned "
                            f"({child} still worked at {first.id})")
             evidence = (stop.id, *(e.id for _, e in working))
         found.append(Finding("premature_stop", stop.id, "stopping_correctness", "premature",
-                             confidence, tuple(dict.fromkeys(evidence)), explanation))
+                             confidence, _ids(evidence), explanation))
     return found
+
+
+# -- O5: late stop ----------------------------------------------------------------------------
+
+
+def late_stop(ctx: Context) -> list[Finding]:
+    """A stop whose final answer was already present in an earlier return or aggregate, with
+    new rounds of work (spawns, delegations) between that point and the stop."""
+    found: list[Finding] = []
+    for point in ctx.analysis.stops:
+        ready = ctx.answer_ready(point.agent, point.event_id)
+        if ready is None:
+            continue
+        earlier, final, rounds = ready
+        stop = ctx.event(point.event_id)
+        span = max(float(stop.t) - float(ctx.analysis.order[0].t), 1e-9)
+        share = max(0.0, min(1.0, (float(stop.t) - float(earlier.t)) / span))
+        confidence = round(min(0.85, 0.5 + 0.35 * share), 2)
+        explanation = (f"late: the final answer {final.id} was already in {earlier.id} at "
+                       f"t={float(earlier.t):g}; the {len(rounds)} spawn(s) or delegation(s) after "
+                       f"it ({rounds[0].id} ...) brought nothing the answer uses")
+        found.append(Finding("late_stop", stop.id, "stopping_correctness", "late", confidence,
+                             _ids((stop.id, earlier.id, *(r.id for r in rounds), final.id)),
+                             explanation))
+    return found
+
+
+# -- O4: dropped or unfaithful merge ------------------------------------------------------------
+
+
+def _figure(text: str) -> str:
+    return text.rstrip(".,;:)%").lower()
+
+
+def _same_figure(a: str, b: str) -> bool:
+    """Whether two figures say the same: equal as written, or one is the other rounded
+    (22.2 and 22.22 agree; versions 3.12 and 3.13 do not)."""
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    places = min(len(a.partition(".")[2]), len(b.partition(".")[2]))
+    return round(x, places) == round(y, places)
+
+
+def claims(text: str) -> dict[str, set[str]]:
+    """The figures a text states, keyed by the word just before each (`Python 3.13` is
+    python -> {3.13}); only words of three or more letters name what a figure is about."""
+    found: dict[str, set[str]] = defaultdict(set)
+    previous = ""
+    for token in text.split():
+        core = token.strip("()[]{},;:.!?'\"")
+        if _FIGURE.fullmatch(core) and len(previous) >= 3:
+            found[previous].add(_figure(core))
+        word = core.lower().strip(".!?")
+        previous = word if word.isalpha() else ""
+    return dict(found)
+
+
+def _disagree(a: dict[str, set[str]], b: dict[str, set[str]]) -> list[tuple[str, str, str]]:
+    """(subject, a's figure, b's figure) where two texts give a subject different figures."""
+    return [(key, x, y) for key in a.keys() & b.keys() for x in a[key] for y in b[key]
+            if not any(_same_figure(x, z) for z in b[key])
+            and not any(_same_figure(y, z) for z in a[key])]
+
+
+def _hedged(text: str) -> bool:
+    """Whether a text says that sources disagree."""
+    return bool(_HEDGE.search(text))
+
+
+def unfaithful_merge(ctx: Context) -> list[Finding]:
+    """An aggregate that merged two results about the same thing that state different figures,
+    and whose output repeats one's figures, none of the other's, without saying they disagree;
+    or an aggregate that quotes some results closely and leaves out another entirely."""
+    found: list[Finding] = []
+    for point in ctx.analysis.aggregates:
+        out = ctx.event(point.event_id).text
+        inputs = [ctx.event(i) for i in point.inputs[:MAX_INPUTS] if ctx.event(i).text]
+        if words(out) < MIN_WORDS or len(inputs) < 2:
+            continue
+        stated = claims(out)
+        conflict = None
+        if stated and not _hedged(out):
+            said = [(r, claims(r.text)) for r in inputs]
+            for (a, ca), (b, cb) in _pairs(said):
+                for key, x, y in _disagree(ca, cb):
+                    if same_subject(a.text, b.text) < SAME_SUBJECT:
+                        break
+                    out_says = stated.get(key, set())
+                    has_x = any(_same_figure(x, z) for z in out_says)
+                    has_y = any(_same_figure(y, z) for z in out_says)
+                    if has_x != has_y:
+                        conflict = (a, b, key, x, y) if has_x else (b, a, key, y, x)
+                        break
+                if conflict:
+                    break
+        if conflict:
+            kept, lost, key, x, y = conflict
+            found.append(Finding(
+                "unfaithful_merge", point.event_id, "aggregation_quality", 1, 0.75,
+                (point.event_id, kept.id, lost.id),
+                f"unfaithful: {kept.id} says {key} {x}, {lost.id} says {key} {y}, and the "
+                f"output repeats {x} without saying they disagree"))
+            found.append(Finding(
+                "unfaithful_merge", point.event_id, "aggregation_issues",
+                ["dropped_result", "conflict_unresolved"], 0.75,
+                (point.event_id, kept.id, lost.id),
+                f"conflict left unresolved: {lost.id} is contradicted by {kept.id} and dropped"))
+            continue
+        scores = [(covered(r.text, out), r) for r in inputs]
+        quoted = [r for score, r in scores if score >= COVERED]
+        dropped = [r for score, r in scores if score < DROPPED and words(r.text) >= DROP_WORDS
+                   and not any(near_duplicate(r.text, q.text) >= NEAR_DUPLICATE for q in quoted)]
+        if quoted and dropped:
+            first = dropped[0]
+            found.append(Finding(
+                "dropped_result", point.event_id, "aggregation_quality", 2, 0.5,
+                _ids((point.event_id, *(r.id for r in dropped), quoted[0].id)),
+                f"dropped: the output follows {quoted[0].id} closely but leaves out what "
+                f"{first.id} said"))
+            found.append(Finding(
+                "dropped_result", point.event_id, "aggregation_issues", ["dropped_result"], 0.5,
+                _ids((point.event_id, *(r.id for r in dropped))),
+                f"dropped a result: {first.id}"))
+    return found
+
+
+# -- O1: over-spawning ----------------------------------------------------------------------
+
+
+def over_spawning(ctx: Context) -> list[Finding]:
+    """Children whose task is a near-duplicate of an earlier sibling's (same role), children
+    spawned after the final answer was already in hand, and children whose return the parent
+    never used before it stopped."""
+    found: list[Finding] = []
+    late_after: dict[str, tuple[Event, Event]] = {}
+    for point in ctx.analysis.stops:
+        ready = ctx.answer_ready(point.agent, point.event_id)
+        if ready is not None:
+            earlier, _, rounds = ready
+            for r in rounds:
+                if r.type == "spawn":
+                    late_after[r.id] = (earlier, ctx.event(point.event_id))
+    used = ctx.used_results
+    for parent, handed in ctx.delegated.items():
+        spawns = [(child, e) for child, e in handed if e.type == "spawn"]
+        tasks = [ctx.task_of(parent, child, e) for child, e in spawns]
+        for k, (child, e) in enumerate(spawns):
+            if e.id in late_after:
+                earlier, stop = late_after[e.id]
+                found.append(Finding(
+                    "over_spawning", e.id, "spawn_necessity", "redundant", 0.7,
+                    (e.id, earlier.id, stop.id),
+                    f"redundant: {child} was spawned after the answer was already in "
+                    f"{earlier.id}"))
+                continue
+            task, basis = tasks[k]
+            if words(task) >= 1:
+                twin = None
+                for j in range(max(0, k - DUPLICATE_WINDOW), k):
+                    other, other_basis = tasks[j]
+                    if other_basis == basis and ctx.analysis.role_of(spawns[j][0]) == \
+                            ctx.analysis.role_of(child) and \
+                            near_duplicate(task, other) >= NEAR_DUPLICATE:
+                        twin = spawns[j]
+                        break
+                if twin is not None:
+                    confidence = 0.45 if basis == "spawn" else 0.65
+                    found.append(Finding(
+                        "over_spawning", e.id, "spawn_necessity", "redundant", confidence,
+                        (e.id, twin[1].id),
+                        f"redundant: {child} was given the same task as {twin[0]} "
+                        f"({twin[1].id})"))
+                    continue
+            returns = ctx.returns_of(child, parent)
+            stop = ctx.stop_of(parent)
+            if returns and stop is not None and all(
+                    ctx.pos(r.id) < ctx.pos(stop.id) and r.id not in used for r in returns):
+                found.append(Finding(
+                    "over_spawning", e.id, "spawn_necessity", "redundant", 0.4,
+                    _ids((e.id, *(r.id for r in returns), stop.id)),
+                    f"redundant: what {child} returned ({returns[0].id}) was never used "
+                    f"before the stop {stop.id}"))
+    return found
+
+
+# -- O3: redundant message ----------------------------------------------------------------------
+
+
+def redundant_message(ctx: Context) -> list[Finding]:
+    """A message that nearly repeats an earlier message to the same agent, or that its
+    recipient never acts on (it has no event after it)."""
+    found: list[Finding] = []
+    earlier: dict[str, list[Event]] = defaultdict(list)
+    for e in ctx.analysis.order:
+        if e.type != "message" or not e.to:
+            continue
+        before = earlier[e.to]
+        text = e.text
+        twin = None
+        if words(text) >= MIN_WORDS:
+            for other in reversed(before[-DUPLICATE_WINDOW:]):
+                if near_duplicate(text, other.text) >= NEAR_DUPLICATE:
+                    twin = other
+                    break
+        before.append(e)
+        if twin is not None:
+            found.append(Finding(
+                "redundant_message", e.id, "message_necessity", "redundant", 0.7,
+                (e.id, twin.id), f"redundant: it repeats {twin.id} to {e.to}"))
+            continue
+        if e.to in ctx.analysis.events_of and ctx.first_after(e.to, ctx.pos(e.id)) is None:
+            found.append(Finding(
+                "redundant_message", e.id, "message_necessity", "redundant", 0.45,
+                (e.id,), f"redundant: {e.to} does nothing after receiving it"))
+    return found
+
+
+# -- O2: delegation fit --------------------------------------------------------------------------
+
+
+def wrong_delegate(ctx: Context) -> list[Finding]:
+    """A delegation whose task the same agent later hands, nearly word for word, to another
+    agent after the first has answered: the first agent did not do it."""
+    found: list[Finding] = []
+    for parent, handed in ctx.delegated.items():
+        delegations = [(child, e) for child, e in handed if e.decision == "delegate"]
+        for k, (child, e) in enumerate(delegations):
+            if words(e.text) < MIN_WORDS:
+                continue
+            answered = ctx.returns_of(child, parent)
+            for other, again in delegations[k + 1:k + 1 + DUPLICATE_WINDOW]:
+                if other == child or near_duplicate(e.text, again.text) < NEAR_DUPLICATE:
+                    continue
+                reply = [r for r in answered if ctx.pos(e.id) < ctx.pos(r.id) < ctx.pos(again.id)]
+                if reply:
+                    found.append(Finding(
+                        "wrong_delegate", e.id, "delegation_fit", "wrong_agent", 0.55,
+                        (e.id, reply[0].id, again.id),
+                        f"wrong agent: after {child} answered ({reply[0].id}), the same task "
+                        f"went to {other} ({again.id})"))
+                    break
+    return found
+
+
+def _pairs(items: list) -> Iterable[tuple]:
+    for i, a in enumerate(items):
+        for b in items[i + 1:]:
+            yield a, b
+
+
+def _ids(ids: Iterable[str]) -> tuple[str, ...]:
+    """Event ids once each, in the order given."""
+    return tuple(dict.fromkeys(ids))
 
 
 DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
     "premature_stop": premature_stop,
+    "late_stop": late_stop,
+    "unfaithful_merge": unfaithful_merge,
+    "over_spawning": over_spawning,
+    "redundant_message": redundant_message,
+    "wrong_delegate": wrong_delegate,
 }
 """Every detector by name, in the order they run."""
 
