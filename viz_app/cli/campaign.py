@@ -1,0 +1,353 @@
+"""`orchviz campaign ...`: review campaigns from the command line: create one over the library,
+list them, see where one stands, export its labels, and name the members who lead and review.
+Reviewers work in the app's Review page (or call `Workspace.claim_next` / `submit`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from viz_app.cli.traces import add_traces_option, say_unread
+from viz_app.errors import LabelError
+from viz_app.export import FORMATS
+from viz_app.labels.campaign import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
+                                     Filter, Sample, spec_error)
+from viz_app.labels.label import Reviewer
+from viz_app.labels.rubric import load_rubric
+from viz_app.text import terminal_text
+from viz_app.workspace import Workspace
+
+FILTER_KEYS = {"system": "systems", "topology": "topologies", "task": "tasks",
+               "format": "formats", "folder": "folders", "text": "text"}
+"""`--filter KEY=VALUE` keys, and the Filter field each fills."""
+
+SHOWN = 10
+"""Unresolved disagreements a status or export names before it says how many more."""
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    """Add `campaign` and its verbs."""
+    top = verbs.add_parser(
+        "campaign", help="review campaigns: a team labels a sampled pool",
+        description="Review campaigns: a sample of the library's targets, K reviewers per "
+        "target with reservations enforced by the database, gold items, adjudication. "
+        "Reviewers work in the app's Review page; leads create, follow and export here.")
+    sub = top.add_subparsers(dest="campaign_verb", metavar="VERB", required=True)
+
+    p = sub.add_parser(
+        "create", help="create a campaign over the library",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Create a campaign: the traces under --traces that every --filter keeps, sampled "
+            "(all by default), each target with the campaign's questions that apply; K "
+            "reviewers per target (--per-target), a share given more for agreement, gold items "
+            "from a labels file mixed in unannounced. The rubric (--rubric, default the "
+            "packaged one) is pinned: every label of the campaign is saved under it.", 90)
+        + "\n\n" + textwrap.fill(
+            "--filter KEY=VALUE (repeatable; a key given twice means any of its values): "
+            f"{', '.join(FILTER_KEYS)}; and figure bounds FIGURE>=N or FIGURE<=N with FIGURE "
+            f"one of {', '.join(FIGURES)}.", 90))
+    p.add_argument("name", metavar="NAME", help="the campaign's name (unique in the database)")
+    _common(p)
+    add_traces_option(p, required=True, help="a folder (or file) of the library's traces")
+    p.add_argument("--filter", action="append", default=[], metavar="COND",
+                   help="KEY=VALUE, FIGURE>=N or FIGURE<=N (see above)")
+    sample = p.add_mutually_exclusive_group()
+    sample.add_argument("--stratify", choices=STRATA, help="spread the sample evenly over the "
+                        "values of this field")
+    sample.add_argument("--groups", action="store_true", help="whole GRPO groups: every "
+                        "rollout of the same task_id (--sample N counts groups)")
+    p.add_argument("--sample", type=int, metavar="N", help="take N traces at random (N groups "
+                   "with --groups; N traces spread over strata with --stratify)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice "
+                   "(default 0)")
+    p.add_argument("--questions", nargs="+", metavar="Q", help="ask only these rubric "
+                   "questions (their follow-ups come along); default all")
+    p.add_argument("--per-target", type=int, default=1, metavar="K",
+                   help="reviewers per target (default 1)")
+    p.add_argument("--agreement-share", type=float, default=0.0, metavar="F",
+                   help="share of targets given --agreement-k reviewers, to measure agreement "
+                   "(such as 0.1)")
+    p.add_argument("--agreement-k", type=int, default=2, metavar="K",
+                   help="reviewers of a target kept for agreement (default 2)")
+    p.add_argument("--gold", metavar="FILE", help="a labels file (the jsonl export's shape) "
+                   "whose answers make gold items")
+    p.add_argument("--gold-campaign", metavar="NAME", help="an earlier campaign whose "
+                   "adjudicated answers make gold items")
+    p.add_argument("--assisted", action="store_true", help="show reviewers the suggestions "
+                   "before they answer")
+    p.add_argument("--order", choices=ORDERS, default="sample", help="queue order: the "
+                   "sample's (default), flagged by suggestions first, or agreement targets first")
+    p.add_argument("--lease", type=int, default=600, metavar="SECONDS",
+                   help="how long a claimed target stays reserved unless renewed (default 600)")
+    p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
+                   help="who creates it (default: $USER)")
+    p.set_defaults(run=create_verb)
+
+    p = sub.add_parser("list", help="list the campaigns",
+                       description="Every campaign: name, targets, K, questions, creator.")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print a machine-readable list")
+    p.set_defaults(run=list_verb)
+
+    p = sub.add_parser("status", help="where a campaign stands",
+                       description="Targets, complete, in progress; per reviewer their saves "
+                       "and gold accuracy; Krippendorff's alpha per question; the disagreements "
+                       "no adjudication settled yet (never averaged).")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    _common(p)
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.set_defaults(run=status_verb)
+
+    p = sub.add_parser("export", help="export a campaign's labels in any labels format",
+                       description="Write the current (unretracted) labels of one campaign in "
+                       "one of the labels export formats: every label (--all, the default) or "
+                       "only the leads' adjudicated answers (--adjudicated-only, what a trainer "
+                       "should read). Disagreements without an adjudication are reported, "
+                       "never averaged.")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    _common(p)
+    add_traces_option(p, help="a folder (or file) of the labelled traces (needed by the "
+                      "formats that read traces)")
+    p.add_argument("--format", choices=[f for f, v in FORMATS.items() if v.reads != "bookmarks"],
+                   required=True, metavar="FORMAT", help="one of: " + ", ".join(
+                       f for f, v in FORMATS.items() if v.reads != "bookmarks"))
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--adjudicated-only", action="store_true",
+                       help="only the adjudicated labels")
+    which.add_argument("--all", action="store_true", help="every current label (the default)")
+    p.add_argument("-o", "--output", required=True, help="the file (or folder) to write")
+    p.set_defaults(run=export_verb)
+
+    members = sub.add_parser("members", help="who leads and who reviews",
+                             description="With the app's sign-in configured, roles come from "
+                             "this list: leads create campaigns, follow everyone's progress, "
+                             "adjudicate and retract. Without sign-in names are not verified "
+                             "and everyone may act as a lead.")
+    msub = members.add_subparsers(dest="members_verb", metavar="VERB", required=True)
+    p = msub.add_parser("add", help="add a member or change their role",
+                        description="Add a member by the e-mail they sign in with, or change "
+                        "their role.")
+    p.add_argument("email", metavar="EMAIL", help="the e-mail they sign in with")
+    p.add_argument("--role", choices=ROLES, required=True, help="lead or reviewer")
+    p.add_argument("--by", default=os.environ.get("USER", "cli"), metavar="NAME",
+                   help="who adds them (default: $USER)")
+    _common(p, rubric=False)
+    p.set_defaults(run=members_add_verb)
+    p = msub.add_parser("list", help="list the members", description="Every member and role.")
+    _common(p, rubric=False)
+    p.add_argument("--json", action="store_true", help="print a machine-readable list")
+    p.set_defaults(run=members_list_verb)
+
+
+def _common(p: argparse.ArgumentParser, rubric: bool = True) -> None:
+    p.add_argument("--db", default="orchviz.db",
+                   help="the database: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    if rubric:
+        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+
+
+def _workspace(args: argparse.Namespace) -> Workspace:
+    rubric = load_rubric(args.rubric) if getattr(args, "rubric", None) is not None else None
+    return Workspace.open(args.db, traces=getattr(args, "traces", None) or [], rubric=rubric)
+
+
+def parse_filter(conditions: list[str]) -> Filter:
+    """A Filter from `--filter` conditions; LabelError naming one it cannot read."""
+    found: dict = {"figures": {}}
+    for condition in conditions:
+        for op in (">=", "<=", "="):
+            key, sep, value = condition.partition(op)
+            if sep:
+                break
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise LabelError(f"--filter {condition!r}: write KEY=VALUE, FIGURE>=N or FIGURE<=N")
+        if op != "=" or key in FIGURES:
+            if key not in FIGURES:
+                raise LabelError(f"--filter {condition!r}: no figure {key!r} (figures: "
+                                 f"{', '.join(FIGURES)})")
+            try:
+                number = float(value)
+            except ValueError:
+                raise LabelError(f"--filter {condition!r}: {value!r} is not a number") from None
+            low, high = found["figures"].get(key, (None, None))
+            if op == ">=":
+                low = number
+            elif op == "<=":
+                high = number
+            else:
+                low = high = number
+            found["figures"][key] = (low, high)
+            continue
+        field = FILTER_KEYS.get(key)
+        if field is None:
+            raise LabelError(f"--filter {condition!r}: no key {key!r} (keys: "
+                             f"{', '.join(FILTER_KEYS)}, or a figure)")
+        if field == "text":
+            found["text"] = f"{found.get('text', '')} {value}".strip()
+        else:
+            found.setdefault(field, []).append(value)
+    try:
+        return Filter(**found)
+    except ValidationError as err:
+        raise spec_error(err) from None
+
+
+def spec_of(args: argparse.Namespace) -> CampaignSpec:
+    """The campaign spec the arguments of `campaign create` describe."""
+    try:
+        if args.groups:
+            sample = Sample(kind="groups", n=args.sample, seed=args.seed)
+        elif args.stratify:
+            sample = Sample(kind="stratified", n=args.sample, seed=args.seed,
+                            field=args.stratify)
+        elif args.sample is not None:
+            sample = Sample(kind="random", n=args.sample, seed=args.seed)
+        else:
+            sample = Sample(kind="all", seed=args.seed)
+        return CampaignSpec(
+            name=args.name, questions=args.questions or [], per_target=args.per_target,
+            agreement_share=args.agreement_share, agreement_k=args.agreement_k,
+            filter=parse_filter(args.filter), sample=sample, gold=args.gold,
+            gold_campaign=args.gold_campaign, assisted=args.assisted, order=args.order,
+            lease_seconds=args.lease)
+    except ValidationError as err:
+        raise spec_error(err) from None
+
+
+def creation_bar():
+    """A progress callback for `create`: one bar while the library is indexed, another while
+    the targets are written (on stderr, in a terminal)."""
+    bars: dict[str, tqdm] = {}
+
+    def update(done: int, total: int, what: str) -> None:
+        phase = "writing targets" if what == "targets" else "indexing traces"
+        bar = bars.get(phase)
+        if bar is None:
+            bar = bars[phase] = tqdm(total=total, desc=phase, disable=None, file=sys.stderr,
+                                     unit="row" if what == "targets" else "file")
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def create_verb(args: argparse.Namespace) -> int:
+    """Create a campaign and say what it holds."""
+    spec = spec_of(args)
+    ws = _workspace(args)
+    campaign = ws.create_campaign(spec, Reviewer(name=args.lead, via="cli"),
+                                  progress=creation_bar())
+    status = ws.campaign_status(campaign.name)
+    print(f"campaign {terminal_text(campaign.name)}: {campaign.targets} targets, "
+          f"{status.slots} reviews to make (K={campaign.per_target}), {status.gold} gold; "
+          f"questions {terminal_text(', '.join(campaign.questions))}; rubric "
+          f"{terminal_text(campaign.rubric_version)} ({campaign.rubric_sha256[:12]})")
+    return 0
+
+
+def list_verb(args: argparse.Namespace) -> int:
+    """List the campaigns."""
+    found = _workspace(args).campaigns()
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in found], indent=2))
+        return 0
+    if not found:
+        print("no campaigns yet (orchviz campaign create NAME --traces DIR)")
+    for c in found:
+        closed = f", closed {c.closed_at}" if c.closed_at else ""
+        print(f"{terminal_text(c.name)}: {c.targets} targets, K={c.per_target}, "
+              f"{len(c.questions)} questions, by {terminal_text(c.created_by)} on "
+              f"{c.created_at[:10]}{closed}")
+    return 0
+
+
+def _unresolved_lines(status: CampaignStatus) -> list[str]:
+    lines = []
+    if status.unresolved:
+        lines.append(f"{len(status.unresolved)} disagreements without an adjudication "
+                     "(left unresolved, never averaged):")
+        for d in status.unresolved[:SHOWN]:
+            questions = ", ".join(f"{q} (spread {s:.2f})" for q, s in d.disputed.items())
+            lines.append(f"  {terminal_text(d.trace_id)} {terminal_text(d.event_id or '(trace)')}"
+                         f": {terminal_text(questions)}")
+        if len(status.unresolved) > SHOWN:
+            lines.append(f"  and {len(status.unresolved) - SHOWN} more (campaign status --json)")
+    return lines
+
+
+def status_verb(args: argparse.Namespace) -> int:
+    """Print where a campaign stands."""
+    status = _workspace(args).campaign_status(args.name)
+    if args.json:
+        print(json.dumps(status.as_json(), indent=2, default=str))
+        return 0
+    print(f"campaign {terminal_text(status.name)}: {status.targets} targets, "
+          f"{status.complete} complete, {status.in_progress} in progress; "
+          f"{status.saved} of {status.slots} reviews saved; {status.gold} gold")
+    for r in status.reviewers:
+        accuracy = (f"gold {r.gold_correct}/{r.gold_seen} ({r.accuracy:.0%})"
+                    if r.accuracy is not None else "no gold yet")
+        print(f"  {terminal_text(r.reviewer):<28} {r.saved} saved, {r.leased} reserved, "
+              f"{r.skipped} skipped; {accuracy}")
+    for q in status.agreement:
+        alpha = f"alpha {q.alpha:.3f}" if q.alpha is not None else f"alpha -  ({q.note})"
+        print(f"  {terminal_text(q.question):<24} {alpha}; {q.shared_targets} targets with 2+ "
+              "reviewers")
+    for line in _unresolved_lines(status):
+        print(line)
+    return 0
+
+
+def export_verb(args: argparse.Namespace) -> int:
+    """Export a campaign's labels; the unresolved disagreements are reported on stderr."""
+    found = FORMATS[args.format]
+    if found.needs_traces and not args.traces:
+        print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
+        return 2
+    ws = _workspace(args)
+    status = ws.campaign_status(args.name)
+    traces = None
+    if found.needs_traces:
+        read = ws.read_traces()
+        say_unread(read.unread)
+        traces = read.traces
+    result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
+                       adjudicated_only=args.adjudicated_only)
+    for sentence in [*result.left_out, *result.notes]:
+        print(terminal_text(sentence), file=sys.stderr)
+    for line in _unresolved_lines(status):  # escaped already
+        print(line, file=sys.stderr)
+    print(terminal_text(result.text))
+    return 0
+
+
+def members_add_verb(args: argparse.Namespace) -> int:
+    """Add a member or change their role."""
+    member = _workspace(args).add_member(args.email, args.role, Reviewer(name=args.by, via="cli"))
+    print(f"{terminal_text(member.email)} is a {member.role}")
+    return 0
+
+
+def members_list_verb(args: argparse.Namespace) -> int:
+    """List the members."""
+    found = _workspace(args).members()
+    if args.json:
+        print(json.dumps([m.model_dump() for m in found], indent=2))
+        return 0
+    if not found:
+        print("no members: without sign-in everyone may act as a lead "
+              "(orchviz campaign members add EMAIL --role lead)")
+    for m in found:
+        print(f"{terminal_text(m.email):<36} {m.role:<9} added by {terminal_text(m.added_by)} "
+              f"on {m.added_at[:10]}")
+    return 0
