@@ -39,6 +39,7 @@ from viz_app.labels.campaign import (SPREAD, Campaign, CampaignSpec, CampaignSta
                                      gold_answers, label_target, plan_targets)
 from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
+from viz_app.labels.suggestion import Suggestion, SuggestionFailure
 from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
 from viz_app.model import Trace
 from viz_app.settings import Settings, database_url
@@ -49,6 +50,9 @@ from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexR
 from viz_app.store.labels import LabelStore
 from viz_app.store.members import Member, MemberStore
 from viz_app.store.pool_index import PoolIndex, PoolUpdate, default_index_path
+from viz_app.store.suggestions import SuggestionStore
+from viz_app.suggest import SuggestError, produce
+from viz_app.suggest.rules import PRODUCER as RULES
 
 
 class TraceSet(BaseModel):
@@ -84,6 +88,24 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
         elif q.id not in answers:
             raise LabelError(f"Answer first: {q.prompt}")
     return answers
+
+
+class SuggestReport(BaseModel):
+    """What one run of a producer over some traces did."""
+
+    producer: str = Field(description="`rules` or `judge`.")
+    traces: int = Field(0, description="Traces the producer ran on.")
+    suggestions: int = Field(0, description="Suggestions it made.")
+    added: int = Field(0, description="Suggestions stored now (the rest were stored before: "
+                       "same producer version, trace version, target and question).")
+    failures: list[SuggestionFailure] = Field(default_factory=list,
+                                              description="Targets it gave nothing usable on.")
+
+    @property
+    def text(self) -> str:
+        """One line for people."""
+        return (f"{self.producer}: {self.traces} traces, {self.suggestions} suggestions "
+                f"({self.added} new), {len(self.failures)} failures")
 
 
 def read_label_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -643,3 +665,59 @@ class Workspace:
         """A member's role, `lead` or `reviewer`; None for someone not a member."""
         return MemberStore(self.engine).role(email)
 
+    # -- suggestions ------------------------------------------------------------------------------
+
+    @property
+    def suggestion_store(self) -> SuggestionStore:
+        """The producers' suggestions and failures (pages and verbs call the methods below)."""
+        return SuggestionStore(self.engine)
+
+    def suggest(self, traces: Iterable[Trace] | Mapping[str, Trace], producer: str = "rules",
+                judge: Any = None, progress: IndexProgress | None = None) -> SuggestReport:
+        """Run a producer (`rules`, or `judge` with a `viz_app.suggest.judge.JudgeProducer`
+        given as `judge`) over traces under the workspace's rubric and store what it suggests;
+        a suggestion stored before (same producer version, trace version, target and question)
+        is not stored again. Targets it failed on are recorded as failures, never as
+        suggestions. `progress(done, total, trace_id)` is called as traces are done."""
+        if producer == "rules":
+            maker: Any = "rules"
+        elif producer == "judge":
+            if judge is None:
+                raise SuggestError("the judge producer needs a judge: give --judge-url and "
+                                   "--judge-model")
+            maker = judge
+        else:
+            raise SuggestError(f"unknown producer {producer!r} (known: rules, judge)")
+        items = list(traces.values() if isinstance(traces, Mapping) else traces)
+        store, rubric = self.suggestion_store, self.rubric
+        report = SuggestReport(producer=producer)
+        for done, trace in enumerate(items):
+            if progress is not None:
+                progress(done, len(items), trace.trace_id)
+            try:
+                made, failed = produce(trace, rubric, maker)
+            except OrchvizError:
+                raise
+            except Exception as err:  # one trace a producer trips on must not stop the rest
+                failed = [SuggestionFailure(
+                    trace_id=trace.trace_id, trace_sha256=trace.sha256, event_id="", question="",
+                    producer=RULES if maker == "rules" else maker.producer,
+                    error=f"the {producer} producer failed on this trace ({err!r})")]
+                made = []
+            report.traces += 1
+            report.suggestions += len(made)
+            report.added += store.add(made)
+            for failure in failed:
+                store.add_failure(failure)
+            report.failures += failed
+        if progress is not None and items:
+            progress(len(items), len(items), "")
+        return report
+
+    def suggestions(self, trace_id: str, event_id: str | None = None,
+                    question: str | None = None, producer: str | None = None
+                    ) -> list[Suggestion]:
+        """The stored suggestions on one trace: on one event (`''` for the trace itself) or
+        all (None), for one question or all, by one producer or all."""
+        return self.suggestion_store.all(trace_id=trace_id, event_id=event_id,
+                                         question=question, producer=producer)
