@@ -190,7 +190,8 @@ def test_every_format_is_written_by_the_cli(store, db, tmp_path, format, capsys)
                  "--traces", str(PREMATURE)])
     assert code == 0 and out.exists()
     said = {"preference": "0 preference pairs", "openrlhf-rm": "0 preference pairs",
-            "bookmarks": "0 current bookmarks", "traces": f"6 current labels -> 1 traces in {out}"}
+            "bookmarks": "0 current bookmarks", "suggestions": "0 suggestions",
+            "traces": f"6 current labels -> 1 traces in {out}"}
     expected = said.get(format) or (f" {FORMATS[format].unit} -> {out}" if FORMATS[format].training
                                     else f"6 current labels -> {out}")
     assert expected in capsys.readouterr().out

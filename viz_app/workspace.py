@@ -438,6 +438,12 @@ class Workspace:
         if found.reads == "bookmarks":
             given = ExportInput(labels=[], traces={}, rubric=None,
                                 bookmarks=bookmark_records(self.bookmarks.records(), reviewer))
+        elif found.reads == "suggestions":
+            if campaign is not None or reviewer is not None:
+                raise OrchvizError("the suggestions export takes every stored suggestion: it "
+                                   "has no reviewer or campaign to choose by")
+            given = ExportInput(labels=[], traces={}, rubric=None,
+                                suggestions=self.suggestion_store.all())
         else:
             if found.needs_traces and traces is None:
                 if not self.settings.traces:

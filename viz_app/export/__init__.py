@@ -35,6 +35,7 @@ from viz_app.export.records import (flat_records, label_records, write_csv, writ
 from viz_app.export.rewards import reward_rows
 from viz_app.export.rllm import episodes
 from viz_app.export.steps import TraceSteps, all_trace_steps
+from viz_app.export.suggestions import write_suggestions
 from viz_app.export.traces import write_labelled_traces
 from viz_app.export.verl import verl_rows, verl_schema
 from viz_app.labels.label import FIELDS, LabelRecord
@@ -54,6 +55,8 @@ class ExportInput:
     """The rubric the labels were checked against (None for the bookmarks)."""
     bookmarks: Sequence[Mapping[str, Any]] = ()
     """The current bookmark records (`BookmarkStore.records`)."""
+    suggestions: Sequence[Any] = ()
+    """The stored suggestions (`SuggestionStore.all`), for the suggestions export only."""
     from_scores: bool = False
     """Preference: also pair the traces of one task by their scalar labels."""
     options: ExportOptions = ExportOptions()
@@ -128,8 +131,9 @@ class ExportFormat:
     """Whether it reads the labelled traces themselves (`--traces`), not only the labels."""
     writes_folder: bool = False
     """Whether its output is a folder of files rather than one file."""
-    reads: Literal["labels", "bookmarks"] = "labels"
-    """What it is made of: the current labels, or the current bookmarks."""
+    reads: Literal["labels", "bookmarks", "suggestions"] = "labels"
+    """What it is made of: the current labels, the current bookmarks, or the producers'
+    suggestions (never mixed into a labels format)."""
     unit: str = "current labels"
     """What the summary of an export counts (`12 current labels -> out.jsonl`)."""
     counts_rows: bool = False
@@ -301,6 +305,10 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "bookmarks.jsonl",
                  lambda given, out: write_jsonl(bookmark_records(given.bookmarks), out),
                  reads="bookmarks", unit="current bookmarks", counts_rows=True),
+    ExportFormat("suggestions", "the producers' suggested answers, apart from the labels (JSON "
+                 "Lines)", "suggestions.jsonl",
+                 lambda given, out: write_suggestions(given.suggestions, out),
+                 reads="suggestions", unit="suggestions", counts_rows=True),
 )}
 """Every export format, by name."""
 
