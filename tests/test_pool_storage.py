@@ -266,3 +266,21 @@ def test_pool_show_of_an_unknown_id_is_one_line(tmp_path, capsys):
     assert main(["pool", "show", str(tmp_path / "pool"), "nope"]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         f"orchviz: {tmp_path / 'pool'}: the pool holds no trace with id 'nope'"]
+
+
+def test_a_large_row_group_is_read_a_few_rows_at_a_time(tmp_path, monkeypatch):
+    traces = synth_traces(20)
+    pool.write_pool(traces, str(tmp_path / "pool"), row_group_rows=20)
+    monkeypatch.setattr(pool, "STREAM_ABOVE", 0)
+    rows, errors = read_all(str(tmp_path / "pool"))
+    assert not errors and [t.to_dict() for _, _, t in rows] == [t.to_dict() for t in traces]
+    shard = pool.shards(str(tmp_path / "pool"))[0]
+    assert pool.read_trace(shard, 17).to_dict() == traces[17].to_dict()
+
+
+def test_an_id_lookup_naming_a_file_outside_the_pool_is_refused(tmp_path):
+    pool.write_pool(demo_traces()[:1], str(tmp_path / "pool"))
+    pq.write_table(pa.table({"trace_id": [PREMATURE_ID], "shard": ["../elsewhere.parquet"],
+                             "row": [0]}), tmp_path / "pool" / pool.IDS)
+    with pytest.raises(PoolError, match="names a shard that is not one"):
+        pool.find_trace(str(tmp_path / "pool"), PREMATURE_ID)

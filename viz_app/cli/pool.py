@@ -90,8 +90,8 @@ def register_write(verbs: argparse._SubParsersAction) -> None:
 
 def _source_traces(sources: list[str], fmt: str | None,
                    failed: list[TraceError]) -> Iterator[Trace]:
-    """The traces of the sources, a file at a time, with a progress bar over the files; a file
-    that cannot be read is said on one line and kept in `failed`."""
+    """The traces of the sources, a file at a time; a file that cannot be read is said on one
+    line and kept in `failed`."""
     items: list[Path] = []
     for source in sources:
         path = Path(source)
@@ -103,9 +103,7 @@ def _source_traces(sources: list[str], fmt: str | None,
         failed.append(err)
         tqdm.write(terminal_text(err), file=sys.stderr)
 
-    bar = tqdm(items, desc="writing pool", unit="file", file=sys.stderr,
-               disable=None if len(items) > 1 else True)
-    for path in bar:
+    for path in items:
         try:
             yield from read_any(path, fmt=fmt, on_error=report)
         except TraceError as err:
@@ -116,9 +114,11 @@ def write(args: argparse.Namespace) -> int:
     """Write the pool; 1 when a source failed or nothing was written."""
     apply_storage_options(args.output, args.storage_option)
     failed: list[TraceError] = []
-    result = pool.write_pool(_source_traces(args.sources, args.fmt, failed), args.output,
-                             shard_rows=args.shard_rows, row_group_rows=args.row_group_rows,
-                             format=args.format, compress=not args.no_gzip)
+    with tqdm(desc="writing pool", unit="trace", file=sys.stderr, disable=None) as bar:
+        result = pool.write_pool(_source_traces(args.sources, args.fmt, failed), args.output,
+                                 shard_rows=args.shard_rows, row_group_rows=args.row_group_rows,
+                                 format=args.format, compress=not args.no_gzip,
+                                 progress=bar.update)
     for line in result.skipped:
         print(terminal_text(line), file=sys.stderr)
     print(terminal_text(args.output))

@@ -61,6 +61,9 @@ ROW_GROUP_ROWS = 64
 """Traces per Parquet row group, by default: opening one trace reads its row group."""
 ROW_GROUP_BYTES = 16 * 1024 * 1024
 """A row group is closed early once its JSON text passes this many bytes."""
+STREAM_ABOVE = 64 * 1024 * 1024
+"""A row group larger than this once decompressed (Parquet written by something else) is read a
+few rows at a time, never whole."""
 
 SHARD_ENDINGS = {".parquet": ("parquet", False), ".jsonl": ("jsonl", False),
                  ".ndjson": ("jsonl", False), ".jsonl.gz": ("jsonl", True),
@@ -269,14 +272,17 @@ def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Tr
     fs, path = _fs(shard.url)
     try:
         with _open(fs, path) as stream:
-            parquet = pq.ParquetFile(stream)
+            parquet = _parquet(stream)
             columns = _parquet_columns(parquet, shard)
             start = 0
             for group in range(parquet.num_row_groups):
                 count = parquet.metadata.row_group(group).num_rows
                 if row < start + count:
-                    table = parquet.read_row_group(group, columns=columns)
-                    return _row_trace(table.slice(row - start, 1), 0, row, shard, max_bytes)
+                    skip = row - start
+                    for table in _tables(parquet, group, columns):
+                        if skip < table.num_rows:
+                            return _row_trace(table, skip, row, shard, max_bytes)
+                        skip -= table.num_rows
                 start += count
     except TraceError:
         raise
@@ -309,7 +315,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
         return
     with stream:
         try:
-            parquet = pq.ParquetFile(stream)
+            parquet = _parquet(stream)
             columns = _parquet_columns(parquet, shard)
         except TraceError as err:
             on_error(err)
@@ -321,21 +327,37 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
         start = 0
         for group in range(parquet.num_row_groups):
             count = parquet.metadata.row_group(group).num_rows
+            done = 0
             try:
-                table = parquet.read_row_group(group, columns=columns)
+                for table in _tables(parquet, group, columns):
+                    for offset in range(table.num_rows):
+                        row = start + done + offset
+                        try:
+                            trace = _row_trace(table, offset, row, shard, max_bytes)
+                        except TraceError as err:
+                            on_error(err)
+                            continue
+                        yield row, trace
+                    done += table.num_rows
             except _READ_ERRORS as err:
-                on_error(TraceError(shard.url, f"rows {start}-{start + count - 1}",
+                on_error(TraceError(shard.url, f"rows {start + done}-{start + count - 1}",
                                     f"row group {group} cannot be read ({_short(err)}); its "
-                                    f"{count} rows were skipped"))
-                start += count
-                continue
-            for offset in range(table.num_rows):
-                try:
-                    yield start + offset, _row_trace(table, offset, start + offset, shard,
-                                                     max_bytes)
-                except TraceError as err:
-                    on_error(err)
+                                    f"{count - done} rows were skipped"))
             start += count
+
+
+def _parquet(stream: BinaryIO) -> pq.ParquetFile:
+    """A Parquet file over an open stream, its column chunks read a megabyte at a time."""
+    return pq.ParquetFile(stream, buffer_size=1024 * 1024)
+
+
+def _tables(parquet: pq.ParquetFile, group: int, columns: list[str]) -> Iterator[pa.Table]:
+    """A row group's rows: the whole group at once, or a few rows at a time when it is large."""
+    if parquet.metadata.row_group(group).total_byte_size <= STREAM_ABOVE:
+        yield parquet.read_row_group(group, columns=columns)
+        return
+    for batch in parquet.iter_batches(batch_size=8, row_groups=[group], columns=columns):
+        yield pa.Table.from_batches([batch])
 
 
 def _row_trace(table: pa.Table, offset: int, row: int, shard: Shard, max_bytes: int) -> Trace:
@@ -425,6 +447,8 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
             if only is not None and row != only:
                 row += 1
                 continue
+            if only is not None and not line.strip():
+                on_error(TraceError(shard.url, f"row {row} (line {row + 1})", "the line is empty"))
             if line.strip():
                 try:
                     trace = _validated(line.rstrip(b"\r\n"), shard, row)
@@ -456,7 +480,7 @@ def _lookup(fs: fsspec.AbstractFileSystem, ids_path: str, path: str,
             trace_id: str) -> tuple[Shard, int] | None:
     try:
         with _open(fs, ids_path) as stream:
-            parquet = pq.ParquetFile(stream)
+            parquet = _parquet(stream)
             for group in range(parquet.num_row_groups):
                 stats = parquet.metadata.row_group(group).column(0).statistics
                 if stats is not None and stats.has_min_max and not (
@@ -467,7 +491,10 @@ def _lookup(fs: fsspec.AbstractFileSystem, ids_path: str, path: str,
                                             table.column("shard").to_pylist(),
                                             table.column("row").to_pylist()):
                     if found == trace_id:
-                        kind = _shard_kind(name) or ("parquet", False)
+                        kind = _shard_kind(name) if isinstance(name, str) else None
+                        if kind is None or name.startswith("/") or ".." in name.split("/"):
+                            raise PoolError(f"{_url(fs, ids_path)}: names a shard that is not "
+                                            f"one ({str(name)[:80]!r})")
                         return Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
                                      compressed=kind[1]), row
     except _READ_ERRORS as err:
@@ -485,7 +512,7 @@ def _shard_ids(shard: Shard) -> Iterator[tuple[int, str]]:
     fs, path = _fs(shard.url)
     try:
         with _open(fs, path) as stream:
-            parquet = pq.ParquetFile(stream)
+            parquet = _parquet(stream)
             if "trace_id" not in parquet.schema_arrow.names:
                 return
             start = 0
