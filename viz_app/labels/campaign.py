@@ -417,8 +417,10 @@ def companions(rubric: Rubric) -> dict[str, list[str]]:
 def row_targets(row: IndexRow, rubric: Rubric, questions: Sequence[str],
                 near: Mapping[str, list[str]] | None = None) -> list[tuple[str, list[str]]]:
     """(event id, questions) of each target of an indexed trace that the campaign's questions
-    apply to, in the index's order: a target applies when one of its required questions is
-    asked; its questions are the campaign's questions asked there (rubric order)."""
+    apply to, in the index's order: its questions are the campaign's questions asked on the
+    kind of target its required questions are asked on (rubric order), and it applies when
+    there is one. (The index records the targets with a required question: a target where
+    only optional questions are asked, such as a spawn, is in no campaign.)"""
     if row.targets is None:
         raise LabelError(f"trace {row.trace_id} was indexed without a rubric: index the "
                          "library under the rubric first")
@@ -427,10 +429,9 @@ def row_targets(row: IndexRow, rubric: Rubric, questions: Sequence[str],
     order = {q: i for i, q in enumerate(questions)}
     found = []
     for key, required in row.targets.items():
-        if not wanted.intersection(required):
-            continue
         here = {c for q in required for c in near.get(q, [q])} & wanted
-        found.append((key, sorted(here, key=order.__getitem__)))
+        if here:
+            found.append((key, sorted(here, key=order.__getitem__)))
     return found
 
 
