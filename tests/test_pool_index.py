@@ -1,0 +1,299 @@
+"""The index of a pool: one summary row per trace in DuckDB and its words in SQLite FTS5, built
+by one shard function inline, on a process pool or on Ray; queried by structured filters,
+searches, pages, counts, histograms and samples."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import need
+from factories import demo_trace, example_trace, make_workspace
+from viz_app.cli import main
+from viz_app.errors import OrchvizError
+from viz_app.io import pool
+from viz_app.labels.rubric import default_rubric
+from viz_app.store.index import trace_record
+from viz_app.store.pool_index import (Condition, FilterError, PoolIndex, default_index_path,
+                                      parse_condition, search_query, summarise_shard)
+
+TOPOLOGIES = ["centralized", "debate", "swarm"]
+
+
+def pool_traces(count: int = 24):
+    """Small traces with ids, tasks (groups of 4), topologies, agents and rewards that vary."""
+    traces = []
+    for i in range(count):
+        trace = example_trace(f"rollout-{i:03d}", task_id=f"task-{i // 4}",
+                              topology=TOPOLOGIES[i % 3],
+                              rewards={"team": float(i % 2), "tool": i / count})
+        traces.append(trace)
+    return traces
+
+
+@pytest.fixture
+def written(tmp_path):
+    """A pool of 24 traces in 4 Parquet shards, and its traces."""
+    traces = pool_traces()
+    pool.write_pool(traces, str(tmp_path / "pool"), shard_rows=6, row_group_rows=2)
+    return str(tmp_path / "pool"), traces
+
+
+def indexed(tmp_path, location, **options):
+    index = PoolIndex(tmp_path / "index" / "pool.duckdb", location)
+    options.setdefault("workers", 1)
+    return index, index.update(pool.shards(location), rubric=default_rubric(), **options)
+
+
+def snapshot(index: PoolIndex) -> list[dict]:
+    """Every row of an index, in trace id order, without its doc numbers."""
+    rows = index.page(sort="trace_id", limit=10_000)
+    return [r.model_dump() for r in rows]
+
+
+# -- what is indexed ------------------------------------------------------------------------------
+
+
+def test_each_trace_gets_a_row_with_the_same_summary_as_the_library_index(tmp_path, written):
+    location, traces = written
+    index, done = indexed(tmp_path, location)
+    assert (done.traces, done.shards, done.read, done.failures) == (24, 4, 4, 0)
+    row = index.page([Condition(field="trace_id", op="=", value="rollout-007")])[0]
+    expected = trace_record(traces[7], default_rubric())
+    assert (row.events, row.agents, row.depth, row.makespan_s, row.tokens, row.sha256,
+            row.task_id, row.topology) == (
+        expected["events"], expected["agents"], expected["depth"], expected["makespan_s"],
+        expected["tokens"], expected["sha256"], "task-1", "debate")
+    assert row.rewards == {"team": 1.0, "tool": 7 / 24}
+    assert row.targets == json.loads(expected["targets"])
+    assert row.shard.endswith("part-00001.parquet") and row.row == 1
+
+
+def test_a_second_update_reads_only_the_shards_that_changed_or_came(tmp_path, written):
+    location, _ = written
+    index, _ = indexed(tmp_path, location)
+    again = index.update(pool.shards(location), rubric=default_rubric(), workers=1)
+    assert (again.read, again.skipped, again.traces) == (0, 4, 24)
+    shard = pool.shards(location)[2]
+    table = pq.read_table(shard.url)
+    pq.write_table(table.slice(0, 3), shard.url)  # the shard rewritten with fewer rows
+    again = index.update(pool.shards(location), rubric=default_rubric(), workers=1)
+    assert (again.read, again.skipped, again.traces) == (1, 3, 21)
+    assert index.count(search="rollout-016") == 0 and index.count(search="rollout-014") == 1
+
+
+def test_a_shard_gone_from_the_pool_leaves_the_index(tmp_path, written):
+    location, _ = written
+    index, _ = indexed(tmp_path, location)
+    shards = pool.shards(location)
+    again = index.update(shards[:3], rubric=default_rubric(), workers=1)
+    assert (again.removed, again.traces) == (1, 18)
+    assert index.locate("rollout-020") is None
+
+
+def test_bad_shards_and_rows_are_counted_and_named_and_the_rest_is_indexed(tmp_path):
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    good = [example_trace(f"good-{i}") for i in range(3)]
+    lines = [json.dumps(t.to_dict()) for t in good]
+    lines.insert(1, '{"trace_id": "no-events"}')
+    (folder / "a.jsonl").write_text("\n".join(lines) + "\n")
+    whole = pa.table({"trace_id": ["x"], "task_id": ["y"]})  # a Parquet file of other columns
+    pq.write_table(whole, folder / "b.parquet")
+    (folder / "c.parquet").write_bytes(b"PAR1 truncated")
+    index, done = indexed(tmp_path, str(folder))
+    assert done.traces == 3 and done.failures == 3
+    failures = {(os.path.basename(f.shard), f.row): f.error for f in index.failures()}
+    assert set(failures) == {("a.jsonl", 1), ("b.parquet", -1), ("c.parquet", -1)}
+    assert "a.jsonl" in failures[("a.jsonl", 1)] and "row 1" in failures[("a.jsonl", 1)]
+    assert "c.parquet" in failures[("c.parquet", -1)] and "task_id" not in failures[("c.parquet", -1)]
+    assert "b.parquet" in failures[("b.parquet", -1)] and "events" in failures[("b.parquet", -1)]
+
+
+def test_summarise_shard_is_pure_and_gives_rows_and_failures(written):
+    location, _ = written
+    shard = pool.shards(location)[0]
+    rows, failures = summarise_shard(shard, None)
+    assert [r["trace_id"] for r in rows] == [f"rollout-{i:03d}" for i in range(6)]
+    assert failures == [] and rows[0]["targets"] is None
+    assert "rollout-000" in rows[0]["text"] and "orchestrator" in rows[0]["text"]
+
+
+def test_a_process_pool_gives_the_same_index_as_reading_inline(tmp_path, written):
+    location, _ = written
+    inline, _ = indexed(tmp_path / "a", location, workers=1)
+    pooled, done = indexed(tmp_path / "b", location, workers=2)
+    assert done.engine == "processes"
+    assert snapshot(pooled) == snapshot(inline)
+
+
+def test_ray_in_local_mode_gives_the_same_index_as_the_process_pool(tmp_path, written):
+    try:
+        import ray
+    except ImportError:
+        need("Ray is not installed: pip install 'orchviz[ray]'")
+    location, _ = written
+    pooled, _ = indexed(tmp_path / "a", location, workers=2)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        on_ray, done = indexed(tmp_path / "b", location, ray="auto")
+    finally:
+        ray.shutdown()
+    assert done.engine == "ray" and done.traces == 24
+    assert snapshot(on_ray) == snapshot(pooled)
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def index(tmp_path, written):
+    return indexed(tmp_path, written[0])[0]
+
+
+def test_a_search_finds_traces_by_id_agent_and_content_words(index):
+    assert [r.trace_id for r in index.page(search="rollout-005")] == ["rollout-005"]
+    assert index.count(search="planner_1") == 24
+    assert index.count(search="orchestrator rollout-01") == 10  # every word, as a prefix
+    assert index.count(search="no-such-word-anywhere") == 0
+
+
+@pytest.mark.parametrize("typed", ['"', "NEAR(a b)", "a OR", "*", "body:x", "' OR 1=1 --",
+                                   "rollout-00*"])
+def test_what_a_person_types_is_never_search_syntax(index, typed):
+    index.count(search=typed)  # no error; words are matched as words
+    query = search_query(typed)
+    assert query is None or all(part.startswith('"') for part in query.split(" AND "))
+
+
+def test_filters_sort_and_pages_are_done_in_the_index(index):
+    swarm = [Condition(field="topology", op="=", value="swarm")]
+    assert index.count(swarm) == 8
+    first = index.page(swarm, sort="reward.tool", descending=True, limit=3)
+    second = index.page(swarm, sort="reward.tool", descending=True, offset=3, limit=3)
+    tools = [r.rewards["tool"] for r in first + second]
+    assert tools == sorted(tools, reverse=True) and len(set(r.trace_id for r in first + second)) == 6
+    assert index.count([parse_condition("reward.team>=1"), parse_condition("group=task-2")]) == 2
+    assert index.count([Condition(field="topology", op="in", value=["swarm", "debate"])]) == 16
+
+
+def test_a_filter_value_is_a_parameter_never_sql(index):
+    assert index.count([Condition(field="topology", op="=", value="x' OR '1'='1")]) == 0
+    assert index.count([Condition(field="reward.x') OR TRUE --", op=">", value=0)]) == 0
+
+
+@pytest.mark.parametrize("expr", ["agents>", "agents>>3", "nope=1", "agents~3", "", "=3"])
+def test_a_bad_filter_expression_is_one_sentence(expr):
+    with pytest.raises(FilterError) as err:
+        parse_condition(expr)
+    assert "\n" not in str(err.value)
+
+
+def test_filter_expressions_become_structured_filters():
+    assert parse_condition("agents>10") == Condition(field="agents", op=">", value=10.0)
+    assert parse_condition("topology=tree") == Condition(field="topology", op="=", value="tree")
+    assert parse_condition("reward.team <= 0.5") == Condition(field="reward.team", op="<=",
+                                                              value=0.5)
+    assert parse_condition("task_id~math").op == "~"
+
+
+def test_a_histogram_counts_every_selected_trace_once(index):
+    bars = index.histogram("reward.tool", bins=5)
+    assert len(bars) == 5 and sum(b.count for b in bars) == 24
+    whole = index.histogram("agents")
+    assert [(b.low, b.count) for b in whole] == [(whole[0].low, 24)]
+
+
+def test_a_sample_is_the_same_for_a_seed_and_stays_in_the_filter(index):
+    debate = [Condition(field="topology", op="=", value="debate")]
+    first = index.sample(5, seed=7, filters=debate)
+    assert first == index.sample(5, seed=7, filters=debate) and len(set(first)) == 5
+    assert first != index.sample(5, seed=8, filters=debate)
+    topologies = {index.page([Condition(field="trace_id", op="=", value=t)])[0].topology
+                  for t in first}
+    assert topologies == {"debate"}
+    assert len(index.sample(100, seed=1)) == 24
+
+
+def test_a_stratified_sample_draws_evenly_from_every_stratum(index):
+    picked = index.sample(6, seed=3, stratify="group")
+    groups = [index.page([Condition(field="trace_id", op="=", value=t)])[0].task_id
+              for t in picked]
+    assert sorted(groups) == [f"task-{i}" for i in range(6)]
+    by_number = index.sample(8, seed=3, stratify="reward.tool", strata=4)
+    assert len(set(by_number)) == 8
+
+
+def test_a_trace_opens_from_its_shard_and_row(index, written):
+    trace = index.trace("rollout-013")
+    assert trace.to_dict() == written[1][13].to_dict()
+    assert index.locate("no-such-trace") is None
+
+
+# -- the workspace and the command --------------------------------------------------------------
+
+
+def test_a_workspace_lists_a_pool_through_its_index_beside_the_label_db(tmp_path, written):
+    location, traces = written
+    workspace = make_workspace(tmp_path, traces=[location, demo_trace().source])
+    assert workspace.pools == [location]
+    assert location not in map(str, workspace.folders)
+    done = workspace.update_pool_index(workers=1)
+    assert done.traces == 24
+    assert workspace.pool_index().path == default_index_path(location,
+                                                             workspace.settings.db_url)
+    assert workspace.pool_index().path.parent == tmp_path
+    assert workspace.trace("rollout-002").to_dict() == traces[2].to_dict()
+    assert workspace.trace(demo_trace().trace_id).trace_id == demo_trace().trace_id
+
+
+def test_a_folder_of_json_lines_alone_stays_a_library_folder(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "runs.jsonl").write_text(json.dumps(example_trace("line-1").to_dict()) + "\n")
+    workspace = make_workspace(tmp_path, traces=[folder])
+    assert workspace.pools == []
+    assert [r.trace_id for r in workspace.update_index().rows] == ["line-1"]
+
+
+def test_pool_index_and_ls_on_the_command_line(tmp_path, written, capsys):
+    location, _ = written
+    db = str(tmp_path / "labels.db")
+    assert main(["pool", "index", location, "--db", db, "--workers", "1"]) == 0
+    assert "24 traces indexed from 4 shards" in capsys.readouterr().out
+    assert main(["pool", "ls", location, "--db", db, "--filter", "topology=debate",
+                 "--sort", "reward.tool", "--desc", "--limit", "2", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["count"] == 8 and [r["trace_id"] for r in listed["rows"]] == [
+        "rollout-022", "rollout-019"]
+    assert main(["pool", "ls", location, "--db", db, "--filter", "agents>>"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("orchviz: ") and err.count("\n") == 1
+
+
+def test_terminal_output_of_ls_is_escaped(tmp_path, capsys):
+    hostile = example_trace("evil-\x1b[31m-id", task_id="task-\x1b]0;x\x07")
+    pool.write_pool([hostile], str(tmp_path / "pool"))
+    assert main(["pool", "ls", str(tmp_path / "pool"), "--db", str(tmp_path / "l.db"),
+                 "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b" in out
+
+
+def test_the_ray_option_without_ray_is_one_sentence(tmp_path, written, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray":
+            raise ImportError("no ray")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(OrchvizError, match=r"orchviz\[ray\]"):
+        indexed(tmp_path, written[0], ray="auto")
