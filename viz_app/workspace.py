@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
@@ -50,6 +50,9 @@ from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexR
 from viz_app.store.labels import LabelStore
 from viz_app.store.members import Member, MemberStore
 from viz_app.store.pool_index import PoolIndex, PoolUpdate, default_index_path
+
+if TYPE_CHECKING:
+    from viz_app.io.pool import Shard
 from viz_app.store.suggestions import SuggestionStore
 from viz_app.suggest import SuggestError, produce
 from viz_app.suggest.rules import PRODUCER as RULES
@@ -223,6 +226,15 @@ class Workspace:
         index = self.pool_index(location)
         return index.update(shards(index.location), rubric=self._rubric, workers=workers,
                             ray=ray, progress=progress, rebuild=rebuild)
+
+    def pool_locate(self, trace_id: str) -> tuple[Shard, int] | None:
+        """Where a trace of one of the pools is (its shard and row), by the pools' indexes;
+        None when no pool's index knows the id."""
+        for location in self.pools:
+            found = self.pool_index(location).locate(trace_id)
+            if found is not None:
+                return found
+        return None
 
     def pool_trace(self, trace_id: str) -> tuple[str, Trace] | None:
         """A trace of one of the pools, by id through their indexes (reading only its row

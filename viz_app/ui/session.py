@@ -26,6 +26,7 @@ from viz_app import charts
 from viz_app.analysis import analyze
 from viz_app.errors import OrchvizError
 from viz_app.io.detect import read_at
+from viz_app.io.pool import Shard, read_trace
 from viz_app.labels.label import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
@@ -111,6 +112,32 @@ def load(path: str | Path, position: int) -> Trace:
     return _parsed(path, position, file_digest(path))
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _pool_parsed(shard_json: str, row: int, stamp: str) -> Trace:
+    del stamp  # part of the cache key only: a rewritten shard is read again
+    trace = read_trace(Shard.model_validate_json(shard_json), row)
+    analyze(trace).communication  # noqa: B018  (analysed once, before any session reads it)
+    return trace
+
+
+def pool_load(shard: Shard, row: int) -> Trace:
+    """The trace at a row of a pool's shard (only its row group is read), parsed once per
+    shard version (raises TraceError)."""
+    from viz_app.store.pool_index import shard_stamp
+
+    return _pool_parsed(shard.model_dump_json(), row, shard_stamp(shard))
+
+
+def find_and_load(trace_id: str) -> Trace | None:
+    """A trace of the library or of a pool by id, loaded (cached); None when no index knows
+    it (raises TraceError when it is known but cannot be read)."""
+    pooled = workspace().pool_locate(trace_id)
+    if pooled is not None:
+        return pool_load(*pooled)
+    found = workspace().find(trace_id)
+    return load(*found) if found is not None else None
+
+
 def linked_trace(none_open: str) -> Trace:
     """The trace the URL names (`?trace=<id>`), loaded; when there is none, or it cannot be
     found or read, the page says so (`none_open` when the URL names none) and stops."""
@@ -119,17 +146,17 @@ def linked_trace(none_open: str) -> Trace:
         st.info(none_open)
         st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
         st.stop()
-    with st.spinner("Finding the trace…"):
-        found = workspace().find(trace_id)
-    if found is None:
-        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
-        st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
-        st.stop()
     try:
-        return load(*found)
+        with st.spinner("Finding the trace…"):
+            trace = find_and_load(trace_id)
     except (OrchvizError, OSError) as err:
         st.error(f"The trace could not be loaded: {markdown_literal(err, 400)}")
         st.stop()
+    if trace is None:
+        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
+        st.page_link(LIBRARY_PAGE, label="Go to the library", icon=":material/list:")
+        st.stop()
+    return trace
 
 
 def trace_key(trace: Trace) -> str:
