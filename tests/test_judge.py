@@ -10,9 +10,10 @@ import json
 
 import pytest
 
-from factories import premature
+from factories import make_workspace, premature
 from openai_stub import OpenAIStub, Reply
 from viz_app.errors import OrchvizError
+from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
 from viz_app.suggest.judge import JudgeProducer, answer_schema, prompt_sha256
 from viz_app.text import prompt_data
@@ -49,19 +50,35 @@ def test_a_good_answer_is_a_judge_suggestion_with_model_prompt_hash_and_evidence
     assert by_question["aggregation_quality"].value == 4
 
 
-def test_suggestions_and_failures_are_kept_in_the_store(tmp_path):
-    from viz_app.store.database import connect
-    from viz_app.store.suggestions import SuggestionStore
+def test_the_workspace_stores_the_judges_suggestions_and_failures(tmp_path):
+    trace = premature()
+    ws = make_workspace(tmp_path, [trace])
+    with OpenAIStub({STOP: GOOD[STOP], AGGREGATE: Reply(status=500)}) as stub:
+        report = ws.suggest([trace], producer="judge", judge=judge(stub))
+    assert (report.added, len(report.failures)) == (1, 1)
+    [kept] = ws.suggestions(trace.trace_id)
+    assert (kept.event_id, kept.question, kept.value) == ("e13", STOP[0], "premature")
+    assert kept.producer.name == "judge" and kept.producer.model == "stub-model"
+    assert kept.producer.prompt_sha256 == prompt_sha256() and kept.evidence == ("e15", "e13")
+    [failure] = ws.suggestion_store.failures()
+    assert failure.question == "aggregation_quality" and "HTTP 500" in failure.error
 
-    _, made, failed = run({STOP: GOOD[STOP], AGGREGATE: Reply(status=500)})
-    store = SuggestionStore(connect(f"sqlite:///{tmp_path / 'db.sqlite'}"))
-    assert store.add(made) == 1
-    for failure in failed:
-        store.add_failure(failure)
-    [kept] = store.all(trace_id="demo-10-review-premature-stop")
-    assert kept.producer.name == "judge" and kept.evidence == ("e15", "e13")
-    [failure] = store.failures()
-    assert failure.question == "aggregation_quality" and "500" in failure.error
+
+def test_the_judges_agreement_with_blind_labels_is_measured(tmp_path):
+    trace = premature()
+    ws = make_workspace(tmp_path, [trace])
+    with OpenAIStub(GOOD) as stub:
+        ws.suggest([trace], producer="judge", judge=judge(stub))
+    premature_ = {STOP[0]: "premature", "stop_should_have_been": "e15"}
+    for name, answers in (("ann", premature_), ("bob", {STOP[0]: "correct"})):
+        ws.save_answers(trace, "e13", answers, Reviewer(name=name, via="cli"),
+                        suggestions_visible=False)
+    ws.save_answers(trace, "e13", premature_, Reviewer(name="cy", via="cli"),
+                    suggestions_visible=True)
+    report = ws.suggestion_agreement(STOP[0], resamples=50)
+    judged = next(r for r in report.rows if r.rater == "judge (stub-model)")
+    assert (judged.pairs, report.left_out_visible) == (2, 1)
+    assert judged.confusion[1][1] == 1 and judged.confusion[0][1] == 1  # ann agrees, bob not
 
 
 def test_the_prompt_holds_the_question_its_anchors_and_the_stops_context():

@@ -32,7 +32,8 @@ from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.io.records import json_values
 from viz_app.labels.bookmark import Bookmark
-from viz_app.labels.agreement import question_agreement
+from viz_app.labels.agreement import (SuggestionAgreement, question_agreement,
+                                      suggestion_agreement)
 from viz_app.labels.campaign import (SPREAD, Campaign, CampaignSpec, CampaignStatus, Claim,
                                      Disagreement, ReviewerStatus, campaign_questions,
                                      filter_rows, find_disagreements, gold_accuracy,
@@ -739,3 +740,15 @@ class Workspace:
         all (None), for one question or all, by one producer or all."""
         return self.suggestion_store.all(trace_id=trace_id, event_id=event_id,
                                          question=question, producer=producer)
+
+    def suggestion_agreement(self, question: str | None = None, *, resamples: int = 1000,
+                             seed: int = 0) -> SuggestionAgreement:
+        """How far each producer's suggestions agree with the current human labels made
+        without suggestions in view, beside how far the reviewers agree with each other, per
+        question (or the one named): alpha, kappa, bootstrap 95 % intervals, confusion
+        matrices (`viz_app.labels.agreement.suggestion_agreement`; docs/suggestions.md)."""
+        if question is not None:
+            self.rubric.question(question)  # LabelError naming the questions there are
+        return suggestion_agreement(self.rubric, self.labels.current_records(),
+                                    self.suggestion_store.all(), question=question,
+                                    resamples=resamples, seed=seed)

@@ -177,7 +177,8 @@ class SuggestionAgreement(BaseModel):
     with each other, per question (`Workspace.suggestion_agreement`)."""
 
     rows: list[AgreementRow]
-    blind_labels: int = Field(description="Current labels made without suggestions in view.")
+    blind_labels: int = Field(description="Current labels made without suggestions in view "
+                              "(of the questions in `rows`, as the counts below).")
     left_out_visible: int = Field(description="Labels made with suggestions in view (left out).")
     left_out_unknown: int = Field(description="Labels whose visibility is not recorded, made "
                                   "after the target's first suggestion (left out).")
@@ -384,9 +385,10 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
     confusion matrix. A producer's newest suggestion on a target counts, compared with every
     blind reviewer's current answer there, on the same version of the trace."""
     suggestions = list(suggestions)
-    blind, left = blind_labels(labels, suggestions)
     questions = [rubric.question(question)] if question else \
         [q for q in rubric.questions if q.kind in MEASURED_KINDS]
+    asked = {q.id for q in questions}
+    blind, left = blind_labels((x for x in labels if x["question"] in asked), suggestions)
     rows: list[AgreementRow] = []
     for q in questions:
         if q.kind not in MEASURED_KINDS:
