@@ -94,7 +94,8 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
         return None
     if not reviewer:
-        st.info("Enter your name under **Reviewer** in the sidebar to label this trace.")
+        st.info("Sign in, or enter your name under **Reviewer**, in the sidebar to label this "
+                "trace.")
         return None
     rubric = store.rubric
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"

@@ -102,7 +102,7 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
         if selected_event:
             st.caption(f"selected event: **{markdown_literal(selected_event, 40)}**")
         saved = st.form_submit_button("Add bookmark", type="primary", disabled=not reviewer,
-                                      help=None if reviewer else "enter your name in the sidebar")
+                                      help=None if reviewer else "say who you are in the sidebar")
     if saved:
         try:
             if what == "the selected event" and selected_event:

@@ -199,7 +199,7 @@ class OidcProvider:
         client_id, client_secret = form.get("client_id"), form.get("client_secret")
         if authorization and authorization.startswith("Basic "):
             raw = base64.b64decode(authorization[6:]).decode()
-            client_id, _, client_secret = (unquote(part) for part in raw.partition(":")[::2])
+            client_id, client_secret = (unquote(part) for part in raw.partition(":")[::2])
         if client_id != self.client_id or not secrets.compare_digest(
                 client_secret or "", self.client_secret):
             raise ValueError("invalid_client")

@@ -308,6 +308,14 @@ def is_lead(reviewer: Reviewer | None) -> bool:
     return workspace().role(reviewer.name) == "lead"
 
 
+def identify_first(doing: str) -> str:
+    """What a page says where nobody is named yet and something is to be saved: sign in, or
+    type a name (`doing`: "label this trace", "review", ...)."""
+    if sign_in_configured():
+        return f"Sign in (in the sidebar) to {doing}."
+    return f"Enter your name under **Reviewer** in the sidebar to {doing}."
+
+
 REVIEWER_PARAM = "reviewer"
 """The URL parameter that carries the typed reviewer name."""
 REVIEWER_LENGTH = 80

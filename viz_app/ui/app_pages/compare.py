@@ -171,9 +171,9 @@ with st.form("compare:pairwise", border=True):
                           key="compare:reason",
                           placeholder="B waits for the profiler's result; A stops before it.")
     saved = st.form_submit_button("Save judgement", type="primary", disabled=not reviewer,
-                                  help=None if reviewer else "enter your name in the sidebar")
+                                  help=None if reviewer else "say who you are in the sidebar")
 if not reviewer:
-    st.caption("Enter your name in the sidebar to answer.")
+    st.caption(session.identify_first("answer"))
 if saved:
     chosen = {0: trace_a.trace_id, 1: trace_b.trace_id, 2: None}.get(
         options.index(choice) if choice else -1, "")
