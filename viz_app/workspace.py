@@ -50,7 +50,7 @@ from viz_app.store.database import connect
 from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexRow, TraceIndex
 from viz_app.store.labels import LabelStore
 from viz_app.store.members import Member, MemberStore
-from viz_app.store.pool_index import PoolIndex, PoolUpdate, default_index_path
+from viz_app.store.pool_index import Condition, PoolIndex, PoolUpdate, default_index_path
 
 if TYPE_CHECKING:
     from viz_app.io.pool import Shard
@@ -227,6 +227,15 @@ class Workspace:
         index = self.pool_index(location)
         return index.update(shards(index.location), rubric=self._rubric, workers=workers,
                             ray=ray, progress=progress, rebuild=rebuild)
+
+    def sample_pool(self, n: int, *, seed: int = 0, filters: Sequence[Condition] = (),
+                    search: str = "", stratify: str | None = None,
+                    location: str | None = None) -> list[str]:
+        """Trace ids of `n` traces of a pool (default: the first) drawn from those a filter and
+        search select, at random or evenly over the strata of a field (`PoolIndex.sample`): the
+        same for the same seed and index. What a review campaign is made from."""
+        return self.pool_index(location).sample(n, seed=seed, filters=filters, search=search,
+                                                stratify=stratify)
 
     def pool_locate(self, trace_id: str) -> tuple[Shard, int] | None:
         """Where a trace of one of the pools is (its shard and row), by the pools' indexes;
