@@ -222,7 +222,7 @@ def test_bad_shards_are_named_with_shard_and_row_counted_and_the_rest_read(tmp_p
     named = [(Path(e.file).name, e.place.split(":")[0]) for e in errors]
     assert named == [("b-truncated.parquet", "rows 0 onward"),
                      ("c-one-bad-row.parquet", "row 1"),
-                     ("d-other.parquet", "rows 0-0"),
+                     ("d-other.parquet", "row 0"),
                      ("e-bad.jsonl.gz", "row 1 onward")]
     assert "events[0].t" in str(errors[1]) and "must not be negative" in str(errors[1])
     assert "no column 'trace_id'" in str(errors[2])
@@ -235,7 +235,7 @@ def test_a_line_that_is_not_json_is_named_by_row_and_line(tmp_path):
     (tmp_path / "p" / "s.jsonl").write_bytes(lines[0] + b"\n{not json\n" + lines[1] + b"\n")
     found, errors = read_all(str(tmp_path / "p"))
     assert [row for _, row, _ in found] == [0, 2]
-    assert len(errors) == 1 and errors[0].place.startswith("row 1 (line 2)")
+    assert len(errors) == 1 and errors[0].place == "row 1: line 2, column 2"
 
 
 # -- the command line -------------------------------------------------------------------------

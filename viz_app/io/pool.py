@@ -297,10 +297,10 @@ def _parquet_columns(parquet: pq.ParquetFile, shard: Shard) -> list[str]:
     missing = [name for name in REQUIRED if name not in names]
     if missing:
         rows = parquet.metadata.num_rows
-        raise TraceError(shard.url, f"rows 0-{max(rows - 1, 0)}",
+        raise TraceError(shard.url, _span(0, rows - 1),
                          f"the shard has no column {missing[0]!r} (its columns: "
-                         f"{', '.join(names[:12])}), so it holds no traces; its {rows} rows "
-                         "were skipped")
+                         f"{', '.join(names[:12])}), so it holds no traces; "
+                         f"{_rows(rows)} skipped")
     return [name for name in FIELDS + META_COLUMNS if name in names]
 
 
@@ -340,9 +340,9 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
                         yield row, trace
                     done += table.num_rows
             except _READ_ERRORS as err:
-                on_error(TraceError(shard.url, f"rows {start + done}-{start + count - 1}",
-                                    f"row group {group} cannot be read ({_short(err)}); its "
-                                    f"{count - done} rows were skipped"))
+                on_error(TraceError(shard.url, _span(start + done, start + count - 1),
+                                    f"row group {group} cannot be read ({_short(err)}); "
+                                    f"{_rows(count - done)} skipped"))
             start += count
 
 
@@ -389,9 +389,11 @@ def _row_trace(table: pa.Table, offset: int, row: int, shard: Shard, max_bytes: 
     return trace
 
 
-def _validated(data: bytes, shard: Shard, row: int) -> Trace:
+def _validated(data: bytes, shard: Shard, row: int, line: int | None = None) -> Trace:
+    """A trace from its JSON bytes, validated as a trace file is; errors name shard and row
+    (and, in JSON Lines, the line)."""
     try:
-        trace = trace_from_json(data, shard.url)
+        trace = trace_from_json(data, shard.url, line=line)
     except TraceError as err:
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None
@@ -432,7 +434,7 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                     while line and not line.endswith(b"\n"):
                         line = stream.readline(1024 * 1024)
                     if only is None or only == row:
-                        on_error(TraceError(shard.url, f"row {row} (line {row + 1})",
+                        on_error(TraceError(shard.url, f"row {row}: line {row + 1}",
                                             f"the line is over the {max_bytes / 1e6:.0f} MB "
                                             "limit (set ORCHVIZ_MAX_BYTES to raise it)"))
                     row += 1
@@ -448,14 +450,14 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                 row += 1
                 continue
             if only is not None and not line.strip():
-                on_error(TraceError(shard.url, f"row {row} (line {row + 1})", "the line is empty"))
+                on_error(TraceError(shard.url, f"row {row}: line {row + 1}", "the line is empty"))
             if line.strip():
                 try:
-                    trace = _validated(line.rstrip(b"\r\n"), shard, row)
-                    yield row, trace
+                    trace = _validated(line.rstrip(b"\r\n"), shard, row, line=row + 1)
                 except TraceError as err:
-                    on_error(TraceError(err.file, err.place.replace(f"row {row}",
-                                        f"row {row} (line {row + 1})", 1), err.problem))
+                    on_error(err)
+                else:
+                    yield row, trace
             if only is not None:
                 return
             row += 1
@@ -698,6 +700,14 @@ def _write_ids(fs: fsspec.AbstractFileSystem, target: str, ids: list[tuple[str, 
                       "row": pa.array([i[2] for i in ids], pa.int64())})
     with _open(fs, target, "wb") as stream:
         pq.write_table(table, stream, row_group_size=16_384, compression="zstd")
+
+
+def _span(first: int, last: int) -> str:
+    return f"row {first}" if last <= first else f"rows {first}-{last}"
+
+
+def _rows(count: int) -> str:
+    return f"{count} row was" if count == 1 else f"{count} rows were"
 
 
 def _short(err: BaseException) -> str:
