@@ -380,16 +380,25 @@ def _same_figure(a: str, b: str) -> bool:
 
 
 def claims(text: str) -> dict[str, set[str]]:
-    """The figures a text states, keyed by the word just before each (`Python 3.13` is
-    python -> {3.13}); only words of three or more letters name what a figure is about."""
+    """The figures a text states, keyed by the word they are about: the nearest word of three
+    or more letters before each, at most one short word between (`Python 3.13` and `Lagos at
+    15.4` are python -> {3.13} and lagos -> {15.4})."""
     found: dict[str, set[str]] = defaultdict(set)
-    previous = ""
+    previous, gap = "", 0
     for token in text.split():
         core = token.strip("()[]{},;:.!?'\"")
-        if _FIGURE.fullmatch(core) and len(previous) >= 3:
-            found[previous].add(_figure(core))
-        word = core.lower().strip(".!?")
-        previous = word if word.isalpha() else ""
+        if _FIGURE.fullmatch(core):
+            if previous:
+                found[previous].add(_figure(core))
+            previous = ""
+            continue
+        word = core.lower()
+        if word.isalpha() and len(word) >= 3:
+            previous, gap = word, 0
+        elif word.isalpha() and gap == 0 and previous:
+            gap = 1
+        else:
+            previous = ""
     return dict(found)
 
 
@@ -414,6 +423,22 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
         out = ctx.event(point.event_id).text
         inputs = [ctx.event(i) for i in point.inputs[:MAX_INPUTS] if ctx.event(i).text]
         if words(out) < MIN_WORDS or len(inputs) < 2:
+            continue
+        scores = [(covered(r.text, out), r) for r in inputs]
+        quoted = [r for score, r in scores if score >= COVERED]
+        dropped = [r for score, r in scores if score < DROPPED and words(r.text) >= DROP_WORDS
+                   and not any(near_duplicate(r.text, q.text) >= NEAR_DUPLICATE for q in quoted)]
+        if quoted and dropped:
+            first = dropped[0]
+            found.append(Finding(
+                "dropped_result", point.event_id, "aggregation_quality", 2, 0.5,
+                _ids((point.event_id, *(r.id for r in dropped), quoted[0].id)),
+                f"dropped: the output follows {quoted[0].id} closely but leaves out what "
+                f"{first.id} said"))
+            found.append(Finding(
+                "dropped_result", point.event_id, "aggregation_issues", ["dropped_result"], 0.5,
+                _ids((point.event_id, *(r.id for r in dropped))),
+                f"dropped a result: {first.id}"))
             continue
         stated = claims(out)
         conflict = None
@@ -443,22 +468,6 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
                 ["dropped_result", "conflict_unresolved"], 0.75,
                 (point.event_id, kept.id, lost.id),
                 f"conflict left unresolved: {lost.id} is contradicted by {kept.id} and dropped"))
-            continue
-        scores = [(covered(r.text, out), r) for r in inputs]
-        quoted = [r for score, r in scores if score >= COVERED]
-        dropped = [r for score, r in scores if score < DROPPED and words(r.text) >= DROP_WORDS
-                   and not any(near_duplicate(r.text, q.text) >= NEAR_DUPLICATE for q in quoted)]
-        if quoted and dropped:
-            first = dropped[0]
-            found.append(Finding(
-                "dropped_result", point.event_id, "aggregation_quality", 2, 0.5,
-                _ids((point.event_id, *(r.id for r in dropped), quoted[0].id)),
-                f"dropped: the output follows {quoted[0].id} closely but leaves out what "
-                f"{first.id} said"))
-            found.append(Finding(
-                "dropped_result", point.event_id, "aggregation_issues", ["dropped_result"], 0.5,
-                _ids((point.event_id, *(r.id for r in dropped))),
-                f"dropped a result: {first.id}"))
     return found
 
 
@@ -511,8 +520,9 @@ def over_spawning(ctx: Context) -> list[Finding]:
                     continue
             returns = ctx.returns_of(child, parent)
             stop = ctx.stop_of(parent)
-            if returns and stop is not None and all(
-                    ctx.pos(r.id) < ctx.pos(stop.id) and r.id not in used for r in returns):
+            if returns and stop is not None and parent in ctx.aggregators and all(
+                    ctx.pos(r.id) < ctx.pos(stop.id) and r.id not in used
+                    and words(r.text) >= DROP_WORDS for r in returns):
                 found.append(Finding(
                     "over_spawning", e.id, "spawn_necessity", "redundant", 0.4,
                     _ids((e.id, *(r.id for r in returns), stop.id)),
@@ -547,9 +557,11 @@ def redundant_message(ctx: Context) -> list[Finding]:
                 (e.id, twin.id), f"redundant: it repeats {twin.id} to {e.to}"))
             continue
         if e.to in ctx.analysis.events_of and ctx.first_after(e.to, ctx.pos(e.id)) is None:
+            last = ctx.analysis.events_of[e.to][-1]
             found.append(Finding(
                 "redundant_message", e.id, "message_necessity", "redundant", 0.45,
-                (e.id,), f"redundant: {e.to} does nothing after receiving it"))
+                _ids((e.id, last.id)), f"redundant: {e.to} does nothing after {e.id} (its "
+                f"last event is {last.id})"))
     return found
 
 
