@@ -96,3 +96,22 @@ def test_json_without_resource_spans_is_refused():
     with pytest.raises(TraceError) as err:
         import_otlp(FIXTURES / "whowhen_magentic.json")
     assert "resourceSpans" in err.value.problem
+
+
+def test_a_model_span_keeps_its_response_id_and_exports_pass_it_through(tmp_path):
+    import json
+
+    from viz_app.export.steps import call_of
+
+    raw = json.loads((FIXTURES / "otlp_genai_hex.json").read_text())
+    chats = [s for rs in raw["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
+             if s["name"].startswith("chat")]
+    for i, span in enumerate(chats):
+        span["attributes"].append({"key": "gen_ai.response.id",
+                                   "value": {"stringValue": f"chatcmpl-{i}"}})
+    path = tmp_path / "with_response_ids.json"
+    path.write_text(json.dumps(raw))
+    (trace,) = import_otlp(path)
+    generations = [e for e in trace.events if e.model]  # the second chat is the aggregate
+    assert [call_of(e)["response_id"] for e in generations] == ["chatcmpl-0", "chatcmpl-1"]
+    assert all("response_id" not in call_of(e) for e in trace.events if not e.model)

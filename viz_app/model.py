@@ -68,7 +68,23 @@ EXTENSION_KEYS: dict[str, str] = {
     "decision": "on orchestrator_decision: one of spawn, delegate, communicate, aggregate, stop, "
     "continue (which of the sub-decisions O1-O5 it is)",
 }
-"""Optional event keys beyond the reference schema that orchviz understands."""
+"""Optional event keys beyond the reference schema that orchviz understands (with CALL_KEYS)."""
+
+CALL_KEYS: dict[str, str] = {
+    "llm_call_id": "string: id of the LLM call that produced the event",
+    "response_id": "string: the provider's response id (OpenTelemetry `gen_ai.response.id`)",
+    "call_id": "string: the tool or function call id the event belongs to",
+    "tool_call_id": "string: the tool call id (OpenTelemetry `gen_ai.tool.call.id`)",
+    "tool_use_id": "string: Anthropic's tool_use block id",
+    "source_id": "string: the id of the record the event was read from (a span id, a uuid)",
+    "prompt_token_ids": "list of int: the token ids the model was given",
+    "response_token_ids": "list of int: the token ids the model produced",
+}
+"""Optional event keys naming the LLM call an event came from, and its token ids: training
+exports pass them through unchanged (`viz_app.export.steps.call_of`), so a label can be joined
+back to the call it judges and stored rollouts re-scored."""
+
+EXTENSION_KEYS.update(CALL_KEYS)
 
 Number = int | float
 
@@ -301,6 +317,10 @@ def orchviz_schema() -> dict[str, Any]:
     event["cost_usd"] = {"type": "number", "minimum": 0, "description": EXTENSION_KEYS["cost_usd"]}
     event["model"] = {"type": "string", "description": EXTENSION_KEYS["model"]}
     event["decision"] = {"enum": list(DECISIONS), "description": EXTENSION_KEYS["decision"]}
+    for key, meaning in CALL_KEYS.items():
+        event[key] = {"type": "array", "items": {"type": "integer"}, "description": meaning} \
+            if key.endswith("_token_ids") else {"type": ["string", "integer"],
+                                                "description": meaning}
     schema["$comment"] = ("orchviz extension keys are optional; a value of another type is kept "
                           "as it is and ignored by orchviz's analysis.")
     return schema

@@ -31,20 +31,7 @@ from viz_app.analysis import Analysis, analyze
 from viz_app.export.consensus import Answer, answers_labels
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
-from viz_app.model import DECISIONS, Event, Trace
-
-CALL_KEYS: dict[str, str] = {
-    "llm_call_id": "string: id of the LLM call that produced the event",
-    "response_id": "string: the provider's response id (OpenTelemetry `gen_ai.response.id`)",
-    "call_id": "string: the tool or function call id the event belongs to",
-    "tool_call_id": "string: the tool call id (OpenTelemetry `gen_ai.tool.call.id`)",
-    "tool_use_id": "string: Anthropic's tool_use block id",
-    "source_id": "string: the id of the record the event was read from (a span id, a uuid)",
-    "prompt_token_ids": "list of int: the token ids the model was given",
-    "response_token_ids": "list of int: the token ids the model produced",
-}
-"""Optional event keys that training exports pass through unchanged where a trace carries them,
-so a label can be joined back to the LLM call (and its tokens) it judges."""
+from viz_app.model import CALL_KEYS, DECISIONS, Event, Trace
 
 DECISION = "decision"
 POINTER = "should_have_stopped"

@@ -4,7 +4,9 @@ request per file or one per line, ids in hex or base64.
 Agent structure comes from either convention. GenAI semantic conventions:
 `gen_ai.operation.name` = `invoke_agent` / `create_agent` (agents, named by `gen_ai.agent.name` or
 `.id`), `execute_tool` (tool calls: `gen_ai.tool.name`, `gen_ai.tool.call.id`), `chat`,
-`text_completion`, `generate_content` (model calls: `gen_ai.usage.*` tokens). OpenInference:
+`text_completion`, `generate_content` (model calls: `gen_ai.usage.*` tokens, and
+`gen_ai.response.id` kept as the event's `response_id`, the LLM call id that training exports
+pass through). Every event keeps the id of the span it came from as `source_id`. OpenInference:
 `openinference.span.kind` = AGENT (`agent.name`, `graph.node.id`, `graph.node.parent_id`), TOOL,
 LLM, RETRIEVER, GUARDRAIL; CHAIN spans are containers. An agent span nested in another agent's
 span (or naming it as `graph.node.parent_id`) is spawned by it and returns to it at its end; a
@@ -230,6 +232,10 @@ def classify(span: Span) -> Span:
             span.model = as_text(attrs.get("gen_ai.response.model")
                                  or attrs.get("gen_ai.request.model")
                                  or attrs.get("llm.model_name"))
+        response = attrs.get("gen_ai.response.id")
+        if "response_id" not in span.keys and isinstance(response, (str, int)) \
+                and not isinstance(response, bool) and str(response):
+            span.keys["response_id"] = str(response)  # the LLM call id exports pass through
     return span
 
 
