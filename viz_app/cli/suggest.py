@@ -40,6 +40,24 @@ def register(verbs: argparse._SubParsersAction) -> None:
     _run_options(p)
     p.set_defaults(run=run_verb)
     # `orchviz suggest agreement` registers itself on `sub` below this line.
+    p = sub.add_parser(
+        "agreement", help="agreement of each producer with blind human labels",
+        description="For each question and producer: Krippendorff's alpha and Cohen's kappa "
+        "of its suggestions against the human labels made without suggestions in view, each "
+        "with a bootstrap 95% interval over targets, a confusion matrix (rows: reviewers' "
+        "answers, columns: the producer's), and the same between the reviewers for "
+        "comparison. Labels made with suggestions in view are left out (docs/suggestions.md, "
+        "Agreement).")
+    p.add_argument("--db", default="orchviz.db",
+                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    p.add_argument("--question", metavar="Q", help="one question's id (default: every "
+                   "question with a measurable answer)")
+    p.add_argument("--resamples", type=int, default=1000,
+                   help="bootstrap resamples of the targets (default: 1000)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.set_defaults(run=agreement_verb)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -96,4 +114,48 @@ def run_verb(args: argparse.Namespace) -> int:
         print(f"failed: {terminal_text(where)}: {terminal_text(failure.error)}", file=sys.stderr)
     if len(report.failures) > FAILURES_SHOWN:
         print(f"... and {len(report.failures) - FAILURES_SHOWN} more failures", file=sys.stderr)
+    return 0
+
+
+def _stat(name: str, found) -> str:
+    """'alpha 0.712 [0.601, 0.804]', or 'alpha -' when it cannot be computed."""
+    if found.value is None:
+        return f"{name} -"
+    if found.low is None:
+        return f"{name} {found.value:.3f}"
+    return f"{name} {found.value:.3f} [{found.low:.3f}, {found.high:.3f}]"
+
+
+def agreement_verb(args: argparse.Namespace) -> int:
+    """Print each producer's agreement with blind human labels, per question."""
+    if args.resamples < 0:
+        raise OrchvizError("--resamples is a count: 0 or more")
+    ws = Workspace.open(args.db, rubric=load_rubric(args.rubric))
+    report = ws.suggestion_agreement(args.question, resamples=args.resamples, seed=args.seed)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    print(f"{report.blind_labels} blind labels; left out: {report.left_out_visible} made with "
+          f"suggestions in view, {report.left_out_unknown} of unknown visibility made after "
+          f"suggestions existed, {report.left_out_other} adjudications; 95% intervals from "
+          f"{report.resamples} resamples of the targets (seed {report.seed}); confusion "
+          "matrices: rows are the reviewers' answers, columns the producer's (reviewers: "
+          "each pair counted both ways)")
+    shown = None
+    for row in report.rows:
+        if row.question != shown:
+            shown = row.question
+            print(f"\n{terminal_text(row.question)} ({row.level})")
+        rater = terminal_text(row.rater if row.rater == "reviewers" else
+                              f"{row.rater} v{','.join(row.versions)}")
+        print(f"  {rater:<28} {row.targets:>5} targets {row.pairs:>6} pairs  "
+              f"{_stat('alpha', row.alpha)}  {_stat('kappa', row.kappa)}"
+              + (f"  ({terminal_text(row.note)})" if row.note else ""))
+        if row.pairs and row.labels:
+            width = max(6, *(len(x) for x in row.labels)) + 1
+            print("    " + " " * width + "".join(f"{terminal_text(x)[:width - 1]:>{width}}"
+                                                   for x in row.labels))
+            for name, counts in zip(row.labels, row.confusion):
+                print(f"    {terminal_text(name)[:width - 1]:<{width}}"
+                      + "".join(f"{c:>{width}}" for c in counts))
     return 0
