@@ -184,3 +184,38 @@ def test_with_no_blind_label_the_row_says_why():
                                   [suggestion(0, "late")], question=STOP)
     found = row(report, "rules")
     assert found.alpha.value is None and "no target" in found.note
+
+
+def test_the_agreement_page_shows_each_producer_against_blind_labels(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from factories import APP_PAGES, app_env, make_workspace, premature
+    from viz_app.labels.label import Reviewer
+
+    trace = premature()
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, [trace]))
+    workspace.suggest([trace])
+    for name, answers in (("ann", {STOP: "premature", "stop_should_have_been": "e15"}),
+                          ("bob", {STOP: "correct"})):
+        workspace.save_answers(trace, "e13", answers, Reviewer(name=name, via="self-declared"),
+                               suggestions_visible=False)
+    page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=60).run()
+    assert not page.exception
+    [table] = [d.value for d in page.dataframe if "compared" in d.value.columns]
+    rules = table[(table["question"] == STOP) & (table["compared"] == "rules vs reviewers")]
+    assert rules.iloc[0]["pairs"] == 2
+    confusion = page.dataframe[-1].value
+    assert list(confusion.columns) == [f"suggested: {v}" for v in STOPS]
+    assert confusion.loc["reviewer: correct", "suggested: premature"] == 1
+
+
+def test_the_agreement_page_says_how_to_make_suggestions_when_there_are_none(tmp_path,
+                                                                             monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from factories import APP_PAGES, app_env, make_workspace
+
+    app_env(monkeypatch, make_workspace(tmp_path))
+    page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=60).run()
+    assert not page.exception
+    assert any("No suggestions are stored yet" in c.value for c in page.caption)

@@ -1,5 +1,7 @@
 """The agreement page: Krippendorff's alpha per question, how many targets two or more reviewers
-labelled, the targets they disagree on most (one click from their trace), and the exports."""
+labelled, the targets they disagree on most (one click from their trace), how far each
+producer's suggestions agree with the labels made without them in view (alpha, kappa, 95 %
+intervals, a confusion matrix), and the exports."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import streamlit as st
 
 from viz_app.ui import session
 from viz_app.export import FORMATS, NEEDS_TRACES, export
-from viz_app.labels.agreement import agreement
+from viz_app.labels.agreement import REVIEWERS, agreement
 from viz_app.errors import RubricError
 from viz_app.text import markdown_literal
 
@@ -58,6 +60,49 @@ else:
     if picked is not None and picked.selection.rows:
         _question, chosen = disputes[picked.selection.rows[0]]
         session.open_trace(chosen.trace_id, chosen.event_id or None)
+
+st.subheader("Suggestions against blind labels")
+producers = session.workspace().suggestion_agreement()
+
+
+def _interval(found) -> str:
+    return "" if found.low is None else f"[{found.low:.2f}, {found.high:.2f}]"
+
+
+measured = [r for r in producers.rows if r.rater != REVIEWERS or r.pairs]
+if not any(r.rater != REVIEWERS for r in producers.rows):
+    st.caption("No suggestions are stored yet: `orchviz suggest --traces DIR --db ...` runs "
+               "the rules (or a judge) and stores them.")
+else:
+    st.caption(f"Each producer's suggestions against the labels made **without suggestions in "
+               f"view** ({producers.blind_labels:,} labels; left out: "
+               f"{producers.left_out_visible:,} made with suggestions in view, "
+               f"{producers.left_out_unknown:,} of unknown visibility made after them, "
+               f"{producers.left_out_other:,} adjudications), beside the reviewers among "
+               f"themselves. 95 % intervals from {producers.resamples:,} resamples of the "
+               "targets; kappa is linearly weighted on scales.")
+    st.dataframe(pd.DataFrame([{
+        "question": r.question, "compared": f"{r.rater} vs reviewers", "targets": r.targets,
+        "pairs": r.pairs, "alpha": r.alpha.value, "alpha 95 %": _interval(r.alpha),
+        "kappa": r.kappa.value, "kappa 95 %": _interval(r.kappa), "note": r.note}
+        for r in measured]), key="agreement_producers", hide_index=True, width="stretch",
+        column_config={"alpha": st.column_config.NumberColumn(format="%.3f"),
+                       "kappa": st.column_config.NumberColumn(format="%.3f"),
+                       "note": st.column_config.TextColumn(width="medium")})
+    with_pairs = [r for r in measured if r.pairs]
+    if with_pairs:
+        chosen = st.selectbox(
+            "Confusion matrix", range(len(with_pairs)), key="agreement_confusion",
+            format_func=lambda i: f"{with_pairs[i].question} · {with_pairs[i].rater} vs "
+                                  "reviewers")
+        picked = with_pairs[chosen]
+        st.dataframe(pd.DataFrame(
+            picked.confusion, index=[f"reviewer: {x}" for x in picked.labels],
+            columns=[f"{'other reviewer' if picked.rater == REVIEWERS else 'suggested'}: {x}"
+                     for x in picked.labels]), width="stretch")
+        st.caption("Rows: the reviewers' answers; columns: the producer's"
+                   + (" (between reviewers each pair counts both ways)."
+                      if picked.rater == REVIEWERS else "."))
 
 st.subheader("Download the labels")
 formats = [f for f in FORMATS.values() if f.reads == "labels" and not f.needs_traces]
