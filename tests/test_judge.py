@@ -178,3 +178,27 @@ def test_follow_up_and_free_text_questions_are_not_asked():
     assert "stop_should_have_been" not in asked
     assert {"stopping_correctness", "aggregation_quality", "task_outcome"} <= asked
     assert len(failed) == len(stub.received)  # the table is empty: every answer is a 404
+
+
+def test_a_server_that_cannot_be_reached_is_a_failure():
+    import socket
+
+    with socket.socket() as probe:  # a port of 127.0.0.1 nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    producer = JudgeProducer(f"http://127.0.0.1:{port}/v1", "m", timeout=2.0, max_retries=0,
+                             questions=["stopping_correctness"])
+    made, [failure] = producer.produce(premature(), RUBRIC)
+    assert made == [] and "cannot be reached" in failure.error
+
+
+def test_the_whole_trace_is_judged_on_its_task_and_last_event():
+    stub, made, _ = run({("task_outcome", ""): Reply.answer("failure", 0.7, ("e15",),
+                                                            "the final answer misses e15")},
+                        questions=["task_outcome"])
+    [request] = stub.received
+    assert "Target: the whole trace" in request.prompt
+    data = json.loads(request.prompt.split("<trace_data>")[1].split("</trace_data>")[0])
+    assert [(e["id"], e["role"]) for e in data["events"]] == [("e15", "last")]
+    [suggested] = made
+    assert (suggested.event_id, suggested.value) == ("", "failure")

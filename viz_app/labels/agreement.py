@@ -1,5 +1,7 @@
 """How much reviewers agree: Krippendorff's alpha per question, and the targets they disagree on
-most.
+most; and how far each producer of suggestions (the rules, a judge model) agrees with the labels
+reviewers made without suggestions in view (`suggestion_agreement`: alpha, Cohen's kappa,
+bootstrap 95 % intervals over targets, confusion matrices; docs/suggestions.md, Agreement).
 
 Alpha is computed over reviewers x targets from the current labels (one answer per reviewer,
 target and question), at the ordinal level for scales and the nominal level for categories,
@@ -11,8 +13,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import krippendorff
