@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz, utils
@@ -113,17 +113,19 @@ def words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def _tokens(text: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
     """A text's words, lower-cased, punctuation and figures dropped (so numbered names such as
     researcher_1 and researcher_2 read alike), in sorted order."""
-    return sorted(w for w in utils.default_process(text).split() if not w.isdigit())
+    return tuple(sorted(w for w in utils.default_process(text).split() if not w.isdigit()))
 
 
-def near_duplicate(a: str, b: str) -> float:
+def near_duplicate(a: str, b: str, cutoff: float = 0.0) -> float:
     """How alike two texts are word by word, order and figures ignored (rapidfuzz Indel
     normalized similarity of their sorted word lists, 0-100): one word of seven different
-    scores 86, identical wording 100."""
-    return 100.0 * Indel.normalized_similarity(_tokens(a), _tokens(b))
+    scores 86, identical wording 100. Below `cutoff` it says 0 (rapidfuzz stops early)."""
+    return 100.0 * Indel.normalized_similarity(_tokens(a), _tokens(b),
+                                               score_cutoff=cutoff / 100.0)
 
 
 def same_subject(a: str, b: str) -> float:
@@ -320,7 +322,8 @@ def premature_stop(ctx: Context) -> list[Finding]:
         elif late_returns:
             r = late_returns[0]
             confidence = 0.7
-            explanation = f"premature: {r.id} from {ctx.sender(r)} returned after the stop {stop.id}"
+            explanation = (f"premature: {r.id} from {ctx.sender(r)} returned after the stop "
+                           f"{stop.id}")
             evidence = (stop.id, *(x.id for x in late_returns))
         else:
             child, first = working[0]
@@ -427,7 +430,8 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
         scores = [(covered(r.text, out), r) for r in inputs]
         quoted = [r for score, r in scores if score >= COVERED]
         dropped = [r for score, r in scores if score < DROPPED and words(r.text) >= DROP_WORDS
-                   and not any(near_duplicate(r.text, q.text) >= NEAR_DUPLICATE for q in quoted)]
+                   and not any(near_duplicate(r.text, q.text, NEAR_DUPLICATE) >= NEAR_DUPLICATE
+                               for q in quoted)]
         if quoted and dropped:
             first = dropped[0]
             found.append(Finding(
@@ -507,7 +511,7 @@ def over_spawning(ctx: Context) -> list[Finding]:
                     other, other_basis = tasks[j]
                     if other_basis == basis and ctx.analysis.role_of(spawns[j][0]) == \
                             ctx.analysis.role_of(child) and \
-                            near_duplicate(task, other) >= NEAR_DUPLICATE:
+                            near_duplicate(task, other, NEAR_DUPLICATE) >= NEAR_DUPLICATE:
                         twin = spawns[j]
                         break
                 if twin is not None:
@@ -547,7 +551,7 @@ def redundant_message(ctx: Context) -> list[Finding]:
         twin = None
         if words(text) >= MIN_WORDS:
             for other in reversed(before[-DUPLICATE_WINDOW:]):
-                if near_duplicate(text, other.text) >= NEAR_DUPLICATE:
+                if near_duplicate(text, other.text, NEAR_DUPLICATE) >= NEAR_DUPLICATE:
                     twin = other
                     break
         before.append(e)
@@ -579,7 +583,8 @@ def wrong_delegate(ctx: Context) -> list[Finding]:
                 continue
             answered = ctx.returns_of(child, parent)
             for other, again in delegations[k + 1:k + 1 + DUPLICATE_WINDOW]:
-                if other == child or near_duplicate(e.text, again.text) < NEAR_DUPLICATE:
+                if other == child or \
+                        near_duplicate(e.text, again.text, NEAR_DUPLICATE) < NEAR_DUPLICATE:
                     continue
                 reply = [r for r in answered if ctx.pos(e.id) < ctx.pos(r.id) < ctx.pos(again.id)]
                 if reply:
@@ -638,6 +643,7 @@ def suggest(trace: Trace, rubric: Rubric) -> list[Suggestion]:
         for question in target.questions:
             asked[question].add(target.key)
     made: list[Suggestion] = []
+    sha256 = trace.sha256
     for f in findings(trace):
         if f.event_id not in asked.get(f.question, ()):
             continue
@@ -646,7 +652,7 @@ def suggest(trace: Trace, rubric: Rubric) -> list[Suggestion]:
         if any(question.choice(v) is None for v in values):
             continue
         made.append(Suggestion(
-            trace_id=trace.trace_id, trace_sha256=trace.sha256, event_id=f.event_id,
+            trace_id=trace.trace_id, trace_sha256=sha256, event_id=f.event_id,
             question=f.question, value=f.value, confidence=f.confidence, producer=PRODUCER,
             evidence=f.evidence, explanation=f.explanation))
     return made
