@@ -28,9 +28,11 @@ def answers(ws, **options):
 
 
 def adjudicate(ws, trace, event_id, question, value):
-    """An adjudicated label as a review campaign will store it (source `adjudicated`)."""
+    """An adjudication as a review campaign stores it: a new label by the lead, source
+    `adjudication`, in the campaign."""
     label = ws.labels.save(trace, question, value, "adjudicator", event_id)
-    record = {**label.to_record(), "source": "adjudicated", "label_id": label.label_id + "-adj"}
+    record = {**label.to_record(), "source": "adjudication", "campaign": "c1",
+              "label_id": label.label_id + "-adj"}
     return [*ws.labels.current_records(), record]
 
 
@@ -78,12 +80,13 @@ def test_disputed_adjudicated_takes_the_adjudicators_answer(ws, trace):
     assert "no adjudicated label settles them" in without.left_out[0]
 
 
-def test_adjudicated_only_says_that_no_adjudication_exists_yet(ws, trace):
+def test_adjudicated_only_says_when_no_label_is_an_adjudication(ws, trace):
     ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
     found, selection = answers(ws, adjudicated_only=True)
     assert found == {}
-    assert selection.left_out == ["no adjudicated labels exist yet (adjudication comes with "
-                                  "review campaigns), so --adjudicated-only exports nothing"]
+    assert selection.left_out == ["no label has source adjudication (a lead adjudicates "
+                                  "disputed targets in a review campaign), so --adjudicated-only "
+                                  "exports nothing"]
 
 
 def test_adjudicated_only_keeps_the_adjudicated_targets(ws, trace):
@@ -129,11 +132,14 @@ def test_provenance_entries_give_the_records_back(ws, trace):
     ws.labels.save(trace, "task_outcome", "failure", "ann")
     records = ws.labels.current_records()
     assert records_of(provenance(records)) == records
-    assert all(entry["campaign"] is None for entry in provenance(records))
+    assert all(entry["campaign"] == "" for entry in provenance(records))
 
 
 @pytest.mark.parametrize("argv, said", [
-    (["--format", "stepwise", "--conversational"], "--conversational does not apply"),
+    (["--format", "stepwise", "--conversational"],
+     "no conversational variant because TRL defines none (huggingface/trl f2cd577"),
+    (["--format", "openrlhf-prm", "--conversational"],
+     "no conversational variant because OpenRLHF's process reward dataset"),
     (["--format", "verl", "--from-scores"], "--from-scores does not apply"),
     (["--format", "jsonl", "--disputed", "mean"], "--disputed does not apply"),
     (["--format", "unpaired", "--threshold", "2"], "--threshold"),

@@ -104,4 +104,4 @@ def test_prm_has_no_conversational_form(labelled, tmp_path, capsys):
     code = main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
                  str(PREMATURE), "--format", "openrlhf-prm", "--conversational", "-o",
                  str(tmp_path / "x.jsonl")])
-    assert code == 2 and "--conversational does not apply" in capsys.readouterr().err
+    assert code == 2 and "no conversational variant" in capsys.readouterr().err

@@ -55,7 +55,9 @@ def record(trace, event_id, question, value, reviewer, source="human"):
         created_at="2026-01-02T03:04:05.000000Z", rubric_version=RUBRIC.version,
         rubric_sha256=RUBRIC.sha256, comment=f"{reviewer} on {question}", seconds_spent=1.5,
         source=source, origin="judge-x" if source == "import" else "",
-        identified_by="import" if source == "import" else "cli")
+        identified_by="import" if source == "import" else "cli",
+        campaign="" if source == "import" else f"campaign-{reviewer}",
+        suggestions_visible=None if source == "import" else reviewer == "bob")
     return found
 
 
@@ -107,7 +109,7 @@ def generated_labels(traces, seed: int, agree: float, adjudicate: float) -> list
                     labels += [record(trace, target.event_id, q, v, reviewer, source)
                                for q, v in answers]
             if rng.random() < adjudicate and target.questions:
-                labels += [record(trace, target.event_id, q, v, "adj", "adjudicated")
+                labels += [record(trace, target.event_id, q, v, "adj", "adjudication")
                            for q, v in answers_of(rng, trace, target, target.questions[0],
                                                   analysis)]
     return _current(labels)

@@ -87,7 +87,7 @@ def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
     entry = aggregate["provenance"][0]
     assert {"reviewer", "identified_by", "source", "campaign", "rubric_version",
             "rubric_sha256", "trace_sha256", "created_at", "label_id"} <= set(entry)
-    assert entry["trace_sha256"] == trace.sha256 and entry["campaign"] is None
+    assert entry["trace_sha256"] == trace.sha256 and entry["campaign"] == ""  # outside one
 
 
 def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(ws, trace):
@@ -108,7 +108,7 @@ def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(w
 def test_stepwise_has_no_conversational_variant_in_trl(ws, trace):
     from viz_app.errors import OrchvizError
 
-    with pytest.raises(OrchvizError, match="no conversational stepwise"):
+    with pytest.raises(OrchvizError, match="no conversational variant because TRL defines none"):
         stepwise_record(trace, ws.labels.current_records(), ws.rubric,
                         ExportOptions(conversational=True))
 

@@ -27,9 +27,9 @@ from viz_app.export.agent_lightning import triplet_rows
 from viz_app.export.agent_rewards import matrix_rows
 from viz_app.export.bookmarks import bookmark_records
 from viz_app.export.consensus import ExportOptions, Selection, select
-from viz_app.export.openrlhf import prm_rows, rm_rows
+from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
 from viz_app.export.preference import preference_export, unplaced_pairs
-from viz_app.export.prompts import stepwise_rows, unpaired_rows
+from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
 from viz_app.export.records import (flat_records, label_records, write_csv, write_jsonl,
                                     write_parquet, write_table)
 from viz_app.export.rewards import reward_rows
@@ -155,6 +155,9 @@ class ExportFormat:
     schema: Callable[[], Any] | None = None
     """The Arrow schema of its rows, where it is fixed (its Parquet is then written a batch at a
     time against it)."""
+    refuses: Mapping[str, str] = field(default_factory=dict)
+    """Options it cannot take for a reason worth saying (the framework defines no such form):
+    option -> the one sentence that refuses it, naming the source."""
 
     @property
     def training(self) -> bool:
@@ -270,7 +273,8 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("stepwise", "TRL stepwise supervision {prompt, completions, labels}, one row "
                  "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(stepwise_rows, "trace with a step"),
-                 framework="TRL", options=PROMPTS | BOOL),
+                 framework="TRL", options=PROMPTS | BOOL,
+                 refuses={"conversational": NO_CONVERSATIONAL_STEPWISE}),
     ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
                  "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
                  rows=_steps_shape(unpaired_rows, "step"), framework="TRL",
@@ -286,7 +290,8 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
-                 framework="OpenRLHF", options=PROMPTS | BOOL),
+                 framework="OpenRLHF", options=PROMPTS | BOOL,
+                 refuses={"conversational": NO_CONVERSATIONAL_PRM}),
     ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
                  "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
                  rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL),
@@ -364,6 +369,9 @@ def check_options(format: str, given: Iterable[str]) -> None:
     """OrchvizError when an option does not apply to a format."""
     found = FORMATS[format]
     wrong = sorted(set(given) - found.accepts)
+    for name in wrong:
+        if name in found.refuses:
+            raise OrchvizError(found.refuses[name])
     if wrong:
         names = ", ".join("--" + w.replace("_", "-") for w in wrong)
         takes = ", ".join("--" + w.replace("_", "-") for w in sorted(found.accepts)) or "none"

@@ -12,10 +12,10 @@ agent-lightning, verl, agent-rewards) reads the current labels through `select`:
 - Reviewers who gave different answers make a *disputed* target. `disputed` says what to do:
   `drop` (the default) leaves it out and reports it; `mean` keeps it with the mean reward, no
   value, and `disputed: true` on its rows; `adjudicated` takes the answer of a label whose source
-  is `adjudicated` and reports the disputed targets that have none.
-- `adjudicated_only` keeps only targets with an adjudicated label, and that label's answer.
-  orchviz has no adjudication yet (it comes with review campaigns), so today this option exports
-  nothing and says so.
+  is `adjudication` (a lead's final answer in a review campaign) and reports the disputed targets
+  that have none.
+- `adjudicated_only` keeps only targets with an adjudication label, and that label's answer.
+- Labels a lead retracted never reach an export: `LabelStore.current_records` leaves them out.
 - A follow-up question (one with `ask_when`, such as `stop_should_have_been`) is kept only when
   the answer it follows was resolved to one of the values that ask it; the follow-up of a
   disputed stop is left out and reported.
@@ -47,7 +47,12 @@ Disputed = Literal["drop", "mean", "adjudicated"]
 DISPUTED: tuple[str, ...] = ("drop", "mean", "adjudicated")
 
 ADJUDICATED = "adjudicated"
-"""The `source` of a label that settles a dispute (made in a review campaign's adjudication)."""
+"""How an answer an adjudication settled is resolved (`Answer.resolution`, `--disputed
+adjudicated`)."""
+
+ADJUDICATION = "adjudication"
+"""The `source` of a label that settles a dispute: a lead's final answer in a review campaign
+(`Label.source`)."""
 
 SHOWN = 5
 """How many targets a sentence of `left_out` names before it says 'and N more'."""
@@ -195,8 +200,8 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
     averaged: list[tuple[tuple[str, str, str], str]] = []
     any_adjudicated = False
     for key, group in groups.items():
-        adjudicated = [r for r in group if r.get("source") == ADJUDICATED]
-        reviewed = [r for r in group if r.get("source") != ADJUDICATED]
+        adjudicated = [r for r in group if r.get("source") == ADJUDICATION]
+        reviewed = [r for r in group if r.get("source") != ADJUDICATION]
         any_adjudicated = any_adjudicated or bool(adjudicated)
         question = questions.get(key[2])
         if options.adjudicated_only:
@@ -257,7 +262,7 @@ def _follow_ups(kept: dict[tuple[str, str, str], Answer], questions: dict,
             why["follow-up of a disputed answer"].append((key, question.ask_when.question))
             continue
         if parent.resolution == ADJUDICATED and kept[key].resolution != ADJUDICATED:
-            adjudicated = [r for r in groups[key] if r.get("source") == ADJUDICATED]
+            adjudicated = [r for r in groups[key] if r.get("source") == ADJUDICATION]
             if adjudicated and not _differ(adjudicated):
                 kept[key] = _answer(key, adjudicated, kept[key].reviewers,
                                     adjudicated[0]["value"], kept[key].disputed, ADJUDICATED,
@@ -287,8 +292,8 @@ def _selection(kept: dict[tuple[str, str, str], Answer],
                any_adjudicated: bool) -> Selection:
     left_out: list[str] = []
     if options.adjudicated_only and not any_adjudicated:
-        left_out.append("no adjudicated labels exist yet (adjudication comes with review "
-                        "campaigns), so --adjudicated-only exports nothing")
+        left_out.append("no label has source adjudication (a lead adjudicates disputed "
+                        "targets in a review campaign), so --adjudicated-only exports nothing")
     for reason, found in why.items():
         if options.adjudicated_only and reason == "no adjudication" and not any_adjudicated:
             continue
@@ -307,25 +312,23 @@ def _selection(kept: dict[tuple[str, str, str], Answer],
 # -- provenance ---------------------------------------------------------------------------------
 
 PROVENANCE_FIELDS: tuple[str, ...] = tuple(
-    "value_json" if name == "value" else name for name in FIELDS) + ("campaign",)
-"""The keys of a provenance entry: every field of a label, its value as JSON text (its type
-varies by question), and the campaign it was made in (null until campaigns exist)."""
+    "value_json" if name == "value" else name for name in FIELDS)
+"""The keys of a provenance entry: every field of a label (who and how identified, source,
+campaign, rubric version and hash, trace hash, time, ...), its value as JSON text (its type
+varies by question)."""
 
 
-_BEFORE_VALUE = FIELDS[:FIELDS.index("value")]
-_AFTER_VALUE = FIELDS[FIELDS.index("value") + 1:]
+_VALUE = FIELDS.index("value")
+_EVENT = FIELDS.index("event_id")
 
 
 def provenance_entry(record: LabelRecord) -> dict[str, Any]:
-    """The provenance entry of one label record (see PROVENANCE_FIELDS)."""
-    get = record.get
-    entry = {name: get(name) for name in _BEFORE_VALUE}
-    entry["value_json"] = dumps(record["value"])
-    for name in _AFTER_VALUE:
-        entry[name] = get(name)
-    entry["event_id"] = entry["event_id"] or None
-    entry["campaign"] = get("campaign")
-    return entry
+    """The provenance entry of one label record (see PROVENANCE_FIELDS; a field the record
+    lacks is null)."""
+    values = list(map(record.get, FIELDS))
+    values[_VALUE] = dumps(values[_VALUE])
+    values[_EVENT] = values[_EVENT] or None
+    return dict(zip(PROVENANCE_FIELDS, values))
 
 
 def provenance(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:

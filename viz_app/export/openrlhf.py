@@ -37,6 +37,11 @@ from viz_app.export.steps import TraceSteps
 PLACEHOLDER = "ки"
 """The step placeholder token of OpenRLHF's PRM example (`--placeholder_token ки`)."""
 
+NO_CONVERSATIONAL_PRM = (
+    "--format openrlhf-prm has no conversational variant because OpenRLHF's process reward "
+    "dataset reads one string per row (OpenRLHF v0.9.5: openrlhf/datasets/"
+    "process_reward_dataset.py tokenizes --input_key as text): drop --conversational")
+
 POSITIVE, NEGATIVE = "+", "-"
 """The reward tokens of OpenRLHF's PRM example (`--reward_tokens + -`)."""
 
@@ -76,8 +81,7 @@ def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
 def prm_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
     """One process-reward row per trace with a step."""
     if options.conversational:
-        raise OrchvizError("OpenRLHF's process reward dataset reads one string per row "
-                           "(--input_key); it has no conversational form: drop --conversational")
+        raise OrchvizError(NO_CONVERSATIONAL_PRM)
     for ts in all_steps:
         row = prm_row(ts, options)
         if row is not None:

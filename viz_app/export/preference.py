@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from viz_app.analysis import analyze
-from viz_app.export.consensus import (ADJUDICATED, SHOWN, ExportOptions, Selection,
-                                      answers_labels, provenance, select)
+from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, ExportOptions,
+                                      Selection, answers_labels, provenance, select)
 from viz_app.export.prompts import conversation, header
 from viz_app.export.steps import event_line
 from viz_app.export.records import write_jsonl
@@ -137,8 +137,8 @@ def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
     for (first, second), records in sorted(_judged(list(labels)).items()):
         if first not in traces or second not in traces:
             continue
-        adjudicated = [r for r in records if r.get("source") == ADJUDICATED]
-        reviewed = [r for r in records if r.get("source") != ADJUDICATED]
+        adjudicated = [r for r in records if r.get("source") == ADJUDICATION]
+        reviewed = [r for r in records if r.get("source") != ADJUDICATION]
         pair = f"{first} vs {second}"
         disputed = len({preference_of(r).chosen for r in reviewed}) > 1
         if options.adjudicated_only:

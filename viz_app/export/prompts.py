@@ -141,9 +141,10 @@ def unpaired_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> It
 
 
 NO_CONVERSATIONAL_STEPWISE = (
-    "TRL defines no conversational stepwise-supervision type (dataset_formats.md leaves that "
-    "cell empty, and PRMTrainer tokenizes the prompt as a string): the stepwise export is "
-    "written in the standard format only; drop --conversational")
+    "--format stepwise has no conversational variant because TRL defines none (huggingface/trl "
+    "f2cd577, 2026-07-24: docs/source/dataset_formats.md leaves the conversational stepwise "
+    "supervision cell empty, and trl/experimental/prm/prm_trainer.py tokenizes `prompt` as a "
+    "string): drop --conversational")
 
 
 def stepwise_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:

@@ -131,7 +131,10 @@ def verl_rows(all_steps: Sequence[TraceSteps], rubric: Rubric | None,
 
 
 NUMBERS = frozenset({"reward", "seconds_spent", "reward_std"})
-"""Provenance and answer fields that are numbers (every other one is text)."""
+"""Provenance and answer fields that are numbers."""
+
+BOOLS = frozenset({"suggestions_visible"})
+"""Provenance fields that are bools (every other one is text)."""
 
 
 def verl_schema():
@@ -139,8 +142,8 @@ def verl_schema():
     import pyarrow as pa
 
     text = pa.string()
-    entry = pa.struct([(name, pa.float64() if name in NUMBERS else text)
-                       for name in PROVENANCE_FIELDS])
+    entry = pa.struct([(name, pa.float64() if name in NUMBERS else pa.bool_() if name in BOOLS
+                        else text) for name in PROVENANCE_FIELDS])
     info = pa.struct([
         ("split", text), ("index", pa.int64()), ("trace_id", text), ("task_id", text),
         ("event_id", text), ("agent", text), ("question", text), ("value_json", text),
