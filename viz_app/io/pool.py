@@ -426,7 +426,9 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                             "the shard was skipped"))
         return
     with raw:
-        stream: Any = gzip.GzipFile(fileobj=raw) if shard.compressed else io.BufferedReader(raw)
+        # a few large reads: unbuffered, each small read would be a request to object storage
+        buffered = io.BufferedReader(raw, buffer_size=4 * 1024 * 1024)
+        stream: Any = gzip.GzipFile(fileobj=buffered) if shard.compressed else buffered
         while True:
             try:
                 line = stream.readline(max_bytes + 1)
