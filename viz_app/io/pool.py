@@ -113,8 +113,11 @@ def set_storage_options(location: str, options: dict[str, Any]) -> None:
     (`fsspec.config.conf`), which the environment (`FSSPEC_S3_ENDPOINT_URL=...`) and fsspec's
     config files also fill. Options apply to this process only."""
     protocol = fsspec.core.split_protocol(location)[0] or "file"
+    try:
+        fs_class = fsspec.get_filesystem_class(protocol)
+    except (ImportError, ValueError) as err:
+        raise PoolError(f"{location}: cannot be opened ({_short(err)})") from None
     fsspec.config.conf.setdefault(protocol, {}).update(options)
-    fs_class = fsspec.get_filesystem_class(protocol)
     fs_class.clear_instance_cache()
 
 
@@ -524,7 +527,7 @@ def _shard_ids(shard: Shard) -> Iterator[tuple[int, str]]:
                 column = parquet.read_row_group(group, columns=["trace_id"]).column(0)
                 for offset, value in enumerate(column.to_pylist()):
                     yield start + offset, value
-                start += column.length() if hasattr(column, "length") else len(column)
+                start += len(column)
     except _READ_ERRORS:
         return
 
