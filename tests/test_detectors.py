@@ -276,3 +276,23 @@ def test_suggestions_export_on_their_own_and_never_with_the_labels(tmp_path, cap
     assert {"question", "explanation", "trace_sha256", "created_at"} <= set(premature)
     [label] = [json.loads(line) for line in labels.read_text().splitlines()]
     assert label["value"] == "correct" and label["reviewer"] == "ann"
+
+
+def test_orchviz_suggest_asks_a_judge_and_says_what_failed(tmp_path, capsys):
+    from openai_stub import OpenAIStub, Reply
+
+    from factories import PREMATURE
+
+    table = {("stopping_correctness", "e13"): Reply.answer("premature", 0.8, ("e15",),
+                                                           "e15 came after the stop")}
+    db = str(tmp_path / "s.db")
+    with OpenAIStub(table) as stub:
+        code = main(["suggest", "--traces", str(PREMATURE), "--db", db, "--producer", "judge",
+                     "--judge-url", stub.url, "--judge-model", "stub-model",
+                     "--judge-key-env", "ORCHVIZ_TEST_NO_SUCH_KEY"])
+    said = capsys.readouterr()
+    assert code == 0 and "judge: 1 traces, 1 suggestions (1 new)" in said.out
+    assert "failed: demo-10-review-premature-stop e12 aggregation_quality" in said.err
+    [kept] = make_workspace(tmp_path, db=db).suggestions("demo-10-review-premature-stop")
+    assert (kept.producer.name, kept.producer.model, kept.value) == ("judge", "stub-model",
+                                                                    "premature")
