@@ -94,7 +94,7 @@ def question_agreement(question: Question, labels: Iterable[LabelRecord],
     alpha, note = _alpha(question, shared, reviewers, level)
     disputes = [Disagreement(trace_id=t[0], event_id=t[1], answers=a,
                              spread=_spread(question, list(a.values())))
-                for t, a in shared.items()] if question.kind in MEASURED_KINDS else []
+                for t, a in shared.items()] if question.kind in MEASURED_KINDS and worst else []
     disputes.sort(key=lambda d: (-d.spread, d.trace_id, d.event_id))
     return QuestionAgreement(question=question.id, level=level, alpha=alpha,
                              reviewers=len(reviewers), targets=len(by_target),
