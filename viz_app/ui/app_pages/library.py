@@ -1,12 +1,22 @@
-"""The library page (home): every trace in the folders and uploads, searchable; a row opens it."""
+"""The library page (home): every trace in the folders and uploads, searchable; a row opens it.
+
+When the workspace lists a pool (`orchviz app --traces POOL`), the page shows the pool through its
+index instead: it pages, sorts, filters and counts in DuckDB (50 rows at a time, never the whole
+pool in one frame), searches the word index, draws a histogram of a figure and draws a sample of
+trace ids at random or by stratum (`Workspace.sample_pool`, which review campaigns use too)."""
 
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
+from viz_app.errors import OrchvizError
 from viz_app.io.uploads import save_upload
 from viz_app.store.index import IndexRow
+from viz_app.store.pool_index import (FIELDS, NUMBER_FIELDS, PAGE_SIZE, Condition, PoolIndex,
+                                      PoolRow, parse_condition)
+from viz_app.text import markdown_literal
 from viz_app.ui import session
 
 if session.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
@@ -36,6 +46,163 @@ def show_progress(done: int, total: int, path: str) -> None:
 
 
 workspace = session.workspace()
+
+
+def pool_library(location: str) -> None:
+    """The pool's traces, a page at a time, through its index."""
+    index: PoolIndex = workspace.pool_index(location)
+    indexed = st.session_state.setdefault("_pool_indexed", set())
+    if location not in indexed or st.session_state.pop("_pool_reindex", False):
+        def pool_progress(done: int, total: int, shard: str) -> None:
+            if total:
+                bar.progress(done / total, text=f"Indexing the pool: {done} of {total} shards…")
+
+        done = workspace.update_pool_index(location, progress=pool_progress)
+        indexed.add(location)
+        st.session_state["_pool_last_update"] = done
+    bar.empty()
+
+    search_col, topology_col, filter_col = st.columns([3, 2, 3])
+    search = search_col.text_input("Search", key="pool_query",
+                                   placeholder="words: trace id, task, agent, tool, any text")
+    topologies = topology_col.multiselect(
+        "Topology", [v for v, _ in index.values("topology") if v], key="pool_topologies")
+    expressions = filter_col.text_input(
+        "Filter", key="pool_filter", placeholder="agents>10, reward.team>=0.5, group=task-3",
+        help="FIELD OP VALUE, comma separated; all must hold. Operators = != < <= > >= ~ "
+             "(contains). Fields: " + ", ".join(FIELDS) + ", reward.NAME")
+    filters: list[Condition] = []
+    if topologies:
+        filters.append(Condition(field="topology", op="in", value=list(topologies)))
+    try:
+        filters += [parse_condition(e) for e in expressions.split(",") if e.strip()]
+    except OrchvizError as err:
+        st.error(markdown_literal(err, 300))
+        filters = filters[:1] if topologies else []
+    rewards = [f"reward.{name}" for name in index.reward_names()]
+    sort_col, order_col, _ = st.columns([2, 1, 5])
+    sort = sort_col.selectbox("Sort by", ["(index order or relevance)", *FIELDS, *rewards],
+                              key="pool_sort")
+    descending = order_col.toggle("Descending", key="pool_desc")
+    sort_field = None if sort.startswith("(") else sort
+
+    total = index.count()
+    selected = index.count(filters, search)
+    signature = (search, tuple(c.model_dump_json() for c in filters), sort_field, descending)
+    if st.session_state.get("_pool_signature") != signature:
+        st.session_state["_pool_signature"] = signature
+        st.session_state["_pool_page"] = 0
+    pages = max(1, -(-selected // PAGE_SIZE))
+    page = min(st.session_state.get("_pool_page", 0), pages - 1)
+    rows = index.page(filters, search, sort_field, descending, page * PAGE_SIZE, PAGE_SIZE)
+
+    last = st.session_state.get("_pool_last_update")
+    st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · "
+               + (f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
+                  if last is not None else "")
+               + "click a row to open the trace")
+    answered = workspace.answered(reviewer.name if reviewer else None)
+    frame = pd.DataFrame([{
+        "trace id": r.trace_id, "labelled": pool_labelled(r, answered), "task": r.task_id,
+        "system": r.system, "topology": r.topology, "events": r.events, "agents": r.agents,
+        "depth": r.depth, "makespan (s)": r.makespan_s, "parallelism": r.parallelism,
+        "tokens": r.tokens, **{name: r.rewards.get(name.removeprefix("reward.")) for name in
+                               rewards},
+        "shard": r.shard.rsplit("/", 1)[-1], "row": r.row,
+    } for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "events",
+                               "agents", "depth", "makespan (s)", "parallelism", "tokens",
+                               *rewards, "shard", "row"])
+    table_key = f"pool_table:{st.session_state.get('_library_visit', 0)}:{page}"
+    picked = st.dataframe(
+        frame, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
+        height=min(560, 38 + 35 * max(len(frame), 1)),
+        column_config={
+            "trace id": st.column_config.TextColumn(width="medium", pinned=True),
+            "system": st.column_config.TextColumn(width="medium"),
+            "makespan (s)": st.column_config.NumberColumn(format="%.1f"),
+            "parallelism": st.column_config.NumberColumn(format="%.2f"),
+            "tokens": st.column_config.NumberColumn(format="localized"),
+            **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards},
+        })
+    if picked is not None and picked.selection.rows:
+        st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
+        session.open_trace(rows[picked.selection.rows[0]].trace_id)
+
+    previous, where, following, again = st.columns([1, 2, 1, 1])
+    if previous.button("Previous page", key="pool_previous", disabled=page == 0,
+                       icon=":material/chevron_left:"):
+        st.session_state["_pool_page"] = page - 1
+        st.rerun()
+    where.caption(f"rows {page * PAGE_SIZE + 1 if rows else 0:,}–{page * PAGE_SIZE + len(rows):,}"
+                  f" of {selected:,}")
+    if following.button("Next page", key="pool_next", disabled=page >= pages - 1,
+                        icon=":material/chevron_right:"):
+        st.session_state["_pool_page"] = page + 1
+        st.rerun()
+    if again.button("Re-index", key="pool_reindex", help="Read new and changed shards now"):
+        st.session_state["_pool_reindex"] = True
+        st.rerun()
+
+    chart_col, sample_col = st.columns([3, 2])
+    with chart_col:
+        figure = st.selectbox("Histogram of", [*NUMBER_FIELDS, *rewards], key="pool_histogram",
+                              index=NUMBER_FIELDS.index("agents"))
+        bars = index.histogram(figure, filters, search, bins=30)
+        chart = go.Figure(go.Bar(x=[(b.low + b.high) / 2 for b in bars],
+                                 y=[b.count for b in bars],
+                                 width=[b.high - b.low for b in bars],
+                                 hovertemplate="%{x}: %{y} traces<extra></extra>"))
+        chart.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), bargap=0.05,
+                            xaxis_title=figure, yaxis_title="traces")
+        st.plotly_chart(chart, key="pool_histogram_chart", config={"displayModeBar": False})
+    with sample_col:
+        with st.form("pool_sample_form", border=True):
+            st.markdown("**Sample for review** (from the traces selected above)")
+            n_col, seed_col = st.columns(2)
+            count = n_col.number_input("How many", 1, 10_000, 20, key="pool_sample_n")
+            seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key="pool_sample_seed")
+            stratum = st.selectbox("Stratify by", ["(at random)", "group", "topology", "system",
+                                                   "source_format", *NUMBER_FIELDS, *rewards],
+                                   key="pool_sample_stratify",
+                                   help="Draw evenly from each value (a number: its quartiles)")
+            if st.form_submit_button("Draw sample"):
+                st.session_state["pool_sample"] = workspace.sample_pool(
+                    int(count), seed=int(seed), filters=filters, search=search,
+                    stratify=None if stratum.startswith("(") else stratum, location=location)
+        drawn = st.session_state.get("pool_sample")
+        if drawn:
+            st.caption(f"{len(drawn)} trace ids drawn")
+            st.dataframe(pd.DataFrame({"trace id": drawn}), hide_index=True, height=180,
+                         key="pool_sample_table")
+
+    failures = index.failure_count()
+    if failures:
+        with st.expander(f"Shards and rows that failed to load ({failures:,})"):
+            st.dataframe(pd.DataFrame([{"shard": f.shard, "row": f.row, "error": f.error}
+                                       for f in index.failures(limit=200)]),
+                         hide_index=True, width="stretch",
+                         column_config={"error": st.column_config.TextColumn(width="large")})
+
+
+def pool_labelled(row: PoolRow, answered: dict) -> str:
+    """'2 of 5' targets labelled, as for a trace of the folders."""
+    found = answered.get(row.trace_id, {})
+    if row.targets is None:
+        return f"{len(found)} labelled"
+    return f"{row.labelled(found)} of {len(row.targets)}"
+
+
+if workspace.pools:
+    chosen_pool = workspace.pools[0] if len(workspace.pools) == 1 else st.selectbox(
+        "Pool", workspace.pools, key="pool_location")
+    pool_library(chosen_pool)
+    pooled = set(workspace.pools)
+    uploaded = workspace.settings.uploads
+    if not any(str(t) not in pooled for t in workspace.settings.traces) and not (
+            uploaded is not None and uploaded.is_dir() and any(uploaded.iterdir())):
+        st.stop()  # nothing besides the pool (the uploads folder is listed once it holds files)
+    st.subheader("Trace files")
+
 result = workspace.update_index(progress=show_progress)
 bar.empty()
 
