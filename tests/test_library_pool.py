@@ -140,7 +140,7 @@ def test_a_reviewer_pages_filters_and_opens_a_pool_trace_in_chromium(page, app_s
     page.get_by_role("button", name="Next page").click()
     wait_for_streamlit(page, timeout=60_000)
     assert "page 2 of 3" in main.inner_text()
-    box = page.get_by_label("Filter")
+    box = page.get_by_role("textbox", name="Filter")
     box.fill("reward.team>=0.9")
     box.press("Enter")
     wait_for_streamlit(page, timeout=60_000)
