@@ -149,16 +149,21 @@ class Context:
     """The analysis of one trace and the facts several detectors read from it."""
 
     analysis: Analysis
-    findings: list[Finding] = field(default_factory=list)
+    _ready: dict[tuple[str, str], tuple[Event, Event, list[Event]] | None] = field(
+        default_factory=dict)
+    """`answer_ready` per (agent, stop): late stop and over-spawning both ask."""
 
     @property
     def trace(self) -> Trace:
+        """The trace analysed."""
         return self.analysis.trace
 
     def event(self, event_id: str) -> Event:
+        """An event of the trace by id."""
         return self.trace.event(event_id)
 
     def pos(self, event_id: str) -> int:
+        """An event's place in the time order."""
         return self.analysis.position[event_id]
 
     @cached_property
@@ -182,6 +187,7 @@ class Context:
         return dict(got)
 
     def sender(self, e: Event) -> str:
+        """Who sent a return or message: its `from`, else the agent it belongs to."""
         return e.from_ or self.analysis.actor[e.id]
 
     @cached_property
@@ -268,8 +274,6 @@ class Context:
                 self._ready[key] = (earlier, final, rounds)
             break
         return self._ready[key]
-
-    _ready: dict = field(default_factory=dict)
 
     def final_answer(self, agent: str, stop: Event) -> Event | None:
         """What an agent answered when it stopped: its last aggregate at or before the stop,
