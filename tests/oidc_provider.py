@@ -74,6 +74,8 @@ class OidcProvider:
     redirect_uris: set[str] = field(default_factory=set)
     issued: list[dict[str, Any]] = field(default_factory=list)
     """Every identity token's claims, in order (a test can see who was signed in)."""
+    signed_out: int = 0
+    """How many times the end-session endpoint sent someone back to the app."""
 
     def __post_init__(self) -> None:
         self._key = RSAKey.generate_key(2048, parameters={"kid": secrets.token_hex(8),
@@ -310,6 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif url.path == "/logout":
             back = query.get("post_logout_redirect_uri")
             if back in provider.redirect_uris:
+                with provider._lock:
+                    provider.signed_out += 1
                 self._redirect(back)
             else:
                 self._send(200, "<p>Signed out.</p>")
