@@ -189,11 +189,13 @@ def test_app_secrets_passes_the_file_to_streamlit_and_says_sign_in_is_on(tmp_pat
     assert "sign-in: on" in said
 
 
-def test_app_secrets_accepts_named_providers(tmp_path):
+def test_app_secrets_refuses_named_providers_alone_the_sign_in_button_uses_the_default(
+        tmp_path):
     path = _write(tmp_path, '[auth]\nredirect_uri = "http://x/oauth2callback"\n'
                   'cookie_secret = "c"\n[auth.okta]\nclient_id = "a"\nclient_secret = "b"\n'
                   'server_metadata_url = "https://okta/.well-known/openid-configuration"\n')
-    assert "sign-in: on" in secrets_flags(str(path))[1]
+    with pytest.raises(OrchvizError, match="lacks client_id, client_secret, server_metadata_url"):
+        secrets_flags(str(path))
 
 
 def test_app_secrets_without_auth_leaves_sign_in_off(tmp_path):

@@ -65,16 +65,15 @@ def secrets_flags(path: str | None) -> tuple[list[str], str]:
     auth = secrets.get("auth")
     if not isinstance(auth, dict):
         return [f"--secrets.files={file}"], "sign-in: off (no [auth] in the secrets file)"
-    named = any(isinstance(value, dict) for value in auth.values())  # [auth.<provider>]
-    missing = [key for key in (AUTH_KEYS[:2] if named else AUTH_KEYS) if key not in auth]
+    missing = [key for key in AUTH_KEYS if key not in auth]
     if missing:
         raise OrchvizError(f"{path}: the [auth] section lacks {', '.join(missing)}.")
     return [f"--secrets.files={file}"], "sign-in: on (OpenID Connect)"
 
 
 AUTH_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
-"""What an `[auth]` section holds for one unnamed provider (Streamlit's `st.login()`); with
-named providers (`[auth.<name>]`) it needs only the first two."""
+"""What an `[auth]` section holds for the unnamed provider that the app's Sign in button uses
+(Streamlit's `st.login()`)."""
 
 
 def app(args: argparse.Namespace) -> int:
