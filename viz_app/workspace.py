@@ -565,20 +565,19 @@ class Workspace:
         """The next target reserved for this reviewer (the one they hold, renewed, if any),
         or None when nothing is left for them. A claim never says whether its target is gold,
         nor what anyone else answered."""
-        found = self.campaign(campaign)
-        if found.closed_at is not None:
-            return None
-        return self.campaign_store.claim_next(found, reviewer)
+        return self.campaign_store.claim_next(campaign, reviewer)
 
     def renew(self, claim: Claim) -> Claim:
         """Extend a claim's reservation by the campaign's lease; LabelError when it went to
         someone else."""
-        return self.campaign_store.renew(claim, self.campaign(claim.campaign).lease_seconds)
+        found = self.campaign_store.get(claim.campaign, count=False)
+        return self.campaign_store.renew(claim, found.lease_seconds)
 
     def skip(self, claim: Claim, reason: str) -> None:
         """Put a claimed target back for others, with why; it is not offered to this reviewer
         again."""
-        self.campaign_store.skip(claim, self.campaign(claim.campaign).campaign_id, reason)
+        found = self.campaign_store.get(claim.campaign, count=False)
+        self.campaign_store.skip(claim, found.campaign_id, reason)
 
     def submit(self, claim: Claim, answers: Mapping[str, Any], *, comment: str = "",
                seconds_spent: float | None = None,
@@ -587,7 +586,7 @@ class Workspace:
         transaction. The answers follow the rules of a save (`answers_to_save`) and the
         campaign's pinned rubric; LabelError, and nothing saved, when they do not, or when the
         reservation expired and the target went to someone else."""
-        found = self.campaign(claim.campaign)
+        found = self.campaign_store.get(claim.campaign, count=False)
         rubric = self._pinned(found)
         values = answers_to_save(rubric, label_target(rubric, claim.event_id, claim.questions),
                                  answers)

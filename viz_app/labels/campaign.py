@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -302,7 +302,6 @@ class PlannedTarget:
     """The task id (GRPO group) it belongs to."""
     flags: int = 0
     """How many suggestions point at it (for the `suggestions` order)."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:
