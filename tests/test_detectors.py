@@ -117,6 +117,33 @@ def test_the_rules_find_the_demo_review_cases(stem, event_id, question, value):
     assert found(demo_trace(stem))[(event_id, question)].value == value
 
 
+def _imported():
+    """Every trace the importer fixtures hold (files that are not traces left out)."""
+    from viz_app.errors import TraceError
+    from viz_app.io.detect import read_any
+
+    found = []
+    for path in sorted((DEMO_DIR.parent / "tests" / "fixtures" / "importers").rglob("*")):
+        try:
+            found += [(path.name, t) for t in read_any(path, on_error=lambda err: None)] \
+                if path.is_file() else []
+        except TraceError:  # a truncated file, a trail companion file
+            continue
+    return found
+
+
+@pytest.mark.parametrize("name, trace", _imported(), ids=lambda x: x if isinstance(x, str) else "")
+def test_the_rules_run_on_every_imported_format(name, trace):
+    for s in suggest(trace, RUBRIC):
+        assert s.event_id in trace.events_by_id and set(s.evidence) <= set(trace.events_by_id)
+
+
+def test_the_rules_run_on_the_hostile_trace():
+    from viz_app.synth import hostile_trace
+
+    assert suggest(as_trace(hostile_trace()), RUBRIC) == []
+
+
 def test_fine_names_an_answer_of_every_question_the_rules_answer():
     for question, value in FINE.items():
         q = RUBRIC.question(question)
