@@ -14,16 +14,18 @@ Shift+N opens the next trace, arrows and Enter pick where a stop should have bee
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
 from viz_app.labels.label import Label, Reviewer, progress_of
-from viz_app.labels.rubric import LabelTarget, Question, targets
+from viz_app.labels.rubric import LabelTarget, Question, Rubric, targets
+from viz_app.labels.suggestion import Suggestion
 from viz_app.model import Event, Trace
 from viz_app.store.labels import LabelStore
 from viz_app.text import markdown_literal
@@ -34,6 +36,13 @@ CONTEXT_EVENTS = 4
 
 SCALE_KEYS = "123456789"
 """Keys that pick the n-th answer of a scale or category question (Streamlit button shortcuts)."""
+
+
+SaveAnswers = Callable[[dict[str, Any], str, float], list[Label]]
+"""How a form saves: called with the answers by question id, the note and the seconds spent on
+the target; returns the labels made. LabelError or StoreError keeps the answers in the form and
+shows the sentence beside it. The trace page saves through `Workspace.save_answers`, the review
+page through `Workspace.submit`, the adjudication page through `Workspace.adjudicate`."""
 
 
 def _short(text: object, limit: int = 60) -> str:
@@ -99,10 +108,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         return None
     rubric = store.rubric
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"
-    state = st.session_state.setdefault(f"_{base}", {"target": None, "seen": None,
-                                                     "opened": time.time(), "picking": False,
-                                                     "optional": False})
-    state.setdefault("skipped", [])
+    state = _state(base)
     stash = f"_{base}:chosen"
     _show_flash(base)
 
@@ -144,7 +150,18 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                  on_change=lambda: move(st.session_state.get(f"{base}:target:{target.key}")),
                  help="Everything the rubric asks about in this trace, in time order; "
                       "✓ marks the ones you have labelled.")
-    _form(trace, analysis, workspace, reviewer, target, mine.get(target.key, {}), state, base)
+    saved_mine = mine.get(target.key, {})
+    found_here = _suggestions(workspace, trace, target)
+    in_view = bool(saved_mine and found_here)  # what the reviewer sees as they save again
+
+    def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+        return workspace.save_answers(trace, target, values, reviewer, comment=comment,
+                                      seconds_spent=seconds, suggestions_visible=in_view)
+
+    _form(trace, analysis, store.rubric, target, saved_mine, state, base, save)
+    # blind first: a producer's suggestions only after the reviewer's own answer is saved
+    suggestions_view(found_here, store.rubric, key=f"{base}:{target.key}",
+                     on_select_event=on_choose, hidden=not saved_mine)
     _context(trace, analysis, target, base)
     options = st.columns(2)
     options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),
@@ -156,6 +173,57 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     _others(store, trace, target, reviewer.name, bool(mine.get(target.key)))
     chosen = st.session_state.pop(stash, None)
     return chosen or None
+
+
+def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,
+                key: str, save: SaveAnswers, saved: Mapping[str, Label] | None = None,
+                suggestions: Sequence[Suggestion] = (), suggestions_hidden: bool = True,
+                on_choose: Callable[[str], None] | None = None,
+                note_label: str = "Note (optional)", save_label: str = "Save") -> None:
+    """One target's questions (those of `target.questions`), with the keys of the labels panel,
+    and the context a reviewer judges it by (merged inputs beside the output, the events around
+    a stop), saving through `save`: the form the labels panel draws, for a page that chooses the
+    target itself (the review page's claim, the adjudication page's disputed target).
+
+    `key` keeps this form's widgets and drafts apart (one per claim, say); `saved` prefills the
+    answers; `suggestions` are shown after the context, or only counted while
+    `suggestions_hidden` (blind-first: the page decides). `on_choose(event_id)` is called when
+    the reviewer picks an event (an evidence link)."""
+    state = _state(key)
+    _show_flash(key)
+    _form(trace, analysis, rubric, target, saved or {}, state, key, save, note_label=note_label,
+          save_label=save_label)
+    suggestions_view(list(suggestions), rubric, key=f"{key}:{target.key}",
+                     on_select_event=on_choose, hidden=suggestions_hidden)
+    _context(trace, analysis, target, key)
+
+
+def asked_only(target: LabelTarget, questions: Sequence[str], rubric: Rubric) -> LabelTarget:
+    """A target with only some of its questions (a campaign's subset), and the follow-ups of
+    those; the required ones stay required."""
+    wanted = set(questions)
+    kept = [q for q in target.questions if q in wanted or (
+        rubric.question(q).ask_when is not None and rubric.question(q).ask_when.question
+        in wanted)]
+    return target.model_copy(update={"questions": kept,
+                                     "required": [q for q in target.required if q in kept]})
+
+
+def _state(base: str) -> dict:
+    """What the panel keeps for one trace (or one form) in the session: the target, the event
+    last selected, when the target was opened, the skipped targets, the stop cursors."""
+    state = st.session_state.setdefault(f"_{base}", {"target": None, "seen": None,
+                                                     "opened": time.time(), "picking": False,
+                                                     "optional": False})
+    state.setdefault("skipped", [])
+    return state
+
+
+def _suggestions(workspace: Workspace, trace: Trace, target: LabelTarget) -> list[Suggestion]:
+    """The suggestions on a target's questions, for this version of the trace."""
+    asked_here = set(target.questions)
+    return [s for s in workspace.suggestions(trace.trace_id, target.key)
+            if s.question in asked_here and s.trace_sha256 == trace.sha256]
 
 
 # -- which target ------------------------------------------------------------------------------
@@ -464,9 +532,9 @@ def _keep(base: str, key: str) -> None:
     _drafts(base)[key] = st.session_state.get(key)
 
 
-def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Reviewer,
-          target: LabelTarget, saved: dict[str, Label], state: dict, base: str) -> None:
-    rubric = workspace.rubric
+def _form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
+          saved: Mapping[str, Label], state: dict, base: str, save: SaveAnswers, *,
+          note_label: str = "Note (optional)", save_label: str = "Save") -> None:
     questions = [rubric.question(q) for q in target.questions]
     drafts = _drafts(base)
     note_key = f"{base}:{target.key}:note"
@@ -499,11 +567,10 @@ def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Revi
         def save_now() -> None:
             values = {q.id: st.session_state.get(_widget_key(base, target, q))
                       for q in questions}
-            _save(workspace, trace, reviewer, target, values,
-                  st.session_state.get(note_key) or "", state, base)
+            _save(save, target, values, st.session_state.get(note_key) or "", state, base)
 
         save_col, status_col = st.columns([1.3, 2], vertical_alignment="center")
-        save_col.button("Save", type="primary", shortcut="Ctrl+Enter", icon=":material/save:",
+        save_col.button(save_label, type="primary", shortcut="Ctrl+Enter", icon=":material/save:",
                         key=f"{base}:save:{target.key}", on_click=save_now, width="stretch")
         status_col.caption(f"{status} · nothing is stored until you save")
         with st.container(key="ann-keys-save"):
@@ -514,7 +581,7 @@ def _form(trace: Trace, analysis: Analysis, workspace: Workspace, reviewer: Revi
         for q in questions:
             _widget(q, _widget_key(base, target, q), trace, analysis, target, base,
                     digits.get(q.id))
-        st.text_area("Note (optional)", key=note_key, height=68, on_change=_keep,
+        st.text_area(note_label, key=note_key, height=68, on_change=_keep,
                      args=(base, note_key),
                      placeholder="anything a trainer or another reviewer should know")
 
@@ -583,12 +650,12 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
                         args=(base, key))
 
 
-def _save(workspace: Workspace, trace: Trace, reviewer: Reviewer, target: LabelTarget,
-          values: dict[str, Any], comment: str, state: dict, base: str) -> None:
-    """Save the target's answers (a widget callback: the panel then draws the new progress)."""
+def _save(save: SaveAnswers, target: LabelTarget, values: dict[str, Any], comment: str,
+          state: dict, base: str) -> None:
+    """Save the target's answers through `save` (a widget callback: the panel then draws the
+    new progress); when it refuses, the sentence shows beside the form and the answers stay."""
     try:
-        made = workspace.save_answers(trace, target, values, reviewer, comment=comment or "",
-                                      seconds_spent=round(time.time() - state["opened"], 1))
+        made = save(values, comment or "", round(time.time() - state["opened"], 1))
     except (LabelError, StoreError) as err:  # nothing saved: the answers stay in the form
         st.session_state[f"_{base}:error"] = markdown_literal(err, 400)
         return

@@ -26,7 +26,14 @@ page = st.navigation([
     present,
     st.Page("app_pages/agreement.py", title="Agreement", icon=":material/group:",
             url_path="agreement"),
+    review := st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:",
+                      url_path="review"),
+    adjudicate := st.Page("app_pages/adjudicate.py", title="Adjudicate",
+                          icon=":material/gavel:", url_path="adjudicate"),
 ])
+if st.query_params.get("campaign") and page.url_path not in (review.url_path,
+                                                             adjudicate.url_path):
+    st.switch_page(review, query_params=st.query_params.to_dict())  # `?campaign=NAME`
 if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
     st.switch_page(present, query_params=st.query_params.to_dict())

@@ -8,15 +8,11 @@ import streamlit as st
 
 from components.annotation import annotation_panel
 from components.bookmarks import bookmark_panel, event_bookmarks, present_link, report_button
-from components.graph import communication_graph
 from components.inspector import inspector
-from components.replay import replay_bar
-from components.timeline import message_timeline
-from components.tree import TreeChoice, spawn_tree
-from viz_app import charts
-from viz_app.ui import session
 from viz_app.analysis import analyze, figure_rows
 from viz_app.text import markdown_literal
+from viz_app.ui import session
+from viz_app.ui.trace_views import trace_views
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -70,15 +66,6 @@ def follow(event_id: str | None) -> None:
         session.select_event(trace, event_id)
 
 
-def on_tree(choice: TreeChoice) -> None:
-    """A tree click selects the agent; on a collapsed node it also opens what the node hides."""
-    if choice.expand:
-        opened = tuple(session.view_state(trace, "expanded", ()))
-        if choice.agent not in opened:
-            session.set_view_state(trace, "expanded", opened + (choice.agent,))
-    session.select_agent(trace, choice.agent)
-
-
 views, side = st.columns([2.3, 1.4], gap="medium")
 
 
@@ -113,35 +100,8 @@ event_id = session.selected_event(trace)
 agent = session.selected_agent(trace)
 
 with views:
-    until = replay_bar(analysis, key=f"replay:{session.trace_key(trace)}")
-    controls = st.columns([2.6, 1.9, 1.4, 1.3], vertical_alignment="center")
-    view = controls[0].segmented_control(
-        "View", ["Spawn tree", "Communication graph"], default="Spawn tree", key="trace_view",
-        label_visibility="collapsed") or "Spawn tree"
-    size_by = controls[1].segmented_control(
-        "Node size", ["tokens", "active time"], default="tokens", key="tree_size_by",
-        label_visibility="collapsed", help="what a tree node's size shows") or "tokens"
-    critical = controls[2].toggle("critical path", key="show_critical",
-                                  help="highlight the longest chain of dependent work")
-    expanded = tuple(session.view_state(trace, "expanded", ()))
-    if controls[3].button("collapse tree", disabled=not expanded,
-                          help="fold the subtrees you opened back up"):
-        session.set_view_state(trace, "expanded", ())
-        expanded = ()
-    if view == "Spawn tree":
-        tree = session.tree_figure(trace, size_by=size_by, expanded=expanded, selected=agent,
-                                     until=until)
-        spawn_tree(tree, key=f"tree:{session.trace_key(trace)}", on_choose=on_tree)
-    else:
-        communication_graph(session.communication_html(trace, selected=agent))
-    st.caption("**Message timeline** · one lane per agent in tree order · bars: lifetimes · "
-               "arrows: spawn, delegation, message, return · rings: aggregates and stops · "
-               "click an event to inspect it, drag to zoom"
-               + (" · WebGL" if len(analysis.order) > charts.WEBGL_EVENTS else ""))
-    timeline = session.timeline_figure(trace, until=until, critical=critical)
-    with session.overlaid(timeline, charts.timeline_highlight(analysis, event_id)) as shown:
-        message_timeline(shown, analysis, key=f"timeline:{session.trace_key(trace)}",
-                         on_choose=follow)
+    trace_views(trace, analysis, event_id=event_id, agent=agent, on_event=follow,
+                on_agent=lambda chosen: session.select_agent(trace, chosen))
 
 with header:
     draw_header()

@@ -1,0 +1,125 @@
+"""The adjudication page, run in-process with AppTest: a lead sees a disagreement with each
+reviewer's answer beside the trace, saves the final answer with a reason (a new label, source
+`adjudication`, the reviewers' labels kept), retracts a reviewer's label with a reason, and sees
+the campaign's status with each reviewer's gold accuracy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from factories import APP, DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, app_env, make_workspace
+from viz_app.labels.campaign import CampaignSpec
+from viz_app.labels.label import Reviewer
+from viz_app.text import markdown_literal
+from viz_app.workspace import Workspace
+
+LEAD = Reviewer(name="lee", via="cli")
+ANN = Reviewer(name="ann", via="cli")
+BOB = Reviewer(name="bob", via="cli")
+NAME = "stops"
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Workspace:
+    """Demo 10 and demo 9 in a campaign on their stops, two reviewers per target; ann and bob
+    agree on demo 9 and disagree on demo 10 (premature against correct)."""
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+                                    per_target=2), LEAD)
+    for reviewer, on_demo_10 in ((ANN, "premature"), (BOB, "correct")):
+        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+            answer = on_demo_10 if claim.trace_id == PREMATURE_ID else "correct"
+            where = {"stop_should_have_been": "e15"} if answer == "premature" else {}
+            ws.submit(claim, {"stopping_correctness": answer, **where},
+                      comment=f"{reviewer.name} thinks {answer}")
+    return ws
+
+
+def adjudicate(lead: str = "lee") -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["reviewer"] = lead
+    at.query_params["campaign"] = NAME
+    at.switch_page("app_pages/adjudicate.py")
+    return at.run()
+
+
+def table(at: AppTest, column: str):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_a_disagreement_shows_each_reviewers_answer_beside_the_trace(workspace):
+    at = adjudicate()
+    assert not at.exception, at.exception
+    assert any("Disagreement 1 of 1" in c.value and markdown_literal(PREMATURE_ID) in c.value
+               for c in at.caption)
+    answers = table(at, "question")
+    assert answers.iloc[0]["ann"] == "premature" and answers.iloc[0]["bob"] == "correct"
+    assert any("ann thinks premature" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) >= 2  # the trace's tree and timeline
+    assert any("names are not verified" in c.value for c in at.caption)
+
+
+def test_the_final_answer_is_a_new_label_from_adjudication_and_the_reviewers_labels_stay(
+        workspace):
+    at = adjudicate()
+    radio = next(r for r in at.radio if r.key.endswith(":stopping_correctness"))
+    radio.set_value("correct")
+    reason = next(t for t in at.text_area if t.label.startswith("Reason for the final answer"))
+    reason.input("the workers had all returned")
+    at = next(b for b in at.button if b.label == "Save the final answer").click().run()
+    assert not at.exception, at.exception
+    labels = workspace.labels.current(PREMATURE_ID, campaign=NAME)
+    final = [x for x in labels if x.source == "adjudication"]
+    assert [(x.reviewer, x.value, x.comment) for x in final] == [
+        ("lee", "correct", "the workers had all returned")]
+    assert {x.reviewer for x in labels if x.source == "human"} == {"ann", "bob"}
+    assert any("No open disagreement" in s.value for s in at.success)
+
+
+def test_a_final_answer_without_a_reason_is_refused_and_kept(workspace):
+    at = adjudicate()
+    radio = next(r for r in at.radio if r.key.endswith(":stopping_correctness"))
+    radio.set_value("correct")
+    at = next(b for b in at.button if b.label == "Save the final answer").click().run()
+    assert any("reason" in e.value for e in at.error)
+    assert next(r for r in at.radio if r.key.endswith(":stopping_correctness")).value == "correct"
+    assert not [x for x in workspace.labels.current() if x.source == "adjudication"]
+
+
+def test_a_lead_retracts_a_reviewers_label_with_a_reason(workspace):
+    at = adjudicate()
+    bob = next(x for x in workspace.labels.current(PREMATURE_ID) if x.reviewer == "bob")
+    at.multiselect[0].set_value([bob.label_id])
+    at.text_input(key="adj:retract-reason").input("misread the rubric")
+    at = next(b for b in at.button if b.label == "Retract").click().run()
+    assert not at.exception, at.exception
+    assert {x.reviewer for x in workspace.labels.current(PREMATURE_ID)} == {"ann"}
+    assert bob.label_id in {x.label_id for x in workspace.labels.current(
+        PREMATURE_ID, include_retracted=True)}  # the history stays
+
+
+def test_the_status_shows_progress_gold_accuracy_and_alpha_to_a_lead(tmp_path, monkeypatch):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"trace_id": DROPPED_ID, "event_id": "e13",
+                                "question": "stopping_correctness", "value": "late"}) + "\n")
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+                                    per_target=2, gold=str(gold)), LEAD)
+    for reviewer in (ANN, BOB):
+        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+            answer = "late" if reviewer is ANN else "correct"
+            where = {"stop_should_have_been": "e12"} if answer == "late" else {}
+            ws.submit(claim, {"stopping_correctness": answer, **where})
+    at = adjudicate()
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric if m.label in ("targets", "complete")}
+    assert metrics == {"targets": "2", "complete": "2"}
+    reviewers = table(at, "gold accuracy").set_index("reviewer")
+    assert reviewers.loc["ann", "gold accuracy"] == 1.0
+    assert reviewers.loc["bob", "gold accuracy"] == 0.0
+    assert "stopping_correctness" in table(at, "alpha")["question"].tolist()

@@ -1,0 +1,248 @@
+"""The adjudication page, for a campaign's leads: the targets whose reviewers disagree, one at a
+time, beside the trace focused on the target; each reviewer's answers and notes; the final answer
+with a reason (a new label, `source: adjudication`; the reviewers' labels stay); the retraction of
+a reviewer's labels with a reason; and the campaign's status (progress, each reviewer's count and
+gold accuracy, alpha per question), which only leads see.
+
+With sign-in configured only members whose role is `lead` see it; without sign-in the page says
+that names are not verified. `?campaign=NAME` opens it on a campaign.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from components.annotation import asked_only, target_form
+from components.suggestions import answer_text
+from viz_app.analysis import analyze
+from viz_app.errors import LabelError, OrchvizError, StoreError
+from viz_app.labels.label import Label
+from viz_app.text import markdown_literal
+from viz_app.ui import session
+from viz_app.ui.trace_views import trace_views
+
+CAMPAIGN_PARAM = "campaign"
+
+
+def _plain(text: str, limit: int = 120) -> str:
+    """Text for a widget's option (shown as written): one line, shortened."""
+    value = " ".join(str(text).split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+lead = session.reviewer()
+workspace = session.workspace()
+st.title("Adjudicate")
+if lead is None:
+    st.info("Sign in, or enter your name under **Reviewer** in the sidebar, to adjudicate.")
+    st.stop()
+if session.sign_in_configured():
+    if workspace.role(lead.name) != "lead":
+        st.warning("Only a campaign's leads adjudicate. A lead adds you with "
+                   "`orchviz campaign members add EMAIL --role lead`.")
+        st.stop()
+else:
+    st.caption(f"Adjudicating as **{markdown_literal(lead.name, 60)}** · sign-in is not "
+               "configured, so names are not verified: anyone who types a name may settle "
+               "and retract here.")
+
+campaigns = workspace.campaigns()
+if not campaigns:
+    st.info("There is no review campaign yet: `orchviz campaign create NAME --traces DIR`.")
+    st.stop()
+names = [c.name for c in campaigns]
+if st.session_state.get("adj:campaign") not in names:
+    linked = st.query_params.get(CAMPAIGN_PARAM)
+    st.session_state["adj:campaign"] = linked if linked in names else names[0]
+name = st.selectbox("Campaign", names, key="adj:campaign")
+st.query_params[CAMPAIGN_PARAM] = name
+campaign = workspace.campaign(name)
+rubric = workspace.rubric
+flash = st.session_state.pop("_adj:flash", None)
+if flash:
+    st.toast(markdown_literal(flash, 300), icon=":material/check_circle:")
+
+
+def show_status() -> None:
+    """Where the campaign stands, for its leads: gold accuracy is shown here and nowhere else."""
+    status = workspace.campaign_status(name)
+    cols = st.columns(5)
+    cols[0].metric("targets", status.targets)
+    cols[1].metric("complete", status.complete)
+    cols[2].metric("in progress", status.in_progress)
+    cols[3].metric("reviews saved", f"{status.saved} of {status.slots}")
+    cols[4].metric("unresolved disagreements", len(status.unresolved))
+    st.markdown("**Reviewers**")
+    if status.reviewers:
+        st.dataframe(pd.DataFrame([{
+            "reviewer": r.reviewer, "saved": r.saved, "reserved now": r.leased,
+            "skipped": r.skipped, "gold answers": r.gold_seen,
+            "gold accuracy": r.accuracy} for r in status.reviewers]),
+            hide_index=True, width="stretch",
+            column_config={"gold accuracy": st.column_config.ProgressColumn(
+                min_value=0.0, max_value=1.0, format="percent")})
+    else:
+        st.caption("Nobody has claimed a target yet.")
+    st.markdown("**Agreement** (Krippendorff's alpha over the campaign's labels)")
+    st.dataframe(pd.DataFrame([{
+        "question": q.question, "level": q.level, "alpha": q.alpha,
+        "targets with 2+ reviewers": q.shared_targets, "note": q.note}
+        for q in status.agreement]), hide_index=True, width="stretch",
+        column_config={"alpha": st.column_config.NumberColumn(format="%.3f")})
+    with st.expander("Retract every label of one reviewer in this campaign"):
+        retract_reviewer([r.reviewer for r in status.reviewers])
+
+
+def retract_reviewer(reviewers: list[str]) -> None:
+    """A trial run, a reviewer who misread the rubric: all their labels in the campaign."""
+    if not reviewers:
+        st.caption("No reviewer has saved anything yet.")
+        return
+    with st.form("adj:retract-reviewer"):
+        who = st.selectbox("Reviewer", reviewers)
+        reason = st.text_input("Reason (required)", max_chars=500)
+        if st.form_submit_button("Retract their labels", type="secondary"):
+            ids = [x.label_id for x in workspace.labels.current(reviewer=who, campaign=name)
+                   if x.source == "human"]
+            retract(ids, reason)
+
+
+def retract(label_ids: list[str], reason: str) -> None:
+    """Retract labels (appended retraction rows: the history stays)."""
+    if not label_ids:
+        st.error("Choose the labels to retract.")
+        return
+    if not reason.strip():
+        st.error("Say why you retract them.")
+        return
+    try:
+        count = workspace.retract(label_ids, lead, reason.strip(), campaign=name)
+    except (LabelError, StoreError) as err:
+        st.error(markdown_literal(err, 400))
+        return
+    st.session_state["_adj:flash"] = f"Retracted {count} label{'s' if count != 1 else ''}."
+    st.rerun()
+
+
+def show_disagreements() -> None:
+    found = workspace.disagreements(name)
+    settled = st.toggle("show settled ones too", key="adj:settled",
+                        help="Disagreements that already have an adjudicated answer")
+    items = [d for d in found if settled or not d.resolved]
+    if not items:
+        st.success("No open disagreement in this campaign." if found or not settled else
+                   "The reviewers of this campaign agree so far.",
+                   icon=":material/check_circle:")
+        return
+    place = min(st.session_state.get("_adj:place", 0), len(items) - 1)
+    nav = st.columns([1, 1, 4], vertical_alignment="center")
+    if nav[0].button("Previous", key="adj:previous", icon=":material/skip_previous:",
+                     disabled=place == 0, shortcut="P", width="stretch"):
+        place -= 1
+    if nav[1].button("Next", key="adj:next", icon=":material/skip_next:",
+                     disabled=place >= len(items) - 1, shortcut="N", width="stretch"):
+        place += 1
+    st.session_state["_adj:place"] = place
+    item = items[place]
+    nav[2].caption(f"Disagreement {place + 1} of {len(items)} · trace "
+                   f"**{markdown_literal(item.trace_id, 80)}** · target "
+                   f"**{markdown_literal(item.event_id or 'the whole trace', 40)}** · disputed: "
+                   + ", ".join(f"{markdown_literal(q, 40)} (spread {s:.2f})"
+                               for q, s in item.disputed.items()))
+    one_disagreement(item)
+
+
+def one_disagreement(item) -> None:
+    try:
+        found = workspace.find(item.trace_id)
+        if found is None:
+            st.error(f"The trace {markdown_literal(item.trace_id, 80)} is not in the library.")
+            return
+        trace = session.load(*found)
+    except (OrchvizError, OSError) as err:
+        st.error(f"The trace could not be loaded: {markdown_literal(err, 300)}")
+        return
+    analysis = analyze(trace)
+    key = item.event_id or ""
+    target = next((t for t in workspace.targets(trace) if t.key == key), None)
+    labels = [x for x in workspace.labels.current(trace.trace_id, campaign=name)
+              if x.event_id == key]
+    views, side = st.columns([2.0, 1.7], gap="medium")
+    with side:
+        answers_table(item, labels)
+        if target is None:
+            st.error("The rubric asks nothing about this target in the trace as it is now.")
+        else:
+            final_form(item, trace, analysis, asked_only(target, campaign.questions, rubric),
+                       labels)
+        with st.expander("Retract reviewers' labels on this target"):
+            retract_here(labels)
+    with views:
+        selected = st.session_state.get(f"_adj:selected:{item.trace_id}:{key}") or item.event_id
+        trace_views(trace, analysis, event_id=selected,
+                    agent=analysis.actor[selected] if selected in analysis.actor else None,
+                    on_event=lambda e: st.session_state.update(
+                        {f"_adj:selected:{item.trace_id}:{key}": e}),
+                    on_agent=lambda a: None, key="adj:")
+
+
+def answers_table(item, labels: list[Label]) -> None:
+    """Each reviewer's answers side by side: one column per reviewer, one row per question,
+    their notes below."""
+    st.markdown("**What the reviewers answered**")
+    reviewers = sorted(item.answers)
+    rows = []
+    for q in [q for q in rubric.questions if any(q.id in a for a in item.answers.values())]:
+        row = {"question": ("⚠ " if q.id in item.disputed else "") + q.id}
+        for who in reviewers:
+            value = item.answers[who].get(q.id)
+            row[who] = "—" if value is None else answer_text(q, value)
+        if q.id in item.adjudicated:
+            row["adjudicated"] = answer_text(q, item.adjudicated[q.id])
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    notes = {x.reviewer: x.comment for x in labels if x.source == "human" and x.comment}
+    for who, note in sorted(notes.items()):
+        st.caption(f"**{markdown_literal(who, 40)}**: {markdown_literal(note, 400)}")
+
+
+def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
+    """The final answer and its reason, through the labels panel's form."""
+    saved = {x.question: x for x in labels if x.source == "adjudication"}
+
+    def adjudicate(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+        if not comment.strip():
+            raise LabelError("Give the reason for the final answer (the note box).")
+        return workspace.adjudicate(name, item.trace_id, item.event_id, values, lead,
+                                    comment.strip())
+
+    st.markdown("**Final answer**")
+    target_form(trace, analysis, rubric, target,
+                key=f"adj:{name}:{item.trace_id}:{item.event_id or ''}", save=adjudicate,
+                saved=saved, note_label="Reason for the final answer (required)",
+                save_label="Save the final answer")
+
+
+def retract_here(labels: list[Label]) -> None:
+    mine = [x for x in labels if x.source == "human"]
+    if not mine:
+        st.caption("No reviewer label here.")
+        return
+    by_id = {x.label_id: x for x in mine}
+    with st.form("adj:retract-here"):
+        chosen = st.multiselect(
+            "Labels", list(by_id), format_func=lambda i: _plain(
+                f"{by_id[i].reviewer} · {by_id[i].question} = {by_id[i].value}"))
+        reason = st.text_input("Reason (required)", max_chars=500, key="adj:retract-reason")
+        if st.form_submit_button("Retract"):
+            retract(chosen, reason)
+
+
+disagreements_tab, status_tab = st.tabs(["Disagreements", "Status"])
+with disagreements_tab:
+    show_disagreements()
+with status_tab:
+    show_status()

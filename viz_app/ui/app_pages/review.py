@@ -1,0 +1,308 @@
+"""The review page: a reviewer works through a campaign's queue. Pick a campaign, press Start, and
+the page shows the target the database reserved for this reviewer, the trace's tree and timeline
+ringing it, the campaign's questions on it as the labels panel asks them; Save (Ctrl+Enter or
+Ctrl+S) submits and shows the next one, Skip (S, then a reason) puts it back for others.
+
+Blind: the page never shows another reviewer's answer on a target, nor whether it is a gold item,
+nor its gold answer; a producer's suggestions are shown only on the target just saved, unless the
+campaign is assisted (then before answering, and the labels say so). `?campaign=NAME` opens the
+page on a campaign.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import streamlit as st
+
+from components.annotation import asked_only, target_form
+from components.inspector import inspector
+from components.suggestions import suggestions_view
+from viz_app.analysis import analyze
+from viz_app.errors import LabelError, OrchvizError, StoreError
+from viz_app.labels.label import Label
+from viz_app.labels.rubric import LabelTarget
+from viz_app.text import markdown_literal
+from viz_app.ui import session
+from viz_app.ui.trace_views import trace_views
+
+# (no bare strings at the top level of a page: Streamlit would print them)
+CAMPAIGN_PARAM = "campaign"
+RENEW_EVERY = 30.0  # seconds between lease renewals while the reviewer works on a target
+SKIP_REASONS = ("I cannot judge it from the trace", "The trace looks broken or cut short",
+                "The question does not fit this target")  # picked by key 1, 2, 3
+
+reviewer = session.reviewer()
+workspace = session.workspace()
+st.title("Review")
+
+campaigns = workspace.campaigns()
+if not campaigns:
+    st.info("There is no review campaign yet. A lead creates one with "
+            "`orchviz campaign create NAME --traces DIR`.")
+    st.stop()
+if reviewer is None:
+    st.info("Enter your name under **Reviewer** in the sidebar to review.")
+    st.stop()
+
+names = [c.name for c in campaigns]
+linked = st.query_params.get(CAMPAIGN_PARAM)
+state: dict[str, Any] = st.session_state.setdefault("_review", {})
+if state.get("reviewer") != reviewer.name or state.get("campaign") not in names:
+    state.clear()
+    state.update(reviewer=reviewer.name, campaign=linked if linked in names else names[0])
+if linked in names and linked != state["campaign"] and not state.get("claim"):
+    state["campaign"] = linked
+
+
+def choose_campaign() -> None:
+    """Another campaign: the reviewer starts it afresh (the claim held stays theirs until its
+    lease runs out)."""
+    name = st.session_state["review:campaign"]
+    state.clear()
+    state.update(reviewer=reviewer.name, campaign=name)
+
+
+if st.session_state.get("review:campaign") not in names:
+    st.session_state["review:campaign"] = state["campaign"]
+st.selectbox("Campaign", names, key="review:campaign", on_change=choose_campaign,
+             disabled=bool(state.get("claim")),
+             help="The campaigns of this workspace. Finish or leave the target you hold to "
+                  "change.")
+name = state["campaign"]
+if st.query_params.get(CAMPAIGN_PARAM) != name:
+    st.query_params[CAMPAIGN_PARAM] = name
+campaign = workspace.campaign(name)
+
+
+def take_next() -> None:
+    """Claim the next target for this reviewer (None when nothing is left for them)."""
+    try:
+        claim = workspace.claim_next(name, reviewer)
+    except (LabelError, StoreError) as err:
+        state["error"] = markdown_literal(err, 400)
+        return
+    state.update(claim=claim, opened=time.time(), renewed=time.time(), selected=None,
+                 agent=None, skipping=False, started=True, done=claim is None, error=None)
+
+
+def progress() -> None:
+    """The reviewer's count and the campaign's, from the campaign's status (the per-reviewer
+    gold accuracy it holds is for leads and never shown here)."""
+    status = workspace.campaign_status(name)
+    mine = next((r.saved for r in status.reviewers if r.reviewer == reviewer.name), 0)
+    left, right = st.columns(2)
+    total = max(status.targets, 1)
+    left.progress(min(1.0, mine / total),
+                  text=f"You: {mine} saved in this campaign")
+    right.progress(min(1.0, status.complete / total),
+                   text=f"Campaign: {status.complete} of {status.targets} targets complete · "
+                        f"{status.in_progress} in progress")
+
+
+if not state.get("started"):
+    st.caption(f"{'Assisted: suggestions shown before you answer' if campaign.assisted else 'Blind: you see no other answer, and suggestions only after you save yours'}"
+               " · Save with Ctrl+Enter · S skips · H lists the keys")
+    progress()
+    if state.get("error"):
+        st.error(state["error"])
+    st.button("Start", type="primary", icon=":material/play_arrow:", key="review:start",
+              shortcut="Ctrl+Enter", on_click=take_next,
+              help="Reserve the next target for you and show it (Ctrl+Enter)")
+    st.stop()
+
+claim = state.get("claim")
+if claim is None:
+    progress()
+    if state.get("error"):
+        st.error(state["error"])
+    else:
+        st.success(f"Done: nothing is left for you in **{markdown_literal(name, 80)}**. "
+                   "Thank you!", icon=":material/check_circle:")
+    st.button("Look again", key="review:again", on_click=take_next, icon=":material/refresh:",
+              help="Targets come back when a reservation runs out or another reviewer skips")
+    st.stop()
+
+if time.time() - state.get("renewed", 0.0) > RENEW_EVERY:
+    try:
+        state["claim"] = claim = workspace.renew(claim)
+        state["renewed"] = time.time()
+    except (LabelError, StoreError) as err:
+        state["error"] = markdown_literal(err, 400)
+
+trace = None
+try:
+    found = workspace.find(claim.trace_id)
+    if found is None:
+        st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target is not in "
+                 "the library.")
+    else:
+        trace = session.load(*found)
+except (OrchvizError, OSError) as err:
+    st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target could not be "
+             f"loaded: {markdown_literal(err, 300)}")
+if trace is None:
+    st.button("Skip this target", key="review:skip-broken",
+              on_click=lambda: (workspace.skip(claim, "the trace could not be loaded"),
+                                take_next()))
+    st.stop()
+analysis = analyze(trace)
+
+
+def claim_target() -> LabelTarget | None:
+    """The claimed target as the rubric finds it in the trace, with the campaign's questions."""
+    key = claim.event_id or ""
+    memo = state.setdefault("targets", {})
+    found = memo.get((trace.trace_id, trace.sha256))
+    if found is None:
+        memo.clear()
+        found = memo[(trace.trace_id, trace.sha256)] = workspace.targets(trace)
+    target = next((t for t in found if t.key == key), None)
+    return None if target is None else asked_only(target, claim.questions, workspace.rubric)
+
+
+target = claim_target()
+selected = state.get("selected") or claim.event_id
+if selected is not None and selected not in trace.events_by_id:
+    selected = None
+agent = state.get("agent") or (analysis.actor[selected] if selected else None)
+
+
+def select_event(event_id: str) -> None:
+    state.update(selected=event_id, agent=None)
+
+
+def select_agent(chosen: str) -> None:
+    state.update(agent=chosen, selected=None)
+
+
+views, side = st.columns([2.3, 1.4], gap="medium")
+
+
+@st.fragment
+def review_panel() -> None:
+    """The claim's questions, Save and Skip: a fragment, so a key press reruns this column only;
+    a save or a skip moves to the next target and reruns the page (its tree and timeline)."""
+    if state.get("claim") is not claim:
+        st.rerun()
+    with st.container(key="labels-panel"):
+        where = claim.event_id or "the whole trace"
+        kinds = " + ".join(target.kinds) if target is not None else "target"
+        st.markdown(f"#### {markdown_literal(where, 40)} · {markdown_literal(kinds, 40)}")
+        st.caption(f"trace **{markdown_literal(trace.trace_id, 80)}** · task "
+                   f"{markdown_literal(trace.task_id, 80)}"
+                   + (f" · agent {markdown_literal(target.agent, 40)}"
+                      if target is not None and target.agent else ""))
+        if state.get("error"):
+            st.error(state["error"])
+        if state.get("skipping"):
+            skip_reasons()
+        elif target is None:
+            st.error("The rubric asks nothing about this target in the trace as it is now "
+                     "(the file may have changed): skip it.")
+            st.button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
+                      on_click=lambda: state.update(skipping=True))
+        else:
+            questions()
+        last_saved()
+
+
+def questions() -> None:
+    suggestions = [s for s in workspace.suggestions(trace.trace_id, target.key)
+                   if s.question in target.questions and s.trace_sha256 == trace.sha256]
+    shown = campaign.assisted and bool(suggestions)  # blind first, unless the campaign is assisted
+
+    def submit(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+        made = workspace.submit(claim, values, comment=comment, seconds_spent=seconds,
+                                suggestions_visible=shown)
+        state["last"] = (trace.trace_id, trace.sha256, target.key, list(target.questions))
+        take_next()
+        return made
+
+    target_form(trace, analysis, workspace.rubric, target, key=f"review:{claim.slot_id}",
+                save=submit, suggestions=suggestions, suggestions_hidden=not shown,
+                on_choose=select_event, save_label="Save and next")
+    cols = st.columns(2)
+    cols[0].button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
+                   width="stretch", on_click=lambda: state.update(skipping=True),
+                   help="Put this target back for other reviewers, with a reason (key S)")
+    if cols[1].button("Keys", key="review:keys", shortcut="H", icon=":material/keyboard:",
+                      width="stretch", help="The keys of the review page (key H)"):
+        keys_help()
+
+
+def skip_reasons() -> None:
+    """Why the reviewer skips: a reason by key (1, 2, 3) or typed; Esc goes back."""
+
+    def skip(reason: str) -> None:
+        reason = reason.strip()
+        if not reason:
+            state["error"] = "Say why you skip this target."
+            return
+        try:
+            workspace.skip(claim, reason)
+        except (LabelError, StoreError) as err:
+            state["error"] = markdown_literal(err, 400)
+            return
+        take_next()
+
+    st.markdown("**Why skip this target?** It goes back to the other reviewers.")
+    for number, reason in enumerate(SKIP_REASONS, 1):
+        st.button(f"{number} · {reason}", key=f"review:skip-reason:{number}",
+                  shortcut=str(number), on_click=skip, args=(reason,), width="stretch")
+    with st.form("review:skip-form", border=False):
+        typed = st.text_input("Another reason", key="review:skip-typed", max_chars=500,
+                              placeholder="type it and press Enter")
+        st.form_submit_button("Skip with this reason", on_click=lambda: skip(
+            st.session_state.get("review:skip-typed") or ""))
+    st.button("Back to the target", key="review:skip-cancel", shortcut="Esc",
+              icon=":material/undo:", on_click=lambda: state.update(skipping=False, error=None),
+              help="Keep this target (Esc)")
+    del typed
+
+
+def last_saved() -> None:
+    """Blind-first: the suggestions on the target this reviewer has just saved."""
+    last = state.get("last")
+    if not last or campaign.assisted:
+        return
+    trace_id, sha, key, asked_here = last
+    found = [s for s in workspace.suggestions(trace_id, key)
+             if s.question in asked_here and s.trace_sha256 == sha]
+    if found:
+        with st.expander(f"Suggestions on the target you just saved "
+                         f"({markdown_literal(key or 'the whole trace', 30)})"):
+            suggestions_view(found, workspace.rubric, key=f"review:last:{trace_id}:{key}")
+
+
+@st.dialog("Keys of the review page")
+def keys_help() -> None:
+    st.markdown(REVIEW_KEYS)
+
+
+REVIEW_KEYS = """
+| key | what it does |
+|---|---|
+| Ctrl+Enter | Start; then save the target's answers and show the next target |
+| Ctrl+S | save and next too, also right after a click on an answer or a tag |
+| 1 – 9 | pick the n-th answer of the first scale or category question (Alt+1 – 9: the second) |
+| letters | toggle a tag (each tag shows its letter) |
+| ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
+| S | skip this target: then 1 – 3 pick a reason, or type one and press Enter; Esc goes back |
+| H | this list |
+
+Keys without Ctrl do nothing while you type in a text box.
+"""
+
+
+with side:
+    progress()  # here, not in the fragment: a key press does not ask the database for it
+    review_panel()
+
+with views:
+    trace_views(trace, analysis, event_id=selected, agent=agent, on_event=select_event,
+                on_agent=select_agent, key="review:")
+    with st.expander("Inspector", expanded=selected is not None and selected != claim.event_id):
+        inspector(trace, analysis, event_id=selected, agent=agent, key="review:inspector",
+                  on_choose=select_event)
