@@ -12,9 +12,9 @@ import pytest
 
 import detector_cases as cases
 from factories import DEMO_DIR, as_trace, copy_demos, demo_paths, demo_trace, make_workspace
+from viz_app.analysis import analyze
 from viz_app.cli import main
 from viz_app.labels.rubric import default_rubric, rubric_from_dict, targets
-from viz_app.analysis import analyze
 from viz_app.suggest import SuggestError, produce
 from viz_app.suggest.rules import FINE, PRODUCER, suggest
 
