@@ -16,6 +16,7 @@ from tqdm import tqdm
 from viz_app.cli.traces import add_traces_option, say_unread
 from viz_app.errors import LabelError
 from viz_app.export import FORMATS
+from viz_app.export.consensus import ExportOptions
 from viz_app.labels.campaign import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
                                      Filter, Sample, spec_error)
 from viz_app.labels.label import Reviewer
@@ -26,6 +27,9 @@ from viz_app.workspace import Workspace
 FILTER_KEYS = {"system": "systems", "topology": "topologies", "task": "tasks",
                "format": "formats", "folder": "folders", "text": "text"}
 """`--filter KEY=VALUE` keys, and the Filter field each fills."""
+
+LABEL_FORMATS = [f for f, v in FORMATS.items() if v.reads == "labels"]
+"""The formats a campaign's labels can be exported in."""
 
 SHOWN = 10
 """Unresolved disagreements a status or export names before it says how many more."""
@@ -108,16 +112,17 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export a campaign's labels in any labels format",
                        description="Write the current (unretracted) labels of one campaign in "
                        "one of the labels export formats: every label (--all, the default) or "
-                       "only the leads' adjudicated answers (--adjudicated-only, what a trainer "
-                       "should read). Disagreements without an adjudication are reported, "
-                       "never averaged.")
+                       "only the leads' adjudicated answers (--adjudicated-only). The training "
+                       "shapes take, per target and question, the answer its reviewers agree "
+                       "on, else the adjudicated one (with --adjudicated-only: only targets "
+                       "with an adjudicated answer, what a trainer should read). Disagreements "
+                       "without an adjudication are left out and reported, never averaged.")
     p.add_argument("name", metavar="NAME", help="the campaign")
     _common(p)
     add_traces_option(p, help="a folder (or file) of the labelled traces (needed by the "
                       "formats that read traces)")
-    p.add_argument("--format", choices=[f for f, v in FORMATS.items() if v.reads != "bookmarks"],
-                   required=True, metavar="FORMAT", help="one of: " + ", ".join(
-                       f for f, v in FORMATS.items() if v.reads != "bookmarks"))
+    p.add_argument("--format", choices=LABEL_FORMATS, required=True, metavar="FORMAT",
+                   help="one of: " + ", ".join(LABEL_FORMATS))
     which = p.add_mutually_exclusive_group()
     which.add_argument("--adjudicated-only", action="store_true",
                        help="only the adjudicated labels")
@@ -274,8 +279,9 @@ def list_verb(args: argparse.Namespace) -> int:
 def _unresolved_lines(status: CampaignStatus) -> list[str]:
     lines = []
     if status.unresolved:
-        lines.append(f"{len(status.unresolved)} disagreements without an adjudication "
-                     "(left unresolved, never averaged):")
+        count = len(status.unresolved)
+        lines.append(f"{count} disagreement{'s' if count != 1 else ''} without an "
+                     "adjudication (left unresolved, never averaged):")
         for d in status.unresolved[:SHOWN]:
             questions = ", ".join(f"{q} (spread {s:.2f})" for q, s in d.disputed.items())
             lines.append(f"  {terminal_text(d.trace_id)} {terminal_text(d.event_id or '(trace)')}"
@@ -321,8 +327,14 @@ def export_verb(args: argparse.Namespace) -> int:
         read = ws.read_traces()
         say_unread(read.unread)
         traces = read.traces
-    result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
-                       adjudicated_only=args.adjudicated_only)
+    if found.training:  # the consensus rules choose: agreed answers, else the adjudication
+        options = ExportOptions(adjudicated_only=True) if args.adjudicated_only else \
+            ExportOptions(disputed="adjudicated")
+        result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
+                           options=options)
+    else:
+        result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
+                           adjudicated_only=args.adjudicated_only)
     for sentence in [*result.left_out, *result.notes]:
         print(terminal_text(sentence), file=sys.stderr)
     for line in _unresolved_lines(status):  # escaped already
