@@ -266,30 +266,39 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
                 shown.append(str(value))
     size = len(order)
 
-    def code(value: Any) -> int | None:
-        if ordinal and question.choice(value) is None:
-            return None
-        return order.get(repr(value))
+    def code(value: Any) -> int:
+        """The answer's row in the matrices (-1: not on the scale, left out)."""
+        return order.get(repr(value), -1)
 
     targets = sorted(units)
     index = {t: i for i, t in enumerate(targets)}
-    confusions = np.zeros((len(targets), size, size))
-    coincidences = np.zeros((len(targets), size, size))
-    first, second, counts = [], [], []
-    for target, a, b in pairs:
-        ca, cb = code(a), code(b)
-        if ca is not None and cb is not None:
-            confusions[index[target], ca, cb] += 1
-            first.append(ca)
-            second.append(cb)
+    cells = size * size
+    coded = np.array([(index[t], code(a), code(b)) for t, a, b in pairs], dtype=np.int64) \
+        .reshape(-1, 3)
+    coded = coded[(coded[:, 1] >= 0) & (coded[:, 2] >= 0)]
+    first, second = coded[:, 1].tolist(), coded[:, 2].tolist()
+    confusions = np.bincount(coded[:, 0] * cells + coded[:, 1] * size + coded[:, 2],
+                             minlength=len(targets) * cells).reshape(len(targets), size, size)
+    owners, entries = [], []  # each unit's target, and (unit, answer) for its answers
     for target, target_units in units.items():
         for unit in target_units:
-            codes = [c for c in map(code, unit) if c is not None]
-            if len(codes) >= 2:
-                found = np.bincount(codes, minlength=size).astype(float)
-                counts.append(found)
-                coincidences[index[target]] += (np.outer(found, found) - np.diag(found)) \
-                    / (len(codes) - 1)
+            found = [c for c in map(code, unit) if c >= 0]
+            if len(found) >= 2:
+                entries.extend((len(owners), c) for c in found)
+                owners.append(index[target])
+    counts = np.zeros((0, size))
+    coincidences = np.zeros((len(targets), size, size))
+    if owners:
+        at = np.array(entries, dtype=np.int64)
+        counts = np.bincount(at[:, 0] * size + at[:, 1], minlength=len(owners) * size) \
+            .reshape(len(owners), size).astype(float)
+        per_unit = counts[:, :, None] * counts[:, None, :]
+        per_unit[:, np.arange(size), np.arange(size)] -= counts
+        per_unit /= (counts.sum(axis=1) - 1)[:, None, None]
+        flat = per_unit.reshape(len(owners), cells)
+        coincidences = np.stack([np.bincount(owners, weights=flat[:, i],
+                                             minlength=len(targets)) for i in range(cells)],
+                                axis=1).reshape(len(targets), size, size)
     total = confusions.sum(axis=0)
     confusion = (total + total.T) if symmetric else total
     if not first:
@@ -298,8 +307,8 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
 
     domain = np.array(values, dtype=float) if ordinal else np.arange(size, dtype=float)
     alpha = math.nan
-    if counts and len(np.flatnonzero(np.sum(counts, axis=0))) >= 2 and size >= 2:
-        alpha = float(krippendorff.alpha(value_counts=np.array(counts), value_domain=domain,
+    if len(np.flatnonzero(counts.sum(axis=0))) >= 2:
+        alpha = float(krippendorff.alpha(value_counts=counts, value_domain=domain,
                                          level_of_measurement="ordinal" if ordinal
                                          else "nominal"))
     a, b = (first + second, second + first) if symmetric else (first, second)
@@ -312,14 +321,8 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
                                             replace_undefined_by=math.nan))
     alphas = kappas = np.array([])
     if len(targets) >= 2 and resamples > 0:
-        rng = np.random.default_rng(seed)
-        drawn = rng.integers(0, len(targets), (resamples, len(targets)))
-        weights = np.stack([np.bincount(row, minlength=len(targets)) for row in drawn])
-        alphas = _alpha_of(np.einsum("bt,tij->bij", weights, coincidences), ordinal)
-        sampled = np.einsum("bt,tij->bij", weights, confusions)
-        if symmetric:
-            sampled = sampled + sampled.transpose(0, 2, 1)
-        kappas = _kappa_of(sampled, ordinal)
+        alphas, kappas = _resampled(coincidences, confusions, resamples, seed, ordinal,
+                                    symmetric)
     notes = []
     if math.isnan(alpha) or math.isnan(kappa):
         notes.append("every answer compared is the same one (alpha or kappa is undefined)")
@@ -327,6 +330,29 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
         notes.append("one target: no interval")
     return _interval(alpha, alphas), _interval(kappa, kappas), shown, \
         confusion.astype(int).tolist(), "; ".join(notes)
+
+
+def _resampled(coincidences: np.ndarray, confusions: np.ndarray, resamples: int, seed: int,
+               ordinal: bool, symmetric: bool, chunk: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Alpha and kappa of each bootstrap resample of the targets: a resample's matrices are
+    the per-target matrices summed with the number of times it drew each target (a matrix
+    product, `chunk` resamples at a time to bound memory)."""
+    count, size = len(coincidences), coincidences.shape[-1]
+    flat_o = coincidences.reshape(count, size * size)
+    flat_c = confusions.reshape(count, size * size)
+    rng = np.random.default_rng(seed)
+    alphas, kappas = [], []
+    for start in range(0, resamples, chunk):
+        drawn = rng.integers(0, count, (min(chunk, resamples - start), count))
+        rows = len(drawn)
+        weights = np.bincount((np.arange(rows)[:, None] * count + drawn).ravel(),
+                              minlength=rows * count).reshape(rows, count).astype(float)
+        alphas.append(_alpha_of((weights @ flat_o).reshape(-1, size, size), ordinal))
+        sampled = (weights @ flat_c).reshape(-1, size, size)
+        if symmetric:
+            sampled = sampled + sampled.transpose(0, 2, 1)
+        kappas.append(_kappa_of(sampled, ordinal))
+    return np.concatenate(alphas), np.concatenate(kappas)
 
 
 def _alpha_of(coincidences: np.ndarray, ordinal: bool) -> np.ndarray:
@@ -391,6 +417,13 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
         [q for q in rubric.questions if q.kind in MEASURED_KINDS]
     asked = {q.id for q in questions}
     blind, left = blind_labels((x for x in labels if x["question"] in asked), suggestions)
+    blind_of: dict[str, list[LabelRecord]] = defaultdict(list)
+    for label in blind:
+        blind_of[label["question"]].append(label)
+    suggested: dict[str, list[Suggestion]] = defaultdict(list)
+    for suggestion in suggestions:
+        if suggestion.question in asked:
+            suggested[suggestion.question].append(suggestion)
     rows: list[AgreementRow] = []
     for q in questions:
         if q.kind not in MEASURED_KINDS:
@@ -399,7 +432,7 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
                                      kappa=Interval(value=None),
                                      note=f"no agreement for {q.kind} answers"))
             continue
-        rows.extend(_question_rows(q, blind, suggestions, resamples, seed))
+        rows.extend(_question_rows(q, blind_of[q.id], suggested[q.id], resamples, seed))
     return SuggestionAgreement(rows=rows, blind_labels=len(blind),
                                left_out_visible=left["visible"],
                                left_out_unknown=left["unknown"],
@@ -411,14 +444,11 @@ def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Sugg
                    resamples: int, seed: int) -> list[AgreementRow]:
     level = "ordinal" if q.kind in ORDINAL_KINDS else "nominal"
     human: dict[tuple[str, str], dict[str, tuple[str, Any]]] = defaultdict(dict)
-    for label in blind:
-        if label["question"] == q.id:
-            target = (label["trace_id"], label["event_id"] or "")
-            human[target][coder(label)] = (label.get("trace_sha256", ""), label["value"])
+    for label in blind:  # the blind labels of this question
+        target = (label["trace_id"], label["event_id"] or "")
+        human[target][coder(label)] = (label.get("trace_sha256", ""), label["value"])
     newest: dict[str, dict[tuple[str, str], Suggestion]] = defaultdict(dict)
-    for s in suggestions:
-        if s.question != q.id:
-            continue
+    for s in suggestions:  # the suggestions on this question
         held = newest[_rater(s)].get((s.trace_id, s.event_id))
         if held is None or (s.created_at, s.producer.version) >= (held.created_at,
                                                                   held.producer.version):
