@@ -513,3 +513,15 @@ def test_a_signed_in_reviewer_is_no_lead_unless_the_members_say_so(lite):
     lite.add_member("rev@example.org", "lead", LEAD)
     assert lite.create_campaign(CampaignSpec(name=name()), signed).targets > 0
     assert lite.may_lead(Reviewer(name="anyone", via="self-declared"))
+
+
+def test_a_reviewers_progress_counts_without_telling_answers(lite):
+    campaign = create(lite, questions=["task_outcome"], per_target=2)
+    work(lite, campaign.name, ANN)
+    claim = lite.claim_next(campaign.name, BOB)
+    lite.skip(claim, "unsure")
+    mine = lite.campaign_progress(campaign.name, "bob")
+    assert (mine.targets, mine.complete, mine.slots, mine.saved) == (12, 0, 24, 12)
+    assert (mine.reviewer_saved, mine.reviewer_skipped, mine.fraction) == (0, 1, 0.5)
+    assert set(type(mine).model_fields) == {"name", "targets", "complete", "slots", "saved",
+                                            "reviewer", "reviewer_saved", "reviewer_skipped"}

@@ -34,7 +34,8 @@ from viz_app.io.records import json_values
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.agreement import (SuggestionAgreement, question_agreement,
                                       suggestion_agreement)
-from viz_app.labels.campaign import (SPREAD, Campaign, CampaignSpec, CampaignStatus, Claim,
+from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, CampaignSpec,
+                                     CampaignStatus, Claim,
                                      Disagreement, ReviewerStatus, campaign_questions,
                                      filter_rows, find_disagreements, gold_accuracy,
                                      gold_answers, label_target, plan_targets)
@@ -606,6 +607,19 @@ class Workspace:
                              "open it with that rubric (--rubric)")
         return rubric
 
+    def campaign_progress(self, name: str, reviewer: str) -> CampaignProgress:
+        """How far a campaign and one reviewer in it are (counts only, safe to show any
+        reviewer: no answers, no gold)."""
+        found = self.campaign(name)
+        store = self.campaign_store
+        counts = store.progress(found)
+        mine = store.reviewer_counts(found, only=reviewer).get(reviewer, {})
+        return CampaignProgress(name=found.name, targets=counts["targets"],
+                                complete=counts["complete"], slots=counts["slots"],
+                                saved=counts["saved"], reviewer=reviewer,
+                                reviewer_saved=mine.get("saved", 0),
+                                reviewer_skipped=mine.get("skipped", 0))
+
     def campaign_status(self, name: str) -> CampaignStatus:
         """Where a campaign stands, for its leads: targets, complete, in progress, each
         reviewer's saves and gold accuracy, alpha per question over its (unretracted) labels,
@@ -754,9 +768,13 @@ class Workspace:
         """How far each producer's suggestions agree with the current human labels made
         without suggestions in view, beside how far the reviewers agree with each other, per
         question (or the one named): alpha, kappa, bootstrap 95 % intervals, confusion
-        matrices (`viz_app.labels.agreement.suggestion_agreement`; docs/suggestions.md)."""
+        matrices (`viz_app.labels.agreement.suggestion_agreement`; docs/suggestions.md). The
+        rules' silence on a target of a trace they ran on reads as `rules.FINE`."""
+        from viz_app.suggest.rules import FINE
+
         if question is not None:
             self.rubric.question(question)  # LabelError naming the questions there are
         return suggestion_agreement(self.rubric, self.labels.current_records(),
                                     self.suggestion_store.all(), question=question,
-                                    resamples=resamples, seed=seed)
+                                    resamples=resamples, seed=seed,
+                                    silence={RULES.name: FINE})

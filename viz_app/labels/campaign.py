@@ -251,6 +251,25 @@ class Disagreement(BaseModel):
         return set(self.disputed) <= set(self.adjudicated)
 
 
+class CampaignProgress(BaseModel):
+    """How far a campaign and one reviewer in it are: what the review page's progress bars
+    show. Counts only: it tells nobody what anyone answered, nor which targets are gold."""
+
+    name: str
+    targets: int = Field(description="Targets in the campaign.")
+    complete: int = Field(description="Targets whose every slot is saved.")
+    slots: int = Field(description="Reviews needed in all.")
+    saved: int = Field(description="Reviews saved by anyone.")
+    reviewer: str
+    reviewer_saved: int = Field(description="Targets this reviewer saved.")
+    reviewer_skipped: int = Field(description="Targets this reviewer put back.")
+
+    @property
+    def fraction(self) -> float:
+        """saved / slots (1 for a campaign with none)."""
+        return self.saved / self.slots if self.slots else 1.0
+
+
 class CampaignStatus(BaseModel):
     """Where a campaign stands."""
 

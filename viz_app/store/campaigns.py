@@ -388,25 +388,29 @@ class CampaignStore:
                     found["in_progress"] += 1
         return {k: found[k] for k in ("targets", "complete", "in_progress", "slots", "saved")}
 
-    def reviewer_counts(self, campaign: Campaign,
-                        at: float | None = None) -> dict[str, dict[str, int]]:
-        """Reviewer -> saved, leased (unexpired) and skipped counts in a campaign."""
+    def reviewer_counts(self, campaign: Campaign, at: float | None = None,
+                        only: str | None = None) -> dict[str, dict[str, int]]:
+        """Reviewer -> saved, leased (unexpired) and skipped counts in a campaign (of one
+        reviewer, with `only`)."""
         moment = time.time() if at is None else at
         c = slots.c
+        s = campaign_skips_table.c
         found: dict[str, dict[str, int]] = defaultdict(
             lambda: {"saved": 0, "leased": 0, "skipped": 0})
         with self.engine.connect() as conn:
-            for reviewer, state, until in conn.execute(
-                    select(c.reviewer, c.state, c.leased_until).where(
-                        c.campaign_id == campaign.campaign_id, c.reviewer.is_not(None))):
+            query = select(c.reviewer, c.state, c.leased_until).where(
+                c.campaign_id == campaign.campaign_id, c.reviewer.is_not(None))
+            skips = select(s.reviewer, func.count()).where(
+                s.campaign_id == campaign.campaign_id).group_by(s.reviewer)
+            if only is not None:
+                query = query.where(c.reviewer == only)
+                skips = skips.where(s.reviewer == only)
+            for reviewer, state, until in conn.execute(query):
                 if state == "done":
                     found[reviewer]["saved"] += 1
                 elif state == "leased" and until is not None and until >= moment:
                     found[reviewer]["leased"] += 1
-            s = campaign_skips_table.c
-            for reviewer, count in conn.execute(
-                    select(s.reviewer, func.count()).where(
-                        s.campaign_id == campaign.campaign_id).group_by(s.reviewer)):
+            for reviewer, count in conn.execute(skips):
                 found[reviewer]["skipped"] += int(count)
         return dict(found)
 
