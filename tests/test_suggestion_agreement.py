@@ -219,3 +219,15 @@ def test_the_agreement_page_says_how_to_make_suggestions_when_there_are_none(tmp
     page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=60).run()
     assert not page.exception
     assert any("No suggestions are stored yet" in c.value for c in page.caption)
+
+
+def test_silence_on_a_trace_the_rules_ran_on_reads_as_the_fine_answer():
+    labels = [label("ann", 0, "premature"), label("ann", 1, "correct"),
+              label("ann", 2, "correct")]
+    other_trace = {**label("ann", 3, "correct"), "trace_sha256": "another version"}
+    sugs = [suggestion(0, "premature"), suggestion(1, "late", question="message_necessity"),
+            suggestion(2, "premature", question="message_necessity")]
+    found = row(suggestion_agreement(RUBRIC, labels + [other_trace], sugs, question=STOP,
+                                     silence={"rules": {STOP: "correct"}}), "rules")
+    assert found.pairs == 3 and found.kappa.value == pytest.approx(1.0)  # t3: never ran there
+    assert "silent on 2 targets" in found.note

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -405,14 +405,28 @@ def _interval(value: float, samples: np.ndarray) -> Interval:
 
 def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
                          suggestions: Iterable[Suggestion], *, question: str | None = None,
-                         resamples: int = RESAMPLES, seed: int = 0) -> SuggestionAgreement:
+                         resamples: int = RESAMPLES, seed: int = 0,
+                         silence: Mapping[str, Mapping[str, Any]] | None = None
+                         ) -> SuggestionAgreement:
     """For each question (or the one named) and each producer, agreement of its suggestions
     with the blind human labels (`blind_labels`), and of the reviewers with each other on the
     same labels: Krippendorff's alpha and Cohen's kappa over pairs of answers on one target,
     each with a bootstrap 95 % interval (targets resampled `resamples` times, seeded), and a
     confusion matrix. A producer's newest suggestion on a target counts, compared with every
-    blind reviewer's current answer there, on the same version of the trace."""
+    blind reviewer's current answer there, on the same version of the trace.
+
+    `silence` gives, per producer name, the answer its silence stands for on each question
+    (the rules suggest only faults: `rules.FINE`): on a trace version the producer is known to
+    have run on (it made a suggestion there), a blind-labelled target it said nothing about
+    counts as that answer."""
     suggestions = list(suggestions)
+    ran: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    quiet: dict[str, Mapping[str, Any]] = {}
+    for suggestion in suggestions:
+        answers = (silence or {}).get(suggestion.producer.name)
+        if answers is not None:
+            ran[_rater(suggestion)].add((suggestion.trace_id, suggestion.trace_sha256))
+            quiet[_rater(suggestion)] = answers
     questions = [rubric.question(question)] if question else \
         [q for q in rubric.questions if q.kind in MEASURED_KINDS]
     asked = {q.id for q in questions}
@@ -432,7 +446,10 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
                                      kappa=Interval(value=None),
                                      note=f"no agreement for {q.kind} answers"))
             continue
-        rows.extend(_question_rows(q, blind_of[q.id], suggested[q.id], resamples, seed))
+        silent = {rater: (answers[q.id], ran[rater]) for rater, answers in quiet.items()
+                  if q.id in answers}
+        rows.extend(_question_rows(q, blind_of[q.id], suggested[q.id], resamples, seed,
+                                   silent))
     return SuggestionAgreement(rows=rows, blind_labels=len(blind),
                                left_out_visible=left["visible"],
                                left_out_unknown=left["unknown"],
@@ -441,7 +458,9 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
 
 
 def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Suggestion],
-                   resamples: int, seed: int) -> list[AgreementRow]:
+                   resamples: int, seed: int,
+                   silent: Mapping[str, tuple[Any, set[tuple[str, str]]]]
+                   ) -> list[AgreementRow]:
     level = "ordinal" if q.kind in ORDINAL_KINDS else "nominal"
     human: dict[tuple[str, str], dict[str, tuple[str, Any]]] = defaultdict(dict)
     for label in blind:  # the blind labels of this question
@@ -454,14 +473,23 @@ def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Sugg
                                                                   held.producer.version):
             newest[_rater(s)][(s.trace_id, s.event_id)] = s
     rows = []
-    for rater in sorted(newest):
-        pairs, other_version = [], 0
+    for rater in sorted(set(newest) | set(silent)):
+        pairs, other_version, quiet = [], 0, 0
         for target, s in newest[rater].items():
             for _, (sha, value) in sorted(human.get(target, {}).items()):
                 if sha and s.trace_sha256 and sha != s.trace_sha256:
                     other_version += 1
                     continue
                 pairs.append((target, value, s.value))
+        if rater in silent:
+            fine, ran = silent[rater]
+            for target, answers in human.items():
+                if target in newest[rater]:
+                    continue
+                found = [(target, value, fine) for _, (sha, value) in sorted(answers.items())
+                         if (target[0], sha) in ran]
+                quiet += bool(found)
+                pairs += found
         units: dict[tuple[str, str], list[list[Any]]] = defaultdict(list)
         for target, human_value, value in pairs:
             units[target].append([human_value, value])
@@ -469,6 +497,9 @@ def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Sugg
         if other_version:
             note = (note + "; " if note else "") + f"{other_version} answers on another " \
                 "version of the trace left out"
+        if quiet:
+            note = (note + "; " if note else "") + f"silent on {quiet} targets of traces it " \
+                f"ran on, read as {silent[rater][0]!r}"
         rows.append(AgreementRow(
             question=q.id, rater=rater, level=level, targets=len({t for t, _, _ in pairs}),
             pairs=len(pairs), alpha=alpha, kappa=kappa, labels=shown, confusion=confusion,
