@@ -215,3 +215,23 @@ def test_app_secrets_refuses_a_file_streamlit_could_not_use_in_one_sentence(tmp_
     with pytest.raises(OrchvizError, match=says) as err:
         secrets_flags(str(path))
     assert str(err.value).count(". ") == 0 and str(path) in str(err.value)
+
+
+def test_app_secrets_with_auth_refuses_to_start_without_authlib(tmp_path, monkeypatch):
+    import importlib.util
+
+    path = _write(tmp_path, "[auth]\n" + "".join(f'{k} = "{v}"\n' for k, v in AUTH["auth"].items()))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "authlib" else real(name, *a))
+    with pytest.raises(OrchvizError, match=r"needs Authlib: pip install 'orchviz\[auth\]'"):
+        secrets_flags(str(path))
+
+
+def test_a_server_without_authlib_says_so_instead_of_a_sign_in_button(workspace, monkeypatch):
+    from streamlit import auth_util
+
+    monkeypatch.setattr(auth_util, "is_authlib_installed", lambda: False)
+    at = page({"is_logged_in": False}, signed_in_app=True)
+    assert not at.sidebar.button
+    assert "Authlib is missing" in at.sidebar.error[0].value

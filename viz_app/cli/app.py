@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import tomllib
@@ -68,6 +69,9 @@ def secrets_flags(path: str | None) -> tuple[list[str], str]:
     missing = [key for key in AUTH_KEYS if key not in auth]
     if missing:
         raise OrchvizError(f"{path}: the [auth] section lacks {', '.join(missing)}.")
+    if importlib.util.find_spec("authlib") is None:
+        raise OrchvizError(f"{path} turns sign-in on, which needs Authlib: "
+                           "pip install 'orchviz[auth]'.")
     return [f"--secrets.files={file}"], "sign-in: on (OpenID Connect)"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit import auth_util
 from sqlalchemy import Engine
 
 from viz_app import charts
@@ -329,6 +330,10 @@ def _signed_in_reviewer() -> Reviewer | None:
         del st.query_params[REVIEWER_PARAM]
     email = _signed_in()
     if not st.user.get("is_logged_in"):
+        if not auth_util.is_authlib_installed():
+            st.sidebar.error("Sign-in is configured but Authlib is missing on the server: "
+                             "`pip install 'orchviz[auth]'`.")
+            return None
         st.sidebar.caption("Sign in to label, bookmark or judge; until then you can look.")
         if st.sidebar.button("Sign in", key="_sign_in", type="primary",
                              icon=":material/login:", width="stretch"):
