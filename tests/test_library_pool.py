@@ -30,6 +30,7 @@ def pool_workspace(tmp_path, bad_shard: bool = False) -> Workspace:
         (location / "part-00001.parquet").write_bytes(b"PAR1 cut short")
     workspace = make_workspace(tmp_path, traces=[location])
     workspace.update_pool_index(workers=1)
+    workspace.pool_index().close()  # so that an app server (another process) may open it
     return workspace
 
 

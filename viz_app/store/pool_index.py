@@ -394,39 +394,57 @@ class PoolIndex:
         self.path = Path(path)
         self.text_path = self.path.with_suffix(".fts.sqlite")
         self.location = location
+        self._database: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._duck() as con:
-            for statement in _SCHEMA:
-                con.execute(statement)
-            version = self._meta(con, "version")
-            if version not in (None, INDEX_VERSION):
-                for table in ("shards", "traces", "failures", "meta"):
-                    con.execute(f"DROP TABLE {table}")
-                self.text_path.unlink(missing_ok=True)
-                for statement in _SCHEMA:
-                    con.execute(statement)
-            self._set_meta(con, "version", INDEX_VERSION)
-            if location:
+            if self._meta(con, "version", missing_ok=True) != INDEX_VERSION:
+                self._create(con)
+            if location and self._meta(con, "location") != location:
                 self._set_meta(con, "location", location)
         with self._text() as db:
             db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(body, content='', "
                        "tokenize='unicode61 remove_diacritics 2')")
 
+    def _create(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Make the tables, dropping those of another layout (the index is a cache)."""
+        known = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "meta" in known:
+            for table in ("shards", "traces", "failures", "meta"):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+            self.text_path.unlink(missing_ok=True)
+        for statement in _SCHEMA:
+            con.execute(statement)
+        self._set_meta(con, "version", INDEX_VERSION)
+
     # -- connections ------------------------------------------------------------------------------
 
     @contextmanager
     def _duck(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one operation (so another process may open the file between)."""
+        """A cursor of the index's one connection (a cursor per operation: threads of the app
+        each get their own). The file stays open while this PoolIndex lives, so another process
+        cannot write it meanwhile (DuckDB allows one writing process)."""
+        with self._lock:
+            if self._database is None:
+                try:
+                    self._database = duckdb.connect(str(self.path))
+                except duckdb.IOException as err:
+                    raise StoreError(
+                        f"the pool index {self.path} cannot be opened: another process (such "
+                        "as `orchviz pool index` or the app) has it open; nothing was "
+                        "changed") from err
+            cursor = self._database.cursor()
         try:
-            con = duckdb.connect(str(self.path))
-        except duckdb.IOException as err:
-            raise StoreError(f"the pool index {self.path} cannot be opened (another process, "
-                             "such as `orchviz pool index`, may be writing it); nothing was "
-                             "changed") from err
-        try:
-            yield con
+            yield cursor
         finally:
-            con.close()
+            cursor.close()
+
+    def close(self) -> None:
+        """Close the index's files (another process may open them then)."""
+        with self._lock:
+            if self._database is not None:
+                self._database.close()
+                self._database = None
 
     @contextmanager
     def _text(self) -> Iterator[sqlite3.Connection]:
@@ -438,8 +456,13 @@ class PoolIndex:
             db.close()
 
     @staticmethod
-    def _meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-        found = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+    def _meta(con: duckdb.DuckDBPyConnection, key: str, missing_ok: bool = False) -> str | None:
+        try:
+            found = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+        except duckdb.CatalogException:
+            if missing_ok:  # a new file: no tables yet
+                return None
+            raise
         return found[0][0] if found else None
 
     @staticmethod
@@ -543,26 +566,32 @@ class PoolIndex:
 
     # -- queries ----------------------------------------------------------------------------------
 
-    def _hits(self, search: str) -> pa.Table | None:
-        """(doc, rank) of the traces matching a search; None when there is nothing to search."""
+    def _hits(self, search: str, ranked: bool = False) -> pa.Table | None:
+        """The docs of the traces matching a search (with their bm25 `rank` when `ranked`: it
+        costs more for a common word); None when there is nothing to search."""
         query = search_query(search)
         if query is None:
             return None
         with self._text() as db:
             try:
-                found = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
-                                   [query]).fetchall()
+                if ranked:
+                    found = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
+                                       [query]).fetchall()
+                    docs, ranks = zip(*found) if found else ((), ())
+                    return pa.table({"doc": pa.array(docs, pa.int64()),
+                                     "rank": pa.array(ranks, pa.float64())})
+                docs = [r[0] for r in db.execute("SELECT rowid FROM words WHERE words MATCH ?",
+                                                 [query])]
             except sqlite3.OperationalError as err:
                 raise FilterError(f"cannot search for {search!r} ({err})") from None
-        docs, ranks = zip(*found) if found else ((), ())
-        return pa.table({"doc": pa.array(docs, pa.int64()), "rank": pa.array(ranks, pa.float64())})
+        return pa.table({"doc": pa.array(docs, pa.int64())})
 
     @contextmanager
-    def _selection(self, filters: Sequence[Condition],
-                   search: str) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list]]:
+    def _selection(self, filters: Sequence[Condition], search: str, ranked: bool = False
+                   ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list]]:
         """A connection, the FROM ... WHERE ... of the traces a filter and search select, and
         its parameters (callers put theirs before or after, in the order of the SQL text)."""
-        hits = self._hits(search)
+        hits = self._hits(search, ranked)
         params: list = []
         where = _where(filters, params)
         with self._duck() as con:
@@ -577,13 +606,12 @@ class PoolIndex:
         """One page of the traces a filter and search select, sorted by a field (default: by
         relevance when searching, else index order)."""
         order_params: list = []
+        ranked = sort is None and search_query(search) is not None
         if sort is not None:
             order = f"{_field_sql(sort, order_params)} {'DESC' if descending else 'ASC'} NULLS LAST"
-        elif search_query(search) is not None:
-            order = "h.rank"
         else:
-            order = "t.doc"
-        with self._selection(filters, search) as (con, selection, params):
+            order = "h.rank" if ranked else "t.doc"
+        with self._selection(filters, search, ranked) as (con, selection, params):
             columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
             found = con.execute(f"SELECT {columns} {selection} ORDER BY {order}, t.doc "
                                 "LIMIT ? OFFSET ?", [*params, *order_params, max(0, int(limit)),
