@@ -86,8 +86,9 @@ def app(args: argparse.Namespace) -> int:
     Kubernetes, Ctrl+C) reaches the server itself, which stops and frees its port; no child is
     left serving."""
     folders = args.traces or [str(DEMO_TRACES)]
-    settings = Settings(traces=[Path(p) for p in folders], db_url=database_url(args.db),
-                        uploads=Path(args.uploads).resolve(),
+    settings = Settings(traces=[Path(p) for p in folders if "://" not in p],
+                        pools=[p for p in folders if "://" in p],  # s3://... : a pool by URL
+                        db_url=database_url(args.db), uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
     secrets, sign_in = secrets_flags(args.secrets)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
