@@ -231,3 +231,16 @@ def test_silence_on_a_trace_the_rules_ran_on_reads_as_the_fine_answer():
                                      silence={"rules": {STOP: "correct"}}), "rules")
     assert found.pairs == 3 and found.kappa.value == pytest.approx(1.0)  # t3: never ran there
     assert "silent on 2 targets" in found.note
+
+
+def test_without_scikit_learn_alpha_stays_and_kappa_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn.metrics", None)  # as if not installed
+    answers = truths(20)
+    labels = [label("ann", i, v) for i, v in enumerate(answers)]
+    found = row(suggestion_agreement(RUBRIC, labels, [suggestion(i, v) for i, v in
+                                                      enumerate(answers)], question=STOP),
+                "rules")
+    assert found.alpha.value == pytest.approx(1.0) and found.kappa.value is None
+    assert "orchviz[agreement]" in found.note

@@ -140,6 +140,8 @@ REVIEWERS = "reviewers"
 RESAMPLES = 1000
 """Bootstrap resamples (of targets) behind each 95 % interval."""
 
+KAPPA_MISSING = "Cohen's kappa needs scikit-learn: pip install 'orchviz[agreement]'"
+
 
 class Interval(BaseModel):
     """A statistic with its bootstrap 95 % interval (percentiles 2.5 and 97.5 over resampled
@@ -251,8 +253,12 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
     resamples are computed from per-target coincidence and confusion matrices summed with the
     resample's counts (the same formulas, vectorised: a thousand resamples of a thousand
     targets in well under a second, where calling the libraries a thousand times took
-    tens of seconds)."""
-    from sklearn.metrics import cohen_kappa_score
+    tens of seconds). Without scikit-learn (the `agreement` extra) kappa is missing and the
+    note says so; alpha needs only `krippendorff`."""
+    try:
+        from sklearn.metrics import cohen_kappa_score
+    except ImportError:
+        cohen_kappa_score = None
 
     ordinal = question.kind in ORDINAL_KINDS
     values = sorted(c.value for c in question.choices) if ordinal else \
@@ -313,7 +319,7 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
                                          else "nominal"))
     a, b = (first + second, second + first) if symmetric else (first, second)
     kappa = math.nan
-    if len(set(a) | set(b)) >= 2:
+    if cohen_kappa_score is not None and len(set(a) | set(b)) >= 2:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             kappa = float(cohen_kappa_score(a, b, labels=list(range(size)),
@@ -324,7 +330,10 @@ def _stats(question: Question, pairs: list[Pair], units: dict[tuple[str, str], l
         alphas, kappas = _resampled(coincidences, confusions, resamples, seed, ordinal,
                                     symmetric)
     notes = []
-    if math.isnan(alpha) or math.isnan(kappa):
+    if cohen_kappa_score is None:
+        kappas = np.array([])
+        notes.append(KAPPA_MISSING)
+    if math.isnan(alpha) or (math.isnan(kappa) and cohen_kappa_score is not None):
         notes.append("every answer compared is the same one (alpha or kappa is undefined)")
     if len(targets) < 2:
         notes.append("one target: no interval")
