@@ -202,3 +202,22 @@ def test_the_whole_trace_is_judged_on_its_task_and_last_event():
     assert [(e["id"], e["role"]) for e in data["events"]] == [("e15", "last")]
     [suggested] = made
     assert (suggested.event_id, suggested.value) == ("", "failure")
+
+
+def test_orchviz_suggest_with_a_judge_stores_its_answers_and_names_its_failures(tmp_path,
+                                                                                 capsys,
+                                                                                 monkeypatch):
+    from factories import PREMATURE
+    from viz_app.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    db = tmp_path / "orchviz.db"
+    with OpenAIStub(GOOD) as stub:
+        code = main(["suggest", "--traces", str(PREMATURE), "--db", str(db), "--producer",
+                     "judge", "--judge-url", stub.url, "--judge-model", "stub-model"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "judge: 1 traces, 2 suggestions" in out
+    assert "failed: demo-10-review-premature-stop" in err and "HTTP 404" in err
+    stored = make_workspace(tmp_path).suggestions("demo-10-review-premature-stop")
+    assert {(s.question, s.value) for s in stored} == {(STOP[0], "premature"),
+                                                        (AGGREGATE[0], 4)}
