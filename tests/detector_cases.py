@@ -242,3 +242,24 @@ def redelegated_task() -> Trace:
                 "January to 55,340 in December.", [done])
     b.decide("orchestrator", 9.0, 0.5, "stop", "Done; stop.")
     return _trace(b)
+
+
+def caveat_dropped(keep_caveat: bool = False) -> Trace:
+    """The deploy analyst (t=4) says v2.3.0 only correlates with the regression; the aggregate
+    (t=6) calls v2.3.0 the root cause, without the caveat (or, with `keep_caveat`, with it)."""
+    b = _builder("caveat-kept" if keep_caveat else "caveat-dropped")
+    b.decide("orchestrator", 0.0, 1.0, "spawn", "Why did checkout slow down? Spawn analysts.")
+    b.spawn("orchestrator", "deploy_analyst", "analyst", 1.1, "Spawn deploy_analyst.")
+    b.spawn("orchestrator", "log_analyst", "analyst", 1.2, "Spawn log_analyst.")
+    deploy = b.ret("deploy_analyst", "orchestrator", 4.0, 0.5,
+                   "Release v2.3.0 went out on Tuesday, the day the latency rose. Correlation "
+                   "only; not yet confirmed.")
+    logs = b.ret("log_analyst", "orchestrator", 4.5, 0.5,
+                 "The slow requests are POST /checkout/confirm, 92 percent of them.")
+    out = ("Release v2.3.0 may be the cause (correlation only, not yet confirmed); the slow "
+           "requests are POST /checkout/confirm." if keep_caveat else
+           "Root cause: release v2.3.0. Roll it back; the slow requests are POST "
+           "/checkout/confirm.")
+    b.aggregate("orchestrator", 6.0, 1.0, out, [deploy, logs])
+    b.decide("orchestrator", 8.0, 0.5, "stop", "Answer ready; stop.")
+    return _trace(b)

@@ -41,6 +41,8 @@ def found(trace, question=None):
      ["dropped_result", "conflict_unresolved"], [4.0, 4.5]),
     (cases.dropped_merge, 6.0, "aggregate", "aggregation_quality", 2, [4.5]),
     (cases.dropped_merge, 6.0, "aggregate", "aggregation_issues", ["dropped_result"], [4.5]),
+    (cases.caveat_dropped, 6.0, "aggregate", "aggregation_quality", 2, [4.0]),
+    (cases.caveat_dropped, 6.0, "aggregate", "aggregation_issues", ["unfaithful_merge"], [4.0]),
     (cases.duplicate_children, 1.2, "spawn", "spawn_necessity", "redundant", [1.1]),
     (cases.duplicate_children, 1.3, "spawn", "spawn_necessity", "redundant", [1.1]),
     (cases.late_stop, 11.0, "spawn", "spawn_necessity", "redundant", [4.0]),
@@ -85,6 +87,10 @@ def test_a_merge_that_says_its_sources_disagree_is_not_called_unfaithful():
     assert found(as_trace(raw), "aggregation_quality") == {}
 
 
+def test_a_merge_that_keeps_a_results_caveat_is_not_called_unfaithful():
+    assert found(cases.caveat_dropped(keep_caveat=True), "aggregation_quality") == {}
+
+
 def test_the_same_figure_rounded_is_no_conflict():
     raw = cases.conflicting_merge().to_dict()
     for e in raw["events"]:
@@ -109,6 +115,7 @@ def test_the_rules_are_silent_on_the_faithful_demos(path):
 @pytest.mark.parametrize("stem, event_id, question, value", [
     ("09_review_dropped_finding", "e12", "aggregation_quality", 1),
     ("10_review_premature_stop", "e13", "stopping_correctness", "premature"),
+    ("10_review_premature_stop", "e12", "aggregation_quality", 2),
     ("11_review_late_stop", "e39", "stopping_correctness", "late"),
     ("11_review_late_stop", "e9", "spawn_necessity", "redundant"),
     ("12_review_over_spawning", "e7", "spawn_necessity", "redundant"),
@@ -155,7 +162,7 @@ def test_fine_names_an_answer_of_every_question_the_rules_answer():
 
 def test_a_suggestion_names_its_producer_and_the_trace_version():
     trace = demo_trace("10_review_premature_stop")
-    [s] = suggest(trace, RUBRIC)
+    s = found(trace)[("e13", "stopping_correctness")]
     assert s.producer == PRODUCER and s.producer.name == "rules" and s.producer.version
     assert s.trace_sha256 == trace.sha256 and s.trace_id == trace.trace_id
     assert s.explanation.startswith("premature: e15")
@@ -166,7 +173,9 @@ def test_a_rubric_without_the_question_gets_no_suggestion_on_it():
     raw["questions"] = [q for q in raw["questions"]
                         if q["id"] in ("aggregation_quality", "task_outcome")]
     rubric = rubric_from_dict(raw)
-    assert produce(demo_trace("10_review_premature_stop"), rubric, "rules") == ([], [])
+    made, failed = produce(demo_trace("10_review_premature_stop"), rubric, "rules")
+    assert [(s.event_id, s.question) for s in made] == [("e12", "aggregation_quality")]
+    assert failed == []
 
 
 def test_an_unknown_producer_is_refused_in_one_sentence():
@@ -266,9 +275,9 @@ def test_orchviz_suggest_runs_the_rules_with_and_without_the_run_verb(tmp_path, 
     folder = copy_demos(tmp_path / "demos")
     db = str(tmp_path / "s.db")
     assert main(["suggest", "--traces", str(folder), "--db", db]) == 0
-    assert "rules: 12 traces, 18 suggestions (18 new), 0 failures" in capsys.readouterr().out
+    assert "rules: 12 traces, 20 suggestions (20 new), 0 failures" in capsys.readouterr().out
     assert main(["suggest", "run", "--traces", str(folder), "--db", db]) == 0
-    assert "18 suggestions (0 new)" in capsys.readouterr().out
+    assert "20 suggestions (0 new)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args, said", [
@@ -294,8 +303,9 @@ def test_suggestions_export_on_their_own_and_never_with_the_labels(tmp_path, cap
     assert main(["labels", "export", "--db", db, "--format", "suggestions", "-o", str(out)]) == 0
     assert main(["labels", "export", "--db", db, "--format", "jsonl", "-o", str(labels)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 9 and "9 suggestions -> " in capsys.readouterr().out
-    premature = next(r for r in rows if r["trace_id"] == "demo-10-review-premature-stop")
+    assert len(rows) == 11 and "11 suggestions -> " in capsys.readouterr().out
+    premature = next(r for r in rows if r["question"] == "stopping_correctness"
+                     and r["trace_id"] == "demo-10-review-premature-stop")
     assert premature["event_id"] == "e13" and premature["value"] == "premature"
     assert premature["producer"] == {"name": "rules", "version": PRODUCER.version, "model": "",
                                      "prompt_sha256": ""}

@@ -33,7 +33,7 @@ from viz_app.labels.rubric import Rubric, targets
 from viz_app.labels.suggestion import Producer, Suggestion
 from viz_app.model import Event, Trace
 
-VERSION = "1"
+VERSION = "2"
 """The rules' version: change it when a rule or threshold changes, so stored suggestions of the
 old rules stay apart from the new ones."""
 
@@ -88,6 +88,15 @@ _FIGURE = re.compile(r"(?<![\w.])\d[\d.,:/%-]*\w*")
 _HEDGE = re.compile(r"\b(disagree\w*|conflict\w*|contradict\w*|however|whereas|unclear|"
                     r"unconfirmed|unverified|sources differ|but)\b", re.IGNORECASE)
 """Words by which an output says that its sources disagree."""
+
+_CAVEAT = re.compile(r"\b(not (yet )?(confirmed|verified|checked)|unconfirmed|unverified|"
+                     r"correlation only|single source|uncertain|tentative|preliminary|"
+                     r"speculative|rumou?red|unclear)\b", re.IGNORECASE)
+"""Words by which a result says its claim is not established."""
+
+ANCHOR_LENGTH = 3
+"""A claim's anchor is a token with a digit of at least this many characters (v2.3.0, 3.12,
+2023): an output that repeats one repeats the claim."""
 
 
 @dataclass(frozen=True)
@@ -421,10 +430,21 @@ def _hedged(text: str) -> bool:
     return bool(_HEDGE.search(text))
 
 
+def anchors(text: str) -> set[str]:
+    """The tokens with a digit that anchor a text's claims (versions, dates, figures)."""
+    found = set()
+    for token in text.split():
+        core = token.strip("()[]{},;:.!?'\"").lower()
+        if len(core) >= ANCHOR_LENGTH and any(ch.isdigit() for ch in core):
+            found.add(core)
+    return found
+
+
 def unfaithful_merge(ctx: Context) -> list[Finding]:
-    """An aggregate that merged two results about the same thing that state different figures,
-    and whose output repeats one's figures, none of the other's, without saying they disagree;
-    or an aggregate that quotes some results closely and leaves out another entirely."""
+    """An aggregate that quotes some results closely and leaves out another entirely; or that
+    merged two results about the same thing that state different figures and repeats one's,
+    none of the other's, without saying they disagree; or that repeats a result's claim without
+    the caveat the result put on it ("correlation only", "not yet confirmed")."""
     found: list[Finding] = []
     for point in ctx.analysis.aggregates:
         out = ctx.event(point.event_id).text
@@ -463,6 +483,22 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
                         conflict = (a, b, key, x, y) if has_x else (b, a, key, y, x)
                         break
                 if conflict:
+                    break
+        if conflict is None and not _hedged(out) and not _CAVEAT.search(out):
+            for r in inputs:
+                caveat = _CAVEAT.search(r.text)
+                shared = anchors(r.text) & anchors(out) if caveat else set()
+                if shared:
+                    claim = sorted(shared)[0]
+                    found.append(Finding(
+                        "unfaithful_merge", point.event_id, "aggregation_quality", 2, 0.6,
+                        (point.event_id, r.id),
+                        f"unfaithful: {r.id} says its claim on {claim} is "
+                        f"'{caveat.group(0).lower()}', the output states it without the caveat"))
+                    found.append(Finding(
+                        "unfaithful_merge", point.event_id, "aggregation_issues",
+                        ["unfaithful_merge"], 0.6, (point.event_id, r.id),
+                        f"unfaithful merge: the caveat of {r.id} is dropped"))
                     break
         if conflict:
             kept, lost, key, x, y = conflict
