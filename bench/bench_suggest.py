@@ -140,7 +140,10 @@ def whowhen(folder: Path) -> None:
             agent += _same_agent(analyze(trace).actor[event.id], blamed["mistake_agent"])
             step += index == blamed["mistake_step"]
         if tasks:
-            print(f"  {subset:<22}{tasks:>6}{silent:>8}{agent / tasks:>8.0%}{step / tasks:>8.0%}")
+            spoke = tasks - silent
+            where = f"  (on the {spoke} they spoke on: agent {agent}, step {step})" if spoke else ""
+            print(f"  {subset:<22}{tasks:>6}{silent:>8}{agent / tasks:>8.0%}{step / tasks:>8.0%}"
+                  f"{where}")
     for method, agent_level, step_level in PUBLISHED:
         print(f"  published: {method}: agent {agent_level}, step {step_level}")
 
