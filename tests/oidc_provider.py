@@ -31,9 +31,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from joserfc import jwt
-from joserfc.jwk import KeySet, RSAKey
-
 CODE_SECONDS = 60
 TOKEN_SECONDS = 3600
 
@@ -78,6 +75,9 @@ class OidcProvider:
     """How many times the end-session endpoint sent someone back to the app."""
 
     def __post_init__(self) -> None:
+        from joserfc.jwk import RSAKey  # Authlib's JOSE library (imported here: tests that
+        # need the provider check that Authlib is installed first)
+
         self._key = RSAKey.generate_key(2048, parameters={"kid": secrets.token_hex(8),
                                                           "use": "sig", "alg": "RS256"})
         self._codes: dict[str, _Grant] = {}
@@ -162,6 +162,8 @@ class OidcProvider:
 
     def jwks(self) -> dict[str, Any]:
         """The public signing keys."""
+        from joserfc.jwk import KeySet
+
         return KeySet([self._key]).as_dict(private=False)
 
     def user(self, email: str | None) -> OidcUser | None:
@@ -224,6 +226,8 @@ class OidcProvider:
                   "exp": now + TOKEN_SECONDS}
         if grant.nonce is not None:
             claims["nonce"] = grant.nonce
+        from joserfc import jwt
+
         id_token = jwt.encode({"alg": "RS256", "kid": self._key.kid}, claims, self._key)
         access = secrets.token_urlsafe(24)
         with self._lock:

@@ -7,11 +7,12 @@ look but not save."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
 
-from conftest import VIEWPORT, shot, wait_for_streamlit
+from conftest import VIEWPORT, need, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from oidc_provider import OidcProvider, OidcUser
 from viz_app.labels.label import Reviewer
@@ -24,6 +25,8 @@ REV = OidcUser("rev@example.org", "Rev Viewer")
 
 @pytest.fixture
 def provider():
+    if importlib.util.find_spec("authlib") is None:
+        need("Authlib is not installed, and Streamlit's sign-in needs it (pip install -e '.[test]')")
     with OidcProvider(users=[LEAD, REV]) as running:
         yield running
 

@@ -356,9 +356,10 @@ def _signed_in() -> str | None:
     if not st.user.get("is_logged_in"):
         return None
     email = st.user.get("email")
-    if not isinstance(email, str) or "@" not in email or st.user.get("email_verified") is False:
+    if not isinstance(email, str) or st.user.get("email_verified") is False:
         return None
-    return email.strip().lower()[:256]
+    email = email.strip().lower()
+    return email if "@" in email and len(email) <= 256 else None
 
 
 # -- selection, in step with the URL ------------------------------------------------------------
