@@ -299,3 +299,13 @@ def test_the_ray_option_without_ray_is_one_sentence(tmp_path, written, monkeypat
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(OrchvizError, match=r"orchviz\[ray\]"):
         indexed(tmp_path, written[0], ray="auto")
+
+
+def test_a_pool_url_survives_the_apps_environment(monkeypatch):
+    from viz_app.settings import Settings
+
+    settings = Settings(traces=[], pools=["s3://bucket/run-42"], db_url="sqlite:///x.db")
+    for name, value in settings.to_env().items():
+        monkeypatch.setenv(name, value)
+    assert Settings.from_env().pools == ["s3://bucket/run-42"]
+    assert Settings.from_env().traces == []

@@ -148,9 +148,10 @@ def pool_library(location: str) -> None:
         figure = st.selectbox("Histogram of", [*NUMBER_FIELDS, *rewards], key="pool_histogram",
                               index=NUMBER_FIELDS.index("agents"))
         bars = index.histogram(figure, filters, search, bins=30)
-        chart = go.Figure(go.Bar(x=[(b.low + b.high) / 2 for b in bars],
+        whole = all(b.high - b.low == 1 and float(b.low).is_integer() for b in bars)
+        chart = go.Figure(go.Bar(x=[b.low if whole else (b.low + b.high) / 2 for b in bars],
                                  y=[b.count for b in bars],
-                                 width=[b.high - b.low for b in bars],
+                                 width=[(b.high - b.low) * (0.8 if whole else 1) for b in bars],
                                  hovertemplate="%{x}: %{y} traces<extra></extra>"))
         chart.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), bargap=0.05,
                             xaxis_title=figure, yaxis_title="traces")
