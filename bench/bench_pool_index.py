@@ -119,6 +119,7 @@ def big_index(folder: Path, rows: int, shards: list[pool.Shard], shard_rows: int
                NULL AS targets, NULL AS target_count, '' AS sha256, 0 AS warnings
         FROM range({rows}) t(i)""", [[s.url for s in shards], list(TOPOLOGIES[:6])])
     con.execute("INSERT OR REPLACE INTO meta VALUES ('next_doc', ?)", [str(rows)])
+    con.execute("""INSERT OR REPLACE INTO meta VALUES ('reward_names', '["team", "tool"]')""")
     con.close()
     db = sqlite3.connect(index.text_path)
     batch = []

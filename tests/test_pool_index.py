@@ -230,6 +230,10 @@ def test_a_stratified_sample_draws_evenly_from_every_stratum(index):
     assert len(set(by_number)) == 8
 
 
+def test_the_reward_channels_the_traces_carry_are_listed(index):
+    assert index.reward_names() == ["team", "tool"]
+
+
 def test_a_trace_opens_from_its_shard_and_row(index, written):
     trace = index.trace("rollout-013")
     assert trace.to_dict() == written[1][13].to_dict()

@@ -498,6 +498,7 @@ class PoolIndex:
                     con.execute(f"DELETE FROM {table}")
                 self._set_meta(con, "next_doc", "0")
                 self._set_meta(con, "stale_words", "0")
+                self._set_meta(con, "reward_names", "[]")
             with self._text() as db:
                 db.execute("DELETE FROM words")  # a contentless table may be emptied whole
         elif gone:
@@ -559,6 +560,10 @@ class PoolIndex:
                         [shard.url, shard.format, bool(shard.compressed), stamp, rubric_sha,
                          len(rows), len(failures), time.time()])
             self._set_meta(con, "next_doc", str(first + len(rows)))
+            names = set(json.loads(self._meta(con, "reward_names") or "[]"))
+            if any(set(r["rewards"]) - names for r in rows):
+                names.update(k for r in rows for k in r["rewards"])
+                self._set_meta(con, "reward_names", json.dumps(sorted(names)))
             with self._text() as db:
                 db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
                                zip(docs, (r["text"] for r in rows)))
@@ -734,11 +739,10 @@ class PoolIndex:
             return con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
 
     def reward_names(self) -> list[str]:
-        """The reward channels the traces carry."""
+        """The reward channels the traces carry (kept as shards are indexed: a channel of a
+        shard gone since may stay listed until the next whole update)."""
         with self._duck() as con:
-            return [r[0] for r in con.execute(
-                "SELECT DISTINCT unnest(map_keys(rewards)) AS k FROM traces ORDER BY k"
-            ).fetchall()]
+            return json.loads(self._meta(con, "reward_names") or "[]")
 
 
 def _even_quota(sizes: dict[Any, int], n: int) -> dict[Any, int]:
