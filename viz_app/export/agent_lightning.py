@@ -70,10 +70,13 @@ def reward_attributes(step: Step, source_format: str) -> dict[str, Any]:
     return attributes
 
 
-def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str, Any]:
+def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions,
+                source_format: str | None = None) -> dict[str, Any]:
     """The row of one step (`options` conversational: a Triplet's prompt is chat messages)."""
-    attributes = reward_attributes(step, ts.trace.source_format)
-    comments = [r["comment"] for r in step.labels if r.get("comment")]
+    attributes = reward_attributes(step, source_format if source_format is not None
+                                   else ts.trace.source_format)
+    labels = step.labels
+    comments = [r["comment"] for r in labels if r.get("comment")]
     return {
         "prompt": {"token_ids": step.call.get("prompt_token_ids", []),
                    "raw_content": context(ts, step, options), "image_urls": []},
@@ -87,7 +90,7 @@ def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str,
                      "label": step.label(options.threshold), "threshold": options.threshold,
                      "answers": [a.summary() for a in step.answers], "merged": step.merged,
                      "call_json": dumps(step.call), "outcome_reward": ts.outcome_reward,
-                     "provenance": provenance(step.labels)},
+                     "provenance": provenance(labels)},
         "reward_span": {"name": ANNOTATION_SPAN, "attributes": attributes},
         "reward_event": {"event_type": "reward", "data": {
             "value": step.reward, "message": " | ".join(comments) or None, "source": "orchviz",
@@ -100,6 +103,8 @@ def triplet_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Ite
     """One row per step, by trace then time."""
     conversational = options.model_copy(update={"conversational": True})
     for ts in all_steps:
+        source_format = ts.trace.source_format
         for step in ts.steps:
-            yield triplet_row(ts, step, conversational)
+            yield triplet_row(ts, step, conversational, source_format)
+        ts.messages_of.clear()  # the trace's conversations are done with
 

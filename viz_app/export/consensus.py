@@ -190,19 +190,26 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
     and question; pairwise judgements are the preference export's and are skipped here), by the
     rules at the top of this module."""
     groups: dict[tuple[str, str, str], list[LabelRecord]] = defaultdict(list)
+    settled: set[tuple[str, str, str]] = set()
     for record in labels:
         if record["question"] == PAIRWISE_QUESTION:
             continue
-        groups[(record["trace_id"], record["event_id"] or "", record["question"])].append(record)
+        key = (record["trace_id"], record["event_id"] or "", record["question"])
+        groups[key].append(record)
+        if record.get("source") == ADJUDICATION:
+            settled.add(key)
     questions = rubric.questions_by_id if rubric is not None else {}
     kept: dict[tuple[str, str, str], Answer] = {}
     why: dict[str, list[tuple[tuple[str, str, str], str]]] = defaultdict(list)
     averaged: list[tuple[tuple[str, str, str], str]] = []
     any_adjudicated = False
     for key, group in groups.items():
-        adjudicated = [r for r in group if r.get("source") == ADJUDICATION]
-        reviewed = [r for r in group if r.get("source") != ADJUDICATION]
-        any_adjudicated = any_adjudicated or bool(adjudicated)
+        adjudicated: list[LabelRecord] = []
+        reviewed = group
+        if key in settled:
+            adjudicated = [r for r in group if r.get("source") == ADJUDICATION]
+            reviewed = [r for r in group if r.get("source") != ADJUDICATION]
+            any_adjudicated = True
         question = questions.get(key[2])
         if options.adjudicated_only:
             if not adjudicated:
@@ -241,7 +248,19 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
     return _selection(kept, why, averaged, options, any_adjudicated)
 
 
+_PLAIN = (str, int, bool)
+"""Answer types that are equal exactly when they are equal and of one type (no need to
+compare their JSON)."""
+
+
 def _differ(labels: Sequence[LabelRecord]) -> bool:
+    """Whether the labels give different answers (tags in any order count as one)."""
+    if not labels:
+        return False
+    first = labels[0]["value"]
+    kind = type(first)
+    if kind in _PLAIN:
+        return any(type(r["value"]) is not kind or r["value"] != first for r in labels)
     return len({_canonical(r["value"]) for r in labels}) > 1
 
 

@@ -38,6 +38,7 @@ Steps (and the 'should have stopped at' pointer's step) are described in
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -94,18 +95,52 @@ def _positions(ts: TraceSteps) -> dict[str, list[int]]:
 
 def conversation(ts: TraceSteps, agent: str, stop: int, head: str = "") -> list[dict[str, str]]:
     """The head (a user message) and the events before position `stop` as chat messages seen
-    from `agent`."""
-    lines = ts.lines
-    found = [{"role": "user", "content": head}] if head else []
-    for role, start, end in turns(ts, agent):
-        if start >= stop:
-            break
-        text = "".join(lines[start:min(end, stop)])
-        if found and found[-1]["role"] == role:
-            found[-1]["content"] += text
-        else:
-            found.append({"role": role, "content": text})
+    from `agent`: its own events `assistant` turns, the rest `user` turns, consecutive lines of
+    one role one message. The whole conversation is made once per trace, agent and head; a
+    conversation that stops earlier shares its whole messages (the same dicts: rows are written,
+    never changed) and makes only the message the stop cuts."""
+    messages, spans, ends = _whole_conversation(ts, agent, head)
+    whole = bisect_right(ends, stop)
+    found = messages[:whole]
+    if whole < len(spans):
+        prefix, start = spans[whole]
+        if start < stop:
+            found.append({"role": messages[whole]["role"],
+                          "content": prefix + "".join(ts.lines[start:stop])})
+        elif prefix and not found:
+            found.append({"role": "user", "content": prefix})
     return found
+
+
+def _whole_conversation(ts: TraceSteps, agent: str, head: str):
+    """(messages, (prefix, first position) of each, last position + 1 of each) of the whole
+    trace seen from `agent`; a head merged into the first user turn is its prefix."""
+    made = ts.messages_of.get((agent, head))
+    if made is not None:
+        return made
+    lines = ts.lines
+    messages: list[dict[str, str]] = []
+    spans: list[tuple[str, int]] = []
+    ends: list[int] = []
+    for role, start, end in turns(ts, agent):
+        text = "".join(lines[start:end])
+        if not messages and head and role == "user":
+            messages.append({"role": role, "content": head + text})
+            spans.append((head, start))
+        else:
+            if not messages and head:
+                messages.append({"role": "user", "content": head})
+                spans.append(("", 0))
+                ends.append(0)
+            messages.append({"role": role, "content": text})
+            spans.append(("", start))
+        ends.append(end)
+    if not messages and head:
+        messages.append({"role": "user", "content": head})
+        spans.append(("", 0))
+        ends.append(0)
+    ts.messages_of[(agent, head)] = made = (messages, spans, ends)
+    return made
 
 
 def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
@@ -138,6 +173,7 @@ def unpaired_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> It
         for step in ts.steps:
             yield {"prompt": context(ts, step, options), "completion": step_text(ts, step, options),
                    "label": step.label(options.threshold), **step_columns(ts, step, options)}
+        ts.messages_of.clear()  # the trace's conversations are done with
 
 
 NO_CONVERSATIONAL_STEPWISE = (

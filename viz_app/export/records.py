@@ -37,7 +37,8 @@ def write_jsonl(records: Iterable[dict[str, Any]], path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as out:
-        out.writelines(orjson.dumps(record) + b"\n" for record in records)
+        dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        out.writelines(dumps(record, option=newline) for record in records)
     return target
 
 

@@ -103,11 +103,14 @@ class TraceSteps:
     event the trace does not have."""
     turns_of: dict[str, list[list]] = field(default_factory=dict, repr=False)
     """agent -> its conversation's turns, once made (`viz_app.export.prompts.turns`)."""
+    messages_of: dict[tuple[str, str], tuple] = field(default_factory=dict, repr=False)
+    """(agent, head) -> its whole conversation's messages and the positions each covers, once
+    made (`viz_app.export.prompts.conversation`)."""
 
     @cached_property
     def lines(self) -> list[str]:
         """Every event as a prompt line (`event_line`), in time order."""
-        return [event_line(e, self.analysis) for e in self.analysis.order]
+        return event_lines(self.analysis)
 
     @cached_property
     def events(self) -> dict[str, Event]:
@@ -220,3 +223,35 @@ def event_line(event: Event, analysis: Analysis) -> str:
     text = text.strip(" ") if text.isprintable() and "  " not in text \
         else " ".join(text.split())
     return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
+
+
+_ADDRESSED = frozenset({"message", "return", "spawn"})
+_TOOLS = frozenset({"tool_call", "tool_result"})
+_DECISIONS = frozenset(DECISIONS)
+
+
+def event_lines(analysis: Analysis) -> list[str]:
+    """Every event of a trace as its `event_line`, in time order (the same lines, made in one
+    loop: a prompt line is made for every event of every exported trace)."""
+    actor = analysis.actor
+    found: list[str] = []
+    append = found.append
+    for event in analysis.order:
+        kind = event.type
+        extras = event.__pydantic_extra__ or {}
+        what = kind
+        if kind == "orchestrator_decision":
+            decision = extras.get("decision")
+            if decision in _DECISIONS:
+                what = f"{kind} ({decision})"
+        elif kind in _ADDRESSED:
+            if event.to:
+                what = f"{kind} -> {event.to}"
+        elif kind in _TOOLS and event.tool:
+            what = f"{kind} [{event.tool}]"
+        content = extras.get("content")
+        text = content if isinstance(content, str) else (event.content_ref or "")
+        text = text.strip(" ") if text.isprintable() and "  " not in text \
+            else " ".join(text.split())
+        append(f"[t={float(event.t):g}] {actor[event.id]} {what}: {text}\n")
+    return found
