@@ -221,3 +221,24 @@ def test_orchviz_suggest_with_a_judge_stores_its_answers_and_names_its_failures(
     stored = make_workspace(tmp_path).suggestions("demo-10-review-premature-stop")
     assert {(s.question, s.value) for s in stored} == {(STOP[0], "premature"),
                                                         (AGGREGATE[0], 4)}
+
+
+def test_orchviz_suggest_asks_only_the_judge_questions_named(tmp_path, capsys):
+    from factories import PREMATURE
+    from viz_app.cli import main
+
+    with OpenAIStub(GOOD) as stub:
+        code = main(["suggest", "--traces", str(PREMATURE), "--db", str(tmp_path / "x.db"),
+                     "--producer", "judge", "--judge-url", stub.url, "--judge-model", "m",
+                     "--judge-question", STOP[0], "--judge-timeout", "5"])
+    assert code == 0 and "judge: 1 traces, 1 suggestions" in capsys.readouterr().out
+    assert [r.prompt.split()[2] for r in stub.received] == [STOP[0]]
+
+
+def test_a_question_the_judge_cannot_ask_is_refused_in_one_sentence():
+    with OpenAIStub(GOOD) as stub:
+        for name, says in (("nope", "has no question 'nope'"),
+                           ("stop_should_have_been", "left to the reviewer")):
+            with pytest.raises(OrchvizError, match=says):
+                judge(stub, questions=[name]).produce(premature(), RUBRIC)
+    assert stub.received == []

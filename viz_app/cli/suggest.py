@@ -75,6 +75,12 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-key-env", metavar="VAR", default="OPENAI_API_KEY",
                    help="judge: the environment variable holding the API key (default: "
                    "OPENAI_API_KEY; the key itself is never an argument)")
+    p.add_argument("--judge-timeout", metavar="SECONDS", type=float, default=60.0,
+                   help="judge: how long one request may take before it is a failure "
+                   "(default: 60)")
+    p.add_argument("--judge-question", metavar="Q", action="append", dest="judge_questions",
+                   help="judge: ask only this question (repeat for more; default: every "
+                   "question with an answer to suggest, one request per target and question)")
 
 
 def _judge(args: argparse.Namespace):
@@ -85,7 +91,10 @@ def _judge(args: argparse.Namespace):
         from viz_app.suggest.judge import JudgeProducer
     except ImportError as err:
         raise OrchvizError(f"the judge is unavailable in this installation ({err})") from None
-    return JudgeProducer(args.judge_url, args.judge_model, args.judge_key_env)
+    if not args.judge_timeout > 0:
+        raise OrchvizError("--judge-timeout is a number of seconds above 0")
+    return JudgeProducer(args.judge_url, args.judge_model, args.judge_key_env,
+                         timeout=args.judge_timeout, questions=args.judge_questions)
 
 
 def run_verb(args: argparse.Namespace) -> int:

@@ -266,10 +266,19 @@ class JudgeProducer:
         return [q for q in found if q.kind in JUDGED_KINDS and q.ask_when is None
                 and (self.questions is None or q.id in self.questions)]
 
+    def _check_questions(self, rubric: Rubric) -> None:
+        """OrchvizError for a question named that the rubric lacks or the judge does not ask."""
+        for question_id in self.questions or ():
+            question = rubric.question(question_id)  # LabelError naming the rubric's questions
+            if question.kind not in JUDGED_KINDS or question.ask_when is not None:
+                raise OrchvizError(f"the judge does not suggest answers to {question_id} (free "
+                                   "text and follow-up questions are left to the reviewer)")
+
     def produce(self, trace: Trace, rubric: Rubric
                 ) -> tuple[list[Suggestion], list[SuggestionFailure]]:
         """Ask the model every judged question on every target of the trace: the suggestions
         it gave, and a failure for each question it gave none usable on."""
+        self._check_questions(rubric)
         analysis = analyze(trace)
         made: list[Suggestion] = []
         failed: list[SuggestionFailure] = []
