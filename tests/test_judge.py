@@ -242,3 +242,12 @@ def test_a_question_the_judge_cannot_ask_is_refused_in_one_sentence():
             with pytest.raises(OrchvizError, match=says):
                 judge(stub, questions=[name]).produce(premature(), RUBRIC)
     assert stub.received == []
+
+
+def test_without_the_openai_package_the_judge_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if not installed
+    with OpenAIStub(GOOD) as stub:
+        with pytest.raises(OrchvizError, match=r"orchviz\[judge\]"):
+            judge(stub).produce(premature(), RUBRIC)

@@ -307,6 +307,7 @@ class JudgeProducer:
 
     def _ask(self, rubric: Rubric, analysis: Analysis, question: Question,
              target: LabelTarget, context: TargetContext) -> JudgeAnswer:
+        client = self._openai()  # OrchvizError, saying what to install, without the package
         import openai
 
         extra: dict[str, Any] = {}
@@ -315,7 +316,7 @@ class JudgeProducer:
         if self.max_tokens is not None:
             extra["max_completion_tokens"] = self.max_tokens
         try:
-            reply = self._openai().chat.completions.create(
+            reply = client.chat.completions.create(
                 model=self.model, messages=build_messages(question, context, self.template),
                 response_format={"type": "json_schema", "json_schema": {
                     "name": "suggested_answer", "strict": True,
