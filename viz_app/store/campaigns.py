@@ -2,9 +2,10 @@
 reservations enforced by the database.
 
 Each target has `required` slots (K, or more for the share kept for agreement); a reviewer
-claims one slot at a time. A claim is one transaction that picks the first open slot (or one
-whose lease expired) of a target the reviewer holds no slot of and has not skipped, and leases
-it to them: on PostgreSQL with `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent claimers
+claims one slot at a time. A claim is one transaction that picks the slot the reviewer holds,
+else the first slot whose lease expired, else the first open one, of a target the reviewer
+holds no slot of and has not skipped, and leases it to them: on PostgreSQL with
+`SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent claimers
 never wait on each other and never take the same slot; on SQLite under an immediate
 transaction (the database's write lock, taken at the start). UNIQUE(target_id, reviewer) backs
 it up: a reviewer never holds two slots of one target, whatever the number of app processes.
@@ -24,7 +25,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func, insert, or_,
-                        select, update)
+                        select, text, update)
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import LabelError
@@ -53,9 +54,9 @@ targets = campaign_targets_table
 
 
 def _statements():
-    """The statements of a claim, built once with bound parameters, so each claim reuses their
-    compiled form (building them anew cost a claim more than running them). Each picks a slot
-    with its target's trace, event and questions."""
+    """The statements of a claim on SQLite (PostgreSQL's is `PG_CLAIM`), built once with bound
+    parameters, so each claim reuses their compiled form (building them anew cost a claim more
+    than running them). Each picks a slot with its target's trace, event and questions."""
     c = slots.c
     t = targets.c
     mine = slots.alias("mine")
@@ -82,11 +83,45 @@ def _statements():
     campaign = (select(campaigns_table.c.campaign_id, campaigns_table.c.lease_seconds,
                        campaigns_table.c.assisted, campaigns_table.c.closed_at)
                 .where(campaigns_table.c.name == bindparam("name")))
-    return (leased, leased.with_for_update(skip_locked=True, of=slots), free,
-            free.with_for_update(skip_locked=True, of=slots), lease, campaign)
+    return leased, free, lease, campaign
 
 
-(_LEASED, _LEASED_PG, _OPEN, _OPEN_PG, _LEASE, _CAMPAIGN) = _statements()
+(_LEASED, _OPEN, _LEASE, _CAMPAIGN) = _statements()
+
+_FREE_TO = """NOT EXISTS (SELECT 1 FROM campaign_slots m
+                  WHERE m.target_id = s.target_id AND m.reviewer = :who)
+       AND NOT EXISTS (SELECT 1 FROM campaign_skips k WHERE k.campaign_id = s.campaign_id
+                       AND k.reviewer = :who AND k.target_id = s.target_id)"""
+
+PG_CLAIM = text(f"""
+WITH camp AS (
+  SELECT campaign_id, lease_seconds, assisted FROM campaigns
+   WHERE name = :name AND closed_at IS NULL
+), pick AS (
+  SELECT COALESCE(
+    (SELECT s.slot_id FROM campaign_slots s
+      WHERE s.campaign_id = (SELECT campaign_id FROM camp) AND s.state = 'leased'
+        AND (s.reviewer = :who OR (s.leased_until < :moment AND {_FREE_TO}))
+      ORDER BY CASE WHEN s.reviewer = :who THEN 0 ELSE 1 END, s.priority, s.slot_id
+      LIMIT 1 FOR UPDATE OF s SKIP LOCKED),
+    (SELECT s.slot_id FROM campaign_slots s
+      WHERE s.campaign_id = (SELECT campaign_id FROM camp) AND s.state = 'open'
+        AND {_FREE_TO}
+      ORDER BY s.priority, s.slot_id
+      LIMIT 1 FOR UPDATE OF s SKIP LOCKED)) AS slot_id
+)
+UPDATE campaign_slots AS u
+   SET state = 'leased', reviewer = :who, leased_until = :moment + camp.lease_seconds,
+       claimed_at = :at
+  FROM pick, camp, campaign_targets t
+ WHERE u.slot_id = pick.slot_id AND t.target_id = u.target_id
+RETURNING u.slot_id, u.target_id, u.leased_until, t.trace_id, t.event_id, t.questions,
+          camp.assisted
+""")
+"""A claim on PostgreSQL in one statement (one round trip instead of five): the campaign, the
+slot the reviewer holds or the first expired one, else the first open one, each taken with
+FOR UPDATE SKIP LOCKED, leased and returned with its target. The same choice as `_claim`'s
+statements make on SQLite, where a statement cannot lock rows."""
 
 
 _writers: dict[str, threading.Lock] = {}
@@ -229,6 +264,9 @@ class CampaignStore:
         """Insert tuples of `columns` a chunk at a time through the driver's executemany:
         100,000 rows in a second or two, where building a dict and bind processing per row
         took ten."""
+        if self.postgres:
+            self._copy(conn, table, columns, rows, progress)
+            return
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         sql = (f"INSERT INTO {table.name} ({', '.join(columns)}) "
                f"VALUES ({', '.join([mark] * len(columns))})")
@@ -244,6 +282,20 @@ class CampaignStore:
         if chunk:
             conn.exec_driver_sql(sql, chunk)
             progress(done + len(chunk))
+
+    @staticmethod
+    def _copy(conn: Connection, table, columns: Sequence[str], rows,
+              progress: Callable[[int], None]) -> None:
+        """PostgreSQL's COPY FROM STDIN, in the transaction of `conn`."""
+        cursor = conn.connection.dbapi_connection.cursor()
+        done = 0
+        with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+                done += 1
+                if done % CHUNK == 0:
+                    progress(done)
+        progress(done)
 
     # -- claiming -----------------------------------------------------------------------------
 
@@ -270,7 +322,8 @@ class CampaignStore:
         """One claim, one transaction: the campaign, a slot (expired leases go first: work
         begun and abandoned is finished before new work starts), the lease."""
         moment = time.time() if at is None else at
-        pg = self.postgres
+        if self.postgres:
+            return self._claim_postgres(campaign, reviewer, moment)
         with self._writing() as conn:
             found_campaign = conn.execute(_CAMPAIGN, {"name": campaign}).first()
             if found_campaign is None:
@@ -278,9 +331,9 @@ class CampaignStore:
             if found_campaign.closed_at is not None:
                 return None
             asked = {"cid": found_campaign.campaign_id, "who": reviewer.name, "moment": moment}
-            found = conn.execute(_LEASED_PG if pg else _LEASED, asked).first()
+            found = conn.execute(_LEASED, asked).first()
             if found is None:
-                found = conn.execute(_OPEN_PG if pg else _OPEN, asked).first()
+                found = conn.execute(_OPEN, asked).first()
                 if found is None:
                     return None
             until = moment + found_campaign.lease_seconds
@@ -291,6 +344,20 @@ class CampaignStore:
                      event_id=found.event_id or None,
                      questions=orjson.loads(found.questions), leased_until=until,
                      reviewer=reviewer, assisted=bool(found_campaign.assisted))
+
+    def _claim_postgres(self, campaign: str, reviewer: Reviewer, moment: float) -> Claim | None:
+        with self.engine.begin() as conn:
+            found = conn.execute(PG_CLAIM, {"name": campaign, "who": reviewer.name,
+                                            "moment": moment, "at": now()}).first()
+        if found is None:
+            self.get(campaign, count=False)  # LabelError when there is no such campaign
+            return None
+        return Claim(campaign=campaign, slot_id=int(found.slot_id),
+                     target_id=int(found.target_id), trace_id=found.trace_id,
+                     event_id=found.event_id or None,
+                     questions=orjson.loads(found.questions),
+                     leased_until=float(found.leased_until), reviewer=reviewer,
+                     assisted=bool(found.assisted))
 
     def renew(self, claim: Claim, lease_seconds: int, at: float | None = None) -> Claim:
         """Extend a claim's lease from now; LabelError when the slot is no longer theirs."""
