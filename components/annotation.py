@@ -7,8 +7,9 @@ rules of a save are the Workspace's).
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
 Keyboard: Streamlit's own button shortcuts (no script of ours runs in the page): digits pick
 the n-th answer, letters toggle tags, Ctrl+Enter saves, N / P / S move on, back and skip,
-Shift+N opens the next trace, arrows and Enter pick where a stop should have been, H lists them
-(`KEYS_HELP`). Trace text never goes into a label that takes HTML.
+Shift+N opens the next trace, arrows and Enter pick where a stop should have been, ? or H lists
+them (`KEYS_HELP`); `components.keyboard` adds ? and Ctrl+Enter from a focused answer. Trace
+text never goes into a label that takes HTML.
 """
 
 from __future__ import annotations
@@ -315,7 +316,7 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
             open_trace(following)  # not from a callback: pages are known only to a run
     if cols[4].button("Keys", key=f"{base}:keys", shortcut="H", width="stretch",
                       icon=":material/keyboard:",
-                      help="The keys of the labels panel (key H)"):
+                      help="The keys of the labels panel (key ? or H)"):
         _keys_help()
 
 
@@ -329,16 +330,15 @@ KEYS_HELP = """
 |---|---|
 | 1 – 9 | pick the n-th answer of the target's first scale or category question (Alt+1 – 9: the second) |
 | letters | toggle a tag (each tag shows its letter) |
-| Ctrl+Enter | save the target's answers (from the page or the note box) |
-| Ctrl+S | save too, also right after a click on an answer or a tag (which keep Enter to themselves) |
+| Ctrl+Enter | save the target's answers, wherever the focus is (an answer, a tag, the note box) |
+| Ctrl+S | save too |
 | N / P | next unlabelled target / previous target |
 | S | skip this target (it comes back after the others) |
 | Shift+N | next trace with a target you have not labelled |
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
-| H | this list |
+| ? or H | this list |
 
-Keys without Ctrl do nothing while you type in a text box. (Streamlit's key shortcuts take
-letters, digits and named keys only, so the list is on H rather than `?`.)
+Keys without Ctrl do nothing while you type in a text box.
 """
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.logger import get_logger
 
+from components.keyboard import keyboard
 from viz_app.errors import OrchvizError
 from viz_app.text import markdown_literal
 from viz_app.ui import session
@@ -38,6 +39,7 @@ if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page
     st.switch_page(present, query_params=st.query_params.to_dict())
 session.page_style()
+keyboard()  # ? and Ctrl+Enter / Ctrl+S wherever the focus is
 with session.charts_ahead():
     try:
         page.run()

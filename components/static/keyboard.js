@@ -1,0 +1,66 @@
+// orchviz keys that Streamlit's button shortcuts cannot give (a constant script: no trace text
+// is ever put in it, and it reads nothing of the page but buttons and the focus).
+//   ?                 opens the keys of the labels panel (clicks its "Keys" button)
+//   Ctrl/Cmd+Enter    save, also while the focus is on a radio, a tag or a button
+//   Ctrl/Cmd+S        save too (never the browser's "Save page")
+// In a text box Ctrl+Enter is left to Streamlit, which first keeps the text, then saves.
+(function () {
+  if (window.__orchvizKeys) return;
+  window.__orchvizKeys = true;
+
+  function typing(el) {
+    if (!el) return false;
+    if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+    if (el.tagName !== "INPUT") return false;
+    return !["radio", "checkbox", "button", "submit", "range"].includes(el.type);
+  }
+
+  function visible(el) { return el && el.offsetParent !== null && !el.disabled; }
+
+  function keysButton() {
+    const holders = document.querySelectorAll('[class*="st-key-"]');
+    for (const holder of holders) {
+      if (/(^|\s)st-key-(ann-\S*-keys|review-keys)(\s|$)/.test(holder.className)) {
+        const button = holder.querySelector("button");
+        if (visible(button)) return button;
+      }
+    }
+    return null;
+  }
+
+  function saveButton() {
+    for (const form of document.querySelectorAll(".st-key-ann-form")) {
+      const button = form.querySelector('[data-testid="stBaseButton-primary"]');
+      if (visible(button)) return button;
+    }
+    return null;
+  }
+
+  window.addEventListener("keydown", function (event) {
+    if (event.repeat || event.isComposing) return;
+    const active = document.activeElement;
+    const ctrl = event.ctrlKey || event.metaKey;
+    if (event.key === "?" && !ctrl && !event.altKey && !typing(active)) {
+      const button = keysButton();
+      if (button) {
+        event.preventDefault();
+        event.stopPropagation();
+        button.click();
+      }
+      return;
+    }
+    const save = ctrl && !event.altKey && !event.shiftKey &&
+      (event.key === "Enter" || event.key === "s" || event.key === "S");
+    if (!save) return;
+    if (typing(active)) {
+      if (event.key !== "Enter") event.preventDefault();  // no "Save page" from a text box
+      return;  // Streamlit keeps the text and saves (Ctrl+Enter)
+    }
+    const button = saveButton();
+    if (!button) return;
+    event.preventDefault();
+    event.stopPropagation();  // Streamlit's own shortcut would save a second time
+    if (active && active !== document.body && active.blur) active.blur();
+    button.click();
+  }, true);
+})();
