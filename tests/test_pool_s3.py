@@ -103,3 +103,18 @@ def test_a_missing_bucket_is_one_sentence_and_is_not_created(s3_endpoint, bucket
                      f"orchviz: {target}: is not a pool (no orchviz-pool.json and no .parquet, "
                      ".jsonl or .jsonl.gz shards)"]
     assert not s3fs.S3FileSystem(endpoint_url=s3_endpoint).exists(f"no-such-{bucket}")
+
+
+def test_an_interrupted_write_leaves_nothing_on_s3(bucket, s3_endpoint, monkeypatch):
+    import s3fs
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    s3fs.S3FileSystem.clear_instance_cache()
+
+    def traces():
+        yield from (load_trace(p) for p in demo_paths()[:3])
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pool.write_pool(traces(), f"s3://{bucket}/pool")
+    assert s3fs.S3FileSystem(endpoint_url=s3_endpoint).find(f"{bucket}/pool") == []

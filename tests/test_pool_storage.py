@@ -284,3 +284,13 @@ def test_an_id_lookup_naming_a_file_outside_the_pool_is_refused(tmp_path):
                              "row": [0]}), tmp_path / "pool" / pool.IDS)
     with pytest.raises(PoolError, match="names a shard that is not one"):
         pool.find_trace(str(tmp_path / "pool"), PREMATURE_ID)
+
+
+def test_an_interrupted_write_leaves_no_manifest(tmp_path):
+    def traces():
+        yield from demo_traces()[:3]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pool.write_pool(traces(), str(tmp_path / "pool"))
+    assert not (tmp_path / "pool" / pool.MANIFEST).exists()

@@ -575,51 +575,63 @@ def _write(traces: Iterable[Trace], fs: fsspec.AbstractFileSystem, path: str, ou
            progress: Callable[[int], None] | None, max_bytes: int) -> PoolWriteResult:
     ending = ".parquet" if format == "parquet" else ".jsonl.gz" if compress else ".jsonl"
     written: list[dict[str, Any]] = []
-    ids: list[tuple[str, str, int]] = []
-    seen: dict[str, str] = {}
+    ids: list[pa.Table] = []
+    seen: set[str] = set()
     skipped: list[str] = []
     writer: _ShardWriter | None = None
-    for trace in traces:
-        if trace.trace_id in seen:
-            skipped.append(f"{trace.source or trace.trace_id}: trace id {trace.trace_id!r} was "
-                           f"written before (from {seen[trace.trace_id] or 'an earlier trace'}); "
-                           "skipped")
-            continue
-        try:
-            row = _trace_row(trace)
-        except orjson.JSONEncodeError as err:
-            skipped.append(f"{trace.source or trace.trace_id}: cannot be written as JSON "
-                           f"({err}); skipped")
-            continue
-        size = sum(len(value) for value in row.values() if value is not None)
-        if size > max_bytes:
-            skipped.append(f"{trace.source or trace.trace_id}: the trace is {size / 1e6:.1f} "
-                           f"MB, over the {max_bytes / 1e6:.0f} MB limit; skipped")
-            continue
-        if writer is None:
-            name = f"part-{len(written):05d}{ending}"
-            writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress, row_group_rows)
-        seen[trace.trace_id] = trace.source
-        ids.append((trace.trace_id, writer.name, writer.rows))
-        writer.add(row, size)
-        if progress is not None:
-            progress(1)
-        if writer.rows >= shard_rows:
+    try:
+        for trace in traces:
+            problem = _unwritable(trace, seen, max_bytes)
+            if isinstance(problem, str):
+                skipped.append(f"{trace.source or trace.trace_id}: {problem}; skipped")
+                continue
+            row, size = problem
+            if writer is None:
+                name = f"part-{len(written):05d}{ending}"
+                writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress,
+                                      row_group_rows)
+            seen.add(trace.trace_id)
+            writer.add(trace.trace_id, row, size)
+            if progress is not None:
+                progress(1)
+            if writer.rows >= shard_rows:
+                written.append(writer.close())
+                ids.append(writer.ids())
+                writer = None
+        if writer is not None:
             written.append(writer.close())
-            writer = None
-    if writer is not None:
-        written.append(writer.close())
-    _write_ids(fs, f"{path}/{IDS}", ids)
+            ids.append(writer.ids())
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    count = _write_ids(fs, f"{path}/{IDS}", ids)
     manifest = {"orchviz_pool": POOL_VERSION, "format": format,
                 "layout": "fields as columns, events as JSON text" if format == "parquet"
-                else "one trace a line", "traces": len(ids), "shards": written, "ids": IDS,
+                else "one trace a line", "traces": count, "shards": written, "ids": IDS,
                 "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with _open(fs, f"{path}/{MANIFEST}", "wb") as stream:
         stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     result_shards = [Shard(url=_url(fs, f"{path}/{entry['path']}"), format=format,
                            compressed=format == "jsonl" and compress)
                      for entry in written]
-    return PoolWriteResult(location=out, traces=len(ids), shards=result_shards, skipped=skipped)
+    return PoolWriteResult(location=out, traces=count, shards=result_shards, skipped=skipped)
+
+
+def _unwritable(trace: Trace, seen: set[str], max_bytes: int
+                ) -> str | tuple[dict[str, str | None], int]:
+    """Why a trace cannot be written, or its row and the bytes of its text."""
+    if trace.trace_id in seen:
+        return f"trace id {trace.trace_id!r} was written before"
+    try:
+        row = _trace_row(trace)
+    except orjson.JSONEncodeError as err:
+        return f"cannot be written as JSON ({err})"
+    size = sum(len(value) for value in row.values() if value is not None)
+    if size > max_bytes:
+        return (f"the trace is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit "
+                "(set ORCHVIZ_MAX_BYTES to raise it)")
+    return row, size
 
 
 def _trace_row(trace: Trace) -> dict[str, str | None]:
@@ -646,6 +658,7 @@ class _ShardWriter:
         self.name = name
         self.format = format
         self.rows = 0
+        self.trace_ids: list[str] = []
         self.row_group_rows = row_group_rows
         self.pending: list[dict[str, str | None]] = []
         self.pending_bytes = 0
@@ -657,8 +670,9 @@ class _ShardWriter:
             self.lines = (gzip.GzipFile(fileobj=self.stream, mode="wb", mtime=0) if compress
                           else self.stream)
 
-    def add(self, row: dict[str, str | None], size: int) -> None:
+    def add(self, trace_id: str, row: dict[str, str | None], size: int) -> None:
         """Add a trace's row; a full row group is written out."""
+        self.trace_ids.append(trace_id)
         self.rows += 1
         if self.format == "jsonl":
             self.lines.write(_line(row))
@@ -686,6 +700,33 @@ class _ShardWriter:
         self.stream.close()
         return {"path": self.name, "rows": self.rows}
 
+    def ids(self) -> pa.Table:
+        """The lookup rows of the shard: trace id, shard, row."""
+        table = pa.table({"trace_id": pa.array(self.trace_ids, pa.string()),
+                          "shard": pa.array([self.name] * self.rows, pa.string()).dictionary_encode(),
+                          "row": pa.array(range(self.rows), pa.int64())})
+        self.trace_ids = []
+        return table
+
+    def abort(self) -> None:
+        """Give the shard up (writing failed or was interrupted): on object storage the upload
+        is discarded, a local file is closed as it stands."""
+        try:  # finish the Parquet or gzip framing first, so that nothing writes to it later
+            if self.format == "parquet":
+                self.parquet.close()
+            elif self.lines is not self.stream:
+                self.lines.close()
+        except Exception:  # noqa: BLE001 - the error that stopped the writing is the one to say
+            pass
+        try:
+            self.stream.discard()  # object storage: the upload is aborted, nothing is stored
+            self.stream.closed = True
+        except Exception:  # noqa: BLE001 - a local file cannot discard: it is closed instead
+            try:
+                self.stream.close()
+            except Exception:  # noqa: BLE001 - the error that stopped the writing is the one
+                pass
+
 
 def _line(row: dict[str, str | None]) -> bytes:
     parts = []
@@ -698,13 +739,14 @@ def _line(row: dict[str, str | None]) -> bytes:
     return b"{" + b",".join(parts) + b"}\n"
 
 
-def _write_ids(fs: fsspec.AbstractFileSystem, target: str, ids: list[tuple[str, str, int]]
-               ) -> None:
-    ids.sort()
-    table = pa.table({"trace_id": [i[0] for i in ids], "shard": [i[1] for i in ids],
-                      "row": pa.array([i[2] for i in ids], pa.int64())})
+def _write_ids(fs: fsspec.AbstractFileSystem, target: str, ids: list[pa.Table]) -> int:
+    """Write the lookup of every shard's ids, sorted by id; how many traces it holds."""
+    schema = pa.schema([("trace_id", pa.string()), ("shard", pa.string()), ("row", pa.int64())])
+    table = pa.concat_tables([t.cast(schema) for t in ids]) if ids else schema.empty_table()
+    table = table.sort_by("trace_id")
     with _open(fs, target, "wb") as stream:
         pq.write_table(table, stream, row_group_size=16_384, compression="zstd")
+    return table.num_rows
 
 
 def _span(first: int, last: int) -> str:
