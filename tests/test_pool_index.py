@@ -20,6 +20,7 @@ from viz_app.labels.rubric import default_rubric
 from viz_app.store.index import trace_record
 from viz_app.store.pool_index import (Condition, FilterError, PoolIndex, default_index_path,
                                       parse_condition, search_query, summarise_shard)
+from test_pool_s3 import bucket, s3_endpoint  # noqa: F401  (the moto S3 server's fixtures)
 
 TOPOLOGIES = ["centralized", "debate", "swarm"]
 
@@ -313,3 +314,18 @@ def test_a_pool_url_survives_the_apps_environment(monkeypatch):
         monkeypatch.setenv(name, value)
     assert Settings.from_env().pools == ["s3://bucket/run-42"]
     assert Settings.from_env().traces == []
+
+
+def test_a_pool_on_s3_is_indexed_once_and_listed(tmp_path, bucket, s3_endpoint, capsys):
+    target = f"s3://{bucket}/pool"
+    option = ["--storage-option", f"endpoint_url={s3_endpoint}"]
+    pool.set_storage_options(target, {"endpoint_url": s3_endpoint})
+    pool.write_pool(pool_traces(12), target, shard_rows=4, row_group_rows=2)
+    db = ["--db", str(tmp_path / "labels.db")]
+    assert main(["pool", "index", target, *db, *option, "--workers", "1"]) == 0
+    assert "12 traces indexed from 3 shards (3 read, 0 unchanged" in capsys.readouterr().out
+    assert main(["pool", "index", target, *db, *option, "--workers", "1"]) == 0
+    assert "(0 read, 3 unchanged" in capsys.readouterr().out  # by etag and size
+    assert main(["pool", "ls", target, *db, *option, "--search", "rollout-007", "--json"]) == 0
+    assert [r["trace_id"] for r in json.loads(capsys.readouterr().out)["rows"]] == [
+        "rollout-007"]
