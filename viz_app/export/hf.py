@@ -167,6 +167,9 @@ class Spool:
             with pa.OSFile(str(path)) as source:  # read, not mapped: the memory is the batch's
                 table = pa.ipc.open_stream(source).read_all()
             table = _as_json(table, target, done)
+            if table.schema.equals(self.schema):
+                yield table
+                continue
             yield pa.concat_tables([self.schema.empty_table(), table],
                                    promote_options="permissive").select(self.schema.names)
 
