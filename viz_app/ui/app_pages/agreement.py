@@ -69,7 +69,8 @@ def _interval(found) -> str:
     return "" if found.low is None else f"[{found.low:.2f}, {found.high:.2f}]"
 
 
-measured = [r for r in producers.rows if r.rater != REVIEWERS or r.pairs]
+measured = [r for r in producers.rows if r.pairs]
+waiting = sorted({r.question for r in producers.rows if r.rater != REVIEWERS and not r.pairs})
 if not any(r.rater != REVIEWERS for r in producers.rows):
     st.caption("No suggestions are stored yet: `orchviz suggest --traces DIR --db ...` runs "
                "the rules (or a judge) and stores them.")
@@ -81,21 +82,24 @@ else:
                f"{producers.left_out_other:,} adjudications), beside the reviewers among "
                f"themselves. 95 % intervals from {producers.resamples:,} resamples of the "
                "targets; kappa is linearly weighted on scales.")
-    st.dataframe(pd.DataFrame([{
-        "question": r.question, "compared": f"{r.rater} vs reviewers", "targets": r.targets,
-        "pairs": r.pairs, "alpha": r.alpha.value, "alpha 95 %": _interval(r.alpha),
-        "kappa": r.kappa.value, "kappa 95 %": _interval(r.kappa), "note": r.note}
-        for r in measured]), key="agreement_producers", hide_index=True, width="stretch",
-        column_config={"alpha": st.column_config.NumberColumn(format="%.3f"),
-                       "kappa": st.column_config.NumberColumn(format="%.3f"),
-                       "note": st.column_config.TextColumn(width="medium")})
-    with_pairs = [r for r in measured if r.pairs]
-    if with_pairs:
+    if measured:
+        st.dataframe(pd.DataFrame([{
+            "question": r.question, "compared": f"{r.rater} vs reviewers", "targets": r.targets,
+            "pairs": r.pairs, "alpha": r.alpha.value, "alpha 95 %": _interval(r.alpha),
+            "kappa": r.kappa.value, "kappa 95 %": _interval(r.kappa), "note": r.note}
+            for r in measured]), key="agreement_producers", hide_index=True, width="stretch",
+            column_config={"alpha": st.column_config.NumberColumn(format="%.3f"),
+                           "kappa": st.column_config.NumberColumn(format="%.3f"),
+                           "note": st.column_config.TextColumn(width="medium")})
+    if waiting:
+        st.caption("No blind answer to compare a producer with yet on: "
+                   + ", ".join(markdown_literal(q, 40) for q in waiting))
+    if measured:
         chosen = st.selectbox(
-            "Confusion matrix", range(len(with_pairs)), key="agreement_confusion",
-            format_func=lambda i: f"{with_pairs[i].question} · {with_pairs[i].rater} vs "
+            "Confusion matrix", range(len(measured)), key="agreement_confusion",
+            format_func=lambda i: f"{measured[i].question} · {measured[i].rater} vs "
                                   "reviewers")
-        picked = with_pairs[chosen]
+        picked = measured[chosen]
         st.dataframe(pd.DataFrame(
             picked.confusion, index=[f"reviewer: {x}" for x in picked.labels],
             columns=[f"{'other reviewer' if picked.rater == REVIEWERS else 'suggested'}: {x}"
