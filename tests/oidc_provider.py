@@ -73,6 +73,9 @@ class OidcProvider:
     """Every identity token's claims, in order (a test can see who was signed in)."""
     signed_out: int = 0
     """How many times the end-session endpoint sent someone back to the app."""
+    forge: bool = False
+    """Sign identity tokens with a key the provider does not publish (a forged token: an app
+    must refuse it)."""
 
     def __post_init__(self) -> None:
         from joserfc.jwk import RSAKey  # Authlib's JOSE library (imported here: tests that
@@ -228,7 +231,12 @@ class OidcProvider:
             claims["nonce"] = grant.nonce
         from joserfc import jwt
 
-        id_token = jwt.encode({"alg": "RS256", "kid": self._key.kid}, claims, self._key)
+        key = self._key
+        if self.forge:
+            from joserfc.jwk import RSAKey
+
+            key = RSAKey.generate_key(2048, parameters={"kid": self._key.kid})
+        id_token = jwt.encode({"alg": "RS256", "kid": self._key.kid}, claims, key)
         access = secrets.token_urlsafe(24)
         with self._lock:
             self._tokens[access] = grant.user

@@ -46,6 +46,18 @@ def signed_in_app(app_server, provider, tmp_path):
     return base, workspace
 
 
+def settle(page) -> None:
+    """Wait for the app's run to finish (generously: the first run of the trace page on a
+    loaded machine takes a while)."""
+    wait_for_streamlit(page, timeout=120_000)
+
+
+def new_context(chromium):
+    context = chromium.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(60_000)
+    return context
+
+
 def sidebar(page):
     return page.locator('[data-testid="stSidebar"]')
 
@@ -58,7 +70,7 @@ def sidebar_text(page) -> str:
 def sign_in(page, base: str, user: OidcUser, shot_name: str | None = None) -> None:
     """Press Sign in, pick the user on the provider's page, and come back signed in."""
     page.goto(f"{base}/trace?trace={PREMATURE_ID}")
-    wait_for_streamlit(page)
+    settle(page)
     sidebar(page).get_by_role("button", name="Sign in").click()
     page.wait_for_url(re.compile(r"/authorize\?"))
     assert page.get_by_text("Test identity provider").is_visible()
@@ -66,9 +78,9 @@ def sign_in(page, base: str, user: OidcUser, shot_name: str | None = None) -> No
         shot(page, shot_name)
     page.get_by_role("link", name=re.compile(re.escape(user.email))).click()
     page.wait_for_url(re.compile(re.escape(base) + r"/?(\?.*)?$"))  # back at the app
-    wait_for_streamlit(page)
+    settle(page)
     page.goto(f"{base}/trace?trace={PREMATURE_ID}")
-    wait_for_streamlit(page)
+    settle(page)
     sidebar(page).get_by_text("Signed in as").wait_for()
 
 
@@ -76,22 +88,22 @@ def label_the_aggregate(page) -> None:
     form = page.locator(".st-key-ann-form")
     page.get_by_text("Labels", exact=True).click()  # focus on the page, not a text field
     page.keyboard.press("2")
-    wait_for_streamlit(page)
+    settle(page)
     form.get_by_role("button", name=re.compile("Save")).click()
-    wait_for_streamlit(page)
+    settle(page)
     page.get_by_text("Saved 2 answers on e12").wait_for()
 
 
 def test_two_people_each_sign_in_and_sign_only_as_themselves(chromium, signed_in_app, provider):
     base, workspace = signed_in_app
-    lead_ctx = chromium.new_context(viewport=VIEWPORT)
-    rev_ctx = chromium.new_context(viewport=VIEWPORT)
+    lead_ctx = new_context(chromium)
+    rev_ctx = new_context(chromium)
     try:
         a, b = lead_ctx.new_page(), rev_ctx.new_page()
 
         # not signed in: a Sign in button, no name box, nothing to save
         a.goto(f"{base}/trace?trace={PREMATURE_ID}&reviewer=mallory")
-        wait_for_streamlit(a)
+        settle(a)
         assert sidebar(a).get_by_role("button", name="Sign in").is_visible()
         assert a.get_by_role("textbox", name="Reviewer").count() == 0
         assert a.locator(".st-key-ann-form").count() == 0
@@ -106,7 +118,7 @@ def test_two_people_each_sign_in_and_sign_only_as_themselves(chromium, signed_in
 
         sign_in(b, base, REV)
         b.goto(f"{base}/trace?trace={PREMATURE_ID}&reviewer={LEAD.email}")  # no way to be A
-        wait_for_streamlit(b)
+        settle(b)
         assert "rev@example.org" in sidebar_text(b)
         assert "lead@example.org" not in sidebar_text(b)
         assert b.get_by_role("textbox", name="Reviewer").count() == 0
@@ -123,16 +135,16 @@ def test_two_people_each_sign_in_and_sign_only_as_themselves(chromium, signed_in
 
         # A is still A after B signed in (separate cookies, separate sessions)
         a.reload()
-        wait_for_streamlit(a)
+        settle(a)
         assert "lead@example.org" in sidebar_text(a)
 
         # the Adjudicate page: its lead controls are for the lead, not for B
         b.goto(f"{base}/adjudicate")
-        wait_for_streamlit(b)
+        settle(b)
         b.get_by_text("Only a campaign's leads adjudicate").wait_for()
         shot(b, "signin_05_reviewer_not_a_lead")
         a.goto(f"{base}/adjudicate")
-        wait_for_streamlit(a)
+        settle(a)
         assert a.get_by_text("Only a campaign's leads adjudicate").count() == 0
         a.get_by_text("no review campaign yet", exact=False).wait_for()
 
@@ -143,10 +155,35 @@ def test_two_people_each_sign_in_and_sign_only_as_themselves(chromium, signed_in
         a.wait_for_url(re.compile(re.escape(base) + r"/?$"))
         assert provider.signed_out == 1
         a.goto(f"{base}/trace?trace={PREMATURE_ID}")
-        wait_for_streamlit(a)
+        settle(a)
         assert sidebar(a).get_by_role("button", name="Sign in").is_visible()
         assert a.locator(".st-key-ann-form").count() == 0
         shot(a, "signin_06_signed_out")
     finally:
         lead_ctx.close()
         rev_ctx.close()
+
+
+def test_an_identity_token_the_provider_did_not_sign_signs_nobody_in(chromium, signed_in_app,
+                                                                    provider):
+    base, workspace = signed_in_app
+    provider.forge = True  # the token's signature is not the published key's
+    context = new_context(chromium)
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/trace?trace={PREMATURE_ID}")
+        settle(page)
+        sidebar(page).get_by_role("button", name="Sign in").click()
+        page.wait_for_url(re.compile(r"/authorize\?"))
+        page.get_by_role("link", name=re.compile(re.escape(LEAD.email))).click()
+        page.wait_for_url(re.compile(re.escape(base) + r"/?(\?.*)?$"))
+        settle(page)
+        assert [c["email"] for c in provider.issued] == [LEAD.email]  # a token was issued
+        page.goto(f"{base}/trace?trace={PREMATURE_ID}")
+        settle(page)
+        assert sidebar(page).get_by_role("button", name="Sign in").is_visible()
+        assert "Signed in as" not in sidebar_text(page)
+        assert page.locator(".st-key-ann-form").count() == 0
+        assert not [c for c in context.cookies() if c["name"].startswith("_streamlit_user")]
+    finally:
+        context.close()
