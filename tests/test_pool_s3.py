@@ -118,3 +118,18 @@ def test_an_interrupted_write_leaves_nothing_on_s3(bucket, s3_endpoint, monkeypa
     with pytest.raises(KeyboardInterrupt):
         pool.write_pool(traces(), f"s3://{bucket}/pool")
     assert s3fs.S3FileSystem(endpoint_url=s3_endpoint).find(f"{bucket}/pool") == []
+
+
+def test_a_pool_on_s3_is_copied_to_a_folder(bucket, s3_endpoint, tmp_path, capsys):
+    option = ["--storage-option", f"endpoint_url={s3_endpoint}"]
+    import fsspec
+    import s3fs
+
+    assert main(["pool", "write", str(DEMO_DIR), "-o", f"s3://{bucket}/pool", *option]) == 0
+    fsspec.config.conf.pop("s3", None)  # as in a new process: the option is the only endpoint
+    s3fs.S3FileSystem.clear_instance_cache()
+    assert main(["pool", "write", f"s3://{bucket}/pool", "-o", str(tmp_path / "copy"),
+                 *option]) == 0
+    assert "wrote 12 traces in 1 shard" in capsys.readouterr().err
+    copied = pool.trace_by_id(str(tmp_path / "copy"), PREMATURE_ID)
+    assert copied.to_dict() == demo_trace().to_dict() and copied.sha256 == demo_trace().sha256

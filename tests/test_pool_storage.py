@@ -294,3 +294,16 @@ def test_an_interrupted_write_leaves_no_manifest(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         pool.write_pool(traces(), str(tmp_path / "pool"))
     assert not (tmp_path / "pool" / pool.MANIFEST).exists()
+
+
+def test_pool_write_copies_a_pool_with_a_bad_shard_into_a_new_one(tmp_path, capsys):
+    pool.write_pool(demo_traces(), str(tmp_path / "old"), shard_rows=5)
+    (tmp_path / "old" / "part-00001.parquet").write_bytes(b"PAR1 truncated")
+    assert main(["pool", "write", str(tmp_path / "old"), "-o", str(tmp_path / "new"),
+                 "--format", "jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "part-00001.parquet: rows 0 onward" in err and "wrote 7 traces in 1 shard" in err
+    rows, errors = read_all(str(tmp_path / "new"))
+    assert not errors
+    expected = [t for i, t in enumerate(demo_traces()) if not 5 <= i < 10]
+    assert [t.to_dict() for _, _, t in rows] == [t.to_dict() for t in expected]

@@ -41,9 +41,10 @@ def add_storage_option(p: argparse.ArgumentParser) -> None:
                    "endpoint_url=http://127.0.0.1:9000 or anon=true (repeat for more)")
 
 
-def apply_storage_options(location: str, options: list[str]) -> None:
-    """Give the pool's storage the `--storage-option` values (JSON values such as true or 3 are
-    read as such, anything else as text)."""
+def apply_storage_options(location: str | list[str], options: list[str]) -> None:
+    """Give the storage of the locations named (those on object storage: a folder needs no
+    options) the `--storage-option` values; JSON values such as true or 3 are read as such,
+    anything else as text."""
     parsed: dict[str, object] = {}
     for option in options:
         key, sep, value = option.partition("=")
@@ -53,8 +54,10 @@ def apply_storage_options(location: str, options: list[str]) -> None:
             parsed[key] = orjson.loads(value)
         except orjson.JSONDecodeError:
             parsed[key] = value
-    if parsed:
-        pool.set_storage_options(location, parsed)
+    locations = [location] if isinstance(location, str) else location
+    for where in locations:
+        if parsed and "://" in where and not where.startswith("file://"):
+            pool.set_storage_options(where, parsed)
 
 
 # -- pool write --------------------------------------------------------------------------------
@@ -69,7 +72,9 @@ def register_write(verbs: argparse._SubParsersAction) -> None:
         "JSON text, small row groups so one trace opens alone) or gzipped JSON Lines, with "
         "orchviz-pool.json (the manifest) and _ids.parquet (trace id -> shard and row). A file "
         "that cannot be read is named on one line and the rest are written.")
-    p.add_argument("sources", nargs="+", metavar="SRC", help="trace files or folders")
+    p.add_argument("sources", nargs="+", metavar="SRC",
+                   help="trace files or folders, or pools (a pool's folder or URL, Parquet "
+                   "shards) to copy into the new one")
     p.add_argument("-o", "--output", required=True, metavar="POOL",
                    help="the new pool: a folder or a URL such as s3://bucket/prefix (must be "
                    "empty or missing)")
@@ -92,27 +97,33 @@ def _source_traces(sources: list[str], fmt: str | None,
                    failed: list[TraceError]) -> Iterator[Trace]:
     """The traces of the sources, a file at a time; a file that cannot be read is said on one
     line and kept in `failed`."""
-    items: list[Path] = []
+    items: list[Path | str] = []
     for source in sources:
         path = Path(source)
         session_folder = path.is_dir() and (fmt in ("claude_code", "codex")
                                             or folder_format(path) is not None)
-        items.extend([path] if session_folder else trace_files([source]))
+        if fmt is None and pool.is_pool_source(source):
+            items.append(source)
+        else:
+            items.extend([path] if session_folder else trace_files([source]))
 
     def report(err: TraceError) -> None:
         failed.append(err)
         tqdm.write(terminal_text(err), file=sys.stderr)
 
-    for path in items:
+    for item in items:
         try:
-            yield from read_any(path, fmt=fmt, on_error=report)
+            if isinstance(item, str):
+                yield from pool.read_pool(item, on_error=report)
+            else:
+                yield from read_any(item, fmt=fmt, on_error=report)
         except TraceError as err:
             report(err)
 
 
 def write(args: argparse.Namespace) -> int:
     """Write the pool; 1 when a source failed or nothing was written."""
-    apply_storage_options(args.output, args.storage_option)
+    apply_storage_options([args.output, *args.sources], args.storage_option)
     failed: list[TraceError] = []
     with tqdm(desc="writing pool", unit="trace", file=sys.stderr, disable=None) as bar:
         result = pool.write_pool(_source_traces(args.sources, args.fmt, failed), args.output,

@@ -203,6 +203,29 @@ def is_pool(location: str) -> bool:
         return False
 
 
+def is_pool_source(location: str) -> bool:
+    """Whether a source named to `orchviz pool write` is a pool to read traces from rather than
+    trace files: a URL (`s3://...`) or a folder holding a pool, a folder of Parquet shards, or a
+    Parquet file. A local folder or file of JSON Lines is read as trace files instead (the same
+    traces, and the files are named in errors)."""
+    if fsspec.core.split_protocol(location)[0] not in (None, "file", "local"):
+        return is_pool(location)
+    try:
+        fs, path = _fs(location)
+        if fs.exists(f"{path}/{MANIFEST}"):
+            return True
+        return is_pool(location) and all(s.format == "parquet" for s in shards(location))
+    except (PoolError, OSError):
+        return False
+
+
+def read_pool(location: str, on_error: Callable[[TraceError], None]) -> Iterator[Trace]:
+    """Every trace of a pool, shard after shard (see `read_shard`)."""
+    for shard in shards(location):
+        for _, trace in read_shard(shard, on_error):
+            yield trace
+
+
 def _listing(fs: fsspec.AbstractFileSystem, path: str) -> list[str]:
     """Every file under the folder, as paths relative to it, hidden ones left out, sorted."""
     names = []
