@@ -38,9 +38,9 @@ import pyarrow.parquet as pq
 from viz_app.io import pool
 from viz_app.labels.rubric import default_rubric
 from viz_app.model import TOPOLOGIES
-from viz_app.store.pool_index import Condition, PoolIndex
+from viz_app.store.pool_index import Condition, PoolIndex, summarise_shard
 from viz_app.synth import synth_trace
-from timing import machine
+from timing import best_of, machine
 
 SCHEMA = pa.schema([(name, pa.string()) for name in pool.FIELDS + pool.META_COLUMNS])
 BASES = 200
@@ -78,12 +78,28 @@ def bare_parse(location: str) -> float:
     """Seconds to read every shard's columns and parse every JSON column with orjson."""
     started = time.perf_counter()
     for shard in pool.shards(location):
-        table = pq.read_table(shard.url)
-        for name in pool.JSON_COLUMNS:
-            for value in table.column(name).to_pylist():
-                if value is not None:
-                    orjson.loads(value)
+        parse_shard(shard)
     return time.perf_counter() - started
+
+
+def parse_shard(shard: pool.Shard) -> None:
+    table = pq.read_table(shard.url)
+    for name in pool.JSON_COLUMNS:
+        for value in table.column(name).to_pylist():
+            if value is not None:
+                orjson.loads(value)
+
+
+def shard_ratio(location: str) -> tuple[float, float]:
+    """Best of 3 seconds of a bare parse and of `summarise_shard` on the first shard, taken
+    in turns, so a noisy machine weighs on both alike."""
+    shard = pool.shards(location)[0]
+    rubric = default_rubric()
+    parse, summarise = [], []
+    for _ in range(3):
+        parse.append(best_of(1, lambda: parse_shard(shard)))
+        summarise.append(best_of(1, lambda: summarise_shard(shard, rubric)))
+    return min(parse), min(summarise)
 
 
 def indexing(location: str, folder: Path, workers: int) -> tuple[float, int]:
@@ -164,6 +180,10 @@ def main() -> None:
         parse = bare_parse(location)
         print(f"bare parse (read columns + orjson.loads): {parse:.1f} s, "
               f"{args.traces / parse:,.0f} traces/s")
+        parse_one, summarise_one = shard_ratio(location)
+        print(f"one shard ({args.shard_rows} traces), best of 3 taken in turns: bare parse "
+              f"{parse_one:.2f} s, summarise_shard {summarise_one:.2f} s "
+              f"({summarise_one / parse_one:.1f}x)")
         one, count = indexing(location, work / "one", 1)
         print(f"index, 1 core: {one:.1f} s, {count / one:,.0f} traces/s "
               f"({one / parse:.1f}x the bare parse; target 2x)")

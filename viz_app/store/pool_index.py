@@ -395,6 +395,10 @@ class PoolIndex:
         self.text_path = self.path.with_suffix(".fts.sqlite")
         self.location = location
         self._database: duckdb.DuckDBPyConnection | None = None
+        self.last_update: PoolUpdate | None = None
+        """What the last update by this object did (None before one)."""
+        self.updated_at = 0.0
+        """When this object last finished an update (time.time())."""
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._duck() as con:
@@ -524,6 +528,7 @@ class PoolIndex:
             result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
         result.engine = engine
         result.seconds = time.perf_counter() - started
+        self.last_update, self.updated_at = result, time.time()
         return result
 
     def _drop(self, con: duckdb.DuckDBPyConnection, urls: Sequence[str]) -> None:

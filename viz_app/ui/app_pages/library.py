@@ -7,6 +7,8 @@ trace ids at random or by stratum (`Workspace.sample_pool`, which review campaig
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -46,20 +48,21 @@ def show_progress(done: int, total: int, path: str) -> None:
 
 
 workspace = session.workspace()
+POOL_CHECK_SECONDS = 300
+"""How often the page looks for new or changed shards of a pool (each a HEAD request on object
+storage); the Re-index button looks at once."""
 
 
 def pool_library(location: str) -> None:
     """The pool's traces, a page at a time, through its index."""
-    index: PoolIndex = workspace.pool_index(location)
-    indexed = st.session_state.setdefault("_pool_indexed", set())
-    if location not in indexed or st.session_state.pop("_pool_reindex", False):
+    index: PoolIndex = workspace.pool_index(location)  # shared by every session of the app
+    if st.session_state.pop("_pool_reindex", False) or \
+            time.time() - index.updated_at > POOL_CHECK_SECONDS:
         def pool_progress(done: int, total: int, shard: str) -> None:
             if total:
                 bar.progress(done / total, text=f"Indexing the pool: {done} of {total} shards…")
 
-        done = workspace.update_pool_index(location, progress=pool_progress)
-        indexed.add(location)
-        st.session_state["_pool_last_update"] = done
+        workspace.update_pool_index(location, progress=pool_progress)
     bar.empty()
 
     search_col, topology_col, filter_col = st.columns([3, 2, 3])
@@ -96,7 +99,7 @@ def pool_library(location: str) -> None:
     page = min(st.session_state.get("_pool_page", 0), pages - 1)
     rows = index.page(filters, search, sort_field, descending, page * PAGE_SIZE, PAGE_SIZE)
 
-    last = st.session_state.get("_pool_last_update")
+    last = index.last_update
     st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · "
                + (f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
                   if last is not None else "")
