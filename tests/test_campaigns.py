@@ -525,3 +525,12 @@ def test_a_reviewers_progress_counts_without_telling_answers(lite):
     assert (mine.reviewer_saved, mine.reviewer_skipped, mine.fraction) == (0, 1, 0.5)
     assert set(type(mine).model_fields) == {"name", "targets", "complete", "slots", "saved",
                                             "reviewer", "reviewer_saved", "reviewer_skipped"}
+
+
+def test_retracting_a_newer_answer_does_not_bring_back_the_older_one(lite):
+    trace = lite.trace("demo-10-review-premature-stop")
+    lite.labels.save(trace, "task_outcome", "success", "ann")
+    newer = lite.labels.save(trace, "task_outcome", "failure", "ann")
+    lite.retract([newer.label_id], LEAD, "misread the rubric")
+    assert lite.labels.current_records(trace_id=trace.trace_id) == []
+    assert len(lite.labels.history(trace.trace_id)) == 2
