@@ -70,7 +70,7 @@ def test_the_final_answer_is_a_new_label_from_adjudication_and_the_reviewers_lab
     radio.set_value("correct")
     reason = next(t for t in at.text_area if t.label.startswith("Reason for the final answer"))
     reason.input("the workers had all returned")
-    at = next(b for b in at.button if b.label == "Save the final answer").click().run()
+    at = next(b for b in at.button if b.key.startswith("adj:") and ":save:" in b.key).click().run()
     assert not at.exception, at.exception
     labels = workspace.labels.current(PREMATURE_ID, campaign=NAME)
     final = [x for x in labels if x.source == "adjudication"]
@@ -84,7 +84,7 @@ def test_a_final_answer_without_a_reason_is_refused_and_kept(workspace):
     at = adjudicate()
     radio = next(r for r in at.radio if r.key.endswith(":stopping_correctness"))
     radio.set_value("correct")
-    at = next(b for b in at.button if b.label == "Save the final answer").click().run()
+    at = next(b for b in at.button if b.key.startswith("adj:") and ":save:" in b.key).click().run()
     assert any("reason" in e.value for e in at.error)
     assert next(r for r in at.radio if r.key.endswith(":stopping_correctness")).value == "correct"
     assert not [x for x in workspace.labels.current() if x.source == "adjudication"]
@@ -123,3 +123,31 @@ def test_the_status_shows_progress_gold_accuracy_and_alpha_to_a_lead(tmp_path, m
     assert reviewers.loc["ann", "gold accuracy"] == 1.0
     assert reviewers.loc["bob", "gold accuracy"] == 0.0
     assert "stopping_correctness" in table(at, "alpha")["question"].tolist()
+
+
+AUTH = {"auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+                 "cookie_secret": "a-cookie-secret-long-enough", "client_id": "orchviz",
+                 "client_secret": "s3cret",
+                 "server_metadata_url": "http://127.0.0.1:1/.well-known/openid-configuration"}}
+
+
+def signed_in(email: str) -> AppTest:
+    """The adjudication page on a server with sign-in, as this signed-in user."""
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.secrets = dict(AUTH)
+    at.user = {"is_logged_in": True, "email": email, "email_verified": True, "name": "x"}
+    at.query_params["campaign"] = NAME
+    at.switch_page("app_pages/adjudicate.py")
+    return at.run()
+
+
+def test_with_sign_in_only_a_lead_adjudicates(workspace):
+    workspace.add_member("lead@example.org", "lead", LEAD)
+    workspace.add_member("rev@example.org", "reviewer", LEAD)
+    reviewer = signed_in("rev@example.org")
+    assert any("Only a campaign's leads" in w.value for w in reviewer.warning)
+    assert not reviewer.dataframe and not reviewer.radio  # no answers, no gold accuracy
+    lead = signed_in("lead@example.org")
+    assert not lead.exception, lead.exception
+    assert any("Disagreement 1 of 1" in c.value for c in lead.caption)
+    assert not any("not verified" in c.value for c in lead.caption)

@@ -6,6 +6,7 @@ not assisted) a producer's suggestion never reach the page before the reviewer's
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -62,7 +63,8 @@ def stop_radio(at: AppTest):
 
 
 def save(at: AppTest) -> AppTest:
-    return next(b for b in at.button if b.label == "Save and next").click().run()
+    return next(b for b in at.button if b.key.startswith("review:") and ":save:" in b.key) \
+        .click().run()
 
 
 def held(at: AppTest):
@@ -204,3 +206,40 @@ def test_an_assisted_campaign_shows_suggestions_first_and_the_label_says_so(work
     save(at)
     [label] = workspace.labels.current(campaign="assisted")
     assert label.suggestions_visible is True
+
+
+def test_an_expired_reservation_is_one_sentence_and_the_answer_stays(tmp_path, monkeypatch):
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name="short", questions=["stopping_correctness"],
+                                    lease_seconds=1), LEAD)
+    at = start(review(campaign="short"))
+    stop_radio(at).set_value("correct")
+    time.sleep(1.5)
+    assert ws.claim_next("short", BOB) is not None  # the lease ran out: bob holds it now
+    at = save(at)
+    assert not at.exception, at.exception
+    [error] = [e.value for e in at.error]
+    assert "expired" in error and error.count(". ") == 0
+    assert stop_radio(at).value == "correct"
+    assert not ws.labels.current(reviewer="ann")
+
+
+def test_the_labels_panel_shows_suggestions_only_after_the_reviewers_save(workspace):
+    suggest(workspace)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["trace"], at.query_params["reviewer"] = PREMATURE_ID, "ann"
+    at.run()
+    base = f"ann:{PREMATURE_ID}:{workspace.trace(PREMATURE_ID).sha256[:12]}"
+    at = at.button(key=f"{base}:next").click().run()  # to the stop, e13
+    assert "SUGGESTIONWHY" not in texts(at)
+    assert any("hidden until you save yours" in c.value for c in at.caption)
+    at.radio(key=f"{base}:e13:stopping_correctness").set_value("correct")
+    at = at.button(key=f"{base}:save:e13").click().run()
+    assert "SUGGESTIONWHY" in texts(at)
+    assert [x.suggestions_visible for x in workspace.labels.current()] == [False]
+    at.radio(key=f"{base}:e13:stopping_correctness").set_value("premature").run()
+    at.selectbox(key=f"{base}:e13:pointer").set_value("e15")
+    at = at.button(key=f"{base}:save:e13").click().run()
+    assert not at.exception, at.exception
+    assert {x.suggestions_visible for x in workspace.labels.current()} == {True}

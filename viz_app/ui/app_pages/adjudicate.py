@@ -35,7 +35,8 @@ def _plain(text: str, limit: int = 120) -> str:
 
 lead = session.reviewer()
 workspace = session.workspace()
-st.title("Adjudicate")
+title, picker = st.columns([1, 2.5], vertical_alignment="bottom")
+title.markdown("### Adjudicate")
 if lead is None:
     st.info("Sign in, or enter your name under **Reviewer** in the sidebar, to adjudicate.")
     st.stop()
@@ -57,7 +58,7 @@ names = [c.name for c in campaigns]
 if st.session_state.get("adj:campaign") not in names:
     linked = st.query_params.get(CAMPAIGN_PARAM)
     st.session_state["adj:campaign"] = linked if linked in names else names[0]
-name = st.selectbox("Campaign", names, key="adj:campaign")
+name = picker.selectbox("Campaign", names, key="adj:campaign")
 st.query_params[CAMPAIGN_PARAM] = name
 campaign = workspace.campaign(name)
 rubric = workspace.rubric
@@ -222,8 +223,7 @@ def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
     st.markdown("**Final answer**")
     target_form(trace, analysis, rubric, target,
                 key=f"adj:{name}:{item.trace_id}:{item.event_id or ''}", save=adjudicate,
-                saved=saved, note_label="Reason for the final answer (required)",
-                save_label="Save the final answer")
+                saved=saved, note_label="Reason for the final answer (required)")
 
 
 def retract_here(labels: list[Label]) -> None:

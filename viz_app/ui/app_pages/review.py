@@ -35,7 +35,8 @@ SKIP_REASONS = ("I cannot judge it from the trace", "The trace looks broken or c
 
 reviewer = session.reviewer()
 workspace = session.workspace()
-st.title("Review")
+title, picker = st.columns([1, 2.5], vertical_alignment="bottom")
+title.markdown("### Review")
 
 campaigns = workspace.campaigns()
 if not campaigns:
@@ -66,7 +67,7 @@ def choose_campaign() -> None:
 
 if st.session_state.get("review:campaign") not in names:
     st.session_state["review:campaign"] = state["campaign"]
-st.selectbox("Campaign", names, key="review:campaign", on_change=choose_campaign,
+picker.selectbox("Campaign", names, key="review:campaign", on_change=choose_campaign,
              disabled=bool(state.get("claim")),
              help="The campaigns of this workspace. Finish or leave the target you hold to "
                   "change.")
@@ -189,11 +190,12 @@ def review_panel() -> None:
     with st.container(key="labels-panel"):
         where = claim.event_id or "the whole trace"
         kinds = " + ".join(target.kinds) if target is not None else "target"
-        st.markdown(f"#### {markdown_literal(where, 40)} · {markdown_literal(kinds, 40)}")
-        st.caption(f"trace **{markdown_literal(trace.trace_id, 80)}** · task "
-                   f"{markdown_literal(trace.task_id, 80)}"
-                   + (f" · agent {markdown_literal(target.agent, 40)}"
-                      if target is not None and target.agent else ""))
+        with st.container(key="review-target"):
+            st.markdown(f"#### {markdown_literal(where, 40)} · {markdown_literal(kinds, 40)}")
+            st.caption(f"trace **{markdown_literal(trace.trace_id, 80)}** · task "
+                       f"{markdown_literal(trace.task_id, 80)}"
+                       + (f" · agent {markdown_literal(target.agent, 40)}"
+                          if target is not None and target.agent else ""))
         if state.get("error"):
             st.error(state["error"])
         if state.get("skipping"):
@@ -222,7 +224,7 @@ def questions() -> None:
 
     target_form(trace, analysis, workspace.rubric, target, key=f"review:{claim.slot_id}",
                 save=submit, suggestions=suggestions, suggestions_hidden=not shown,
-                on_choose=select_event, save_label="Save and next")
+                on_choose=select_event)
     cols = st.columns(2)
     cols[0].button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
                    width="stretch", on_click=lambda: state.update(skipping=True),

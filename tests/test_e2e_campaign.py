@@ -1,0 +1,163 @@
+"""End to end in Chromium: a campaign on the stops of demo traces 09-12, two reviewers per
+target. Two reviewers in two browser contexts work it to completion by keyboard (Ctrl+Enter to
+start, a digit to answer, Enter at a stop's cursor, Ctrl+Enter to save and get the next, S and Esc
+to look at the skip reasons and come back); a lead settles their one disagreement on the
+Adjudicate page; `orchviz campaign export --adjudicated-only` holds the lead's final answer.
+
+The time from Ctrl+Enter to the next target on screen is printed (the `-s` flag shows it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+
+import pytest
+
+from conftest import VIEWPORT, shot, wait_for_streamlit
+from factories import copy_demos, make_workspace
+from viz_app.cli import main
+from viz_app.labels.campaign import CampaignSpec
+from viz_app.labels.label import Reviewer
+
+pytestmark = pytest.mark.browser
+
+DEMOS = ["09_review_dropped_finding", "10_review_premature_stop", "11_review_late_stop",
+         "12_review_over_spawning"]
+NAME = "stops"
+DISPUTED = "demo-10-review-premature-stop"
+
+
+WAIT = 90_000  # ms: two cores shared by many processes can be slow to run a page
+
+
+def press(page, key: str, quiet_ms: int = 300) -> None:
+    """A key pressed with the focus on the page itself, then the run it starts."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    wait_for_streamlit(page, timeout=WAIT, quiet_ms=quiet_ms)
+
+
+def target_text(page) -> str:
+    box = page.locator(".st-key-review-target")
+    return box.inner_text() if box.count() else ""
+
+
+def checked(page, label: str) -> bool:
+    option = page.locator(".st-key-ann-form [data-testid='stRadioOption']").filter(has_text=label)
+    return option.locator("input").is_checked()
+
+
+def save_and_time(page, before: str) -> float:
+    """Ctrl+Enter, and the seconds until another target (or the done message) is on screen."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    start = time.perf_counter()
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(
+        """(before) => {
+            const box = document.querySelector('.st-key-review-target');
+            if (box) return box.innerText !== before;
+            return /nothing is left for you/.test(document.body.innerText);
+        }""", arg=before, timeout=WAIT, polling="raf")
+    elapsed = time.perf_counter() - start
+    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+    return elapsed
+
+
+def review_one(page, answer: str, latencies: list[float]) -> str:
+    """Answer the target on screen by keyboard and save it; returns the trace id it was on."""
+    shown = target_text(page)
+    trace_id = re.search(r"demo-\d\d-[a-z-]+", shown.replace("\\", "")).group(0)
+    digit = {"correct": "1", "premature": "2"}[answer]
+    press(page, digit)
+    assert checked(page, answer)
+    if answer == "premature":  # where it should have stopped: the event after it, by Enter
+        press(page, "Enter")
+    latencies.append(save_and_time(page, shown))
+    return trace_id
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    folder = copy_demos(tmp_path / "demos", DEMOS)
+    ws = make_workspace(tmp_path, traces=[folder])
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+                                    per_target=2), Reviewer(name="lee", via="cli"))
+    return ws
+
+
+def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
+        chromium, app_server, workspace, tmp_path):
+    base = app_server(workspace)
+    contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(3)]
+    ann, bob, lee = (c.new_page() for c in contexts)
+    latencies: list[float] = []
+    try:
+        for page, name in ((ann, "ann"), (bob, "bob")):
+            page.set_default_timeout(WAIT)
+            page.goto(f"{base}/?campaign={NAME}&reviewer={name}")  # the deep link
+            wait_for_streamlit(page, timeout=WAIT)
+            page.get_by_role("button", name=re.compile("Start")).wait_for()
+            assert "/review" in page.url
+        shot(ann, "campaign_01_before_start")
+        for page in (ann, bob):
+            press(page, "Control+Enter")  # Start
+            page.locator(".st-key-review-target").wait_for()
+        shot(ann, "campaign_02_first_target")
+
+        # bob looks at the skip reasons and comes back, by keyboard
+        press(bob, "s")
+        bob.get_by_text("Why skip this target?").wait_for()
+        shot(bob, "campaign_03_skip_reasons")
+        press(bob, "Escape")
+        bob.locator(".st-key-ann-form").wait_for()
+
+        done: dict[str, list[str]] = {"ann": [], "bob": []}
+        for _ in range(len(DEMOS)):  # the two work side by side, one target each in turn
+            done["ann"].append(review_one(ann, "correct", latencies))
+            bob_trace = re.search(r"demo-\d\d-[a-z-]+",
+                                  target_text(bob).replace("\\", "")).group(0)
+            done["bob"].append(review_one(
+                bob, "premature" if bob_trace == DISPUTED else "correct", latencies))
+        for page in (ann, bob):
+            page.get_by_text("nothing is left for you").wait_for()
+        shot(ann, "campaign_04_done")
+        assert sorted(done["ann"]) == sorted(done["bob"]) and len(set(done["ann"])) == 4
+        status = workspace.campaign_status(NAME)
+        assert (status.targets, status.complete) == (4, 4)
+
+        # the lead settles the one disagreement
+        lee.set_default_timeout(WAIT)
+        lee.goto(f"{base}/adjudicate?campaign={NAME}&reviewer=lee")
+        wait_for_streamlit(lee, timeout=WAIT)
+        lee.get_by_text("Disagreement 1 of 1").wait_for()
+        assert lee.get_by_text("names are not verified", exact=False).first.is_visible()
+        shot(lee, "campaign_05_disagreement")
+        press(lee, "2")  # premature
+        press(lee, "Enter")  # it should have stopped at the event after the stop
+        reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
+        reason.fill("e14 and e15 came back after the stop")
+        reason.press("Control+Enter")
+        wait_for_streamlit(lee, timeout=WAIT)
+        lee.get_by_text("No open disagreement in this campaign").wait_for()
+        shot(lee, "campaign_06_settled")
+        lee.get_by_role("tab", name="Status").click()
+        lee.get_by_text("Reviewers", exact=True).wait_for()
+        shot(lee, "campaign_07_status")
+    finally:
+        for context in contexts:
+            context.close()
+
+    out = tmp_path / "adjudicated.jsonl"
+    assert main(["campaign", "export", NAME, "--db", workspace.settings.db_url,
+                 "--format", "jsonl", "--adjudicated-only", "-o", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {(r["trace_id"], r["question"], r["value"], r["source"], r["reviewer"])
+            for r in rows} == {
+        (DISPUTED, "stopping_correctness", "premature", "adjudication", "lee"),
+        (DISPUTED, "stop_should_have_been", "e14", "adjudication", "lee")}
+    median = statistics.median(latencies)
+    print(f"\nCtrl+Enter to the next target on screen, {len(latencies)} saves: median "
+          f"{median * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms")
