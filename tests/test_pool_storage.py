@@ -307,3 +307,20 @@ def test_pool_write_copies_a_pool_with_a_bad_shard_into_a_new_one(tmp_path, caps
     assert not errors
     expected = [t for i, t in enumerate(demo_traces()) if not 5 <= i < 10]
     assert [t.to_dict() for _, _, t in rows] == [t.to_dict() for t in expected]
+
+
+def test_a_shard_the_manifest_lists_but_is_gone_is_named_and_the_rest_read(tmp_path):
+    pool.write_pool(demo_traces(), str(tmp_path / "pool"), shard_rows=5)
+    (tmp_path / "pool" / "part-00001.parquet").unlink()
+    rows, errors = read_all(str(tmp_path / "pool"))
+    assert len(rows) == 7
+    assert [(Path(e.file).name, e.place) for e in errors] == [("part-00001.parquet",
+                                                               "rows 0 onward")]
+
+
+def test_a_manifest_naming_a_file_outside_the_pool_is_refused(tmp_path):
+    pool.write_pool(demo_traces()[:1], str(tmp_path / "pool"))
+    manifest = tmp_path / "pool" / pool.MANIFEST
+    manifest.write_bytes(orjson.dumps({"shards": [{"path": "../../etc/x.parquet"}]}))
+    with pytest.raises(PoolError, match="names a shard that is not one"):
+        pool.shards(str(tmp_path / "pool"))
