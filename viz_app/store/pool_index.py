@@ -54,6 +54,8 @@ POOL_TEXT_LIMIT = 20_000
 INDEX_VERSION = "1"
 """The layout of the index files; files of another layout are rebuilt (they are a cache)."""
 PAGE_SIZE = 50
+RANKED_HITS = 20_000
+"""A search with more hits than this lists them in index order, not by relevance."""
 
 
 class FilterError(OrchvizError):
@@ -395,6 +397,7 @@ class PoolIndex:
         self.text_path = self.path.with_suffix(".fts.sqlite")
         self.location = location
         self._database: duckdb.DuckDBPyConnection | None = None
+        self._hit_cache: dict[str, list] = {}
         self.last_update: PoolUpdate | None = None
         """What the last update by this object did (None before one)."""
         self.updated_at = 0.0
@@ -484,6 +487,7 @@ class PoolIndex:
         (`ray`: "auto" joins the cluster this machine knows of or starts one, else a cluster
         address); rows of shards gone from the pool are dropped. `rebuild` reads every shard."""
         started = time.perf_counter()
+        self._hit_cache.clear()
         rubric_sha = rubric.sha256 if rubric is not None else ""
         stamps = {s.url: shard_stamp(s) for s in shards}
         with self._duck() as con:
@@ -526,6 +530,7 @@ class PoolIndex:
         with self._duck() as con:
             result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
             result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
+        self._hit_cache.clear()
         result.engine = engine
         result.seconds = time.perf_counter() - started
         self.last_update, self.updated_at = result, time.time()
@@ -577,24 +582,37 @@ class PoolIndex:
     # -- queries ----------------------------------------------------------------------------------
 
     def _hits(self, search: str, ranked: bool = False) -> pa.Table | None:
-        """The docs of the traces matching a search (with their bm25 `rank` when `ranked`: it
-        costs more for a common word); None when there is nothing to search."""
+        """The docs of the traces matching a search; None when there is nothing to search.
+        With `ranked`, and no more than RANKED_HITS of them, with their bm25 `rank` too (a word
+        that most traces hold is not worth ranking them all by). The last few searches are
+        kept until the index changes: a page and its count search once."""
+        import numpy as np
+
         query = search_query(search)
         if query is None:
             return None
-        with self._text() as db:
-            try:
-                if ranked:
-                    found = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
-                                       [query]).fetchall()
-                    docs, ranks = zip(*found) if found else ((), ())
-                    return pa.table({"doc": pa.array(docs, pa.int64()),
-                                     "rank": pa.array(ranks, pa.float64())})
-                docs = [r[0] for r in db.execute("SELECT rowid FROM words WHERE words MATCH ?",
-                                                 [query])]
-            except sqlite3.OperationalError as err:
-                raise FilterError(f"cannot search for {search!r} ({err})") from None
-        return pa.table({"doc": pa.array(docs, pa.int64())})
+        found = self._hit_cache.get(query)
+        if found is None:
+            with self._text() as db:
+                try:
+                    docs = np.fromiter((r[0] for r in db.execute(
+                        "SELECT rowid FROM words WHERE words MATCH ?", [query])), np.int64)
+                except sqlite3.OperationalError as err:
+                    raise FilterError(f"cannot search for {search!r} ({err})") from None
+            found = [pa.table({"doc": docs}), None]
+            while len(self._hit_cache) >= 8:
+                self._hit_cache.pop(next(iter(self._hit_cache)))
+            self._hit_cache[query] = found
+        if not ranked or found[0].num_rows > RANKED_HITS:
+            return found[0]
+        if found[1] is None:
+            with self._text() as db:
+                rows = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
+                                  [query]).fetchall()
+            docs, ranks = zip(*rows) if rows else ((), ())
+            found[1] = pa.table({"doc": pa.array(docs, pa.int64()),
+                                 "rank": pa.array(ranks, pa.float64())})
+        return found[1]
 
     @contextmanager
     def _selection(self, filters: Sequence[Condition], search: str, ranked: bool = False
@@ -616,7 +634,8 @@ class PoolIndex:
         """One page of the traces a filter and search select, sorted by a field (default: by
         relevance when searching, else index order)."""
         order_params: list = []
-        ranked = sort is None and search_query(search) is not None
+        hits = self._hits(search, ranked=sort is None)
+        ranked = sort is None and hits is not None and "rank" in hits.column_names
         if sort is not None:
             order = f"{_field_sql(sort, order_params)} {'DESC' if descending else 'ASC'} NULLS LAST"
         else:
@@ -630,6 +649,11 @@ class PoolIndex:
 
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
         """How many traces a filter and search select."""
+        hits = self._hits(search)
+        if hits is not None and not filters:
+            with self._duck() as con:
+                if int(self._meta(con, "stale_words") or 0) == 0:
+                    return hits.num_rows  # every doc of the word index has its row
         with self._selection(filters, search) as (con, selection, params):
             return con.execute(f"SELECT count(*) {selection}", params).fetchall()[0][0]
 
@@ -680,6 +704,7 @@ class PoolIndex:
         values, or `strata` quantile bins of a numeric field): each stratum gives n / k, a
         small stratum all it has, and what it could not give goes to the others."""
         import numpy as np
+        import pandas as pd
 
         rng = np.random.default_rng(seed)
         key_params: list = []
@@ -694,15 +719,18 @@ class PoolIndex:
             table = con.sql(f"SELECT t.doc AS doc, {key} AS s {selection} ORDER BY t.doc",
                             params=[*key_params, *params]).to_arrow_table()
             docs = table.column("doc").to_numpy()
-            groups: dict[Any, list[int]] = {}
-            for i, k in enumerate(table.column("s").to_pylist()):
-                groups.setdefault(k, []).append(i)
-            quota = _even_quota({k: len(v) for k, v in groups.items()}, max(0, int(n)))
+            codes, strata_found = pd.factorize(table.column("s").to_pandas(), use_na_sentinel=False)
+            order = np.argsort(codes, kind="stable")  # rows grouped by stratum, in doc order
+            sizes = np.bincount(codes, minlength=len(strata_found)) if len(codes) else \
+                np.zeros(0, np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else sizes
+            quota = _even_quota({j: int(sizes[j]) for j in range(len(sizes))}, max(0, int(n)))
             chosen: list[int] = []
-            for k in sorted(groups, key=lambda v: (v is None, str(v))):
-                if quota[k]:
-                    members = np.asarray(groups[k])
-                    chosen += members[rng.choice(len(members), quota[k], replace=False)].tolist()
+            for j in sorted(range(len(sizes)), key=lambda j: (strata_found[j] is None,
+                                                              str(strata_found[j]))):
+                if quota[j]:
+                    members = order[starts[j]:starts[j] + sizes[j]]
+                    chosen += members[rng.choice(len(members), quota[j], replace=False)].tolist()
             picked = pa.table({"doc": pa.array(docs[chosen] if chosen else [], pa.int64()),
                                "i": pa.array(range(len(chosen)), pa.int64())})
             con.register("picked", picked)
