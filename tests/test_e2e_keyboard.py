@@ -1,6 +1,7 @@
 """End to end in Chromium: the labels panel by keyboard (digits, letters, Ctrl+Enter wherever
-the focus is, N / P / S, Shift+N, arrows and Enter at a stop, H), the reviewer remembered across
-a reload and carried by a deep link, and the panel in view at 1600x1000 with an event selected."""
+the focus is, N / P / S, Shift+N, arrows and Enter at a stop, ? and H), the reviewer remembered
+across a reload and a new tab and carried by a deep link, and the panel in view at 1600x1000
+with an event selected."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
 
 
 @pytest.mark.parametrize("how,key", [("radio", "Control+s"), ("tag", "Control+s"),
+                                     ("radio", "Control+Enter"), ("tag", "Control+Enter"),
                                      ("note", "Control+Enter"), ("page", "Control+Enter")])
 def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, how, key):
     open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=bob")
@@ -158,6 +160,46 @@ def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, worksp
     other.get_by_text("0 of 3 targets labelled by dee").wait_for()
     assert other.get_by_role("textbox", name="Reviewer").input_value() == "dee"
     other.close()
+
+
+def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, app_server,
+                                                                     workspace):
+    base = app_server(workspace)
+    page.goto(f"{base}/trace?trace={PREMATURE_ID}")
+    wait_for_streamlit(page)
+    box = page.get_by_role("textbox", name="Reviewer")
+    box.fill("fay")
+    box.press("Enter")
+    wait_for_streamlit(page)
+    page.get_by_text("0 of 3 targets labelled by fay").wait_for()
+    other = page.context.new_page()  # a new tab, a link without &reviewer=
+    other.goto(f"{base}/trace?trace={DROPPED_ID}")
+    wait_for_streamlit(other)
+    other.get_by_text("0 of 3 targets labelled by fay").wait_for()
+    assert other.get_by_role("textbox", name="Reviewer").input_value() == "fay"
+    box = other.get_by_role("textbox", name="Reviewer")  # switching is explicit: edit the box
+    box.fill("gus")
+    box.press("Enter")
+    wait_for_streamlit(other)
+    other.close()
+    third = page.context.new_page()
+    third.goto(f"{base}/trace?trace={PREMATURE_ID}")
+    wait_for_streamlit(third)
+    third.get_by_text("0 of 3 targets labelled by gus").wait_for()
+    third.close()
+
+
+def test_question_mark_lists_every_key(page, app_server, workspace):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=hal")
+    option(page, "3 partial").click()  # even with the focus on an answer
+    wait_for_streamlit(page)
+    page.keyboard.press("Shift+?")
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for(timeout=30_000)
+    text = dialog.inner_text()
+    for key in ("1 – 9", "Ctrl+Enter", "Ctrl+S", "N / P", "Shift+N", "Enter", "?"):
+        assert key in text, key
+    shot(page, "keyboard_06_question_mark_help")
 
 
 def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, workspace):

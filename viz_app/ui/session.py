@@ -13,10 +13,12 @@ figures it is looking at in its session state, so a rerun does not copy them aga
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -276,13 +278,16 @@ def reviewer() -> Reviewer | None:
 
     The typed name is remembered in the URL (`&reviewer=`), so a reload, a bookmark or a deep
     link that carries it opens as the same reviewer; the links orchviz makes (next trace, the
-    library's rows) carry it. It changes only when the reviewer edits the box. With sign-in the
+    library's rows) carry it. It is also kept in a cookie (`orchviz_reviewer`), so a new tab
+    of the same browser, even without the parameter, opens as the same reviewer. It changes
+    only when the reviewer edits the box. With sign-in the
     URL's name is ignored."""
     if sign_in_configured():
         return _signed_in_reviewer()
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
         name = st.session_state.get("reviewer") or (
-            st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH]
+            st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH] \
+            or _cookie_name()
         st.session_state["_reviewer_box"] = name or ""
     box = st.sidebar.text_input("Reviewer", key="_reviewer_box", max_chars=REVIEWER_LENGTH,
                                 placeholder="your name",
@@ -291,11 +296,45 @@ def reviewer() -> Reviewer | None:
     st.sidebar.caption(NOT_VERIFIED)
     name = box.strip() or None
     st.session_state["reviewer"] = name
+    _keep_in_browser(name)
     if name and st.query_params.get(REVIEWER_PARAM) != name:
         st.query_params[REVIEWER_PARAM] = name
     elif not name and REVIEWER_PARAM in st.query_params:
         del st.query_params[REVIEWER_PARAM]
     return Reviewer(name=name, via="self-declared") if name else None
+
+
+REVIEWER_COOKIE = "orchviz_reviewer"
+"""The cookie that keeps the typed reviewer name in this browser (a new tab opens as the same
+reviewer); written only without sign-in."""
+
+
+def _cookie_name() -> str:
+    """The reviewer name this browser kept (read from the cookies of the session's first
+    request), or ''."""
+    try:
+        kept = st.context.cookies.get(REVIEWER_COOKIE) or ""
+    except Exception:  # noqa: BLE001  (no browser request behind this run: an AppTest)
+        return ""
+    return " ".join(unquote(kept).split())[:REVIEWER_LENGTH]
+
+
+def _keep_in_browser(name: str | None) -> None:
+    """Write the name into the browser's cookie when it changed (an empty box forgets it). The
+    name goes into the script as a JSON string with <, > and & escaped, so it stays a string."""
+    if "_reviewer_kept" not in st.session_state:
+        st.session_state["_reviewer_kept"] = _cookie_name() or None
+    if st.session_state["_reviewer_kept"] == name:
+        return
+    st.session_state["_reviewer_kept"] = name
+    literal = (json.dumps(name or "").replace("<", "\\u003c").replace(">", "\\u003e")
+               .replace("&", "\\u0026"))
+    age = 31_536_000 if name else 0
+    with st.sidebar.container(key="reviewer-cookie"):
+        st.html("<style>.st-key-reviewer-cookie { display: none !important; }</style>"
+                f"<script>document.cookie = '{REVIEWER_COOKIE}=' + encodeURIComponent({literal})"
+                f" + '; path=/; max-age={age}; SameSite=Lax';</script>",
+                unsafe_allow_javascript=True)
 
 
 def is_lead(reviewer: Reviewer | None) -> bool:
