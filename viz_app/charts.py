@@ -281,18 +281,20 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
         by_role.setdefault(role, []).append(n)
     leaves = len(nodes) - len({n.parent for n in nodes if n.parent is not None})
     labelled = len(nodes) <= LABELLED_NODES and leaves <= 16
+    places = label_places(nodes, pos, labelled)
     active_keys = []
     for role, members in by_role.items():
         xs = [pos[n.key][0] for n in members]
         ys = [pos[n.key][1] for n in members]
         sizes = [10 + (biggest - 10) * math.sqrt(weights[n.key] / top) for n in members]
         symbols = ["circle" if n.kind == "agent" else "square" for n in members]
-        texts = [_node_label(n, labelled) for n in members]
+        texts = [places[n.key][0] for n in members]
         colour = role_colour(role) if role != "more agents" else "#ced4da"
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="markers+text" if any(texts) else "markers",
             name=plotly_text(role, 24),
-            text=texts, textposition="bottom center", textfont=dict(size=11, color="#343a40"),
+            text=texts, textposition=[places[n.key][1] for n in members],
+            textfont=dict(size=11, color="#343a40"),
             marker=dict(size=sizes, color=colour, symbol=symbols,
                         line=dict(color="white", width=1.5)),
             customdata=[[n.kind, n.agent] for n in members],
@@ -343,6 +345,43 @@ def _tree_y_range(fig: go.Figure) -> list[float]:
     ys = [y for trace in fig.data if trace.y is not None for y in trace.y if y is not None]
     ys = ys or [0.0]
     return [min(ys) - 0.6, max(ys) + 0.35]
+
+
+LABEL_CHAR_PX = 6.6
+"""About how wide one character of an 11 px tree label is drawn."""
+
+
+def label_places(nodes: list[TreeNode], pos: dict[str, tuple[float, float]], labelled: bool,
+                 width_px: float = TREE_WIDTH_PX) -> dict[str, tuple[str, str]]:
+    """Each node's label and where it goes ('bottom center' or 'top center'), so that no two
+    labels of a row print over one another: along each row, left to right, a label goes under
+    its node when it clears the last label there, else over it, else it is left out (the
+    node's hover still tells its name and count)."""
+    xs = [x for x, _ in pos.values()] or [0.0]
+    px_per_unit = width_px / (max(xs) - min(xs) + 1)
+    rows: dict[float, list[TreeNode]] = {}
+    for n in nodes:
+        if n.key in pos:
+            rows.setdefault(pos[n.key][1], []).append(n)
+    places: dict[str, tuple[str, str]] = {}
+    for row in rows.values():
+        edge = {"bottom center": -math.inf, "top center": -math.inf}
+        for n in sorted(row, key=lambda m: pos[m.key][0]):
+            text = _node_label(n, labelled)
+            place = "bottom center"
+            if text:
+                widest = max(len(html.unescape(re.sub(r"<[^>]+>", "", line)))
+                             for line in text.split("<br>"))
+                half = widest * LABEL_CHAR_PX / 2 + 3
+                centre = pos[n.key][0] * px_per_unit
+                free = [p for p in ("bottom center", "top center") if centre - half >= edge[p]]
+                if free:
+                    place = free[0]
+                    edge[place] = centre + half
+                else:
+                    text = ""
+            places[n.key] = (text, place)
+    return places
 
 
 def _node_label(node: TreeNode, labelled: bool) -> str:
@@ -658,43 +697,89 @@ def _tooltip(text: str) -> str:
     return canvas_text(text).replace("href", "hre\u2060f")
 
 
-def communication_html(analysis: Analysis, *, height: int = 560, selected: str | None = None) -> str:
+GRAPH_GROUP_ABOVE = 60
+"""Above this many agents the communication graph groups agents by subtree."""
+GRAPH_BUDGET = 24
+"""Nodes side by side in a grouped communication graph (as the tree's budget)."""
+
+
+def communication_html(analysis: Analysis, *, height: int = 560, selected: str | None = None,
+                       budget: int = GRAPH_BUDGET) -> str:
     """The communication graph as a self-contained pyvis page: agents as nodes coloured by role,
     an arrow per (sender, recipient) pair weighted by how many spawns, delegations, messages and
     returns it carries. Labels (drawn on a canvas) and titles (shown as text) are trace text as
     it is (`canvas_text`: no entity to show as `&lt;`); pyvis writes them into its script as
     JSON with `<`, `>`, `&` and quotes escaped, so none can end the script. The page has no
     heading, its JavaScript is inlined, and a Content-Security-Policy lets only those inline
-    scripts run."""
+    scripts run.
+
+    Above `GRAPH_GROUP_ABOVE` agents the graph is grouped as the spawn tree is (`visible_tree`
+    with `budget` nodes side by side): a collapsed subtree or a run of hidden siblings is one
+    square node carrying every message of its members, the selected agent and its ancestors
+    are always shown on their own, and the nodes stand where the tree puts them (laid out
+    here, no live physics)."""
     from pyvis.network import Network
 
     graph = analysis.communication
     net = Network(height=f"{height}px", width="100%", directed=True, heading="",
                   cdn_resources="in_line", bgcolor="#ffffff", font_color="#343a40")
-    ids = {agent: i for i, agent in enumerate(analysis.agents)}
-    big = len(ids) > 150
-    positions = tree_layout(visible_tree(analysis, budget=len(ids) + 1)) if big else {}
-    for agent, i in ids.items():
-        stats = analysis.agent_stats[agent]
-        title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
-                           f"tokens {stats.tokens:,.0f}", f"messages sent {stats.messages_sent}"])
-        options = dict(label=canvas_text(agent, 24, one_line=True), title=_tooltip(title),
-                       color=role_colour(stats.role),
-                       size=10 + 4 * math.log1p(stats.events), shape="dot",
-                       borderWidth=4 if agent == selected else 1)
-        if agent in positions:
-            x, y = positions[agent]
-            options.update(x=x * 40, y=-y * 160, physics=False)
-        net.add_node(i, **options)
+    big = len(analysis.agents) > GRAPH_GROUP_ABOVE
+    if big:
+        nodes = visible_tree(analysis, budget=budget, focus=selected)
+    else:
+        nodes = [TreeNode(key=a, agent=a, kind="agent", parent=analysis.parent.get(a),
+                          depth=analysis.depth_of.get(a, 0), members=[a])
+                 for a in analysis.agents]
+    owner = {m: n.key for n in nodes for m in n.members}
+    ids = {n.key: i for i, n in enumerate(nodes)}
+    positions = tree_layout(nodes) if big else {}
+    for n in nodes:
+        stats = analysis.agent_stats[n.agent]
+        events = sum(analysis.agent_stats[m].events for m in n.members)
+        if n.kind == "agent":
+            label = canvas_text(n.agent, 24, one_line=True)
+            title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
+                               f"tokens {stats.tokens:,.0f}",
+                               f"messages sent {stats.messages_sent}"])
+        elif n.kind == "collapsed":
+            label = canvas_text(n.agent, 15, one_line=True) + f" +{n.hidden}"
+            title = (f"{stats.name} ({stats.role}) and the {n.hidden} agents under it\n"
+                     f"events {events}")
+        else:
+            label = f"+{n.hidden} under " + canvas_text(n.agent, 14, one_line=True)
+            title = f"{n.hidden} more agents spawned by {n.agent}\nevents {events}"
+        role = stats.role if n.kind != "more" else "more agents"
+        options = dict(label=label, title=_tooltip(title),
+                       color=role_colour(role) if n.kind != "more" else "#ced4da",
+                       size=10 + 4 * math.log1p(events),
+                       shape="dot" if n.kind == "agent" else "square",
+                       borderWidth=4 if selected is not None and n.agent == selected
+                       and n.kind == "agent" else 1)
+        if n.key in positions:
+            x, y = positions[n.key]
+            options.update(x=x * 150, y=-y * 330, physics=False, font={"size": 20})
+        net.add_node(ids[n.key], **options)
+    merged: dict[tuple[str, str], dict[str, float]] = {}
     for sender, recipient, data in graph.edges(data=True):
-        kinds = [f"{k} {data[k]}" for k in LINK_STYLES if data.get(k)]
+        pair = (owner.get(sender, sender), owner.get(recipient, recipient))
+        if pair[0] == pair[1] or pair[0] not in ids or pair[1] not in ids:
+            continue  # inside one group
+        into = merged.setdefault(pair, {})
+        for k in [*LINK_STYLES, "weight"]:
+            into[k] = into.get(k, 0) + data.get(k, 0)
+    names = {n.key: n.agent if n.kind != "more" else f"{n.hidden} under {n.agent}"
+             for n in nodes}
+    for (sender, recipient), data in merged.items():
+        kinds = [f"{k} {data[k]:g}" for k in LINK_STYLES if data.get(k)]
         main = max(LINK_STYLES, key=lambda k: data.get(k, 0))
         net.add_edge(ids[sender], ids[recipient], value=data["weight"],
-                     title=_tooltip(f"{sender} → {recipient}: " + ", ".join(kinds)),
+                     title=_tooltip(f"{names[sender]} → {names[recipient]}: " + ", ".join(kinds)),
                      color=LINK_STYLES[main][0], dashes=main != "spawn",
                      arrows="to")
     if big:
         net.toggle_physics(False)
+        # messages between siblings arc a little over their row instead of running along it
+        net.options.edges.smooth = {"enabled": True, "type": "curvedCW", "roundness": 0.12}
     else:
         net.barnes_hut(gravity=-4000, spring_length=140)
     page = net.generate_html(notebook=False)
