@@ -4,7 +4,6 @@ through s3fs exactly as a user's bucket is."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
 
 import pytest
