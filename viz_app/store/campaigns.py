@@ -210,6 +210,17 @@ class CampaignStore:
         campaign_id = uuid.uuid4().hex
         stamp = now()
         total = len(planned) + sum(t.required for t in planned)
+        try:
+            self._create(spec, campaign_id, stamp, total, rubric_version, rubric_sha256,
+                         questions, created_by, planned, progress)
+        except IntegrityError:  # another lead created one of this name a moment ago
+            raise LabelError(f"there is already a campaign named {spec.name!r}") from None
+        return self.get(spec.name)
+
+    def _create(self, spec: CampaignSpec, campaign_id: str, stamp: str, total: int,
+                rubric_version: str, rubric_sha256: str, questions: Sequence[str],
+                created_by: str, planned: Sequence[PlannedTarget],
+                progress: CreateProgress | None) -> None:
         with self.engine.begin() as conn:
             if conn.execute(select(campaigns_table.c.name).where(
                     campaigns_table.c.name == spec.name)).first() is not None:
@@ -236,7 +247,6 @@ class CampaignStore:
                          for r in ids for k in range(r.required))
             self._insert_many(conn, slots, SLOT_COLUMNS, slot_rows, lambda done: progress(
                 len(planned) + done, total) if progress else None)
-        return self.get(spec.name)
 
     def get(self, name: str, *, count: bool = True) -> Campaign:
         """The campaign of this name (with its number of targets unless `count` is False: a
