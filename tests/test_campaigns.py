@@ -165,6 +165,13 @@ def test_the_queue_order_can_put_agreement_targets_first():
     assert firsts == [2] * 6 and all(t.required == 1 for t in planned[6:])
 
 
+def test_the_suggestions_order_puts_the_targets_suggestions_point_at_first():
+    spec = CampaignSpec(name="x", order="suggestions")
+    planned = plan_targets(rows(5), RUBRIC, spec, flags={("r003", "e2"): 2, ("r001", ""): 1})
+    first = sorted(planned, key=lambda t: t.priority)[:2]
+    assert {(t.trace_id, t.event_id) for t in first} == {("r003", "e2"), ("r001", "")}
+
+
 # -- on a database ---------------------------------------------------------------------------------
 
 
@@ -314,6 +321,14 @@ def test_an_expired_reservation_nobody_took_can_still_be_saved(ws):
     time.sleep(1.2)
     assert ws.submit(claim, answers(ws, claim))
     assert ws.campaign_status(campaign.name).complete == 1
+
+
+def test_an_expired_reservation_is_handed_out_before_new_work(lite):
+    campaign = create(lite, questions=["task_outcome"], lease_seconds=1)
+    first = lite.claim_next(campaign.name, ANN)
+    lite.claim_next(campaign.name, BOB)
+    time.sleep(1.2)
+    assert lite.claim_next(campaign.name, CAT).target_id == first.target_id
 
 
 def test_renewing_extends_the_reservation(lite):
