@@ -152,8 +152,9 @@ class Spool:
         table = pa.Table.from_pylist(batch, schema=self._given) if self._given is not None \
             else _batch_table(batch, as_json)
         path = Path(self._folder.name) / f"{len(self._files):06d}.arrow"
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as out:
-            out.write_table(table)
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(
+                sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as out:
+            out.write_table(table)  # compressed: the spill of a step's prompts shrinks tenfold
         self._files.append((path, set(as_json)))
         self.num_rows += table.num_rows
         return table.schema
