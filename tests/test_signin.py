@@ -235,3 +235,13 @@ def test_a_server_without_authlib_says_so_instead_of_a_sign_in_button(workspace,
     at = page({"is_logged_in": False}, signed_in_app=True)
     assert not at.sidebar.button
     assert "Authlib is missing" in at.sidebar.error[0].value
+
+
+def test_orchviz_app_with_a_missing_secrets_file_prints_one_line_and_exits_1(tmp_path, capsys):
+    from viz_app.cli import main
+
+    missing = tmp_path / "nowhere" / "secrets.toml"
+    assert main(["app", "--secrets", str(missing), "--db", str(tmp_path / "o.db")]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.count("\n") == 1 and "cannot be read" in said.err
