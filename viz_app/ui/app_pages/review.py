@@ -89,17 +89,17 @@ def take_next() -> None:
 
 
 def progress() -> None:
-    """The reviewer's count and the campaign's, from the campaign's status (the per-reviewer
-    gold accuracy it holds is for leads and never shown here)."""
-    status = workspace.campaign_status(name)
-    mine = next((r.saved for r in status.reviewers if r.reviewer == reviewer.name), 0)
+    """The reviewer's count and the campaign's (counts only: no answer, nothing about gold)."""
+    found = workspace.campaign_progress(name, reviewer.name)
+    total = max(found.targets, 1)  # a reviewer reviews a target at most once
     left, right = st.columns(2)
-    total = max(status.targets, 1)
-    left.progress(min(1.0, mine / total),
-                  text=f"You: {mine} saved in this campaign")
-    right.progress(min(1.0, status.complete / total),
-                   text=f"Campaign: {status.complete} of {status.targets} targets complete · "
-                        f"{status.in_progress} in progress")
+    left.progress(min(1.0, found.reviewer_saved / total),
+                  text=f"You: {found.reviewer_saved} saved"
+                       + (f" · {found.reviewer_skipped} skipped" if found.reviewer_skipped
+                          else ""))
+    right.progress(min(1.0, found.fraction),
+                   text=f"Campaign: {found.complete} of {found.targets} targets complete · "
+                        f"{found.saved} of {found.slots} reviews")
 
 
 if not state.get("started"):
