@@ -280,8 +280,8 @@ def reviewer() -> Reviewer | None:
     link that carries it opens as the same reviewer; the links orchviz makes (next trace, the
     library's rows) carry it. It is also kept in a cookie (`orchviz_reviewer`), so a new tab
     of the same browser, even without the parameter, opens as the same reviewer. It changes
-    only when the reviewer edits the box. With sign-in the
-    URL's name is ignored."""
+    only when the reviewer edits the box. With sign-in neither the URL's name nor the cookie
+    counts."""
     if sign_in_configured():
         return _signed_in_reviewer()
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
