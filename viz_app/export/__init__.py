@@ -27,6 +27,7 @@ from viz_app.export.agent_lightning import triplet_rows
 from viz_app.export.agent_rewards import matrix_rows
 from viz_app.export.bookmarks import bookmark_records
 from viz_app.export.consensus import ExportOptions, Selection, select
+from viz_app.export.hf import TRACE_BATCH_ROWS
 from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
 from viz_app.export.preference import preference_export, unplaced_pairs
 from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
@@ -155,6 +156,9 @@ class ExportFormat:
     schema: Callable[[], Any] | None = None
     """The Arrow schema of its rows, where it is fixed (its Parquet is then written a batch at a
     time against it)."""
+    batch_rows: int = 500
+    """Rows turned into Arrow at a time when it is written as Parquet or a datasets folder
+    (fewer for shapes whose row is a whole trace, to bound memory)."""
     refuses: Mapping[str, str] = field(default_factory=dict)
     """Options it cannot take for a reason worth saying (the framework defines no such form):
     option -> the one sentence that refuses it, naming the source."""
@@ -273,7 +277,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("stepwise", "TRL stepwise supervision {prompt, completions, labels}, one row "
                  "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(stepwise_rows, "trace with a step"),
-                 framework="TRL", options=PROMPTS | BOOL,
+                 framework="TRL", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_STEPWISE}),
     ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
                  "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
@@ -290,11 +294,12 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
-                 framework="OpenRLHF", options=PROMPTS | BOOL,
+                 framework="OpenRLHF", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_PRM}),
     ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
                  "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
-                 rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL),
+                 rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL,
+                 batch_rows=TRACE_BATCH_ROWS),
     ExportFormat("agent-lightning", "Agent Lightning triplets with their reward spans, one per "
                  "step", "agent-lightning.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(triplet_rows, "step"),
@@ -305,7 +310,8 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  framework="verl", options=PROMPTS, schema=verl_schema),
     ExportFormat("agent-rewards", "one row per trace, one reward column per agent (MARTI-style)",
                  "agent-rewards.jsonl", needs_traces=True, unit="traces", counts_rows=True,
-                 rows=_matrix, file_kind="table", framework="multi-agent trainers"),
+                 rows=_matrix, file_kind="table", framework="multi-agent trainers",
+                 batch_rows=TRACE_BATCH_ROWS),
     ExportFormat("bookmarks", "the current bookmarks with their notes (JSON Lines)",
                  "bookmarks.jsonl",
                  lambda given, out: write_jsonl(bookmark_records(given.bookmarks), out),
@@ -345,7 +351,7 @@ def _write_rows(found: ExportFormat, shaped: Shaped, output: Path) -> Written:
         path = write_jsonl(counted, output)
         count = counted.count
     elif found.file_kind == "parquet":
-        path, count = _write_arrow(shaped.rows, output, found.schema)
+        path, count = _write_arrow(shaped.rows, output, found.schema, found.batch_rows)
     else:
         rows = list(shaped.rows)
         path, count = write_table(rows, output), len(rows)
@@ -354,13 +360,13 @@ def _write_rows(found: ExportFormat, shaped: Shaped, output: Path) -> Written:
 
 
 def _write_arrow(rows: Iterable[dict[str, Any]], output: Path,
-                 schema: Callable[[], Any] | None) -> tuple[Path, int]:
+                 schema: Callable[[], Any] | None, batch_rows: int = 500) -> tuple[Path, int]:
     from viz_app.export.hf import Spool, write_parquet_stream
 
     output.parent.mkdir(parents=True, exist_ok=True)
     if schema is not None:
         return output, write_parquet_stream(rows, output, schema())
-    with Spool(rows) as spool:
+    with Spool(rows, batch_rows=batch_rows) as spool:
         spool.write_parquet(output)
         return output, spool.num_rows
 
@@ -401,7 +407,8 @@ def write_export(format: str, given: ExportInput, output: str | Path, *,
                 used.update(entry["label_id"] for entry in where(row))
                 yield row
 
-        with Spool(noted(), found.schema() if found.schema else None) as spool:
+        with Spool(noted(), found.schema() if found.schema else None,
+                   found.batch_rows) as spool:
             facts = summary(format, found.framework, spool.num_rows, list(given.labels), used,
                             given.rubric,
                             {**given.options.model_dump(), "from_scores": given.from_scores},

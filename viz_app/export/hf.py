@@ -56,6 +56,10 @@ DATA_FILE = "data-00000-of-00001.arrow"
 BATCH_ROWS = 500
 """Rows turned into Arrow at a time (the Python rows of one batch are all that is held)."""
 
+TRACE_BATCH_ROWS = 50
+"""Rows at a time for the shapes whose row is a whole trace (a stepwise row, an rLLM episode
+with every agent's steps): 500 of them would hold most of a large export at once."""
+
 
 def _has_empty_struct(kind) -> bool:
     import pyarrow as pa
@@ -111,7 +115,8 @@ class Spool:
     any batch has); a column no promotion unifies, or that holds objects with no keys, is
     written as JSON text (`as_json`). Use it as a context manager."""
 
-    def __init__(self, rows: Iterable[dict[str, Any]], schema=None):
+    def __init__(self, rows: Iterable[dict[str, Any]], schema=None,
+                 batch_rows: int = BATCH_ROWS):
         import pyarrow as pa
 
         self._folder = tempfile.TemporaryDirectory(prefix="orchviz-spool-")
@@ -123,7 +128,7 @@ class Spool:
         batch: list[dict[str, Any]] = []
         for row in rows:
             batch.append(row)
-            if len(batch) == BATCH_ROWS:
+            if len(batch) == batch_rows:
                 schemas.append(self._spill(batch, as_json))
                 batch = []
         if batch or not self._files:
