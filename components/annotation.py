@@ -159,11 +159,12 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         return workspace.save_answers(trace, target, values, reviewer, comment=comment,
                                       seconds_spent=seconds, suggestions_visible=in_view)
 
+    above = _evidence_above(trace, analysis, target, base)
     _form(trace, analysis, store.rubric, target, saved_mine, state, base, save)
     # blind first: a producer's suggestions only after the reviewer's own answer is saved
     suggestions_view(found_here, store.rubric, key=f"{base}:{target.key}",
                      on_select_event=on_choose, hidden=not saved_mine)
-    _context(trace, analysis, target, base)
+    _context(trace, analysis, target, base, stop_above=above)
     options = st.columns(2)
     options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),
                       key=f"{base}:blind", on_change=_set_blind, args=(f"{base}:blind",),
@@ -192,11 +193,12 @@ def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelT
     the reviewer picks an event (an evidence link)."""
     state = _state(key)
     _show_flash(key)
+    above = _evidence_above(trace, analysis, target, key)
     _form(trace, analysis, rubric, target, saved or {}, state, key, save, note_label=note_label,
           save_label=save_label)
     suggestions_view(list(suggestions), rubric, key=f"{key}:{target.key}",
                      on_select_event=on_choose, hidden=suggestions_hidden)
-    _context(trace, analysis, target, key)
+    _context(trace, analysis, target, key, stop_above=above)
 
 
 def asked_only(target: LabelTarget, questions: Sequence[str], rubric: Rubric) -> LabelTarget:
@@ -358,7 +360,18 @@ def _content(event: Event, height: int = 160, per_line: int = 18) -> None:
         st.markdown("  \n".join(lines))
 
 
-def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str) -> None:
+def _evidence_above(trace: Trace, analysis: Analysis, target: LabelTarget, base: str) -> bool:
+    """For a stop, the events around it with their content go above the answers, so the
+    evidence is in view as the reviewer answers (the cursor and its keys stay below); True
+    when drawn."""
+    if target.event_id is None or "stop" not in target.kinds:
+        return False
+    _stop(trace, analysis, trace.event(target.event_id), target, base, part="window")
+    return True
+
+
+def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str, *,
+             stop_above: bool = False) -> None:
     if target.event_id is None:
         last = analysis.order[-1]
         st.caption(f"The whole run on task **{markdown_literal(trace.task_id, 80)}**. "
@@ -369,7 +382,7 @@ def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str) -
     if "aggregate" in target.kinds:
         _aggregate(trace, analysis, event, target, base)
     if "stop" in target.kinds:
-        _stop(trace, analysis, event, target, base)
+        _stop(trace, analysis, event, target, base, part="walk" if stop_above else "all")
     if not {"aggregate", "stop"} & set(target.kinds):
         st.caption(f"**{markdown_literal(event.type)}** from "
                    f"{markdown_literal(event.from_ or event.agent, 40)}"
@@ -413,9 +426,11 @@ def _compare(trace: Trace, analysis: Analysis, event: Event, inputs: list[Event]
         _content(event, 620, per_line=70)
 
 
-def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, base: str) -> None:
+def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, base: str,
+          part: str = "all") -> None:
     """The events around a stop, with their content, and a cursor the arrow keys walk: Enter
-    makes the event under it the 'should have stopped here' answer."""
+    makes the event under it the 'should have stopped here' answer. `part`: "window" draws the
+    events only, "walk" the cursor and its keys only, "all" both."""
     state = st.session_state[f"_{base}"]
     cursors = state.setdefault("cursor", {})
     order = analysis.order
@@ -424,6 +439,9 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
     low = max(0, min(where, at) - CONTEXT_EVENTS)
     window = order[low: max(where, at) + CONTEXT_EVENTS + 1]
     pointer_key = f"{base}:{event.id}:pointer"
+    if part == "walk":
+        _walk(analysis, event, base, state, cursors, at, pointer_key)
+        return
     st.markdown("**Around the stop**" + (" (inferred: the trace has no stop decision)"
                                          if target.inferred else ""))
 
@@ -445,11 +463,21 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
 
     st.dataframe(frame, key=f"{base}:around:{event.id}", hide_index=True, on_select=picked,
                  selection_mode="single-row", width="stretch",
+                 height=38 + 35 * min(len(frame), 7) if part == "window" else "auto",
                  column_config={"": st.column_config.TextColumn(width=70),
                                 "event": st.column_config.TextColumn(width=50),
                                 "t": st.column_config.NumberColumn(format="%.1f", width=50),
                                 "agent": st.column_config.TextColumn(width=110),
                                 "text": st.column_config.TextColumn(width="large")})
+
+    if part == "all":
+        _walk(analysis, event, base, state, cursors, at, pointer_key)
+
+
+def _walk(analysis: Analysis, event: Event, base: str, state: dict, cursors: dict, at: int,
+          pointer_key: str) -> None:
+    """The cursor ▶ over the events around a stop, the keys that walk it, and its content."""
+    order = analysis.order
 
     def walk(step: int) -> None:
         cursors[event.id] = max(0, min(len(order) - 1, at + step))
