@@ -520,7 +520,9 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
                           [_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
                            for e in events], dtype=object),
             hovertemplate=f"<b>{style.label}</b> %{{text}}<extra></extra>",
+            # a clicked event is marked in the browser at once, without a new figure
             unselected=dict(marker=dict(opacity=1)),
+            selected=dict(marker=dict(color=SELECTED, size=max(style.size + 6, 14))),
             visible=True if events else "legendonly"))
     _add_decision_points(fig, analysis, lane, start, limit, scatter)
     if critical:

@@ -1,0 +1,83 @@
+"""End to end in Chromium: a click on a timeline event selects it (the inspector shows it and
+the browser marks it at once) without the server sending the timeline figure again, while an
+event selected elsewhere is ringed on the timeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import shot, wait_for_streamlit
+from factories import PREMATURE, PREMATURE_ID, make_workspace
+from viz_app import charts
+from viz_app.analysis import analyze
+from viz_app.workspace import Workspace
+
+pytestmark = pytest.mark.browser
+
+POINT = """(wanted) => {
+    const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1];
+    for (const t of gd._fullData) {
+        if (!t.customdata || t.name === 'selected' || !t.visible || t.visible === 'legendonly') continue;
+        for (let j = 0; j < t.customdata.length; j++) {
+            const where = Array.isArray(t.customdata[j]) ? t.customdata[j][0] : t.customdata[j];
+            if (where === wanted) {
+                const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+                const r = gd.getBoundingClientRect();
+                return {x: r.left + xa._offset + xa.l2p(t.x[j]),
+                        y: r.top + ya._offset + ya.l2p(t.y[j])};
+            }
+        }
+    }
+    return null;
+}"""
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Workspace:
+    return make_workspace(tmp_path, traces=[PREMATURE])
+
+
+def received(page, sockets, act) -> int:
+    """The largest message the server sends over the websocket while `act` runs and the page
+    settles, in bytes."""
+    total = [0]
+
+    def count(payload) -> None:
+        total[0] = max(total[0], len(payload))
+
+    for ws in sockets:
+        ws.on("framereceived", count)
+    act()
+    page.wait_for_timeout(400)
+    wait_for_streamlit(page, timeout=60_000)
+    for ws in sockets:
+        ws.remove_listener("framereceived", count)
+    return total[0]
+
+
+def click_event(page, position: int) -> None:
+    page.evaluate("window.scrollTo(0, 0)")
+    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    chart.scroll_into_view_if_needed()
+    point = page.evaluate(POINT, position)
+    assert point is not None
+    page.mouse.click(point["x"], point["y"])
+
+
+def test_a_click_on_the_timeline_selects_without_sending_the_figure_again(page, app_server,
+                                                                          workspace):
+    sockets = []
+    page.on("websocket", lambda ws: sockets.append(ws))
+    page.goto(f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=tim")
+    wait_for_streamlit(page, timeout=60_000)
+    page.get_by_text("targets labelled by").wait_for()
+    figure = len(charts.timeline_figure(analyze(workspace.trace(PREMATURE_ID))).to_json())
+    first = received(page, sockets, lambda: click_event(page, 3))
+    assert "event=" in page.url
+    chosen = page.url.split("event=")[1].split("&")[0]
+    second = received(page, sockets, lambda: click_event(page, 6))
+    assert page.url.split("event=")[1].split("&")[0] != chosen
+    inspector = page.locator(".st-key-inspector-panel").inner_text()
+    assert page.url.split("event=")[1].split("&")[0] in inspector
+    assert first < figure / 2 and second < figure / 2, (first, second, figure)  # a reference
+    shot(page, "timeline_01_clicked_event_marked")
