@@ -44,9 +44,13 @@ def target_text(page) -> str:
     return box.inner_text() if box.count() else ""
 
 
-def checked(page, label: str) -> bool:
-    option = page.locator(".st-key-ann-form [data-testid='stRadioOption']").filter(has_text=label)
-    return option.locator("input").is_checked()
+def wait_checked(page, label: str) -> None:
+    """Wait until the answer `label` shows checked (a loaded machine may start the run late)."""
+    page.wait_for_function(
+        """(label) => [...document.querySelectorAll(
+                '.st-key-ann-form [data-testid="stRadioOption"]')]
+            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
+        arg=label, timeout=WAIT)
 
 
 def save_and_time(page, before: str) -> float:
@@ -71,7 +75,7 @@ def review_one(page, answer: str, latencies: list[float]) -> str:
     trace_id = re.search(r"demo-\d\d-[a-z-]+", shown.replace("\\", "")).group(0)
     digit = {"correct": "1", "premature": "2"}[answer]
     press(page, digit)
-    assert checked(page, answer)
+    wait_checked(page, answer)
     if answer == "premature":  # where it should have stopped: the event after it, by Enter
         press(page, "Enter")
     latencies.append(save_and_time(page, shown))
@@ -136,6 +140,7 @@ def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
         assert lee.get_by_text("names are not verified", exact=False).first.is_visible()
         shot(lee, "campaign_05_disagreement")
         press(lee, "2")  # premature
+        wait_checked(lee, "premature")
         press(lee, "Enter")  # it should have stopped at the event after the stop
         reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
         reason.fill("e14 and e15 came back after the stop")
