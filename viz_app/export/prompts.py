@@ -148,7 +148,9 @@ def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[di
     head = header(ts.trace, options.prompt_with_system)
     if options.conversational:
         return conversation(ts, step.agent, step.position, head)
-    return head + "".join(ts.lines[:step.position])
+    lines = ts.lines[:step.position]
+    lines.insert(0, head)
+    return "".join(lines)  # one copy of the text (`head + join` made two)
 
 
 def step_text(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:

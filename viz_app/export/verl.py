@@ -69,16 +69,17 @@ def judge_prompt(ts: TraceSteps, answer: Answer, question: Question,
                  options: ExportOptions, seen: dict | None = None,
                  asked: dict[str, str] | None = None) -> str:
     """What the judge reads: the orchestration (up to the target, or whole: see
-    `HINDSIGHT`), the target, the question. `seen` keeps the orchestration's text by how far
-    it goes, for the questions on one target."""
+    `HINDSIGHT`), the target, the question, joined in one copy. `seen` keeps the prompt's
+    header for the answers of one trace (cleared for the next)."""
     stop = len(ts.lines)
     if answer.event_id and question.target.kind not in HINDSIGHT:
         stop = ts.analysis.position[answer.event_id] + 1
     seen = {} if seen is None else seen
-    if stop not in seen:
+    if "" not in seen:
         seen.clear()
-        seen[stop] = header(ts.trace, options.prompt_with_system) + "".join(ts.lines[:stop])
-    text = [seen[stop]]
+        seen[""] = header(ts.trace, options.prompt_with_system)
+    text = ts.lines[:stop]
+    text.insert(0, seen[""])  # joined once with the rest below: one copy of the text
     if answer.event_id:
         event = ts.events[answer.event_id]
         target = (f"Target: event {event.id} ({event.type} by "
