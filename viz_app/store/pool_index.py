@@ -581,6 +581,22 @@ class PoolIndex:
 
     # -- queries ----------------------------------------------------------------------------------
 
+    def _words_exact(self) -> bool:
+        """Whether every doc of the word index has its row (no shard was dropped since the
+        last whole update), so the word index alone can count and page a search."""
+        with self._duck() as con:
+            return int(self._meta(con, "stale_words") or 0) == 0
+
+    def _word_count(self, search: str) -> int:
+        """How many docs of the word index a search matches (counted inside SQLite)."""
+        key = "#" + (search_query(search) or "")
+        if key not in self._hit_cache:
+            with self._text() as db:
+                self._hit_cache[key] = [db.execute(
+                    "SELECT count(*) FROM words WHERE words MATCH ?",
+                    [search_query(search)]).fetchall()[0][0], None]
+        return self._hit_cache[key][0]
+
     def _hits(self, search: str, ranked: bool = False) -> pa.Table | None:
         """The docs of the traces matching a search; None when there is nothing to search.
         With `ranked`, and no more than RANKED_HITS of them, with their bm25 `rank` too (a word
@@ -633,6 +649,9 @@ class PoolIndex:
              descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE) -> list[PoolRow]:
         """One page of the traces a filter and search select, sorted by a field (default: by
         relevance when searching, else index order)."""
+        if sort is None and not filters and search_query(search) is not None and \
+                self._words_exact() and self._word_count(search) > RANKED_HITS:
+            return self._word_page(search, offset, limit)  # a common word: no need to join all
         order_params: list = []
         hits = self._hits(search, ranked=sort is None)
         ranked = sort is None and hits is not None and "rank" in hits.column_names
@@ -647,13 +666,24 @@ class PoolIndex:
                                                      max(0, int(offset))]).fetchall()
         return [_pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
 
+    def _word_page(self, search: str, offset: int, limit: int) -> list[PoolRow]:
+        """A page of a search in index order, read from the word index in doc order (FTS5
+        gives matches by rowid, so it stops after the page)."""
+        with self._text() as db:
+            docs = [r[0] for r in db.execute(
+                "SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid LIMIT ? OFFSET ?",
+                [search_query(search), max(0, int(limit)), max(0, int(offset))])]
+        with self._duck() as con:
+            con.register("picked", pa.table({"doc": pa.array(docs, pa.int64())}))
+            columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
+            found = con.execute(f"SELECT {columns} FROM traces t JOIN picked p ON p.doc = t.doc "
+                                "ORDER BY t.doc").fetchall()
+        return [_pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
+
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
         """How many traces a filter and search select."""
-        hits = self._hits(search)
-        if hits is not None and not filters:
-            with self._duck() as con:
-                if int(self._meta(con, "stale_words") or 0) == 0:
-                    return hits.num_rows  # every doc of the word index has its row
+        if search_query(search) is not None and not filters and self._words_exact():
+            return self._word_count(search)
         with self._selection(filters, search) as (con, selection, params):
             return con.execute(f"SELECT count(*) {selection}", params).fetchall()[0][0]
 
