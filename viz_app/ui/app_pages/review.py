@@ -125,12 +125,22 @@ if claim is None:
               help="Targets come back when a reservation runs out or another reviewer skips")
     st.stop()
 
-if time.time() - state.get("renewed", 0.0) > RENEW_EVERY:
+
+
+def keep_lease() -> None:
+    """Renew the reservation while the reviewer works (once RENEW_EVERY seconds have passed),
+    on every run of the page and of its panel: key presses run the panel alone."""
+    if time.time() - state.get("renewed", 0.0) <= RENEW_EVERY:
+        return
     try:
-        state["claim"] = claim = workspace.renew(claim)
+        state["claim"] = workspace.renew(state["claim"])
         state["renewed"] = time.time()
     except (LabelError, StoreError) as err:
         state["error"] = markdown_literal(err, 400)
+
+
+keep_lease()
+claim = state["claim"]
 
 trace = None
 try:
@@ -185,8 +195,10 @@ views, side = st.columns([2.3, 1.4], gap="medium")
 def review_panel() -> None:
     """The claim's questions, Save and Skip: a fragment, so a key press reruns this column only;
     a save or a skip moves to the next target and reruns the page (its tree and timeline)."""
-    if state.get("claim") is not claim:
+    held = state.get("claim")
+    if held is None or held.slot_id != claim.slot_id:  # saved or skipped: the next, in full
         st.rerun()
+    keep_lease()
     with st.container(key="labels-panel"):
         where = claim.event_id or "the whole trace"
         kinds = " + ".join(target.kinds) if target is not None else "target"
