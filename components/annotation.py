@@ -436,8 +436,9 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
     order = analysis.order
     where = analysis.position[event.id]
     at = cursors.get(event.id, min(where + 1, len(order) - 1))
-    low = max(0, min(where, at) - CONTEXT_EVENTS)
-    window = order[low: max(where, at) + CONTEXT_EVENTS + 1]
+    around = (1, 2) if part == "window" else (CONTEXT_EVENTS, CONTEXT_EVENTS)  # above: compact
+    low = max(0, min(where, at) - around[0])
+    window = order[low: max(where, at) + around[1] + 1]
     pointer_key = f"{base}:{event.id}:pointer"
     if part == "walk":
         _walk(analysis, event, base, state, cursors, at, pointer_key)
@@ -461,13 +462,14 @@ def _stop(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget, b
             cursors[event.id] = analysis.position[chosen]
             _set_answer(base, pointer_key, chosen)
 
-    st.dataframe(frame, key=f"{base}:around:{event.id}", hide_index=True, on_select=picked,
+    shown = frame.drop(columns=["event", "t"]) if part == "window" else frame  # text in view
+    st.dataframe(shown, key=f"{base}:around:{event.id}", hide_index=True, on_select=picked,
                  selection_mode="single-row", width="stretch",
-                 height=38 + 35 * min(len(frame), 7) if part == "window" else "auto",
                  column_config={"": st.column_config.TextColumn(width=70),
                                 "event": st.column_config.TextColumn(width=50),
                                 "t": st.column_config.NumberColumn(format="%.1f", width=50),
-                                "agent": st.column_config.TextColumn(width=110),
+                                "agent": st.column_config.TextColumn(width=100),
+                                "type": st.column_config.TextColumn(width=80),
                                 "text": st.column_config.TextColumn(width="large")})
 
     if part == "all":
