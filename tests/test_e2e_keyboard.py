@@ -213,3 +213,16 @@ def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, wo
     assert radios["y"] + radios["height"] <= VIEWPORT["height"], radios
     assert radios["x"] > VIEWPORT["width"] / 2  # beside the tree and timeline
     shot(page, "keyboard_03_panel_in_view_with_event")
+
+
+def test_the_events_around_a_stop_are_above_its_answers_and_in_view(page, app_server,
+                                                                     workspace):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e13"
+                     "&reviewer=ida")
+    assert target(page).startswith("○ e13")
+    around = page.get_by_text("Around the stop", exact=True).bounding_box()
+    table = page.locator(".st-key-labels-panel [data-testid='stDataFrame']").first.bounding_box()
+    radios = panel(page).locator('[data-testid="stRadio"]').first.bounding_box()
+    assert around["y"] < table["y"] < radios["y"]  # the evidence first, then the answers
+    assert table["y"] + table["height"] <= VIEWPORT["height"]
+    shot(page, "keyboard_07_stop_evidence_above_answers")
