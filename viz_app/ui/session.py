@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,6 @@ from urllib.parse import unquote
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit import auth_util
-from streamlit.logger import get_logger
 from sqlalchemy import Engine
 
 from viz_app import charts
@@ -461,48 +459,3 @@ def view_state(trace: Trace, name: str, default: Any) -> Any:
 def set_view_state(trace: Trace, name: str, value: Any) -> None:
     """Change a per-trace view setting."""
     st.session_state[f"_view:{trace_key(trace)}:{name}"] = value
-
-
-# -- the next trace, loaded ahead -----------------------------------------------------------------
-
-WARM_DELAY_S = 3.0
-"""How long after a trace page is drawn the next trace starts loading (the page comes first)."""
-
-
-def warm_next(trace: Trace, reviewer: Reviewer | None) -> None:
-    """Load, in the background, the trace "Next trace" (Shift+N) will open for this reviewer:
-    parsed, analysed and its tree and timeline built into the shared caches, so the move takes
-    a cache hit instead of seconds (a 20,000-event trace takes 5-8 s to read and draw). Once
-    per trace and reviewer in a session; a failure only means no head start."""
-    if reviewer is None:
-        return
-    flag = f"_warmed:{trace.trace_id}:{reviewer.name}"
-    if st.session_state.get(flag):
-        return
-    st.session_state[flag] = True
-    ws = workspace()
-
-    def run() -> None:
-        import time
-
-        time.sleep(WARM_DELAY_S)
-        try:
-            following = ws.next_unlabelled(reviewer.name, after=trace.trace_id)
-            if following is None:
-                return
-            pooled = ws.pool_locate(following)
-            if pooled is not None:
-                ahead = pool_load(*pooled)
-            else:
-                found = ws.find(following)
-                if found is None:
-                    return
-                ahead = load(*found)
-            analysis = analyze(ahead)
-            analysis.figures  # noqa: B018  (the header's figures)
-            _tree(trace_key(ahead), "tokens", (), None, None, ahead)
-            _timeline(trace_key(ahead), None, False, ahead)
-        except Exception:  # noqa: BLE001  (no head start; opening it will say what is wrong)
-            get_logger(__name__).debug("loading the next trace ahead failed", exc_info=True)
-
-    threading.Thread(target=run, name="orchviz-next-trace", daemon=True).start()

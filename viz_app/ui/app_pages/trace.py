@@ -105,4 +105,3 @@ with views:
 
 with header:
     draw_header()
-session.warm_next(trace, reviewer)  # the next trace to label loads while this one is read
