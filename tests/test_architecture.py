@@ -160,3 +160,14 @@ def test_the_domain_imports_without_streamlit():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_no_page_script_holds_a_bare_string_that_streamlit_would_print():
+    # Streamlit's "magic" writes every bare expression of a page script to the page, so a
+    # docstring under a constant shows up as a paragraph; only the module docstring is exempt.
+    scripts = [*(REPO / "viz_app" / "ui" / "app_pages").glob("*.py"), REPO / "viz_app/ui/app.py"]
+    printed = [f"{path.name}:{node.lineno}" for path in scripts
+               for node in ast.parse(path.read_text("utf-8")).body[1:]
+               if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+               and isinstance(node.value.value, str)]
+    assert printed == []

@@ -48,9 +48,10 @@ def show_progress(done: int, total: int, path: str) -> None:
 
 
 workspace = session.workspace()
+# How often the page looks for new or changed shards of a pool (each a HEAD request on object
+# storage); the Re-index button looks at once. (A comment, not a docstring: Streamlit's magic
+# would print a bare string of a page script.)
 POOL_CHECK_SECONDS = 300
-"""How often the page looks for new or changed shards of a pool (each a HEAD request on object
-storage); the Re-index button looks at once."""
 
 
 def pool_library(location: str) -> None:
