@@ -144,6 +144,7 @@ def test_an_assisted_campaign_shows_the_suggestion_first_and_the_label_says_so(
         box.wait_for()
         assert box.get_by_text(WHY, exact=False).is_visible()  # before any answer
         assert page.get_by_text(HIDDEN).count() == 0
+        box.scroll_into_view_if_needed()
         shot(page, "suggestions_04_assisted_before_answer")
         press(page, "1")
         wait_checked(page, "correct")
