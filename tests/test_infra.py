@@ -77,7 +77,7 @@ def test_a_missing_shared_reference_skips_locally_and_fails_under_ci(tmp_path, c
     test = "tests/test_roundtrip.py::test_the_packaged_schema_is_the_reference_schema"
     env = {**os.environ, "CI": ci, "ORCHVIZ_TEST_REFERENCE": str(tmp_path / "not-there")}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:xdist", test], cwd=REPO_ROOT, env=env,
+                           "-n", "0", test], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert outcome in done.stdout, done.stdout[-2000:]
     assert done.returncode == (1 if ci else 0)
