@@ -135,7 +135,9 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     def move(new_key: str | None, *, skip: bool = False) -> None:
         if skip and state["target"] not in state["skipped"]:
             state["skipped"].append(state["target"])
-        if new_key is None or new_key == state["target"]:
+        # the browser may hand the target box's shown label back after its labels change (a
+        # save turns ○ into ✓): only a key of this trace's targets moves the panel
+        if new_key is None or new_key not in keys or new_key == state["target"]:
             return
         if state["target"] not in done and not skip and _drafted(base, state["target"]):
             _flash(base, "warning", f"Your answer on {state['target'] or 'the whole trace'} is "

@@ -2,7 +2,7 @@
 "premature" on the stop e13. A reviewer deep-linked on that stop sees only how many suggestions
 there are until they save their own answer (by keyboard); then the explanation and its evidence
 appear as links to its evidence, and the label says suggestions were not in view; a click on an
-evidence link selects its event (marked xfail: see its reason).
+evidence link selects its event in the inspector and the URL.
 In an assisted campaign the Review page shows the suggestion before the answer, and the label
 says it was in view."""
 
@@ -94,10 +94,6 @@ def test_the_trace_page_shows_a_suggestion_only_after_the_reviewers_save(
     assert label.suggestions_visible is False
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "product bug seen in Chromium: after a click on an evidence link the URL may say "
-    "event=e15 for a moment (or never) while the inspector shows the agent db_analyst; the same "
-    "click in AppTest selects e15"))
 def test_an_evidence_link_selects_its_event_in_the_inspector(chromium, app_server, workspace):
     base = app_server(workspace)
     context = chromium.new_context(viewport=VIEWPORT)
