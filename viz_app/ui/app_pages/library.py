@@ -54,6 +54,26 @@ workspace = session.workspace()
 POOL_CHECK_SECONDS = 300
 
 
+def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
+                columns: dict) -> None:
+    """A table of traces, one row each (the folder library's and a pool's page share it): the
+    figures' formats, plus `columns`; a click on a row opens that trace."""
+    picked = st.dataframe(
+        frame, key=key, hide_index=True, on_select="rerun", selection_mode="single-row",
+        height=min(560, 38 + 35 * max(len(frame), 1)),
+        column_config={
+            "trace id": st.column_config.TextColumn(width="medium", pinned=True),
+            "system": st.column_config.TextColumn(width="medium"),
+            "makespan (s)": st.column_config.NumberColumn(format="%.1f"),
+            "parallelism": st.column_config.NumberColumn(format="%.2f"),
+            "tokens": st.column_config.NumberColumn(format="localized"),
+            **columns,
+        })
+    if picked is not None and picked.selection.rows:
+        st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
+        session.open_trace(trace_ids[picked.selection.rows[0]])
+
+
 def pool_library(location: str) -> None:
     """The pool's traces, a page at a time, through its index."""
     index: PoolIndex = workspace.pool_index(location)  # shared by every session of the app
@@ -117,20 +137,8 @@ def pool_library(location: str) -> None:
                                "agents", "depth", "makespan (s)", "parallelism", "tokens",
                                *rewards, "shard", "row"])
     table_key = f"pool_table:{st.session_state.get('_library_visit', 0)}:{page}"
-    picked = st.dataframe(
-        frame, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
-        height=min(560, 38 + 35 * max(len(frame), 1)),
-        column_config={
-            "trace id": st.column_config.TextColumn(width="medium", pinned=True),
-            "system": st.column_config.TextColumn(width="medium"),
-            "makespan (s)": st.column_config.NumberColumn(format="%.1f"),
-            "parallelism": st.column_config.NumberColumn(format="%.2f"),
-            "tokens": st.column_config.NumberColumn(format="localized"),
-            **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards},
-        })
-    if picked is not None and picked.selection.rows:
-        st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
-        session.open_trace(rows[picked.selection.rows[0]].trace_id)
+    trace_table(frame, [r.trace_id for r in rows], table_key, {
+        name: st.column_config.NumberColumn(format="%.3f") for name in rewards})
 
     previous, where, following, again = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key="pool_previous", disabled=page == 0,
@@ -239,24 +247,13 @@ frame = pd.DataFrame([{
 } for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "format", "events",
                            "agents", "depth", "makespan (s)", "parallelism", "tokens", "file"])
 table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
-picked = st.dataframe(
-    frame, key=table_key, hide_index=True, on_select="rerun", selection_mode="single-row",
-    height=min(560, 38 + 35 * max(len(frame), 1)),
-    column_config={
-        "trace id": st.column_config.TextColumn(width="medium", pinned=True),
-        "system": st.column_config.TextColumn(width="medium"),
-        "makespan (s)": st.column_config.NumberColumn(format="%.1f"),
-        "parallelism": st.column_config.NumberColumn(format="%.2f"),
-        "tokens": st.column_config.NumberColumn(format="localized"),
-        "file": st.column_config.TextColumn(width="small"),
-        "labelled": st.column_config.TextColumn(
-            width="small", help="Targets (aggregates, stops, the trace...) with every required "
-            "question answered " + ("by you" if reviewer else "by anyone")
-            + ", of those the rubric asks for"),
-    })
-if picked is not None and picked.selection.rows:
-    st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
-    session.open_trace(rows[picked.selection.rows[0]].trace_id)
+trace_table(frame, [r.trace_id for r in rows], table_key, {
+    "file": st.column_config.TextColumn(width="small"),
+    "labelled": st.column_config.TextColumn(
+        width="small", help="Targets (aggregates, stops, the trace...) with every required "
+        "question answered " + ("by you" if reviewer else "by anyone")
+        + ", of those the rubric asks for"),
+})
 
 if result.failures:
     st.subheader(f"Files that failed to load ({len(result.failures)})")
