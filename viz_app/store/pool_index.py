@@ -29,6 +29,7 @@ import pickle
 import re
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -45,9 +46,10 @@ from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, StoreError, TraceError
 from viz_app.io.pool import Shard, read_shard, read_trace
-from viz_app.labels.rubric import Rubric
+from viz_app.analysis import analyze
+from viz_app.labels.rubric import Rubric, counted, targets
 from viz_app.model import Trace
-from viz_app.store.index import trace_record
+from viz_app.store.index import search_text
 
 POOL_TEXT_LIMIT = 20_000
 """Characters of a trace's text (ids, agents, tools, then event content) kept in the word index."""
@@ -264,20 +266,24 @@ _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology"
 
 
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
-    """The index's row of one trace (with its `text` for the word index)."""
-    record = trace_record(trace, rubric, POOL_TEXT_LIMIT)
-    targets = json.loads(record["targets"]) if record["targets"] else None
+    """The index's row of one trace (with its `text` for the word index). Its figures are the
+    trace's `Analysis` properties that its `Figures` are made of, read without the parts the
+    index does not keep (the critical path); its targets and words are what the folder index
+    keeps (`labels.rubric.targets`, `store.index.search_text`)."""
+    analysis = analyze(trace)
+    found = None if rubric is None else {
+        t.key: t.required for t in targets(rubric, analysis) if counted(t)}
     return {
         "trace_id": trace.trace_id, "shard": shard, "position": row,
-        "task_id": record["task_id"], "system": record["system"],
-        "topology": record["topology"], "source_format": record["source_format"],
-        "events": record["events"], "agents": record["agents"], "depth": record["depth"],
-        "makespan_s": record["makespan_s"], "parallelism": record["parallelism"],
-        "tokens": record["tokens"], "cost_usd": record["cost_usd"],
+        "task_id": trace.task_id, "system": trace.system or "",
+        "topology": trace.topology or "", "source_format": trace.source_format,
+        "events": len(analysis.order), "agents": len(analysis.agents), "depth": analysis.depth,
+        "makespan_s": analysis.makespan, "parallelism": analysis.parallelism,
+        "tokens": analysis.tokens, "cost_usd": analysis.cost_usd,
         "rewards": {k: float(v) for k, v in (trace.rewards or {}).items()},
-        "targets": record["targets"], "target_count": len(targets) if targets is not None
-        else None, "sha256": record["sha256"], "warnings": record["warnings"],
-        "text": record["search_text"],
+        "targets": None if found is None else json.dumps(found),
+        "target_count": None if found is None else len(found), "sha256": trace.sha256,
+        "warnings": len(analysis.warnings), "text": search_text(trace, POOL_TEXT_LIMIT),
     }
 
 
@@ -412,6 +418,8 @@ class PoolIndex:
         with self._text() as db:
             db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(body, content='', "
                        "tokenize='unicode61 remove_diacritics 2')")
+            db.execute("CREATE TABLE IF NOT EXISTS texts (doc INTEGER PRIMARY KEY, "
+                       "body BLOB NOT NULL)")
 
     def _create(self, con: duckdb.DuckDBPyConnection) -> None:
         """Make the tables, dropping those of another layout (the index is a cache)."""
@@ -509,6 +517,7 @@ class PoolIndex:
                 self._set_meta(con, "reward_names", "[]")
             with self._text() as db:
                 db.execute("DELETE FROM words")  # a contentless table may be emptied whole
+                db.execute("DELETE FROM texts")
         elif gone:
             with self._duck() as con:
                 self._drop(con, gone)
@@ -537,14 +546,35 @@ class PoolIndex:
         return result
 
     def _drop(self, con: duckdb.DuckDBPyConnection, urls: Sequence[str]) -> None:
-        """Forget shards: their rows go; their words stay in the (contentless) word index but
-        match no row any more, and are counted as stale until the next whole update."""
-        stale = 0
+        """Forget shards: their rows go, and their words with them (`_forget_words`). Words
+        whose text was not kept (an index written before texts were) stay in the contentless
+        word index, matching no row, counted as stale until the next whole update."""
+        docs: list[int] = []
         for url in urls:
-            stale += con.execute("SELECT count(*) FROM traces WHERE shard = ?", [url]).fetchall()[0][0]
+            docs += [r[0] for r in con.execute("SELECT doc FROM traces WHERE shard = ?",
+                                               [url]).fetchall()]
             for table, column in (("traces", "shard"), ("failures", "shard"), ("shards", "url")):
                 con.execute(f"DELETE FROM {table} WHERE {column} = ?", [url])
+        stale = self._forget_words(docs)
         self._set_meta(con, "stale_words", str(int(self._meta(con, "stale_words") or 0) + stale))
+
+    def _forget_words(self, docs: Sequence[int]) -> int:
+        """Delete the words of these docs from the word index: a contentless FTS5 table (SQLite
+        before 3.43 has no `contentless_delete`) forgets a doc only when given the text it was
+        added with, kept zlib-compressed in `texts`. Returns how many docs had no text kept."""
+        if not docs:
+            return 0
+        missing = 0
+        with self._text() as db:
+            for doc in docs:
+                kept = db.execute("SELECT body FROM texts WHERE doc = ?", [doc]).fetchone()
+                if kept is None:
+                    missing += 1
+                    continue
+                db.execute("INSERT INTO words(words, rowid, body) VALUES ('delete', ?, ?)",
+                           [doc, zlib.decompress(kept[0]).decode()])
+            db.executemany("DELETE FROM texts WHERE doc = ?", [[d] for d in docs])
+        return missing
 
     def _write(self, shard: Shard, stamp: str, rubric_sha: str, rows: list[dict],
                failures: list[dict]) -> None:
@@ -577,6 +607,8 @@ class PoolIndex:
             with self._text() as db:
                 db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
                                zip(docs, (r["text"] for r in rows)))
+                db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)",
+                               zip(docs, (zlib.compress(r["text"].encode(), 1) for r in rows)))
             con.execute("COMMIT")
 
     # -- queries ----------------------------------------------------------------------------------
