@@ -421,24 +421,42 @@ class Analysis:
         return spans
 
     @cached_property
+    def _event_numbers(self) -> tuple[list[float | None], list[float | None]]:
+        """Each event's tokens and cost (None where it gives none), in time order: read once."""
+        return [e.tokens for e in self.order], [e.cost_usd for e in self.order]
+
+    @cached_property
+    def _lifespans(self) -> dict[str, tuple[float, float]]:
+        """Each agent's (start, end), in tree order: its spawn (else its first event), and the
+        end of its last event's work (its start when it has none)."""
+        spans: dict[str, tuple[float, float]] = {}
+        duration = self.duration
+        for agent in self.agents:
+            start = self._start(agent)
+            spans[agent] = (start, max((e.t + duration[e.id] for e in self.events_of.get(
+                agent, ())), default=start))
+        return spans
+
+    @cached_property
     def agent_stats(self) -> dict[str, AgentStats]:
         """Figures of every agent, keyed by name, in tree order."""
+        tokens, costs = self._event_numbers
+        position, duration = self.position, self.duration
         stats: dict[str, AgentStats] = {}
-        for agent in self.agents:
+        for agent, (start, last) in self._lifespans.items():
             events = self.events_of.get(agent, [])
-            start = self._start(agent)
-            last = max((e.t + self.duration[e.id] for e in events), default=start)
+            at = [position[e.id] for e in events]
             spawn = self.spawn_event.get(agent)
             stats[agent] = AgentStats(
                 name=agent, role=self.role_of(agent), parent=self.parent.get(agent),
                 depth=self.depth_of[agent], children=self.children.get(agent, []),
                 spawned_at=float(spawn.t) if spawn is not None else None, first_t=start,
                 last_t=last, lifetime_s=max(0.0, last - start),
-                active_s=_union_length((e.t, e.t + self.duration[e.id]) for e in events),
+                active_s=_union_length((e.t, e.t + duration[e.id]) for e in events),
                 events=len(events), tool_calls=sum(e.type == "tool_call" for e in events),
                 messages_sent=sum(e.type == "message" for e in events),
-                tokens=sum(e.tokens or 0 for e in events),
-                cost_usd=sum(e.cost_usd or 0 for e in events))
+                tokens=sum(tokens[i] or 0 for i in at),
+                cost_usd=sum(costs[i] or 0 for i in at))
         return stats
 
     # -- communication --------------------------------------------------------------------------
@@ -596,6 +614,28 @@ class Analysis:
         return max(e.t + self.duration[e.id] for e in self.order) - start
 
     @cached_property
+    def depth(self) -> int:
+        """Depth of the spawn tree; a lone root is 0."""
+        return max(self.depth_of.values(), default=0)
+
+    @cached_property
+    def parallelism(self) -> float:
+        """Sum of agent lifetimes over the makespan (0 when the makespan is)."""
+        lifetimes = sum(max(0.0, last - start) for start, last in self._lifespans.values())
+        return lifetimes / self.makespan if self.makespan > 0 else 0.0
+
+    @cached_property
+    def tokens(self) -> float:
+        """Tokens: the events' sum, else the trace's costs.tokens."""
+        given = [n for n in self._event_numbers[0] if n is not None]
+        return sum(given) if given else float(self.trace.costs.tokens)
+
+    @cached_property
+    def cost_usd(self) -> float:
+        """Dollars: the events' sum, else 0."""
+        return float(sum(n for n in self._event_numbers[1] if n is not None))
+
+    @cached_property
     def figures(self) -> Figures:
         """The trace's orchestration figures."""
         with paused_gc():
@@ -603,21 +643,16 @@ class Analysis:
 
     def _figures(self) -> Figures:
         fanouts = [len(kids) for kids in self.children.values() if kids]
-        tokens = [e.tokens for e in self.order if e.tokens is not None]
-        costs = [e.cost_usd for e in self.order if e.cost_usd is not None]
-        lifetimes = sum(s.lifetime_s for s in self.agent_stats.values())
         critical_s, chain = self.critical
         return Figures(
             trace_id=self.trace.trace_id, events=len(self.order), agents=len(self.agents),
-            depth=max(self.depth_of.values(), default=0), max_fanout=max(fanouts, default=0),
+            depth=self.depth, max_fanout=max(fanouts, default=0),
             mean_fanout=sum(fanouts) / len(fanouts) if fanouts else 0.0,
             messages=sum(e.type == "message" for e in self.order),
             tool_calls=sum(e.type == "tool_call" for e in self.order),
-            makespan_s=self.makespan,
-            parallelism=lifetimes / self.makespan if self.makespan > 0 else 0.0,
-            critical_path_s=critical_s, critical_path=chain,
-            tokens=sum(tokens) if tokens else float(self.trace.costs.tokens),
-            cost_usd=sum(costs), aggregates=self.aggregates, stops=self.stops,
+            makespan_s=self.makespan, parallelism=self.parallelism,
+            critical_path_s=critical_s, critical_path=chain, tokens=self.tokens,
+            cost_usd=self.cost_usd, aggregates=self.aggregates, stops=self.stops,
             warnings=self.warnings)
 
 

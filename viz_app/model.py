@@ -283,6 +283,31 @@ class Trace(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+def _fresh_private(self: Trace, context: Any, /) -> None:
+    """A new trace's private attributes, their defaults written out. pydantic's own
+    initialisation resolves each default in turn and inspects the signature of every default
+    factory on every model it builds: a tenth of validating a trace."""
+    if getattr(self, "__pydantic_private__", None) is None:
+        object.__setattr__(self, "__pydantic_private__", {
+            "_warnings": [], "_analysis": None, "_source": "", "_sha256": "",
+            "_source_format": "orchviz", "_by_id": None})
+
+
+def _private_reader(name: str) -> property:
+    def read(self: Trace) -> Any:
+        return self.__pydantic_private__[name]
+    return property(read)
+
+
+assert set(Trace.__private_attributes__) == {"_warnings", "_analysis", "_source", "_sha256",
+                                             "_source_format", "_by_id"}
+Trace.model_post_init = _fresh_private  # type: ignore[method-assign]
+for _name in Trace.__private_attributes__:
+    # pydantic reads a private attribute through __getattr__ after a failed lookup (7 us); a
+    # property on the class reads it at once. Writes still go through pydantic's __setattr__.
+    setattr(Trace, _name, _private_reader(_name))
+
+
 def share_shapes(models: Iterable[BaseModel], shapes: dict[frozenset[str], set[str]]) -> None:
     """Let models given the same fields share one set of them: pydantic keeps such a set in
     every model (to write back only the keys that came), 216 bytes each: a third of what an
