@@ -47,9 +47,9 @@ ROUNDS = int(os.environ.get("ROUNDS", "4"))
 BIG_TARGETS = int(os.environ.get("BIG_TARGETS", "4"))
 
 STAMP = """window.__t0 = null;
-document.addEventListener('keydown', e => { if (!e.repeat && window.__t0 === null)
+window.addEventListener('keydown', e => { if (!e.repeat && window.__t0 === null)
     window.__t0 = performance.now(); }, true);
-document.addEventListener('mousedown', () => { if (window.__t0 === null)
+window.addEventListener('mousedown', () => { if (window.__t0 === null)
     window.__t0 = performance.now(); }, true);"""
 
 CHECKED = """(n) => {

@@ -660,15 +660,21 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
                            and i <= len(SCALE_KEYS) else "") for i, v in enumerate(values, 1)}
         guidance = "\n".join([q.guidance or ""] + [f"- **{c.label}**: {c.guidance}"
                                                     for c in q.choices if c.guidance]).strip()
-        return st.radio(label, values, key=key, help=guidance or None,
-                        format_func=shown.__getitem__, on_change=_keep, args=(base, key))
+        # the container names the digits' question for the page's key script (keyboard.js),
+        # which ticks the answer in the browser at once, before the server hears of it
+        holder = (st.container(key=f"ann-pick-{'alt' if modifier else 'plain'}")
+                  if modifier is not None else st.container())
+        with holder:
+            return st.radio(label, values, key=key, help=guidance or None,
+                            format_func=shown.__getitem__, on_change=_keep, args=(base, key))
     if q.kind == "tags":
         letters = dict(zip([c.value for c in q.choices],
                            tag_letters([c.label for c in q.choices])))
-        return st.pills(label, [c.value for c in q.choices], selection_mode="multi", key=key,
-                        format_func=lambda v: f"{q.choice(v).label} · {letters[v]}"
-                        if letters[v] else q.choice(v).label,
-                        on_change=_keep, args=(base, key), help=q.guidance or None)
+        with st.container(key=f"ann-tags-{q.id}"):  # found by keyboard.js, as the digits are
+            return st.pills(label, [c.value for c in q.choices], selection_mode="multi",
+                            key=key, format_func=lambda v: f"{q.choice(v).label} · {letters[v]}"
+                            if letters[v] else q.choice(v).label,
+                            on_change=_keep, args=(base, key), help=q.guidance or None)
     if q.kind == "event":
         options = [None] + [e.id for e in analysis.order if e.id != target.event_id]
         if st.session_state.get(key) not in options:

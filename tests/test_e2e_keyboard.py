@@ -99,6 +99,49 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
     assert progress_text(page) == "0 of 3 targets labelled by ann"
 
 
+def hold_the_server_line(page) -> dict:
+    """Route the app's WebSocket through the test: while `line["held"]` is true, what the page
+    sends waits in `line["queue"]`; `release(line)` sends it on, in order."""
+    line: dict = {"held": False, "queue": [], "server": None}
+
+    def route(ws) -> None:
+        server = ws.connect_to_server()
+        line["server"] = server
+        server.on_message(ws.send)
+        ws.on_message(lambda m: line["queue"].append(m) if line["held"] else server.send(m))
+
+    page.route_web_socket(re.compile(r".*/_stcore/stream"), route)
+    return line
+
+
+def release(line: dict) -> None:
+    line["held"] = False
+    while line["queue"]:
+        line["server"].send(line["queue"].pop(0))
+
+
+def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
+        page, app_server, workspace):
+    line = hold_the_server_line(page)
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=dan")
+    line["held"] = True
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("2")
+    page.keyboard.press("d")
+    page.wait_for_timeout(400)  # several frames, and nothing has reached the server
+    assert checked(page, "2 major gaps")
+    pill = panel(page).get_by_role("button", name=re.compile("dropped a result"))
+    assert pill.get_attribute("kind") == "pillsActive" or \
+        pill.get_attribute("aria-pressed") == "true"
+    assert line["queue"], "the key's change waits to be sent"
+    release(line)
+    wait_for_streamlit(page, quiet_ms=300)
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("1 of 3 targets labelled by dan").wait_for(timeout=30_000)
+    saved = {x.question: x.value for x in workspace.labels.current(PREMATURE_ID)}
+    assert saved == {"aggregation_quality": 2, "aggregation_issues": ["dropped_result"]}
+
+
 @pytest.mark.parametrize("how,key", [("radio", "Control+s"), ("tag", "Control+s"),
                                      ("radio", "Control+Enter"), ("tag", "Control+Enter"),
                                      ("note", "Control+Enter"), ("page", "Control+Enter")])

@@ -3,6 +3,11 @@
 //   ?                 opens the keys of the labels panel (clicks its "Keys" button)
 //   Ctrl/Cmd+Enter    save, also while the focus is on a radio, a tag or a button
 //   Ctrl/Cmd+S        save too (never the browser's "Save page")
+//   1-9, Alt+1-9      tick the n-th answer of the form's first (second) choice question
+//   A-Z (a tag's)     toggle that tag
+// The answers are ticked here, in the browser, so the reviewer sees the choice at once; the
+// click then reaches the server as any click does. Without this script, Streamlit's hidden
+// shortcut buttons do the same through the server.
 // In a text box Ctrl+Enter is left to Streamlit, which first keeps the text, then saves.
 (function () {
   if (window.__orchvizKeys) return;
@@ -36,10 +41,42 @@
     return null;
   }
 
+  function answerOption(event) {
+    // the n-th answer of the question the digit (Alt+digit) picks, if the form shows one
+    const digit = /^(Digit|Numpad)([1-9])$/.exec(event.code);
+    if (!digit || event.shiftKey) return null;
+    const holder = document.querySelector(
+      ".st-key-ann-form .st-key-ann-pick-" + (event.altKey ? "alt" : "plain"));
+    const inputs = holder ? holder.querySelectorAll('input[type="radio"]') : [];
+    const input = inputs[Number(digit[2]) - 1];
+    return input && visible(input.closest("label")) && !input.disabled ? input : null;
+  }
+
+  function tagButton(event) {
+    // the tag whose letter this is ("Label · D"), in the form's tags
+    if (event.altKey || event.shiftKey || !/^[a-zA-Z]$/.test(event.key)) return null;
+    const suffix = " · " + event.key.toUpperCase();
+    for (const holder of document.querySelectorAll('.st-key-ann-form [class*="st-key-ann-tags-"]')) {
+      for (const button of holder.querySelectorAll("button")) {
+        if (visible(button) && button.textContent.trim().endsWith(suffix)) return button;
+      }
+    }
+    return null;
+  }
+
   window.addEventListener("keydown", function (event) {
     if (event.repeat || event.isComposing) return;
     const active = document.activeElement;
     const ctrl = event.ctrlKey || event.metaKey;
+    if (!ctrl && !typing(active)) {
+      const answer = answerOption(event) || tagButton(event);
+      if (answer) {
+        event.preventDefault();
+        event.stopPropagation();  // Streamlit's shortcut button would pick it a second time
+        answer.click();
+        return;
+      }
+    }
     if (event.key === "?" && !ctrl && !event.altKey && !typing(active)) {
       const button = keysButton();
       if (button) {
