@@ -16,7 +16,7 @@ from viz_app.labels.agreement import agreement
 from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sample,
                                      assign_agreement, campaign_questions, disputed,
                                      filter_rows, gold_answers, plan_targets, row_targets,
-                                     sample_rows)
+                                     sample_rows, unindexed)
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
 from viz_app.store.index import IndexRow
@@ -549,3 +549,86 @@ def test_retracting_a_newer_answer_does_not_bring_back_the_older_one(lite):
     lite.retract([newer.label_id], LEAD, "misread the rubric")
     assert lite.labels.current_records(trace_id=trace.trace_id) == []
     assert len(lite.labels.history(trace.trace_id)) == 2
+
+
+# -- campaigns over optional questions, and closing ---------------------------------------------
+
+
+OPTIONAL_ONLY = ["spawn_necessity", "delegation_fit", "message_necessity"]
+
+
+def listed_targets(ws, questions: list[str]) -> set[tuple[str, str, tuple[str, ...]]]:
+    """(trace, target, questions asked) of every target of the library where one of these
+    questions is asked, as the trace page lists targets (`Workspace.targets`)."""
+    found = set()
+    for row in ws.update_index().rows:
+        for target in ws.targets(ws.trace(row.trace_id)):
+            here = tuple(q for q in questions if q in target.questions)
+            if here:
+                found.add((row.trace_id, target.key, here))
+    return found
+
+
+def stored_targets(ws, campaign) -> set[tuple[str, str, tuple[str, ...]]]:
+    return {(t.trace_id, t.event_id, tuple(t.questions))
+            for t in ws.campaign_store.targets(campaign)}
+
+
+def test_the_questions_the_index_cannot_place_are_those_asked_only_where_nothing_must_be():
+    assert sorted(unindexed(RUBRIC, [q.id for q in RUBRIC.questions])) == sorted(OPTIONAL_ONLY)
+    assert unindexed(RUBRIC, ["aggregation_issues", "stop_should_have_been"]) == []
+
+
+@pytest.mark.parametrize("question", OPTIONAL_ONLY)
+def test_a_campaign_of_one_optional_question_takes_every_target_the_trace_page_lists(
+        lite, question):
+    campaign = create(lite, questions=[question])
+    expected = listed_targets(lite, [question])
+    assert expected and stored_targets(lite, campaign) == expected
+
+
+def test_optional_and_required_questions_together_take_the_targets_of_both(lite):
+    questions = ["aggregation_quality", "aggregation_issues", "spawn_necessity"]
+    campaign = create(lite, questions=questions)
+    assert stored_targets(lite, campaign) == listed_targets(lite, questions)
+    kinds = {t.questions[0] for t in lite.campaign_store.targets(campaign)}
+    assert kinds == {"aggregation_quality", "spawn_necessity"}
+
+
+def test_every_question_left_unnamed_still_takes_the_targets_the_index_records(lite):
+    campaign = create(lite)  # no trace is read: spawns, delegations, messages left out
+    assert not any(set(t.questions) <= set(OPTIONAL_ONLY)
+                   for t in lite.campaign_store.targets(campaign))
+
+
+def test_a_spawn_campaign_is_reviewed_and_saved_end_to_end(lite, tmp_path):
+    campaign = create(lite, questions=["spawn_necessity"], sample=Sample(kind="random", n=2))
+    claim = lite.claim_next(campaign.name, ANN)
+    assert claim.questions == ["spawn_necessity"] and claim.event_id
+    made = lite.submit(claim, {"spawn_necessity": "redundant"})
+    assert [(x.question, x.value, x.event_id) for x in made] == [
+        ("spawn_necessity", "redundant", claim.event_id)]
+    out = tmp_path / "spawns.jsonl"
+    lite.export("jsonl", out, campaign=campaign.name)
+    assert [orjson.loads(x)["question"] for x in out.read_bytes().splitlines()] == [
+        "spawn_necessity"]
+
+
+def test_a_closed_campaign_hands_out_no_more_targets_and_says_so(ws):
+    campaign = create(ws, questions=["task_outcome"])
+    held = ws.claim_next(campaign.name, ANN)
+    closed = ws.close_campaign(campaign.name, LEAD)
+    assert closed.closed_at is not None
+    assert ws.claim_next(campaign.name, BOB) is None
+    ws.submit(held, answers(ws, held))  # a target held when it closed may still be saved
+    assert ws.campaign_status(campaign.name).closed_at == closed.closed_at
+    assert ws.close_campaign(campaign.name, LEAD).closed_at == closed.closed_at
+
+
+def test_only_a_lead_closes_a_campaign(lite):
+    campaign = create(lite, questions=["task_outcome"])
+    with pytest.raises(LabelError, match="cannot close a campaign"):
+        lite.close_campaign(campaign.name, Reviewer(name="x@example.org", via="oidc"))
+    with pytest.raises(LabelError, match="no campaign named 'nope'"):
+        lite.close_campaign("nope", LEAD)
+    assert lite.campaign(campaign.name).closed_at is None

@@ -38,7 +38,7 @@ from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, Campaig
                                      CampaignStatus, Claim,
                                      Disagreement, ReviewerStatus, campaign_questions,
                                      filter_rows, find_disagreements, gold_accuracy,
-                                     gold_answers, label_target, plan_targets)
+                                     gold_answers, label_target, plan_targets, unindexed)
 from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.suggestion import Suggestion, SuggestionFailure
@@ -46,7 +46,7 @@ from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, lo
 from viz_app.model import Trace
 from viz_app.settings import Settings, database_url
 from viz_app.store.bookmarks import BookmarkStore
-from viz_app.store.campaigns import CampaignStore
+from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_rows, pool_sample
 from viz_app.store.database import connect
 from viz_app.store.index import IndexFailure, IndexProgress, IndexResult, IndexRow, TraceIndex
 from viz_app.store.labels import LabelStore
@@ -534,8 +534,13 @@ class Workspace:
         rubric = self.rubric
         questions = campaign_questions(rubric, spec.questions)
         library = self.update_index(progress).rows
-        rows = self.search(library, spec.filter.text) if spec.filter.text.strip() else library
-        rows = filter_rows(rows, spec.filter)
+        pool = self._campaign_pool(spec, library)
+        if pool is not None:  # drawn in the pool's index (docs/pools.md), the sample too
+            rows = pool_sample(self.pool_index(pool), spec.filter, spec.sample)
+        else:
+            rows = self.search(library, spec.filter.text) if spec.filter.text.strip() \
+                else library
+            rows = filter_rows(rows, spec.filter)
         records: list[Mapping[str, Any]] = []
         if gold_records is not None:
             records += list(gold_records)
@@ -546,13 +551,55 @@ class Workspace:
             records += self.labels.current_records(campaign=spec.gold_campaign,
                                                    adjudicated_only=True)
         gold = gold_answers(records, questions)
+        gold_rows = rows
+        if pool is not None and gold:  # the gold items among the pool's filtered traces
+            filters, search = pool_conditions(spec.filter)
+            gold_rows = pool_rows(self.pool_index(pool), sorted({t for t, _ in gold}), filters,
+                                  search)
         store = self.campaign_store
         flags = store.suggestion_counts() if spec.order == "suggestions" else None
-        planned = plan_targets(rows, rubric, spec, gold, library=rows, flags=flags)
+        read = self._targets_of(progress) if unindexed(rubric, spec.questions) else None
+        planned = plan_targets(rows, rubric, spec, gold, library=gold_rows, flags=flags,
+                               sampled=pool is not None, targets_of=read)
         made = (lambda done, total: progress(done, total, "targets")) if progress else None
         return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
                             questions=questions, created_by=lead.name, planned=planned,
                             progress=made)
+
+    def _campaign_pool(self, spec: CampaignSpec, library: Sequence[IndexRow]) -> str | None:
+        """The pool a campaign draws from: the spec's (LabelError when the workspace lists no
+        such pool), else the first pool when the folders hold no trace, else None (the
+        folders)."""
+        if spec.pool is not None:
+            if spec.pool not in self.pools:
+                raise LabelError(f"this workspace lists no pool {spec.pool!r} (its pools: "
+                                 f"{', '.join(self.pools) or 'none'})")
+            return spec.pool
+        return self.pools[0] if self.pools and not library else None
+
+    def _targets_of(self, progress: IndexProgress | None) -> Any:
+        """Reads a row's trace (of the folders or a pool) and gives its targets, each trace
+        once: how a campaign finds the targets of questions the index does not record."""
+        seen: dict[str, list[LabelTarget]] = {}
+
+        def targets_of(row: Any) -> list[LabelTarget]:
+            if row.trace_id not in seen:
+                if progress is not None:
+                    progress(len(seen), len(seen) + 1, row.trace_id)
+                path = getattr(row, "path", None)
+                trace = read_at(path, row.position) if path is not None else \
+                    self.trace(row.trace_id)
+                seen[row.trace_id] = self.targets(trace)
+            return seen[row.trace_id]
+
+        return targets_of
+
+    def close_campaign(self, name: str, lead: Reviewer) -> Campaign:
+        """Close a campaign (a lead's call): no reviewer claims a target of it any more; its
+        status says when it was closed. LabelError when the person is no lead or there is no
+        such campaign."""
+        self._lead(lead, "close a campaign")
+        return self.campaign_store.close(name)
 
     def campaigns(self) -> list[Campaign]:
         """Every campaign, oldest first."""
@@ -642,7 +689,8 @@ class Workspace:
         alpha = [question_agreement(known[q], human) for q in found.questions if q in known]
         unresolved = [d for d in self._disagreements(found, records, SPREAD) if not d.resolved]
         return CampaignStatus(name=found.name, gold=len(gold_rows), reviewers=reviewers,
-                              agreement=alpha, unresolved=unresolved, **counts)
+                              agreement=alpha, unresolved=unresolved,
+                              closed_at=found.closed_at, **counts)
 
     def disagreements(self, name: str, spread: float = SPREAD) -> list[Disagreement]:
         """The targets of a campaign whose reviewers disagree (a scale: answers further apart

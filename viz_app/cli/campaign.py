@@ -52,7 +52,11 @@ def register(verbs: argparse._SubParsersAction) -> None:
             "(all by default), each target with the campaign's questions that apply; K "
             "reviewers per target (--per-target), a share given more for agreement, gold items "
             "from a labels file mixed in unannounced. The rubric (--rubric, default the "
-            "packaged one) is pinned: every label of the campaign is saved under it.", 90)
+            "packaged one) is pinned: every label of the campaign is saved under it. A pool "
+            "given as --traces (docs/pools.md) is filtered and sampled in its index. A "
+            "question asked only where nothing must be answered (spawn_necessity, "
+            "delegation_fit, message_necessity) is asked on every target of its kind when "
+            "named with --questions; the sampled traces are read to find them.", 90)
         + "\n\n" + textwrap.fill(
             "--filter KEY=VALUE (repeatable; a key given twice means any of its values): "
             f"{', '.join(FILTER_KEYS)}; and figure bounds FIGURE>=N or FIGURE<=N with FIGURE "
@@ -108,6 +112,16 @@ def register(verbs: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(run=status_verb)
+
+    p = sub.add_parser("close", help="close a campaign: no more claims",
+                       description="Close a campaign (a lead's call): no reviewer is offered "
+                       "a target of it any more (a target held now may still be saved until "
+                       "its reservation ends); its labels, status and exports stay.")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    _common(p, rubric=False)
+    p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
+                   help="who closes it (default: $USER)")
+    p.set_defaults(run=close_verb)
 
     p = sub.add_parser("export", help="export a campaign's labels in any labels format",
                        description="Write the current (unretracted) labels of one campaign in "
@@ -297,9 +311,10 @@ def status_verb(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(status.as_json(), indent=2, default=str))
         return 0
+    closed = f"; closed {status.closed_at[:16].replace('T', ' ')}" if status.closed_at else ""
     print(f"campaign {terminal_text(status.name)}: {status.targets} targets, "
           f"{status.complete} complete, {status.in_progress} in progress; "
-          f"{status.saved} of {status.slots} reviews saved; {status.gold} gold")
+          f"{status.saved} of {status.slots} reviews saved; {status.gold} gold{closed}")
     for r in status.reviewers:
         accuracy = (f"gold {r.gold_correct}/{r.gold_seen} ({r.accuracy:.0%})"
                     if r.accuracy is not None else "no gold yet")
@@ -311,6 +326,14 @@ def status_verb(args: argparse.Namespace) -> int:
               "reviewers")
     for line in _unresolved_lines(status):
         print(line)
+    return 0
+
+
+def close_verb(args: argparse.Namespace) -> int:
+    """Close a campaign."""
+    found = _workspace(args).close_campaign(args.name, Reviewer(name=args.lead, via="cli"))
+    print(f"campaign {terminal_text(found.name)} is closed: no more claims "
+          f"({found.targets} targets)")
     return 0
 
 

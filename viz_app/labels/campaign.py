@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -136,6 +136,10 @@ class CampaignSpec(BaseModel):
                              "agreement.")
     filter: Filter = Field(default_factory=Filter, description="Which traces to draw from.")
     sample: Sample = Field(default_factory=Sample, description="How many of them, and which.")
+    pool: str | None = Field(None, description="The pool (a location the workspace lists, "
+                             "docs/pools.md) the campaign draws from, through its index; None: "
+                             "the library's folders, or the workspace's first pool when the "
+                             "folders hold no trace.")
     gold: str | None = Field(None, description="A labels file (the jsonl export's shape) whose "
                              "answers make gold items, mixed in unannounced.")
     gold_campaign: str | None = Field(None, description="An earlier campaign whose adjudicated "
@@ -286,6 +290,8 @@ class CampaignStatus(BaseModel):
                                                "question over the campaign's labels.")
     unresolved: list[Disagreement] = Field(default_factory=list, description="Disagreements "
                                            "without an adjudicated answer.")
+    closed_at: str | None = Field(None, description="When a lead closed it (no more claims); "
+                                  "None while it is open.")
 
     @property
     def alpha(self) -> dict[str, float | None]:
@@ -432,25 +438,42 @@ def companions(rubric: Rubric) -> dict[str, list[str]]:
     return found
 
 
+def unindexed(rubric: Rubric, questions: Sequence[str]) -> list[str]:
+    """The questions whose targets the trace index does not record: those asked on a kind of
+    target where no question must be answered (the index keeps the targets with a required
+    question), such as `spawn_necessity` on spawns, `delegation_fit` on delegations and
+    `message_necessity` on messages. A campaign that names one reads its sampled traces'
+    targets from the traces themselves (`rubric.targets`, as the trace page lists them)."""
+    near = companions(rubric)
+    known = rubric.questions_by_id
+    return [q for q in questions if not any(
+        not known[o].optional and known[o].ask_when is None for o in near.get(q, [q]))]
+
+
 def row_targets(row: IndexRow, rubric: Rubric, questions: Sequence[str],
-                near: Mapping[str, list[str]] | None = None) -> list[tuple[str, list[str]]]:
-    """(event id, questions) of each target of an indexed trace that the campaign's questions
-    apply to, in the index's order: its questions are the campaign's questions asked on the
-    kind of target its required questions are asked on (rubric order), and it applies when
-    there is one. (The index records the targets with a required question: a target where
-    only optional questions are asked, such as a spawn, is in no campaign.)"""
+                near: Mapping[str, list[str]] | None = None,
+                found: Sequence[LabelTarget] | None = None) -> list[tuple[str, list[str]]]:
+    """(event id, questions) of each target of a trace that the campaign's questions apply
+    to. With `found`, the trace's targets (`rubric.targets`, read from the trace): each with the
+    campaign's questions asked there, in time order. Otherwise from the index's row: its
+    questions are the campaign's questions asked on the kind of target its required questions
+    are asked on (rubric order), and it applies when there is one; the index records only the
+    targets with a required question (see `unindexed`)."""
+    order = {q: i for i, q in enumerate(questions)}
+    if found is not None:
+        return [(t.key, sorted(here, key=order.__getitem__)) for t in found
+                if (here := set(t.questions) & set(questions))]
     if row.targets is None:
         raise LabelError(f"trace {row.trace_id} was indexed without a rubric: index the "
                          "library under the rubric first")
     near = near if near is not None else companions(rubric)
     wanted = set(questions)
-    order = {q: i for i, q in enumerate(questions)}
-    found = []
+    placed = []
     for key, required in row.targets.items():
         here = {c for q in required for c in near.get(q, [q])} & wanted
         if here:
-            found.append((key, sorted(here, key=order.__getitem__)))
-    return found
+            placed.append((key, sorted(here, key=order.__getitem__)))
+    return placed
 
 
 GoldAnswers = dict[tuple[str, str], dict[str, Any]]
@@ -477,24 +500,38 @@ def gold_answers(records: Iterable[LabelRecord], questions: Sequence[str]) -> Go
     return {k: {q: v for q, (_, v) in answers.items()} for k, answers in found.items()}
 
 
+TargetsOf = Callable[[Any], Sequence[LabelTarget]]
+"""Reads a row's trace and gives its targets (`rubric.targets`): how a campaign that names a
+question of `unindexed` finds its targets."""
+
+
 def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
                  gold: GoldAnswers | None = None,
                  library: Sequence[IndexRow] | None = None,
-                 flags: Mapping[tuple[str, str], int] | None = None) -> list[PlannedTarget]:
+                 flags: Mapping[tuple[str, str], int] | None = None,
+                 sampled: bool = False,
+                 targets_of: TargetsOf | None = None) -> list[PlannedTarget]:
     """Every target of a campaign, with its questions, K, gold answers and queue priority.
 
-    `rows` are the filtered rows (free text already applied); they are sampled by the spec.
-    Gold answers mark the sampled targets they cover, and mix in the other targets they cover
-    among `library` (default: `rows`), each once. The share kept for agreement and the queue
-    order follow the spec (see `assign_agreement`, `prioritise`); `flags` counts suggestions
-    per (trace id, event id) for the `suggestions` order."""
+    `rows` are the filtered rows (free text already applied); they are sampled by the spec
+    (unless `sampled`: a pool's index drew them already, in the queue's order). Their targets
+    come from the index's rows, or from `targets_of` (the traces read) when given. Gold
+    answers mark the sampled targets they cover, and mix in the other targets they cover among
+    `library` (default: `rows`), each once. The share kept for agreement and the queue order
+    follow the spec (see `assign_agreement`, `prioritise`); `flags` counts suggestions per
+    (trace id, event id) for the `suggestions` order."""
     questions = campaign_questions(rubric, spec.questions)
     near = companions(rubric)
-    chosen = sample_rows(rows, spec.sample)
+    chosen = list(rows) if sampled else sample_rows(rows, spec.sample)
+
+    def placed(row: IndexRow) -> list[tuple[str, list[str]]]:
+        found = targets_of(row) if targets_of is not None else None
+        return row_targets(row, rubric, questions, near, found)
+
     planned: list[PlannedTarget] = []
     seen: set[tuple[str, str]] = set()
     for row in chosen:
-        for key, asked in row_targets(row, rubric, questions, near):
+        for key, asked in placed(row):
             seen.add((row.trace_id, key))
             planned.append(PlannedTarget(trace_id=row.trace_id, trace_sha256=row.sha256,
                                          event_id=key, questions=asked,
@@ -507,7 +544,7 @@ def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
             if (trace_id, key) in seen or trace_id not in by_id:
                 continue
             row = by_id[trace_id]
-            for found_key, asked in row_targets(row, rubric, questions, near):
+            for found_key, asked in placed(row):
                 if found_key == key:
                     seen.add((trace_id, key))
                     extra.append(PlannedTarget(trace_id=trace_id, trace_sha256=row.sha256,

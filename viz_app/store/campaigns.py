@@ -15,6 +15,7 @@ and the slot is done, so a target never gets more saved reviews than it has slot
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import uuid
@@ -29,8 +30,10 @@ from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func,
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import LabelError
-from viz_app.labels.campaign import EXPIRED, Campaign, CampaignSpec, Claim, PlannedTarget
+from viz_app.labels.campaign import (EXPIRED, Campaign, CampaignSpec, Claim, Filter,
+                                     PlannedTarget, Sample)
 from viz_app.labels.label import Label, Reviewer, now
+from viz_app.store.pool_index import Condition, PoolIndex, PoolRow
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
                                   campaign_targets_table, campaigns_table, labels_table,
                                   suggestions_table)
@@ -259,6 +262,17 @@ class CampaignStore:
             found = conn.execute(select(func.count()).select_from(targets).where(
                 targets.c.campaign_id == row.campaign_id)).scalar_one() if count else 0
         return _campaign(row, found)
+
+    def close(self, name: str) -> Campaign:
+        """Close a campaign: no reviewer claims a target of it any more (a target held now may
+        still be saved until its lease ends). Closing a closed campaign changes nothing.
+        LabelError when there is none of this name."""
+        self.get(name, count=False)
+        with self.engine.begin() as conn:
+            conn.execute(update(campaigns_table).where(campaigns_table.c.name == name,
+                                                       campaigns_table.c.closed_at.is_(None))
+                         .values(closed_at=now()))
+        return self.get(name)
 
     def all(self) -> list[Campaign]:
         """Every campaign, oldest first, with its number of targets."""
@@ -505,3 +519,66 @@ class CampaignStore:
             return [dict(r._mapping) for r in conn.execute(
                 select(slots).where(slots.c.campaign_id == campaign.campaign_id)
                 .order_by(slots.c.slot_id))]
+
+
+# -- drawing a campaign from a pool ------------------------------------------------------------
+
+STRATIFY = {"task": "group", "system": "system", "topology": "topology"}
+"""A campaign sample's stratum field -> the pool index's field."""
+
+
+def pool_conditions(wanted: Filter) -> tuple[list[Condition], str]:
+    """The pool index's filters and search of a campaign's filter (its lists as `in`, its
+    figure bounds as `>=` and `<=`, its text as the search); LabelError for a folder filter,
+    which a pool has no folders for."""
+    if wanted.folders:
+        raise LabelError("a campaign over a pool takes no folder filter (filter by system, "
+                         "topology, task, format, figures or text)")
+    found = [Condition(field=field, op="in", value=list(values)) for field, values in (
+        ("system", wanted.systems), ("topology", wanted.topologies),
+        ("task_id", wanted.tasks), ("source_format", wanted.formats)) if values]
+    for name, (low, high) in wanted.figures.items():
+        if low is not None:
+            found.append(Condition(field=name, op=">=", value=low))
+        if high is not None:
+            found.append(Condition(field=name, op="<=", value=high))
+    return found, wanted.text
+
+
+def pool_rows(index: PoolIndex, trace_ids: Sequence[str], filters: Sequence[Condition] = (),
+              search: str = "") -> list[PoolRow]:
+    """The index rows of these trace ids that the filters and search keep, in the ids' order
+    (each once)."""
+    ids = list(dict.fromkeys(trace_ids))
+    found: dict[str, PoolRow] = {}
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        for row in index.page([*filters, Condition(field="trace_id", op="in", value=chunk)],
+                              search, sort="trace_id", limit=len(chunk)):
+            found.setdefault(row.trace_id, row)
+    return [found[t] for t in ids if t in found]
+
+
+def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[PoolRow]:
+    """The rows of a pool a campaign takes, in the queue's order, drawn in the pool's index
+    (`PoolIndex.sample`, the call the library's Sample form makes): `all` in index order;
+    `random` N; `stratified` by task (the GRPO group), system or topology, N (or all) spread
+    evenly over its values; `groups` N whole groups (every rollout of a task) in a seeded
+    order. The same seed and index give the same rows."""
+    filters, search = pool_conditions(wanted)
+    selected = index.count(filters, search)
+    if sample.kind == "all":  # index order (by relevance under a search)
+        return index.page(filters, search, limit=selected)
+    if sample.kind == "groups":
+        names = sorted(v for v, _ in index.values("group", filters, search, limit=selected or 1))
+        random.Random(sample.seed).shuffle(names)
+        names = names[:sample.n] if sample.n is not None else names
+        rows = index.page([*filters, Condition(field="group", op="in", value=names)], search,
+                          limit=selected) if names else []
+        place = {n: i for i, n in enumerate(names)}
+        return sorted(rows, key=lambda r: place[r.task_id])  # stable: index order in a group
+    stratify = STRATIFY[sample.field] if sample.kind == "stratified" and sample.field else None
+    ids = index.sample(sample.n if sample.n is not None else selected, seed=sample.seed,
+                       filters=filters, search=search, stratify=stratify)
+    return pool_rows(index, ids)
+

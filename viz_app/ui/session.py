@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from viz_app.labels.label import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
 from viz_app.store.index import IndexProgress, IndexResult
+from viz_app.store.pool_index import Condition, PoolRow
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
@@ -139,6 +140,33 @@ def find_and_load(trace_id: str) -> Trace | None:
         return pool_load(*pooled)
     found = workspace().find(trace_id)
     return load(*found) if found is not None else None
+
+
+def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
+              first_page: bool = False) -> list[PoolRow]:
+    """The pools' index rows of these trace ids (each once, the pools in their order); with
+    `with_groups`, the other rollouts of their tasks (GRPO groups, up to GROUP_ROWS) after them;
+    with `first_page`, the first page of the first pool when the ids name none of its traces:
+    what a page that picks traces by id (Compare) offers from a pool of a million."""
+    ws = workspace()
+    found: dict[str, PoolRow] = {}
+    ids = [t for t in dict.fromkeys(trace_ids) if t]
+    for location in ws.pools:
+        index = ws.pool_index(location)
+        named = index.page([Condition(field="trace_id", op="in", value=ids)],
+                           limit=len(ids)) if ids else []
+        groups = sorted({r.task_id for r in named})
+        mates = index.page([Condition(field="group", op="in", value=groups)],
+                           limit=GROUP_ROWS) if with_groups and groups else []
+        for row in [*named, *mates]:
+            found.setdefault(row.trace_id, row)
+    if first_page and not found and ws.pools:
+        found = {r.trace_id: r for r in ws.pool_index().page()}
+    return list(found.values())
+
+
+GROUP_ROWS = 200
+"""The most rollouts of one task `pool_rows` adds for each trace named."""
 
 
 def linked_trace(none_open: str) -> Trace:

@@ -158,11 +158,10 @@ def show_disagreements() -> None:
 
 def one_disagreement(item) -> None:
     try:
-        found = workspace.find(item.trace_id)
-        if found is None:
+        trace = session.find_and_load(item.trace_id)  # a trace of the folders or of a pool
+        if trace is None:
             st.error(f"The trace {markdown_literal(item.trace_id, 80)} is not in the library.")
             return
-        trace = session.load(*found)
     except (OrchvizError, OSError) as err:
         st.error(f"The trace could not be loaded: {markdown_literal(err, 300)}")
         return

@@ -1,6 +1,7 @@
 """The compare page: two traces (typically two rollouts of one task) side by side: their
 figures with the differences marked, their spawn trees with agents aligned by role and position,
-their timelines on one time axis, and the pairwise question. Opened by `?a=<id>&b=<id>`."""
+their timelines on one time axis, and the pairwise question. Opened by `?a=<id>&b=<id>`; the
+traces come from the library's folders or its pools (`session.find_and_load`)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,15 @@ reviewer = session.reviewer()
 st.markdown("### Compare two runs")
 
 rows = session.index().rows
-if len(rows) < 2:
+# a pool's traces come from its index: those the URL names, the other rollouts of their tasks
+# (or the pool's first page when it names none), never all of a million
+by_id = {r.trace_id: r for r in rows}
+for row in session.pool_rows([st.query_params.get("a") or "", st.query_params.get("b") or ""],
+                             with_groups=True, first_page=True):
+    by_id.setdefault(row.trace_id, row)
+if len(by_id) < 2:
     st.info("The library needs at least two traces to compare.")
     st.stop()
-by_id = {r.trace_id: r for r in rows}
 ids = list(by_id)
 
 
@@ -58,15 +64,15 @@ if (chosen_a, chosen_b) != (st.query_params.get("a"), st.query_params.get("b")):
 
 
 def _load(trace_id: str) -> Trace:
-    found = session.workspace().find(trace_id)
-    if found is None:
-        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
-        st.stop()
     try:
-        return session.load(*found)
+        found = session.find_and_load(trace_id)
     except (OrchvizError, OSError) as err:
         st.error(f"The trace could not be loaded: {markdown_literal(err, 400)}")
         st.stop()
+    if found is None:
+        st.error(f"No trace with id **{markdown_literal(trace_id)}** in the library.")
+        st.stop()
+    return found
 
 
 trace_a, trace_b = _load(chosen_a), _load(chosen_b)

@@ -144,12 +144,10 @@ claim = state["claim"]
 
 trace = None
 try:
-    found = workspace.find(claim.trace_id)
-    if found is None:
+    trace = session.find_and_load(claim.trace_id)  # a trace of the folders or of a pool
+    if trace is None:
         st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target is not in "
                  "the library.")
-    else:
-        trace = session.load(*found)
 except (OrchvizError, OSError) as err:
     st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target could not be "
              f"loaded: {markdown_literal(err, 300)}")
