@@ -181,3 +181,42 @@ def test_members_add_and_list(capsys, db):
     assert [line.split()[:2] for line in out.splitlines()] == [
         ["lee@example.org", "lead"], ["rev@example.org", "reviewer"]]
     assert Workspace.open(db).role("lee@example.org") == "lead"
+
+
+def test_create_over_an_optional_question_then_close_and_status_says_closed(capsys, lib, db):
+    code, out, _ = run(capsys, "campaign", "create", "spawns", "--traces", lib, "--db", db,
+                       "--questions", "spawn_necessity", "--lead", "lee")
+    assert code == 0 and out.startswith("campaign spawns: ")
+    targets = int(out.split(": ")[1].split()[0])
+    assert targets > 0
+    ws = Workspace.open(db, traces=[lib])
+    claim = ws.claim_next("spawns", Reviewer(name="ann", via="cli"))
+    assert claim.questions == ["spawn_necessity"]
+    code, out, _ = run(capsys, "campaign", "close", "spawns", "--db", db, "--lead", "lee")
+    assert (code, out) == (0, f"campaign spawns is closed: no more claims ({targets} targets)\n")
+    assert ws.claim_next("spawns", Reviewer(name="bob", via="cli")) is None
+    code, out, _ = run(capsys, "campaign", "status", "spawns", "--db", db)
+    assert code == 0 and "; closed 20" in out.splitlines()[0]
+    code, out, _ = run(capsys, "campaign", "list", "--db", db)
+    assert ", closed 20" in out
+
+
+def test_closing_a_campaign_that_is_not_there_is_one_line(capsys, db):
+    code, out, err = run(capsys, "campaign", "close", "nope", "--db", db)
+    assert (code, out) == (1, "") and err.strip().endswith("there is no campaign named 'nope'")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_create_over_a_pool_samples_it_in_its_index(capsys, tmp_path, db):
+    from test_library_pool import pool_workspace
+
+    ws = pool_workspace(tmp_path)
+    location = ws.pools[0]
+    code, out, err = run(capsys, "campaign", "create", "pooled", "--traces", location, "--db",
+                         ws.settings.db_url, "--sample", 5, "--seed", 11, "--questions",
+                         "task_outcome")
+    assert code == 0, err
+    assert out.startswith("campaign pooled: 5 targets")
+    again = Workspace.open(ws.settings.db_url, traces=[location])
+    assert [t.trace_id for t in again.campaign_store.targets(again.campaign("pooled"))] == \
+        again.sample_pool(5, seed=11)
