@@ -38,7 +38,8 @@ from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, Campaig
                                      CampaignStatus, Claim,
                                      Disagreement, ReviewerStatus, campaign_questions,
                                      filter_rows, find_disagreements, gold_accuracy,
-                                     gold_answers, label_target, plan_targets, unindexed)
+                                     gold_answers, label_target, plan_targets, sample_rows,
+                                     unindexed)
 from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.suggestion import Suggestion, SuggestionFailure
@@ -536,11 +537,12 @@ class Workspace:
         library = self.update_index(progress).rows
         pool = self._campaign_pool(spec, library)
         if pool is not None:  # drawn in the pool's index (docs/pools.md), the sample too
-            rows = pool_sample(self.pool_index(pool), spec.filter, spec.sample)
+            rows = chosen = pool_sample(self.pool_index(pool), spec.filter, spec.sample)
         else:
             rows = self.search(library, spec.filter.text) if spec.filter.text.strip() \
                 else library
             rows = filter_rows(rows, spec.filter)
+            chosen = sample_rows(rows, spec.sample)
         records: list[Mapping[str, Any]] = []
         if gold_records is not None:
             records += list(gold_records)
@@ -558,9 +560,10 @@ class Workspace:
                                   search)
         store = self.campaign_store
         flags = store.suggestion_counts() if spec.order == "suggestions" else None
-        read = self._targets_of(progress) if unindexed(rubric, spec.questions) else None
-        planned = plan_targets(rows, rubric, spec, gold, library=gold_rows, flags=flags,
-                               sampled=pool is not None, targets_of=read)
+        read = self._targets_of(len(chosen), progress) if unindexed(rubric, spec.questions) \
+            else None
+        planned = plan_targets(chosen, rubric, spec, gold, library=gold_rows, flags=flags,
+                               sampled=True, targets_of=read)
         made = (lambda done, total: progress(done, total, "targets")) if progress else None
         return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
                             questions=questions, created_by=lead.name, planned=planned,
@@ -577,19 +580,22 @@ class Workspace:
             return spec.pool
         return self.pools[0] if self.pools and not library else None
 
-    def _targets_of(self, progress: IndexProgress | None) -> Any:
+    def _targets_of(self, total: int, progress: IndexProgress | None) -> Any:
         """Reads a row's trace (of the folders or a pool) and gives its targets, each trace
-        once: how a campaign finds the targets of questions the index does not record."""
+        once: how a campaign finds the targets of questions the index does not record
+        (`progress(done, total, "reading")` as it reads `total` traces, gold items aside)."""
         seen: dict[str, list[LabelTarget]] = {}
 
         def targets_of(row: Any) -> list[LabelTarget]:
             if row.trace_id not in seen:
                 if progress is not None:
-                    progress(len(seen), len(seen) + 1, row.trace_id)
+                    progress(min(len(seen), total), total, "reading")
                 path = getattr(row, "path", None)
                 trace = read_at(path, row.position) if path is not None else \
                     self.trace(row.trace_id)
                 seen[row.trace_id] = self.targets(trace)
+                if progress is not None and len(seen) == total:
+                    progress(total, total, "reading")
             return seen[row.trace_id]
 
         return targets_of

@@ -242,16 +242,18 @@ def spec_of(args: argparse.Namespace) -> CampaignSpec:
 
 
 def creation_bar():
-    """A progress callback for `create`: one bar while the library is indexed, another while
+    """A progress callback for `create`: one bar while the library is indexed, one while
+    traces are read for their targets (a question the index does not place), another while
     the targets are written (on stderr, in a terminal)."""
     bars: dict[str, tqdm] = {}
 
     def update(done: int, total: int, what: str) -> None:
-        phase = "writing targets" if what == "targets" else "indexing traces"
+        phase = {"targets": "writing targets", "reading": "reading traces"}.get(
+            what, "indexing traces")
         bar = bars.get(phase)
         if bar is None:
             bar = bars[phase] = tqdm(total=total, desc=phase, disable=None, file=sys.stderr,
-                                     unit="row" if what == "targets" else "file")
+                                     unit={"targets": "row", "reading": "trace"}.get(what, "file"))
         bar.n = done
         bar.refresh()
         if done >= total:
