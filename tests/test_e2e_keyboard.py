@@ -268,4 +268,6 @@ def test_the_events_around_a_stop_are_above_its_answers_and_in_view(page, app_se
     radios = panel(page).locator('[data-testid="stRadio"]').first.bounding_box()
     assert around["y"] < table["y"] < radios["y"]  # the evidence first, then the answers
     assert table["y"] + table["height"] <= VIEWPORT["height"]
+    assert radios["y"] + radios["height"] <= VIEWPORT["height"], radios  # every answer too
+    assert page.evaluate("window.scrollY") == 0
     shot(page, "keyboard_07_stop_evidence_above_answers")

@@ -19,16 +19,19 @@ workspace = session.workspace()
 trace = session.linked_trace("No trace is open. Pick one in the library.")
 analysis = analyze(trace)
 bookmarks = workspace.bookmarks
+# The labels panel's column starts at the top of the page, beside the header, so that at
+# 1600x1000 a target's question and its answers are in view without scrolling.
+views, side = st.columns([2.3, 1.4], gap="medium")
 # The header is filled last: its figures wait on the critical path, the slowest part to compute,
 # and the tree and timeline should reach the browser first.
-header = st.container()
+header = views.container()
 HEADER_FIGURES = ("agents", "events", "depth", "fan-out", "makespan", "parallelism",
                   "critical path", "tokens", "cost")
 
 
 def draw_header() -> None:
     """The trace's id and links, its figures, what it carries and its warnings."""
-    title, present_col, report_col = st.columns([8, 1, 1], vertical_alignment="center")
+    title, present_col, report_col = st.columns([5, 1.3, 1.3], vertical_alignment="center")
     title.markdown(f"### {markdown_literal(trace.trace_id, 100)}")
     with present_col:
         present_link(trace)
@@ -40,8 +43,9 @@ def draw_header() -> None:
                f"file {markdown_literal(trace.source, 200)}"
                + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
     rows = figure_rows(analysis.figures, HEADER_FIGURES)
-    for col, row in zip(st.columns(len(rows)), rows):
-        col.metric(row.name, row.value, help=row.help or None)
+    with st.container(horizontal=True, gap="small"):  # wraps rather than cut a figure's name
+        for row in rows:
+            st.metric(row.name, row.value, help=row.help or None, width="content")
 
     carried = [{"kind": "reward", "name": k, "value": v} for k, v in trace.rewards.items()]
     carried += [{"kind": "metric", "name": k, "value": v} for k, v in (trace.metrics or {}).items()]
@@ -64,9 +68,6 @@ def follow(event_id: str | None) -> None:
     """Select an event chosen anywhere (a view, the inspector, the annotation panel)."""
     if event_id is not None:
         session.select_event(trace, event_id)
-
-
-views, side = st.columns([2.3, 1.4], gap="medium")
 
 
 @st.fragment
