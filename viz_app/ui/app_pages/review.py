@@ -104,7 +104,7 @@ def progress() -> None:
 
 if not state.get("started"):
     st.caption(f"{'Assisted: suggestions shown before you answer' if campaign.assisted else 'Blind: you see no other answer, and suggestions only after you save yours'}"
-               " · Save with Ctrl+Enter · S skips · H lists the keys")
+               " · Save with Ctrl+Enter · S skips · ? lists the keys")
     progress()
     if state.get("error"):
         st.error(state["error"])
@@ -302,7 +302,7 @@ REVIEW_KEYS = """
 | letters | toggle a tag (each tag shows its letter) |
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
 | S | skip this target: then 1 – 3 pick a reason, or type one and press Enter; Esc goes back |
-| H | this list |
+| ? or H | this list |
 
 Keys without Ctrl do nothing while you type in a text box.
 """
