@@ -93,6 +93,13 @@ def analyze(trace: Trace) -> Analysis:
     return trace._analysis
 
 
+def forget(trace: Trace) -> None:
+    """Drop the analysis kept on a trace. A trace and its analysis point at each other, so
+    without this they wait for the cyclic garbage collector: a loop over many traces that is
+    done with each calls it to free them at once."""
+    trace._analysis = None
+
+
 def structural_warnings(trace: Trace) -> list[TraceWarning]:
     """Odd but legal structure: double spawns, spawn cycles, early events, stray returns..."""
     return analyze(trace).structural

@@ -104,9 +104,16 @@ def paused_gc() -> Iterator[None]:
 
 def _number(value: Any) -> float | None:
     """A JSON number as a float, or None for anything else (booleans included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    kind = value.__class__
+    if kind is float or kind is int:  # what JSON gives, decided at once
+        return float(value)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+_NONE: dict[str, Any] = {}
+"""No extra keys (never written to)."""
 
 
 class Event(BaseModel):
@@ -135,43 +142,46 @@ class Event(BaseModel):
         """The event's keys beyond the reference schema, exactly as they came."""
         return self.__pydantic_extra__ or {}
 
+    # The typed extras below read __pydantic_extra__ straight (None or {} when the event has
+    # no extra key): analysis reads them for every event of every trace it indexes.
+
     @property
     def content(self) -> str | None:
         """Inline text of the event, when it carries a string `content`."""
-        value = self.extras.get("content")
+        value = (self.__pydantic_extra__ or _NONE).get("content")
         return value if isinstance(value, str) else None
 
     @property
     def end_t(self) -> float | None:
         """When the event's work ended, when given as a number not before `t`."""
-        value = _number(self.extras.get("end_t"))
+        value = _number((self.__pydantic_extra__ or _NONE).get("end_t"))
         return value if value is not None and value >= self.t else None
 
     @property
     def tokens(self) -> float | None:
         """Tokens the event consumed, when given as a non-negative number."""
-        value = _number(self.extras.get("tokens"))
+        value = _number((self.__pydantic_extra__ or _NONE).get("tokens"))
         return value if value is not None and value >= 0 else None
 
     @property
     def cost_usd(self) -> float | None:
         """Cost of the event in dollars, when given as a non-negative number."""
-        value = _number(self.extras.get("cost_usd"))
+        value = _number((self.__pydantic_extra__ or _NONE).get("cost_usd"))
         return value if value is not None and value >= 0 else None
 
     @property
     def model(self) -> str | None:
         """The model that produced the event, when given as a string."""
-        value = self.extras.get("model")
+        value = (self.__pydantic_extra__ or _NONE).get("model")
         return value if isinstance(value, str) else None
 
     @property
     def decision(self) -> str | None:
         """Which orchestration decision an `orchestrator_decision` event is, when it says."""
-        value = self.extras.get("decision")
-        if self.type == "orchestrator_decision" and value in DECISIONS:
-            return value
-        return None
+        if self.type != "orchestrator_decision":
+            return None
+        value = (self.__pydantic_extra__ or _NONE).get("decision")
+        return value if value in DECISIONS else None
 
     @property
     def finish(self) -> float:

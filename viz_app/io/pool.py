@@ -307,7 +307,8 @@ def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Tr
                     skip = row - start
                     for table in _tables(parquet, group, columns):
                         if skip < table.num_rows:
-                            return _row_trace(table, skip, row, shard, max_bytes)
+                            values = table.slice(skip, 1).to_pylist()[0]
+                            return _row_trace(values, row, shard, max_bytes)
                         skip -= table.num_rows
                 start += count
     except TraceError:
@@ -356,10 +357,10 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
             done = 0
             try:
                 for table in _tables(parquet, group, columns):
-                    for offset in range(table.num_rows):
+                    for offset, values in enumerate(table.to_pylist()):
                         row = start + done + offset
                         try:
-                            trace = _row_trace(table, offset, row, shard, max_bytes)
+                            trace = _row_trace(values, row, shard, max_bytes)
                         except TraceError as err:
                             on_error(err)
                             continue
@@ -386,9 +387,9 @@ def _tables(parquet: pq.ParquetFile, group: int, columns: list[str]) -> Iterator
         yield pa.Table.from_batches([batch])
 
 
-def _row_trace(table: pa.Table, offset: int, row: int, shard: Shard, max_bytes: int) -> Trace:
-    """The trace in one row of a table read from a shard, validated as a trace file is."""
-    values = {name: table.column(name)[offset].as_py() for name in table.column_names}
+def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -> Trace:
+    """The trace in one row read from a shard (its columns' values), validated as a trace
+    file is."""
     parts = []
     for name in FIELDS:
         value = values.get(name)

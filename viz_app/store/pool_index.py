@@ -46,7 +46,7 @@ from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, StoreError, TraceError
 from viz_app.io.pool import Shard, read_shard, read_trace
-from viz_app.analysis import analyze
+from viz_app.analysis import analyze, forget
 from viz_app.labels.rubric import Rubric, counted, targets
 from viz_app.model import Trace
 from viz_app.store.index import search_text
@@ -310,6 +310,7 @@ def summarise_shard(shard: Shard, rubric: Rubric | None) -> tuple[list[dict], li
             except Exception as err:  # an analysis bug must not stop the rest of the shard
                 failures.append(_failure(shard.url, TraceError(
                     shard.url, f"row {row}", f"could not be indexed ({err!r})")))
+            forget(trace)  # freed now, not by the cyclic collector scanning every trace
     except TraceError as err:
         failures.append(_failure(shard.url, err))
     except Exception as err:  # a reader's bug, or storage that fails: the shard is named
