@@ -220,3 +220,10 @@ def test_create_over_a_pool_samples_it_in_its_index(capsys, tmp_path, db):
     again = Workspace.open(ws.settings.db_url, traces=[location])
     assert [t.trace_id for t in again.campaign_store.targets(again.campaign("pooled"))] == \
         again.sample_pool(5, seed=11)
+    while (claim := again.claim_next("pooled", Reviewer(name="ann", via="cli"))) is not None:
+        again.submit(claim, {"task_outcome": "success"})
+    code, out, err = run(capsys, "campaign", "export", "pooled", "--traces", location, "--db",
+                         ws.settings.db_url, "--format", "traces", "-o", tmp_path / "out")
+    assert (code, err) == (0, "")
+    assert sorted(p.stem for p in (tmp_path / "out").iterdir()) == sorted(
+        again.sample_pool(5, seed=11))

@@ -60,6 +60,16 @@ def test_a_pool_campaign_is_sampled_claimed_saved_and_exported_end_to_end(ws, tm
                for r in records)
 
 
+def test_a_training_export_of_a_pool_campaign_reads_only_its_labelled_traces(ws, tmp_path):
+    name = create(ws, sample=Sample(kind="random", n=3, seed=6))
+    while (claim := ws.claim_next(name, ANN)) is not None:
+        ws.submit(claim, {"task_outcome": "success"})
+    result = ws.export("traces", tmp_path / "labelled", campaign=name)
+    assert result.left_out == []
+    written = [orjson.loads(path.read_bytes()) for path in result.written]
+    assert sorted(r["trace_id"] for r in written) == sorted(ws.sample_pool(3, seed=6))
+
+
 def test_a_random_pool_sample_is_the_libraries_draw_for_the_seed(ws):
     name = create(ws, sample=Sample(kind="random", n=10, seed=7))
     assert traces_of(ws, name) == ws.sample_pool(10, seed=7)

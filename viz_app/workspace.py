@@ -478,6 +478,8 @@ class Workspace:
                 self.campaign(campaign)
             labels = self.labels.current_records(reviewer=reviewer, campaign=campaign,
                                                  adjudicated_only=adjudicated_only)
+            if found.needs_traces and traces is not None and self.pools:
+                traces = {**traces, **self._pooled(labels, traces)}
             given = ExportInput(labels=labels, rubric=self.rubric, from_scores=from_scores,
                                 traces=traces if found.needs_traces and traces is not None
                                 else {}, options=options or ExportOptions())
@@ -491,6 +493,19 @@ class Workspace:
         return ExportResult(format=format, output=Path(output), written=written.paths,
                             count=count, left_out=written.left_out, notes=written.notes,
                             hf_dataset=hf_dataset)
+
+    def _pooled(self, labels: Sequence[LabelRecord], known: Mapping[str, Trace]
+                ) -> dict[str, Trace]:
+        """The traces of the pools that labels are on and `known` lacks, each read alone (its
+        row group) through the pools' indexes: what an export of a pool's labels reads."""
+        wanted = {r["trace_id"] for r in labels} | {
+            r["pair_trace_id"] for r in labels if r.get("pair_trace_id")}
+        found: dict[str, Trace] = {}
+        for trace_id in sorted(wanted - set(known)):
+            pooled = self.pool_trace(trace_id)
+            if pooled is not None:
+                found[trace_id] = pooled[1]
+        return found
 
     # -- case studies -----------------------------------------------------------------------------
 

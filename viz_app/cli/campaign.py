@@ -348,7 +348,9 @@ def export_verb(args: argparse.Namespace) -> int:
     ws = _workspace(args)
     status = ws.campaign_status(args.name)
     traces = None
-    if found.needs_traces:
+    if found.needs_traces and not ws.folders:  # a pool's: read through its index, as labelled
+        traces = {}
+    elif found.needs_traces:
         read = ws.read_traces()
         say_unread(read.unread)
         traces = read.traces
