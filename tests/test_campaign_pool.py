@@ -182,3 +182,12 @@ def test_the_compare_page_over_a_pool_alone_opens_on_its_first_traces(app):
     at = page("app_pages/compare.py")
     assert not at.exception, at.exception
     assert not at.info and at.selectbox(key="compare:a").value == "rollout-0000"
+
+
+def test_the_review_page_says_a_closed_campaign_hands_out_nothing(app):
+    name = create(app, sample=Sample(kind="random", n=2, seed=4))
+    app.close_campaign(name, LEAD)
+    at = page(None, campaign=name)
+    assert not at.exception, at.exception
+    assert any("was closed by a lead" in i.value for i in at.info)
+    assert not any(b.key == "review:start" for b in at.button)

@@ -102,6 +102,13 @@ def progress() -> None:
                         f"{found.saved} of {found.slots} reviews")
 
 
+if campaign.closed_at is not None and not state.get("claim"):  # a held target may be saved
+    progress()
+    st.info(f"**{markdown_literal(name, 80)}** was closed by a lead on "
+            f"{campaign.closed_at[:16].replace('T', ' ')}: it hands out no more targets.",
+            icon=":material/lock:")
+    st.stop()
+
 if not state.get("started"):
     st.caption(f"{'Assisted: suggestions shown before you answer' if campaign.assisted else 'Blind: you see no other answer, and suggestions only after you save yours'}"
                " · Save with Ctrl+Enter · S skips · ? lists the keys")
