@@ -543,7 +543,11 @@ class Workspace:
         """Create a campaign over the library: the traces the spec's filter keeps, sampled as
         it says, each target with the campaign's questions that apply; gold items from
         `gold_records` (else the spec's gold file) and the spec's earlier campaign's
-        adjudicated answers, drawn from the filtered traces and mixed in. Pins the workspace's
+        adjudicated answers, drawn from the filtered traces and mixed in. Over a pool (the
+        spec's, or the first when the folders hold no trace) the filter and sample run in its
+        index (`store.campaigns.pool_sample`). A question the index does not place
+        (`labels.campaign.unindexed`: asked only where nothing must be answered) takes its
+        targets from the sampled traces, read (`Workspace.targets`). Pins the workspace's
         rubric. One transaction: LabelError (and nothing stored) when the name is taken or no
         target is chosen."""
         self._lead(lead, "create a campaign")

@@ -4,8 +4,9 @@ reviewers for agreement, and the shapes a campaign's store hands out (a claim, a
 disagreement). No SQL here: the store (`viz_app.store.campaigns`) keeps campaigns, their targets
 and the slots reviewers claim.
 
-A campaign *target* is one (trace, event) of the library (the trace itself when the event is '')
-with the campaign's questions that the rubric asks there. Every function that chooses is
+A campaign *target* is one (trace, event) of the library or of a pool (the trace itself when the
+event is '') with the campaign's questions that the rubric asks there: from the index's rows, or,
+for a question the index does not place (`unindexed`), from the trace's own targets. Every function that chooses is
 deterministic: the same rows, spec and seed give the same targets in the same order.
 
     spec = CampaignSpec(name="stops", questions=["stopping_correctness"],
