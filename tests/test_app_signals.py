@@ -87,6 +87,12 @@ def test_the_packaged_config_shows_users_no_exception_details():
     assert "--client.showErrorDetails=none" in streamlit_flags()
 
 
+def test_the_app_does_not_collect_garbage_after_every_key_press():
+    # Streamlit's default full collection after each run cost 100-200 ms of a core per key
+    # press once a trace is loaded (bench/bench_labelling.py)
+    assert "--runner.postScriptGC=false" in streamlit_flags()
+
+
 # -- SIGTERM ------------------------------------------------------------------------------------
 
 
