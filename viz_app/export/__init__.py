@@ -405,7 +405,7 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
         if not found.training:
             raise OrchvizError(f"--hf-dataset writes the training shapes ({', '.join(TRAINING)})"
                                f", not {format}")
-        from viz_app.export.hf import Spool, summary, write_hf_dataset
+        from viz_app.export.hf import Spool, settled, summary, write_hf_dataset, write_hf_rows
         from viz_app.export.readers import PROVENANCE
 
         shaped = found.rows(given)
@@ -417,14 +417,20 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
                 used.update(entry["label_id"] for entry in where(row))
                 yield row
 
-        with Spool(noted(), found.schema() if found.schema else None,
-                   found.batch_rows) as spool:
-            facts = summary(format, found.framework, spool.num_rows, list(given.labels), used,
-                            given.rubric,
-                            {**given.options.model_dump(), "from_scores": given.from_scores},
-                            shaped.left_out, shaped.notes)
-            return Written(paths=write_hf_dataset(spool, target, facts), rows=spool.num_rows,
-                           left_out=shaped.left_out, notes=shaped.notes)
+        def facts(rows: int) -> dict[str, Any]:
+            return summary(format, found.framework, rows, list(given.labels), used,
+                           given.rubric,
+                           {**given.options.model_dump(), "from_scores": given.from_scores},
+                           shaped.left_out, shaped.notes)
+
+        schema = found.schema() if found.schema else None
+        if schema is not None and settled(schema):
+            paths, count = write_hf_rows(noted(), schema, target, facts, found.batch_rows)
+            return Written(paths=paths, rows=count, left_out=shaped.left_out,
+                           notes=shaped.notes)
+        with Spool(noted(), schema, found.batch_rows) as spool:
+            return Written(paths=write_hf_dataset(spool, target, facts(spool.num_rows)),
+                           rows=spool.num_rows, left_out=shaped.left_out, notes=shaped.notes)
     if found.training:
         return _write_rows(found, found.rows(given), target)
     written = found.write(given, target)

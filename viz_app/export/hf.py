@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -238,13 +238,17 @@ def reviewers_table(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
     """Per reviewer: labels, how they were identified, sources and origins."""
     found: dict[str, dict[str, Any]] = defaultdict(lambda: {
         "labels": 0, "identified_by": Counter(), "source": Counter(), "origin": Counter()})
-    for record in labels:
-        entry = found[record["reviewer"]]
-        entry["labels"] += 1
-        entry["identified_by"][record.get("identified_by") or "-"] += 1
-        entry["source"][record.get("source") or "-"] += 1
-        if record.get("origin"):
-            entry["origin"][record["origin"]] += 1
+    # counted by (reviewer, identified_by, source, origin) first, in C: the combinations are
+    # few, and taking them in the order first seen keeps each count's keys in that order
+    combos = Counter((r["reviewer"], r.get("identified_by"), r.get("source"), r.get("origin"))
+                     for r in labels)
+    for (reviewer, identified_by, source, origin), count in combos.items():
+        entry = found[reviewer]
+        entry["labels"] += count
+        entry["identified_by"][identified_by or "-"] += count
+        entry["source"][source or "-"] += count
+        if origin:
+            entry["origin"][origin] += count
     return [{"reviewer": name, "labels": e["labels"],
              "identified_by": dict(e["identified_by"]), "source": dict(e["source"]),
              "origin": dict(e["origin"])} for name, e in sorted(found.items())]
@@ -320,71 +324,153 @@ def _counts(counter: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "-"
 
 
-def write_hf_dataset(spool: Spool, folder: str | Path, facts: dict[str, Any]) -> list[Path]:
-    """Write spooled rows as a `datasets` folder (Parquet shards, `save_to_disk`'s files, card,
-    summary), the shards and the Arrow stream in one pass; returns the files written."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class _DataFiles:
+    """The data files of an export folder written a table at a time: Parquet shards of
+    `SHARD_ROWS` rows (named when the count is known) and, once a row comes, the Arrow stream
+    of `arrow/`."""
 
-    target = Path(folder)
-    if target.exists() and not target.is_dir():
-        raise OrchvizError(f"{target} is a file: --hf-dataset writes a folder")
-    (target / "data").mkdir(parents=True, exist_ok=True)
-    for old in (target / "data").glob("train-*.parquet"):
-        old.unlink()
-    arrow = target / ARROW
-    if arrow.exists():
-        for old in arrow.iterdir():
-            if old.is_file():
-                old.unlink()
-    facts = {**facts, "json_columns": spool.as_json}
-    shards = max(1, -(-spool.num_rows // SHARD_ROWS))
-    written = [target / "data" / f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
-    stream = None
-    if spool.num_rows:
-        arrow.mkdir(exist_ok=True)
-        sink = pa.OSFile(str(arrow / DATA_FILE), "wb")
-        stream = pa.ipc.new_stream(sink, spool.schema)
-    shard, out, seen = 0, pq.ParquetWriter(written[0], spool.schema, **PARQUET), 0
-    try:
-        for table in spool.batches():
-            if stream is not None:
-                stream.write_table(table)
-            at = 0
-            while at < table.num_rows:
-                room = (shard + 1) * SHARD_ROWS - seen
-                if room == 0:
-                    out.close()
-                    shard += 1
-                    out = pq.ParquetWriter(written[shard], spool.schema, **PARQUET)
-                    continue
-                piece = table.slice(at, min(room, table.num_rows - at))
-                out.write_table(piece)
-                at += piece.num_rows
-                seen += piece.num_rows
-    finally:
-        out.close()
-        if stream is not None:
-            stream.close()
-            sink.close()
-    if stream is not None:
-        written += _disk_state(arrow, spool, facts)
+    def __init__(self, target: Path, schema):
+        import pyarrow.parquet as pq
+
+        if target.exists() and not target.is_dir():
+            raise OrchvizError(f"{target} is a file: --hf-dataset writes a folder")
+        self.data = target / "data"
+        self.data.mkdir(parents=True, exist_ok=True)
+        for old in [*self.data.glob("train-*.parquet"), *self.data.glob(".train-*.partial")]:
+            old.unlink()
+        self.arrow = target / ARROW
+        if self.arrow.exists():
+            for old in self.arrow.iterdir():
+                if old.is_file():
+                    old.unlink()
+        self.schema = schema
+        self.parts = [self._part(0)]
+        self.out = pq.ParquetWriter(self.parts[0], schema, **PARQUET)
+        self.sink = self.stream = None
+        self.seen = 0
+
+    def _part(self, shard: int) -> Path:
+        return self.data / f".train-{shard:05d}.partial"
+
+    def write(self, table) -> None:
+        """Add a table's rows (in the folder's schema)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not table.num_rows:
+            return
+        if self.stream is None:
+            self.arrow.mkdir(exist_ok=True)
+            self.sink = pa.OSFile(str(self.arrow / DATA_FILE), "wb")
+            self.stream = pa.ipc.new_stream(self.sink, self.schema)
+        self.stream.write_table(table)
+        at = 0
+        while at < table.num_rows:
+            room = len(self.parts) * SHARD_ROWS - self.seen
+            if room == 0:
+                self.out.close()
+                self.parts.append(self._part(len(self.parts)))
+                self.out = pq.ParquetWriter(self.parts[-1], self.schema, **PARQUET)
+                continue
+            piece = table.slice(at, min(room, table.num_rows - at))
+            self.out.write_table(piece)
+            at += piece.num_rows
+            self.seen += piece.num_rows
+
+    def close(self) -> list[Path]:
+        """Close the files; the shards, under their names."""
+        self.out.close()
+        if self.stream is not None:
+            self.stream.close()
+            self.sink.close()
+        shards = len(self.parts)
+        named = [self.data / f"train-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+        for part, name in zip(self.parts, named):
+            part.replace(name)
+        return named
+
+    def abort(self) -> None:
+        """Close the files after a failure, leaving no partial shard behind."""
+        try:
+            self.out.close()
+            if self.stream is not None:
+                self.stream.close()
+                self.sink.close()
+        finally:
+            for part in self.parts:
+                part.unlink(missing_ok=True)
+
+
+def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[str],
+            facts: dict[str, Any]) -> list[Path]:
+    """The state files, card and summary beside written data files; every file written."""
+    facts = {**facts, "json_columns": as_json}
+    written = list(shards)
+    if files.stream is not None:
+        written += _disk_state(files.arrow, files.schema, facts)
     names = [str(p.relative_to(target)) for p in written] + [CARD, SUMMARY]
-    (target / CARD).write_text(card_text(facts, names, "written" if stream is not None
+    (target / CARD).write_text(card_text(facts, names, "written" if files.stream is not None
                                          else "no rows"), "utf-8")
     (target / SUMMARY).write_bytes(orjson.dumps({**facts, "files": names},
                                                 option=orjson.OPT_INDENT_2))
     return [*written, target / CARD, target / SUMMARY]
 
 
-def _disk_state(folder: Path, spool: Spool, facts: dict[str, Any]) -> list[Path]:
+def write_hf_dataset(spool: Spool, folder: str | Path, facts: dict[str, Any]) -> list[Path]:
+    """Write spooled rows as a `datasets` folder (Parquet shards, `save_to_disk`'s files, card,
+    summary), the shards and the Arrow stream in one pass; returns the files written."""
+    target = Path(folder)
+    files = _DataFiles(target, spool.schema)
+    try:
+        for table in spool.batches():
+            files.write(table)
+    except BaseException:
+        files.abort()
+        raise
+    return _finish(target, files, files.close(), spool.as_json, facts)
+
+
+def write_hf_rows(rows: Iterable[dict[str, Any]], schema, folder: str | Path,
+                  facts_of: Callable[[int], dict[str, Any]],
+                  batch_rows: int = BATCH_ROWS) -> tuple[list[Path], int]:
+    """Write rows of a known Arrow schema as a `datasets` folder, a batch at a time straight
+    into its files (no spool: the schema needs no unifying); `facts_of(rows)` gives the facts
+    of the card once the rows are written. Returns the files written and the rows."""
+    import pyarrow as pa
+
+    target = Path(folder)
+    files = _DataFiles(target, schema)
+    try:
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(row)
+            if len(batch) == batch_rows:
+                files.write(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch:
+            files.write(pa.Table.from_pylist(batch, schema=schema))
+    except BaseException:
+        files.abort()
+        raise
+    shards = files.close()
+    return _finish(target, files, shards, [], facts_of(files.seen)), files.seen
+
+
+def settled(schema) -> bool:
+    """Whether rows of this known schema can go straight into a folder (`write_hf_rows`):
+    a Spool of them would end with the same schema (it has no null type, which a spool makes
+    text, and no object with no keys, which it makes JSON)."""
+    return not any(_has_empty_struct(f.type) or _no_null(f.type) != f.type for f in schema)
+
+
+def _disk_state(folder: Path, schema, facts: dict[str, Any]) -> list[Path]:
     """`state.json` and `dataset_info.json` beside the Arrow stream, with the keys
     `Dataset.save_to_disk` writes (datasets 2 to 5): one data file, no format, no split, a
     fingerprint (here the hash of the schema and the facts, so one export writes one), and no
     features, which `load_from_disk` then infers from the stream's schema."""
     import hashlib
 
-    print_ = hashlib.sha256(spool.schema.to_string().encode() + orjson.dumps(
+    print_ = hashlib.sha256(schema.to_string().encode() + orjson.dumps(
         facts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
     state = {"_data_files": [{"filename": DATA_FILE}], "_fingerprint": print_,
              "_format_columns": None, "_format_kwargs": {}, "_format_type": None,
