@@ -96,3 +96,36 @@ def test_an_export_with_no_rows_is_still_a_dataset(tmp_path):
     assert json.loads((folder / "orchviz_export.json").read_text())["rows"] == 0
     assert not (folder / "arrow").exists() and "no rows" in (folder / "README.md").read_text()
     assert read_export(None, folder) == []
+
+
+def _folder_files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("changes_at", [None, 1, 3])
+def test_a_folder_written_straight_holds_what_a_spool_settles(tmp_path, changes_at):
+    """Rows go straight into the folder while each batch has the first's types; where a later
+    batch's types differ (a key null until then, an object gaining a key, a column that turns
+    to JSON text), the folder is still byte for byte what spooling every batch writes."""
+    from viz_app.export.hf import Spool, write_hf_dataset, write_hf_inferred
+
+    def rows():
+        for i in range(10):
+            late = changes_at is not None and i // 2 >= changes_at
+            yield {"prompt": f"row {i}", "note": 7 if late else None,
+                   "extra": {"a": i, **({"b": "x"} if late else {})},
+                   "mixed": [1] if late else "text", "steps": [] if i % 2 else [{"r": 0.5}]}
+
+    def facts(count):
+        return {"format": "unpaired", "framework": "TRL", "rows": count, "labels_read": 0,
+                "labels_used": 0, "traces": 0, "rubric": None, "rubric_versions": [],
+                "options": {}, "left_out": [], "notes": [], "agreement": [], "reviewers": []}
+
+    straight, count = write_hf_inferred(rows(), tmp_path / "straight", facts, batch_rows=2)
+    with Spool(rows(), batch_rows=2) as spool:
+        spooled = write_hf_dataset(spool, tmp_path / "spooled", facts(spool.num_rows))
+    assert count == 10
+    assert [p.name for p in straight] == [p.name for p in spooled]
+    assert _folder_files(tmp_path / "straight") == _folder_files(tmp_path / "spooled")
+    assert not list((tmp_path / "straight" / "data").glob(".*"))

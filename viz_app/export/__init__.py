@@ -405,7 +405,8 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
         if not found.training:
             raise OrchvizError(f"--hf-dataset writes the training shapes ({', '.join(TRAINING)})"
                                f", not {format}")
-        from viz_app.export.hf import Spool, settled, summary, write_hf_dataset, write_hf_rows
+        from viz_app.export.hf import (Spool, settled, summary, write_hf_dataset,
+                                       write_hf_inferred, write_hf_rows)
         from viz_app.export.readers import PROVENANCE
 
         shaped = found.rows(given)
@@ -424,7 +425,11 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
                            shaped.left_out, shaped.notes)
 
         schema = found.schema() if found.schema else None
-        if schema is not None and settled(schema):
+        if schema is None:
+            paths, count = write_hf_inferred(noted(), target, facts, found.batch_rows)
+            return Written(paths=paths, rows=count, left_out=shaped.left_out,
+                           notes=shaped.notes)
+        if settled(schema):
             paths, count = write_hf_rows(noted(), schema, target, facts, found.batch_rows)
             return Written(paths=paths, rows=count, left_out=shaped.left_out,
                            notes=shaped.notes)

@@ -29,6 +29,7 @@ import json
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -116,15 +117,18 @@ class Spool:
     written as JSON text (`as_json`). Use it as a context manager."""
 
     def __init__(self, rows: Iterable[dict[str, Any]], schema=None,
-                 batch_rows: int = BATCH_ROWS):
+                 batch_rows: int = BATCH_ROWS, *, tables: Iterable[tuple[Any, set[str]]] = (),
+                 as_json: set[str] | None = None):
+        """`tables`: batches already turned into Arrow, each with the JSON-text columns it
+        was made with, that come before `rows`; `as_json`: the JSON-text columns so far."""
         import pyarrow as pa
 
         self._folder = tempfile.TemporaryDirectory(prefix="orchviz-spool-")
         self._files: list[tuple[Path, set[str]]] = []
         self._given = schema
         self.num_rows = 0
-        as_json: set[str] = set()
-        schemas = []
+        as_json = set(as_json or ())
+        schemas = [self._spill_table(table, done) for table, done in tables]
         batch: list[dict[str, Any]] = []
         for row in rows:
             batch.append(row)
@@ -156,6 +160,11 @@ class Spool:
 
         table = pa.Table.from_pylist(batch, schema=self._given) if self._given is not None \
             else _batch_table(batch, as_json)
+        return self._spill_table(table, as_json)
+
+    def _spill_table(self, table, as_json: set[str]):
+        import pyarrow as pa
+
         path = Path(self._folder.name) / f"{len(self._files):06d}.arrow"
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(
                 sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as out:
@@ -172,12 +181,7 @@ class Spool:
         for path, done in self._files:
             with pa.OSFile(str(path)) as source:  # read, not mapped: the memory is the batch's
                 table = pa.ipc.open_stream(source).read_all()
-            table = _as_json(table, target, done)
-            if table.schema.equals(self.schema):
-                yield table
-                continue
-            yield pa.concat_tables([self.schema.empty_table(), table],
-                                   promote_options="permissive").select(self.schema.names)
+            yield _conform(_as_json(table, target, done), self.schema)
 
     def write_parquet(self, path: Path, start: int = 0, stop: int | None = None) -> None:
         """Write rows start to stop as one Parquet file."""
@@ -199,6 +203,16 @@ class Spool:
 
     def __exit__(self, *exc) -> None:
         self._folder.cleanup()
+
+
+def _conform(table, schema):
+    """A batch in the unified schema (nulls and missing keys promoted)."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):
+        return table
+    return pa.concat_tables([schema.empty_table(), table],
+                            promote_options="permissive").select(schema.names)
 
 
 def _no_null(kind):
@@ -454,6 +468,77 @@ def write_hf_rows(rows: Iterable[dict[str, Any]], schema, folder: str | Path,
         raise
     shards = files.close()
     return _finish(target, files, shards, [], facts_of(files.seen)), files.seen
+
+
+def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
+                      facts_of: Callable[[int], dict[str, Any]],
+                      batch_rows: int = BATCH_ROWS) -> tuple[list[Path], int]:
+    """Write rows whose Arrow types are inferred as a `datasets` folder, exactly as a Spool
+    would, without spooling while it can: the folder's schema is the first batch's (settled as
+    a Spool settles it), and batches go straight into the files while each has the first's
+    types. At the first batch whose types differ, the batches written are taken back from the
+    Arrow stream (in the first batch's types) into a Spool with the rest, which unifies them.
+    Returns the files written and the rows; `facts_of(rows)` gives the card's facts."""
+    import pyarrow as pa
+
+    target = Path(folder)
+    rows = iter(rows)
+    as_json: set[str] = set()
+    batch = list(islice(rows, batch_rows))
+    first = _batch_table(batch, as_json) if batch else None
+    if first is None or any(_has_empty_struct(f.type) for f in first.schema):
+        ahead = [] if first is None else [(first, set(as_json))]
+        with Spool(rows, batch_rows=batch_rows, tables=ahead, as_json=as_json) as spool:
+            return write_hf_dataset(spool, target, facts_of(spool.num_rows)), spool.num_rows
+    raw, settled_json = first.schema, set(as_json)
+    unified = pa.unify_schemas([raw], promote_options="permissive")
+    schema = pa.schema([f.with_type(_no_null(f.type)) for f in unified])
+    files = _DataFiles(target, schema)
+    sizes: list[int] = []
+    table = first
+    try:
+        while True:
+            files.write(_conform(table, schema))
+            sizes.append(table.num_rows)
+            batch = list(islice(rows, batch_rows))
+            if not batch:
+                break
+            table = _batch_table(batch, as_json)
+            if not table.schema.equals(raw) or as_json != settled_json:
+                break
+    except BaseException:
+        files.abort()
+        raise
+    if batch:  # types differ: spool everything
+        files.abort()
+        stream = files.arrow / DATA_FILE
+
+        def taken_back():
+            with pa.memory_map(str(stream)) as source:
+                whole = pa.ipc.open_stream(source).read_all()
+                at = 0
+                for size in sizes:
+                    yield _in_types(whole.slice(at, size).combine_chunks(), raw), settled_json
+                    at += size
+                del whole
+            yield table, set(as_json)
+
+        with Spool(rows, batch_rows=batch_rows, tables=taken_back(), as_json=as_json) as spool:
+            return write_hf_dataset(spool, target, facts_of(spool.num_rows)), spool.num_rows
+    shards = files.close()
+    return _finish(target, files, shards, sorted(settled_json), facts_of(files.seen)), \
+        files.seen
+
+
+def _in_types(table, schema):
+    """A batch read back from the folder's stream in the types it was made with (the columns
+    whose nulls the folder's schema made text are made again from their values)."""
+    import pyarrow as pa
+
+    columns = [column if column.type == field.type
+               else pa.array(column.to_pylist(), type=field.type)
+               for column, field in zip(table.columns, schema)]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def settled(schema) -> bool:
