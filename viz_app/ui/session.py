@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit import auth_util
@@ -248,6 +249,7 @@ def communication_html(trace: Trace, *, selected: str | None) -> str:
 
 _CHARTS_READY = "_charts_ready"
 _EMPTY_CHART = go.Figure(layout=dict(height=10, margin=dict(l=0, r=0, t=0, b=0)))
+_EMPTY_TABLE = pd.DataFrame({"": []})
 
 _STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding: 2rem 2.5rem 2rem 2.5rem !important; }
@@ -267,19 +269,25 @@ def page_style() -> None:
 
 
 @contextmanager
-def charts_ahead() -> Iterator[None]:
-    """Run a page under a hidden, empty Plotly chart, until a page of this session has run.
+def bundles_ahead() -> Iterator[None]:
+    """Run a page under hidden, empty elements of the kinds whose browser code Streamlit fetches
+    and compiles only when a page first shows one, until a page of this session has run.
 
-    The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
-    first shows a chart: without this, a deep link would wait for the bundle after the server
-    had sent the tree and timeline. With it the download overlaps the server's work on the
-    trace. A page that switches, reruns or stops leaves the chart for its next run to remove."""
+    Plotly's bundle is about 5 MB: without it here a deep link would wait for the bundle after
+    the server had sent the tree and timeline. The data grid, code and JSON views are smaller,
+    but the first key press that shows one (N onto a stop, whose neighbours are a table, with
+    the inspector showing the event) spent 0.5-0.8 s compiling them. With these elements the
+    downloads overlap the server's work on the trace. A page that switches, reruns or stops
+    leaves them for its next run to remove."""
     if st.session_state.get(_CHARTS_READY):
         yield
         return
     slot = st.empty()
     with slot.container(key="chart-library"):
         st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
+        st.dataframe(_EMPTY_TABLE, key="_table_library", height=40)
+        st.code("", language=None)
+        st.json({}, expanded=False)
     yield  # not past here when the page raises to switch, rerun or stop
     slot.empty()
     st.session_state[_CHARTS_READY] = True
