@@ -107,7 +107,8 @@ def _folder_files(folder):
 def test_a_folder_written_straight_holds_what_a_spool_settles(tmp_path, changes_at):
     """Rows go straight into the folder while each batch has the first's types; where a later
     batch's types differ (a key null until then, an object gaining a key, a column that turns
-    to JSON text), the folder is still byte for byte what spooling every batch writes."""
+    to JSON text), the folder is still byte for byte what spooling every batch writes; and so
+    it is where a batch has fewer keys, or keys in another order."""
     from viz_app.export.hf import Spool, write_hf_dataset, write_hf_inferred
 
     def rows():
@@ -115,7 +116,9 @@ def test_a_folder_written_straight_holds_what_a_spool_settles(tmp_path, changes_
             late = changes_at is not None and i // 2 >= changes_at
             yield {"prompt": f"row {i}", "note": 7 if late else None,
                    "extra": {"a": i, **({"b": "x"} if late else {})},
-                   "mixed": [1] if late else "text", "steps": [] if i % 2 else [{"r": 0.5}]}
+                   "mixed": [1] if late else "text", "steps": [] if i % 2 else [{"r": 0.5}],
+                   "fewer": {"a": 1, "b": None if i else 2.5} if i < 2 else {"a": 1},
+                   "order": {"x": 1, "y": 2} if i // 2 % 2 else {"y": 2, "x": 1}}
 
     def facts(count):
         return {"format": "unpaired", "framework": "TRL", "rows": count, "labels_read": 0,

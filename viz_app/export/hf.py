@@ -475,9 +475,10 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
                       batch_rows: int = BATCH_ROWS) -> tuple[list[Path], int]:
     """Write rows whose Arrow types are inferred as a `datasets` folder, exactly as a Spool
     would, without spooling while it can: the folder's schema is the first batch's (settled as
-    a Spool settles it), and batches go straight into the files while each has the first's
-    types. At the first batch whose types differ, the batches written are taken back from the
-    Arrow stream (in the first batch's types) into a Spool with the rest, which unifies them.
+    a Spool settles it), and batches go straight into the files while each adds nothing to the
+    first's types (`_within`). At the first batch that does, the batches written are taken
+    back from the Arrow stream (in the first batch's types) into a Spool with the rest, which
+    unifies them.
     Returns the files written and the rows; `facts_of(rows)` gives the card's facts."""
     import pyarrow as pa
 
@@ -504,7 +505,7 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
             if not batch:
                 break
             table = _batch_table(batch, as_json)
-            if not table.schema.equals(raw) or as_json != settled_json:
+            if as_json != settled_json or not _within(table.schema, raw):
                 break
     except BaseException:
         files.abort()
@@ -528,6 +529,20 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
     shards = files.close()
     return _finish(target, files, shards, sorted(settled_json), facts_of(files.seen)), \
         files.seen
+
+
+def _within(schema, first) -> bool:
+    """Whether a batch's types add nothing to the first batch's (the same, or fewer keys, or
+    keys in another order, or nulls where the first has a type): then the unified schema is
+    the first's whatever the batch."""
+    import pyarrow as pa
+
+    if schema.equals(first):
+        return True
+    try:
+        return pa.unify_schemas([first, schema], promote_options="permissive").equals(first)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
 
 
 def _in_types(table, schema):
