@@ -122,9 +122,10 @@ class TraceSteps:
         """aggregate event id -> the ids of the returns and messages it merged."""
         return {p.event_id: list(p.inputs) for p in self.analysis.aggregates}
 
-    @property
+    @cached_property
     def outcome_reward(self) -> float | None:
-        """The mean reward of the trace-level answers, if any has one."""
+        """The mean reward of the trace-level answers, if any has one (taken once: every row
+        of the trace carries it)."""
         rewards = [a.reward for a in self.outcome if a.reward is not None]
         return statistics.fmean(rewards) if rewards else None
 
