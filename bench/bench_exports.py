@@ -2,6 +2,7 @@
 and as a `datasets` folder, each timed and its peak memory measured in a process of its own.
 
     python bench/bench_exports.py [--labels 100000] [--shapes stepwise,verl] [--no-hf]
+                                  [--repeat 3]
 
 The labels are made on synthetic orchestrations (`viz_app.synth`, 240 events and 12 agents each,
 cloned under their own ids): three reviewers on most targets (aggregates, messages, the stop,
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import pickle
 import random
 import subprocess
@@ -194,6 +196,10 @@ def main() -> int:
     parser.add_argument("--labels", type=int, default=100_000)
     parser.add_argument("--shapes", default=",".join(TRAINING))
     parser.add_argument("--no-hf", action="store_true", help="skip the datasets folders")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each export this many times (each in a process of its own) "
+                             "and report its least CPU time and its greatest peak: on a shared "
+                             "machine other processes only ever add to CPU time")
     parser.add_argument("--one", nargs=3, metavar=("DATA", "SHAPE", "HF"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -202,6 +208,7 @@ def main() -> int:
         print(json.dumps(run_one(Path(data), shape, hf == "1")))
         return 0
     print(machine())
+    print("load average (1, 5, 15 min) at the start: %.2f %.2f %.2f" % os.getloadavg())
     start = time.perf_counter()
     traces, records, rubric = make_data(args.labels)
     print(f"{len(records):,} current labels on {len(traces):,} traces of 240 events "
@@ -216,19 +223,27 @@ def main() -> int:
               f"{'peak MB':>9}{'anon MB':>9}{'held MB':>9}{'import s':>9}")
         for shape in args.shapes.split(","):
             for hf in ((False,) if args.no_hf else (False, True)):
-                done = subprocess.run([sys.executable, __file__, "--one", str(data), shape,
-                                       "1" if hf else "0"], capture_output=True, text=True)
+                runs = []
+                for _ in range(max(1, args.repeat)):
+                    done = subprocess.run([sys.executable, __file__, "--one", str(data), shape,
+                                           "1" if hf else "0"], capture_output=True, text=True)
+                    if done.returncode:
+                        break
+                    runs.append(json.loads(done.stdout.splitlines()[-1]))
                 if done.returncode:
                     print(f"{shape}: failed\n{done.stderr[-2000:]}")
                     failed += 1
                     continue
-                r = json.loads(done.stdout.splitlines()[-1])
+                r = min(runs, key=lambda run: run["cpu"])
+                r = {**r, "peak_mb": max(run["peak_mb"] for run in runs),
+                     "anon_mb": max(run["anon_mb"] for run in runs)}
                 ok = r["cpu"] < TIME_TARGET_S and r["peak_mb"] < MEMORY_TARGET_MB
                 failed += not ok
                 print(f"{shape:<18}{'datasets' if hf else 'file':<9}{r['rows']:>8,}"
                       f"{r['mb_written']:>9.1f}{r['seconds']:>8.2f}{r['cpu']:>8.2f}"
                       f"{r['peak_mb']:>9.0f}{r['anon_mb']:>9.0f}{r['held_mb']:>9.0f}{r['imports']:>9.2f}"
                       + ("" if ok else "  over target"))
+    print("load average (1, 5, 15 min) at the end: %.2f %.2f %.2f" % os.getloadavg())
     print(f"targets: under {TIME_TARGET_S:g} s of CPU and {MEMORY_TARGET_MB:g} MB peak per shape. "
           "CPU s is the process's CPU time (what the export costs; wall s adds what other "
           "processes took of a shared machine); peak MB is the whole process's peak resident "
