@@ -132,3 +132,18 @@ def test_a_folder_written_straight_holds_what_a_spool_settles(tmp_path, changes_
     assert [p.name for p in straight] == [p.name for p in spooled]
     assert _folder_files(tmp_path / "straight") == _folder_files(tmp_path / "spooled")
     assert not list((tmp_path / "straight" / "data").glob(".*"))
+
+
+@pytest.mark.parametrize("changes_at", [None, 1])
+def test_rows_that_fail_part_way_leave_no_partial_files(tmp_path, changes_at):
+    from viz_app.export.hf import write_hf_inferred
+
+    def rows():
+        for i in range(7):
+            if i == 5:
+                raise ValueError("a row could not be made")
+            yield {"prompt": f"row {i}", "note": 1 if changes_at and i >= 2 else None}
+
+    with pytest.raises(ValueError, match="could not be made"):
+        write_hf_inferred(rows(), tmp_path / "out", lambda count: {}, batch_rows=2)
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []

@@ -273,11 +273,17 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             left_out: list[str], notes: list[str]) -> dict[str, Any]:
     """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
     rows rest on)."""
-    from viz_app.labels.agreement import agreement
+    from viz_app.labels.agreement import question_agreement
 
-    alpha = [{"question": q.question, "alpha": q.alpha, "level": q.level,
-              "shared_targets": q.shared_targets, "note": q.note}
-             for q in agreement(rubric, labels, worst=0)] if rubric is not None else []
+    alpha = []
+    if rubric is not None:  # `agreement(rubric, labels)`, the labels sorted by question once
+        by_question: dict[str, list[LabelRecord]] = defaultdict(list)
+        for record in labels:
+            by_question[record["question"]].append(record)
+        alpha = [{"question": q.question, "alpha": q.alpha, "level": q.level,
+                  "shared_targets": q.shared_targets, "note": q.note}
+                 for q in (question_agreement(question, by_question.get(question.id, []),
+                                              worst=0) for question in rubric.questions)]
     return {"format": format, "framework": framework, "rows": rows,
             "labels_read": len(labels), "labels_used": len(used),
             "traces": len({r["trace_id"] for r in labels if r["label_id"] in used}),
@@ -403,8 +409,9 @@ class _DataFiles:
             part.replace(name)
         return named
 
-    def abort(self) -> None:
-        """Close the files after a failure, leaving no partial shard behind."""
+    def abort(self, keep_stream: bool = False) -> None:
+        """Close the files after a failure, leaving no partial shard behind (nor the stream,
+        unless it is to be read back)."""
         try:
             self.out.close()
             if self.stream is not None:
@@ -413,6 +420,8 @@ class _DataFiles:
         finally:
             for part in self.parts:
                 part.unlink(missing_ok=True)
+            if not keep_stream:
+                (self.arrow / DATA_FILE).unlink(missing_ok=True)
 
 
 def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[str],
@@ -511,7 +520,7 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
         files.abort()
         raise
     if batch:  # types differ: spool everything
-        files.abort()
+        files.abort(keep_stream=True)
         stream = files.arrow / DATA_FILE
 
         def taken_back():
@@ -524,7 +533,11 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
                 del whole
             yield table, set(as_json)
 
-        with Spool(rows, batch_rows=batch_rows, tables=taken_back(), as_json=as_json) as spool:
+        try:
+            spool = Spool(rows, batch_rows=batch_rows, tables=taken_back(), as_json=as_json)
+        finally:
+            stream.unlink(missing_ok=True)
+        with spool:
             return write_hf_dataset(spool, target, facts_of(spool.num_rows)), spool.num_rows
     shards = files.close()
     return _finish(target, files, shards, sorted(settled_json), facts_of(files.seen)), \
