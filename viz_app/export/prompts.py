@@ -93,13 +93,16 @@ def _positions(ts: TraceSteps) -> dict[str, list[int]]:
     return found
 
 
-def conversation(ts: TraceSteps, agent: str, stop: int, head: str = "") -> list[dict[str, str]]:
+def conversation(ts: TraceSteps, agent: str, stop: int, head: str = "",
+                 upto: int | None = None) -> list[dict[str, str]]:
     """The head (a user message) and the events before position `stop` as chat messages seen
     from `agent`: its own events `assistant` turns, the rest `user` turns, consecutive lines of
-    one role one message. The whole conversation is made once per trace, agent and head; a
+    one role one message. The whole conversation is made once per trace, agent and head (up to
+    `upto`, the furthest stop that will be asked of it, when the caller knows it); a
     conversation that stops earlier shares its whole messages (the same dicts: rows are written,
     never changed) and makes only the message the stop cuts."""
-    messages, spans, ends = _whole_conversation(ts, agent, head)
+    messages, spans, ends = _whole_conversation(ts, agent, head,
+                                                None if upto is None else max(upto, stop))
     whole = bisect_right(ends, stop)
     found = messages[:whole]
     if whole < len(spans):
@@ -112,12 +115,14 @@ def conversation(ts: TraceSteps, agent: str, stop: int, head: str = "") -> list[
     return found
 
 
-def _whole_conversation(ts: TraceSteps, agent: str, head: str):
+def _whole_conversation(ts: TraceSteps, agent: str, head: str, upto: int | None = None):
     """(messages, (prefix, first position) of each, last position + 1 of each) of the whole
-    trace seen from `agent`; a head merged into the first user turn is its prefix."""
+    trace seen from `agent`; a head merged into the first user turn is its prefix. With `upto`,
+    the messages end with the first that reaches past position `upto`: every stop up to it
+    finds the same messages, and the message it cuts, as in the whole."""
     made = ts.messages_of.get((agent, head))
-    if made is not None:
-        return made
+    if made is not None and (made[3] is None or (upto is not None and upto <= made[3])):
+        return made[:3]
     lines = ts.lines
     messages: list[dict[str, str]] = []
     spans: list[tuple[str, int]] = []
@@ -135,19 +140,23 @@ def _whole_conversation(ts: TraceSteps, agent: str, head: str):
             messages.append({"role": role, "content": text})
             spans.append(("", start))
         ends.append(end)
+        if upto is not None and end > upto:
+            break
+    else:
+        upto = None  # it reached the end: the whole conversation
     if not messages and head:
         messages.append({"role": "user", "content": head})
         spans.append(("", 0))
         ends.append(0)
-    ts.messages_of[(agent, head)] = made = (messages, spans, ends)
-    return made
+    ts.messages_of[(agent, head)] = (messages, spans, ends, upto)
+    return messages, spans, ends
 
 
 def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
     """Everything before a step: the header and the events before it."""
     head = header(ts.trace, options.prompt_with_system)
     if options.conversational:
-        return conversation(ts, step.agent, step.position, head)
+        return conversation(ts, step.agent, step.position, head, ts.last_step[step.agent])
     lines = ts.lines[:step.position]
     lines.insert(0, head)
     return "".join(lines)  # one copy of the text (`head + join` made two)

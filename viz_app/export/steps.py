@@ -104,8 +104,8 @@ class TraceSteps:
     turns_of: dict[str, list[list]] = field(default_factory=dict, repr=False)
     """agent -> its conversation's turns, once made (`viz_app.export.prompts.turns`)."""
     messages_of: dict[tuple[str, str], tuple] = field(default_factory=dict, repr=False)
-    """(agent, head) -> its whole conversation's messages and the positions each covers, once
-    made (`viz_app.export.prompts.conversation`)."""
+    """(agent, head) -> its conversation's messages, the positions each covers, and how far it
+    was made, once made (`viz_app.export.prompts.conversation`)."""
 
     @cached_property
     def lines(self) -> list[str]:
@@ -116,6 +116,11 @@ class TraceSteps:
     def events(self) -> dict[str, Event]:
         """The trace's events by id (`Trace.events_by_id`, looked up once)."""
         return self.trace.events_by_id
+
+    @cached_property
+    def last_step(self) -> dict[str, int]:
+        """agent -> the position of its last step."""
+        return {step.agent: step.position for step in self.steps}  # in time order: last wins
 
     @cached_property
     def merged(self) -> dict[str, list[str]]:
