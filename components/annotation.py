@@ -654,8 +654,10 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
     label = markdown_literal(q.prompt, 200)
     if q.kind in ("scale", "categorical", "boolean"):
         values = [c.value for c in q.choices]
-        if st.session_state.get(key) not in values:
-            st.session_state[key] = None  # no answer yet (set here, so no default is passed)
+        if key not in st.session_state or st.session_state[key] not in values + [None]:
+            # no answer yet (set here, so no default is passed); set only once: a value set
+            # here would overwrite an answer the key script ticked while this run was under way
+            st.session_state[key] = None
         shown = {v: _keyed(q.choice(v).label, f"{modifier or ''}{i}" if modifier is not None
                            and i <= len(SCALE_KEYS) else "") for i, v in enumerate(values, 1)}
         guidance = "\n".join([q.guidance or ""] + [f"- **{c.label}**: {c.guidance}"

@@ -40,7 +40,7 @@ if st.query_params.get("present") == "1" and st.query_params.get("trace") \
     st.switch_page(present, query_params=st.query_params.to_dict())
 session.page_style()
 keyboard()  # ? and Ctrl+Enter / Ctrl+S wherever the focus is
-with session.bundles_ahead():
+with session.charts_ahead():
     try:
         page.run()
     except OrchvizError as err:  # a database that fails, a file gone since it was listed

@@ -248,6 +248,7 @@ def communication_html(trace: Trace, *, selected: str | None) -> str:
 
 
 _CHARTS_READY = "_charts_ready"
+_VIEWS_READY = "_views_ready"
 _EMPTY_CHART = go.Figure(layout=dict(height=10, margin=dict(l=0, r=0, t=0, b=0)))
 _EMPTY_TABLE = pd.DataFrame({"": []})
 
@@ -255,6 +256,8 @@ _STYLE = """<style>
 [data-testid="stMainBlockContainer"] { padding: 2rem 2.5rem 2rem 2.5rem !important; }
 [data-testid="stMetricValue"] { font-size: 1.55rem !important; }
 .st-key-chart-library { display: none !important; }
+.st-key-view-library { position: fixed !important; top: 0; left: 0; width: 300px;
+  opacity: 0; pointer-events: none; z-index: -1; }  /* in the viewport, so its code loads */
 .st-key-ann-keys, .st-key-ann-keys-save { display: none !important; }
 [data-testid="stColumn"]:has(.st-key-labels-panel) {
   position: sticky; top: 0.5rem; align-self: flex-start; max-height: calc(100vh - 1rem);
@@ -269,28 +272,45 @@ def page_style() -> None:
 
 
 @contextmanager
-def bundles_ahead() -> Iterator[None]:
-    """Run a page under hidden, empty elements of the kinds whose browser code Streamlit fetches
-    and compiles only when a page first shows one, until a page of this session has run.
+def charts_ahead() -> Iterator[None]:
+    """Run a page under a hidden, empty Plotly chart, until a page of this session has run.
 
-    Plotly's bundle is about 5 MB: without it here a deep link would wait for the bundle after
-    the server had sent the tree and timeline. The data grid, code and JSON views are smaller,
-    but the first key press that shows one (N onto a stop, whose neighbours are a table, with
-    the inspector showing the event) spent 0.5-0.8 s compiling them. With these elements the
-    downloads overlap the server's work on the trace. A page that switches, reruns or stops
-    leaves them for its next run to remove."""
+    The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
+    first shows a chart: without this, a deep link would wait for the bundle after the server
+    had sent the tree and timeline. With it the download overlaps the server's work on the
+    trace. A page that switches, reruns or stops leaves the chart for its next run to remove."""
     if st.session_state.get(_CHARTS_READY):
         yield
         return
     slot = st.empty()
     with slot.container(key="chart-library"):
         st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
-        st.dataframe(_EMPTY_TABLE, key="_table_library", height=40)
-        st.code("", language=None)
-        st.json({}, expanded=False)
     yield  # not past here when the page raises to switch, rerun or stop
     slot.empty()
     st.session_state[_CHARTS_READY] = True
+
+
+def views_ahead() -> Callable[[], None]:
+    """Draw a hidden, empty table, code box and JSON view at the top of the trace page, on its
+    first run in this session; returns the function that removes them, for the page's end.
+
+    Streamlit's browser code for each of these is fetched and compiled when a page first shows
+    one: without this, the first key press that shows them (N onto a stop, whose neighbours
+    are a table, with the inspector showing its event) waited 0.5-0.8 s for it. A page that
+    switches or stops leaves them, hidden, for its next run to remove."""
+    if st.session_state.get(_VIEWS_READY):
+        return lambda: None
+    slot = st.empty()
+    with slot.container(key="view-library"):
+        st.dataframe(_EMPTY_TABLE, height=40)
+        st.code(".", language=None)  # empty ones draw nothing, and load nothing
+        st.json({"": 0}, expanded=False)
+
+    def done() -> None:
+        slot.empty()
+        st.session_state[_VIEWS_READY] = True
+
+    return done
 
 
 # -- the reviewer ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ reviewer = session.reviewer()
 workspace = session.workspace()
 trace = session.linked_trace("No trace is open. Pick one in the library.")
 analysis = analyze(trace)
+views_ready = session.views_ahead()
 bookmarks = workspace.bookmarks
 # The labels panel's column starts at the top of the page, beside the header, so that at
 # 1600x1000 a target's question and its answers are in view without scrolling.
@@ -106,3 +107,4 @@ with views:
 
 with header:
     draw_header()
+views_ready()
