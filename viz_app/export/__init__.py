@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -414,8 +415,9 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
         where = PROVENANCE[format]
 
         def noted() -> Iterator[dict[str, Any]]:
+            label_id = itemgetter("label_id")
             for row in shaped.rows:
-                used.update(entry["label_id"] for entry in where(row))
+                used.update(map(label_id, where(row)))
                 yield row
 
         def facts(rows: int) -> dict[str, Any]:
