@@ -245,6 +245,23 @@ def test_question_mark_lists_every_key(page, app_server, workspace):
     shot(page, "keyboard_06_question_mark_help")
 
 
+def inspected(page) -> str:
+    """The first line of the inspector: the selected event's type and id."""
+    return page.locator(".st-key-inspector-panel [data-testid='stMarkdown']").nth(1).inner_text()
+
+
+def test_the_inspector_follows_the_labels_panel_and_the_panel_follows_the_inspector(
+        page, app_server, workspace):
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=fay")
+    press(page, "n")  # to the stop: the inspector shows it too
+    assert target(page).startswith("○ e13")
+    assert "e13" in inspected(page)
+    page.locator(".st-key-inspector-panel").get_by_role("button", name="◀ previous").click()
+    wait_for_streamlit(page, quiet_ms=300)
+    assert "e12" in inspected(page)
+    assert target(page).startswith("○ e12")  # an event that is a target becomes the target
+
+
 def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, workspace):
     open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e5"
                      "&reviewer=eve")

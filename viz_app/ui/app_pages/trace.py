@@ -71,33 +71,43 @@ def follow(event_id: str | None) -> None:
         session.select_event(trace, event_id)
 
 
-@st.fragment
-def side_panel() -> None:
-    """The labels panel, the bookmarks and the inspector: a fragment, so a key press, a save or
-    a move to another target reruns this column only, never the tree and the timeline (they
-    ring the selected event again at the page's next full run)."""
-    # The labels first, so that the question and its answers are in view whatever the inspector
-    # shows; drawn before the inspector, so that an event id it returns is followed by the
-    # inspector in this same run.
-    labels_box = st.container(key="labels-panel")
+def follow_now(event_id: str) -> None:
+    """In a widget callback of the side column: select the event, then rerun the labels panel
+    and the inspector, which both show the selection (the tree and the timeline ring it again
+    at the page's next full run)."""
+    follow(event_id)
+    st.rerun(scope=["labels", "inspector"])
+
+
+# Two fragments: a key press, a pick or a save reruns the labels panel alone; a move to another
+# target or event reruns it and the inspector; neither rebuilds the tree and the timeline.
+@st.fragment(key="labels")
+def labels_panel() -> None:
+    """The labels panel: first in the column, so that the question and its answers are in view
+    whatever the inspector shows."""
+    with st.container(key="labels-panel"):
+        annotation_panel(trace, analysis, workspace, reviewer, session.selected_event(trace),
+                         open_trace=session.open_trace, on_choose=follow_now)
+
+
+@st.fragment(key="inspector")
+def inspector_panel() -> None:
+    """The inspector of the selected event or agent, and the bookmarks below it."""
     inspector_box = st.container(border=True, key="inspector-panel")
-    with labels_box:
-        follow(annotation_panel(trace, analysis, workspace, reviewer,
-                                session.selected_event(trace), open_trace=session.open_trace,
-                                on_choose=follow))
     with st.container():
-        follow(bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
-                              session.selected_event(trace)))
+        bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
+                       session.selected_event(trace), on_choose=follow_now)
     event_id = session.selected_event(trace)
     with inspector_box:
         st.markdown("#### Inspector")
         inspector(trace, analysis, event_id=event_id, agent=session.selected_agent(trace),
-                  on_choose=follow)
+                  on_choose=follow_now)
         event_bookmarks(bookmarks.current(trace.trace_id), event_id)
 
 
 with side:
-    side_panel()
+    labels_panel()
+    inspector_panel()
 event_id = session.selected_event(trace)
 agent = session.selected_agent(trace)
 
