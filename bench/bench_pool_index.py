@@ -19,6 +19,7 @@ here, not by reading traces: indexing a million traces would take hours on a lap
 pointing at a real shard and row of part 1's pool, and measures from a fresh `PoolIndex`: the
 library's first page (count + page), a search (count + first page), a filter plus count, and
 opening one trace (locate + read its row group). Targets: < 1 s, < 1 s, < 0.5 s, < 2 s.
+`--rows 0` runs part 1 only.
 """
 
 from __future__ import annotations
@@ -229,6 +230,8 @@ def main() -> None:
         size = sum(p.stat().st_size for p in (work / "one").iterdir())
         print(f"index files: {size / 1e6:.0f} MB for {text_bytes / 1e6:.0f} MB of traces")
 
+        if args.rows <= 0:  # indexing only
+            return
         shards = pool.shards(location)
         seconds, big = timed(lambda: big_index(work, args.rows, shards, args.shard_rows))
         print(f"\n{args.rows:,} summary rows put into a fresh index in {seconds:.0f} s "
