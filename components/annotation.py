@@ -87,12 +87,11 @@ def _event_labels(trace: Trace, analysis: Analysis) -> dict[str, str]:
 def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                      reviewer: Reviewer | None, selected_event: str | None, *,
                      open_trace: Callable[[str], None],
-                     on_choose: Callable[[str], None] | None = None) -> str | None:
-    """Draw the panel for one trace. Returns the event id of a target the reviewer moved to
-    here (the page then selects it in the tree, timeline and inspector), else None;
-    `open_trace(trace_id)` is called to go to the next trace the reviewer has left to label,
-    `on_choose(event_id)` at once when the reviewer moves to a target (in the widget callback,
-    before anything is drawn).
+                     on_choose: Callable[[str], None]) -> None:
+    """Draw the panel for one trace. `open_trace(trace_id)` is called to go to the next trace
+    the reviewer has left to label, `on_choose(event_id)` when the reviewer moves to a target
+    (in the widget callback, before anything is drawn: the page selects it in the tree,
+    timeline and inspector).
 
     The answers are plain widgets, not an `st.form`: each click or key reaches the server at
     once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
@@ -102,15 +101,14 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         store = workspace.labels
     except RubricError as err:
         st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
-        return None
+        return
     if not reviewer:
         st.info("Sign in, or enter your name under **Reviewer**, in the sidebar to label this "
                 "trace.")
-        return None
+        return
     rubric = store.rubric
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"
     state = _state(base)
-    stash = f"_{base}:chosen"
     _show_flash(base)
 
     found = _remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
@@ -124,7 +122,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     keys = [t.key for t in shown]
     if not shown:
         st.caption("The rubric asks nothing about this trace.")
-        return None
+        return
     done = {t.key for t in found if set(t.required) <= set(mine.get(t.key, {}))}
     _follow_selection(state, selected_event, keys, base, found)
     if state["target"] not in keys:
@@ -143,8 +141,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
             _flash(base, "warning", f"Your answer on {state['target'] or 'the whole trace'} is "
                                     "kept but not saved.")
         _leave(state, base, new_key)
-        st.session_state[stash] = new_key
-        if on_choose is not None and new_key:
+        if new_key:  # the whole trace ("") selects no event
             on_choose(new_key)
 
     _navigation(trace, workspace, reviewer, state, keys, done, base, open_trace, move)
@@ -175,8 +172,6 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
     _others(store, trace, target, reviewer.name, bool(mine.get(target.key)))
-    chosen = st.session_state.pop(stash, None)
-    return chosen or None
 
 
 def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,

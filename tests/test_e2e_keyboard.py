@@ -184,15 +184,20 @@ def test_next_moves_on_from_an_unsaved_target_and_the_answer_waits_for_the_revie
     assert checked(page, "4 mostly faithful")  # kept, though never saved
 
 
-def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, workspace):
-    base = app_server(workspace)
+def type_reviewer(page, base: str, name: str) -> None:
+    """Open demo 10 with no reviewer and type `name` in the sidebar."""
     page.goto(f"{base}/trace?trace={PREMATURE_ID}")
     wait_for_streamlit(page)
     box = page.get_by_role("textbox", name="Reviewer")
-    box.fill("dee")
+    box.fill(name)
     box.press("Enter")
     wait_for_streamlit(page)
-    page.get_by_text("0 of 3 targets labelled by dee").wait_for()
+    page.get_by_text(f"0 of 3 targets labelled by {name}").wait_for()
+
+
+def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, workspace):
+    base = app_server(workspace)
+    type_reviewer(page, base, "dee")
     assert "reviewer=dee" in page.url
     page.reload()
     wait_for_streamlit(page)
@@ -208,13 +213,7 @@ def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, worksp
 def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, app_server,
                                                                      workspace):
     base = app_server(workspace)
-    page.goto(f"{base}/trace?trace={PREMATURE_ID}")
-    wait_for_streamlit(page)
-    box = page.get_by_role("textbox", name="Reviewer")
-    box.fill("fay")
-    box.press("Enter")
-    wait_for_streamlit(page)
-    page.get_by_text("0 of 3 targets labelled by fay").wait_for()
+    type_reviewer(page, base, "fay")
     other = page.context.new_page()  # a new tab, a link without &reviewer=
     other.goto(f"{base}/trace?trace={DROPPED_ID}")
     wait_for_streamlit(other)
