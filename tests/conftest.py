@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -401,3 +402,24 @@ def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
     finally:
         for p in procs:
             _kill_group(p)
+
+
+def hold_the_server_line(page) -> dict:
+    """Route the app's WebSocket through the test: while `line["held"]` is true, what the page
+    sends waits in `line["queue"]`; `release(line)` sends it on, in order."""
+    line: dict = {"held": False, "queue": [], "server": None}
+
+    def route(ws) -> None:
+        server = ws.connect_to_server()
+        line["server"] = server
+        server.on_message(ws.send)
+        ws.on_message(lambda m: line["queue"].append(m) if line["held"] else server.send(m))
+
+    page.route_web_socket(re.compile(r".*/_stcore/stream"), route)
+    return line
+
+
+def release(line: dict) -> None:
+    line["held"] = False
+    while line["queue"]:
+        line["server"].send(line["queue"].pop(0))

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import VIEWPORT, shot, wait_for_streamlit
+from conftest import VIEWPORT, hold_the_server_line, release, shot, wait_for_streamlit
 from factories import copy_demos, make_workspace
 from viz_app.cli import main
 from viz_app.labels.campaign import CampaignSpec
@@ -166,3 +166,37 @@ def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
     median = statistics.median(latencies)
     print(f"\nCtrl+Enter to the next target on screen, {len(latencies)} saves: median "
           f"{median * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms")
+
+
+def skip_reasons(workspace) -> list[tuple[str, str]]:
+    """(reviewer, reason) of every skip in the workspace's campaigns."""
+    from sqlalchemy import select
+
+    from viz_app.store.tables import campaign_skips_table as skips
+
+    with workspace.campaign_store.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(select(skips.c.reviewer, skips.c.reason))]
+
+
+def test_a_digit_typed_right_after_s_picks_a_skip_reason_never_an_answer(
+        page, app_server, workspace):
+    """S, then 2 before the reasons are drawn (the server's reply held back): the target is
+    skipped for reason 2, and the form being left gets no answer."""
+    line = hold_the_server_line(page)
+    page.set_default_timeout(WAIT)
+    page.goto(f"{app_server(workspace)}/?campaign={NAME}&reviewer=bob")
+    wait_for_streamlit(page, timeout=WAIT)
+    press(page, "Control+Enter")  # Start
+    page.locator(".st-key-review-target").wait_for()
+    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+    line["held"] = True
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("s")
+    page.keyboard.press("2")
+    page.wait_for_timeout(400)
+    assert page.locator(".st-key-ann-form input[type='radio']:checked").count() == 0
+    release(line)
+    page.wait_for_function("() => /1 skipped/.test(document.body.innerText)", timeout=WAIT)
+    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+    assert skip_reasons(workspace) == [("bob", "The trace looks broken or cut short")]
+    assert workspace.labels.current_records(campaign=NAME) == []

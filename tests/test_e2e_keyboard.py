@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, shot, wait_for_streamlit
+from conftest import VIEWPORT, hold_the_server_line, release, shot, wait_for_streamlit
 from factories import DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, make_workspace
 from viz_app.workspace import Workspace
 
@@ -97,27 +97,6 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
     open_trace(page, page.url)
     assert "reviewer=ann" in page.url
     assert progress_text(page) == "0 of 3 targets labelled by ann"
-
-
-def hold_the_server_line(page) -> dict:
-    """Route the app's WebSocket through the test: while `line["held"]` is true, what the page
-    sends waits in `line["queue"]`; `release(line)` sends it on, in order."""
-    line: dict = {"held": False, "queue": [], "server": None}
-
-    def route(ws) -> None:
-        server = ws.connect_to_server()
-        line["server"] = server
-        server.on_message(ws.send)
-        ws.on_message(lambda m: line["queue"].append(m) if line["held"] else server.send(m))
-
-    page.route_web_socket(re.compile(r".*/_stcore/stream"), route)
-    return line
-
-
-def release(line: dict) -> None:
-    line["held"] = False
-    while line["queue"]:
-        line["server"].send(line["queue"].pop(0))
 
 
 def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(

@@ -5,6 +5,8 @@
 //   Ctrl/Cmd+S        save too (never the browser's "Save page")
 //   1-9, Alt+1-9      tick the n-th answer of the form's first (second) choice question
 //   A-Z (a tag's)     toggle that tag
+//   S then 1-3        on the Review page, a digit typed before the skip reasons are drawn
+//                     waits for them and picks that reason, never an answer of the form left
 // The answers are ticked here, in the browser, so the reviewer sees the choice at once; the
 // click then reaches the server as any click does. Without this script, Streamlit's hidden
 // shortcut buttons do the same through the server.
@@ -64,17 +66,57 @@
     return null;
   }
 
+  function shown(selector) {
+    const button = document.querySelector(selector + " button");
+    return visible(button) ? button : null;
+  }
+
+  // When S asked to skip (the Review page's Skip button, key "review:skip"): the time, so that
+  // a digit typed while its run is under way is kept for the reasons rather than the answers.
+  let skipAskedAt = 0;
+  const SKIP_WAIT_MS = 5000;
+
+  function skipReason(event) {
+    const digit = /^(Digit|Numpad)([1-9])$/.exec(event.code);
+    if (!digit || event.altKey || event.shiftKey) return null;
+    if (!skipAskedAt || performance.now() - skipAskedAt > SKIP_WAIT_MS) return null;
+    if (shown(".st-key-review-skip-reason-" + digit[2])) {
+      skipAskedAt = 0;  // drawn: Streamlit's own shortcut picks it
+      return null;
+    }
+    return digit[2];
+  }
+
+  function pickReasonWhenShown(number, askedAt) {
+    const button = shown(".st-key-review-skip-reason-" + number);
+    if (button) { skipAskedAt = 0; button.click(); return; }
+    if (skipAskedAt !== askedAt || performance.now() - askedAt > SKIP_WAIT_MS) return;
+    setTimeout(function () { pickReasonWhenShown(number, askedAt); }, 25);
+  }
+
   window.addEventListener("keydown", function (event) {
     if (event.repeat || event.isComposing) return;
     const active = document.activeElement;
     const ctrl = event.ctrlKey || event.metaKey;
     if (!ctrl && !typing(active)) {
+      const reason = skipReason(event);
+      if (reason) {
+        event.preventDefault();
+        event.stopPropagation();  // not an answer of the form the reviewer is leaving
+        pickReasonWhenShown(reason, skipAskedAt);
+        return;
+      }
+      if (event.key === "Escape") skipAskedAt = 0;
       const answer = answerOption(event) || tagButton(event);
       if (answer) {
         event.preventDefault();
         event.stopPropagation();  // Streamlit's shortcut button would pick it a second time
         answer.click();
         return;
+      }
+      if ((event.key === "s" || event.key === "S") && !event.altKey && !event.shiftKey &&
+          shown(".st-key-review-skip")) {
+        skipAskedAt = performance.now();  // Streamlit's shortcut clicks Skip itself
       }
     }
     if (event.key === "?" && !ctrl && !event.altKey && !typing(active)) {
