@@ -421,7 +421,8 @@ class Analysis:
         events = self.trace.events_by_id
         spans: dict[str, float] = {}
         for e in self.order:
-            span = e.finish - e.t
+            end = e.end_t  # e.finish - e.t, read once
+            span = end - e.t if end is not None else 0.0
             if span == 0 and e.type == "tool_call" and e.id in result_of:
                 span = max(0.0, events[result_of[e.id]].t - e.t)
             spans[e.id] = span
@@ -606,7 +607,8 @@ class Analysis:
     def stops(self) -> list[StopPoint]:
         """Every explicit stop decision; else the root orchestrator's last event, inferred."""
         explicit = [StopPoint(event_id=e.id, agent=self.actor[e.id], t=e.t, inferred=False)
-                    for e in self.order if e.decision == "stop"]
+                    for e in self.order
+                    if e.type == "orchestrator_decision" and e.decision == "stop"]
         if explicit:
             return explicit
         last = self.events_of[self.root][-1] if self.root in self.events_of else self.order[-1]
@@ -617,8 +619,8 @@ class Analysis:
     @cached_property
     def makespan(self) -> float:
         """From the first event to the end of the last event's work."""
-        start = self.order[0].t
-        return max(e.t + self.duration[e.id] for e in self.order) - start
+        start, duration = self.order[0].t, self.duration
+        return max(e.t + duration[e.id] for e in self.order) - start
 
     @cached_property
     def depth(self) -> int:

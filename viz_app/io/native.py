@@ -186,8 +186,10 @@ def _pool(data: bytes, label: str, on_error: Callable[[TraceError], None] | None
         raise TraceError(label, "", "the file is empty")
 
 
-def trace_from_json(data: bytes, label: str, line: int | None = None) -> Trace:
-    """Parse and validate one trace from JSON bytes.
+def trace_from_json(data: bytes, label: str, line: int | None = None, *,
+                    sha256: str = "") -> Trace:
+    """Parse and validate one trace from JSON bytes; `sha256`, when the caller knows the hash
+    the trace is known by (a pool keeps it), spares hashing the bytes.
 
     pydantic's parser builds the objects (one string for each repeated short string), which
     are checked for what JSON readers could read differently (a key twice in one object, a
@@ -214,7 +216,7 @@ def trace_from_json(data: bytes, label: str, line: int | None = None) -> Trace:
         trace = trace_from_dict(parse_json(data, label, line), label, line=line)
     else:  # the JSON parser already refused deeper nesting than MAX_NESTING
         _finish(trace, label, prefix, "orchviz", nesting_checked=True)
-    trace._sha256 = hashlib.sha256(data).hexdigest()
+    trace._sha256 = sha256 or hashlib.sha256(data).hexdigest()
     return trace
 
 
@@ -248,13 +250,27 @@ _SPELLED = re.compile(rb"\\u00(?:3[aA]|6[cCeE]|75)")
 """An escape that spells a colon or a letter of `null`, which a count of those would miss."""
 
 
+WHOLE_BELOW = 4 * 1024 * 1024
+"""Bytes up to which a trace's parsed objects are written back whole at once to compare."""
+
+
 def _unambiguous(data: bytes, tree: Any) -> bool:
     """Whether parsed JSON holds everything its text says, as every reader reads it: no key
     twice in one object (readers differ on which value counts) and no number beyond the
-    finite (1e400). Decided by counting, at C speed: written back (a chunk of events at a
-    time), the objects have as many colons as the text (one for each key, the others inside
-    strings, which a key dropped would take with it) and as many `null`s (an infinity is
-    written as null). False means only that the exact check must decide."""
+    finite (1e400). Text that orjson wrote (a pool's row, a file `write_trace` wrote) is
+    decided by one comparison: written back, the objects give the same bytes, and orjson
+    writes neither a key twice nor a number that is not finite. Other text is decided by
+    counting, at C speed: written back (a chunk of events at a time), the objects have as many
+    colons as the text (one for each key, the others inside strings, which a key dropped would
+    take with it) and as many `null`s (an infinity is written as null). False means only that
+    the exact check must decide."""
+    if len(data) <= WHOLE_BELOW:
+        try:  # as orjson writes (compact or indented), the text is its own proof: one comparison
+            again = orjson.dumps(tree, option=orjson.OPT_INDENT_2 if data[1:2] == b"\n" else 0)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits, say
+            return False
+        if again == (data[:-1] if data.endswith(b"\n") else data):
+            return True
     colons = nulls = 0
     parts: list[Any] = [tree]
     if isinstance(tree, dict):

@@ -408,19 +408,21 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -
     if len(data) > max_bytes:
         raise TraceError(shard.url, f"row {row}", f"the trace is {len(data) / 1e6:.1f} MB, over "
                          f"the {max_bytes / 1e6:.0f} MB limit (set ORCHVIZ_MAX_BYTES to raise it)")
-    trace = _validated(data, shard, row)
     sha = values.get("_sha256")
-    trace._sha256 = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
+    known = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
+    trace = _validated(data, shard, row, sha256=known)
+    trace._sha256 = known
     fmt = values.get("_source_format")
     trace._source_format = fmt if isinstance(fmt, str) and fmt else "orchviz"
     return trace
 
 
-def _validated(data: bytes, shard: Shard, row: int, line: int | None = None) -> Trace:
+def _validated(data: bytes, shard: Shard, row: int, line: int | None = None,
+               sha256: str = "") -> Trace:
     """A trace from its JSON bytes, validated as a trace file is; errors name shard and row
-    (and, in JSON Lines, the line)."""
+    (and, in JSON Lines, the line). `sha256`: the hash the row keeps, if any."""
     try:
-        trace = trace_from_json(data, shard.url, line=line)
+        trace = trace_from_json(data, shard.url, line=line, sha256=sha256)
     except TraceError as err:
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None

@@ -346,7 +346,8 @@ def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(target, SpawnTarget):
         return [(e.id, {}) for e in analysis.order if e.type == "spawn"]
     if isinstance(target, DelegateTarget):
-        return [(e.id, {}) for e in analysis.order if e.decision == "delegate"]
+        return [(e.id, {}) for e in analysis.order
+                if e.type == "orchestrator_decision" and e.decision == "delegate"]
     if isinstance(target, EventsTarget):
         return [(e.id, {}) for e in analysis.order
                 if e.type in target.types and _matches(e, target.where)]
@@ -358,32 +359,36 @@ def targets(rubric: Rubric, analysis: Analysis) -> list[LabelTarget]:
     question that targets it), then the trace itself."""
     found: dict[str, LabelTarget] = {}
     trace_questions: list[str] = []
+    trace_required: list[str] = []
+    events, actor = analysis.trace.events_by_id, analysis.actor
     for q in rubric.questions:
+        required = not q.optional and q.ask_when is None
         if isinstance(q.target, TraceTarget):
             trace_questions.append(q.id)
+            if required:
+                trace_required.append(q.id)
             continue
+        kind = q.target.kind
         for event_id, facts in _events_for(q.target, analysis):
-            event = analysis.trace.event(event_id)
             item = found.get(event_id)
             if item is None:
                 item = found[event_id] = LabelTarget(
-                    event_id=event_id, kinds=[], t=float(event.t),
-                    agent=analysis.actor[event_id], questions=[], required=[])
-            if q.target.kind not in item.kinds:
-                item.kinds.append(q.target.kind)
+                    event_id=event_id, kinds=[], t=float(events[event_id].t),
+                    agent=actor[event_id], questions=[], required=[])
+            if kind not in item.kinds:
+                item.kinds.append(kind)
             item.questions.append(q.id)
-            if not q.optional and q.ask_when is None:
+            if required:
                 item.required.append(q.id)
-            if facts.get("inferred"):
+            if facts and facts.get("inferred"):
                 item.inferred = True
-            if facts.get("inputs"):
+            if facts and facts.get("inputs"):
                 item.inputs = facts["inputs"]
-    ordered = sorted(found.values(), key=lambda x: analysis.position[x.event_id])
+    position = analysis.position
+    ordered = sorted(found.values(), key=lambda x: position[x.event_id])
     if trace_questions:
-        required = [i for i in trace_questions if not rubric.questions_by_id[i].optional
-                    and rubric.questions_by_id[i].ask_when is None]
         ordered.append(LabelTarget(event_id=None, kinds=["trace"], t=None, agent=None,
-                                   questions=trace_questions, required=required))
+                                   questions=trace_questions, required=trace_required))
     return ordered
 
 
