@@ -22,11 +22,13 @@ words, each matched as a word prefix in the FTS5 index (all words must match).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import pickle
 import re
+import shutil
 import sqlite3
 import time
 import zlib
@@ -400,14 +402,34 @@ Progress = Callable[[int, int, str], None]
 """Called as `progress(done, total, shard)` while shards are indexed."""
 
 
+class IndexBusy(StoreError):
+    """Another process or thread is updating the pool index (`PoolIndex.update(wait=False)`)."""
+
+
+_FORGET_BATCH = 5_000
+"""Docs whose words are forgotten in one SQLite transaction."""
+
+
 class PoolIndex:
-    """The index of one pool: a DuckDB file (summary rows) and a SQLite FTS5 file (words)."""
+    """The index of one pool: a DuckDB file (summary rows) and a SQLite FTS5 file (words).
+
+    Any number of processes read it while one updates it. The DuckDB file is never written in
+    place: an update (serialised by an exclusive `flock` on `<index>.lock`) writes a copy beside
+    it and `os.replace`s the live file with it, and readers, which open the live file read-only,
+    notice the new file (its inode, by `os.stat` before each query) and open it, an open
+    connection reading the old version meanwhile. The word index (in WAL mode: reading and
+    writing never wait for each other) takes new words under new doc numbers (never reused)
+    before the swap, and forgets the words of replaced rows after it, so a reader's search joins
+    only docs its DuckDB version holds; while its words are not exact (the `dirty` flag of its
+    `state` table) searches are counted through DuckDB, not by the word index alone."""
 
     def __init__(self, path: str | os.PathLike, location: str = ""):
         self.path = Path(path)
         self.text_path = self.path.with_suffix(".fts.sqlite")
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.location = location
         self._database: duckdb.DuckDBPyConnection | None = None
+        self._opened: tuple | None = None  # (inode, mtime, size) of the file _database reads
         self._hit_cache: dict[str, list] = {}
         self.last_update: PoolUpdate | None = None
         """What the last update by this object did (None before one)."""
@@ -415,56 +437,107 @@ class PoolIndex:
         """When this object last finished an update (time.time())."""
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._duck() as con:
-            if self._meta(con, "version", missing_ok=True) != INDEX_VERSION:
-                self._create(con)
-            if location and self._meta(con, "location") != location:
-                self._set_meta(con, "location", location)
+        if self._live_version() != INDEX_VERSION:
+            with self._writing(wait=True):
+                if self._live_version() != INDEX_VERSION:  # not made meanwhile by another
+                    self._create()
         with self._text() as db:
-            db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(body, content='', "
-                       "tokenize='unicode61 remove_diacritics 2')")
-            db.execute("CREATE TABLE IF NOT EXISTS texts (doc INTEGER PRIMARY KEY, "
-                       "body BLOB NOT NULL)")
+            self._text_tables(db)
 
-    def _create(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Make the tables, dropping those of another layout (the index is a cache)."""
-        known = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if "meta" in known:
-            for table in ("shards", "traces", "failures", "meta"):
-                con.execute(f"DROP TABLE IF EXISTS {table}")
-            self.text_path.unlink(missing_ok=True)
-        for statement in _SCHEMA:
-            con.execute(statement)
-        self._set_meta(con, "version", INDEX_VERSION)
+    def _live_version(self) -> str | None:
+        """The layout version of the live DuckDB file; None when it is missing or unreadable
+        (the index is a cache: it is made again)."""
+        if not self.path.exists():
+            return None
+        try:
+            with self._duck() as con:
+                return self._meta(con, "version", missing_ok=True)
+        except (StoreError, duckdb.Error):
+            return None
+
+    def _create(self) -> None:
+        """Make both files afresh in the current layout (the caller holds the writer lock):
+        the word index is emptied, then an empty DuckDB file takes the live one's place."""
+        self._sweep()
+        with self._text() as db:
+            for table in ("words", "texts", "state"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+            self._text_tables(db)
+        temp = self._temp_path()
+        try:
+            con = duckdb.connect(str(temp))
+            try:
+                for statement in _SCHEMA:
+                    con.execute(statement)
+                self._set_meta(con, "version", INDEX_VERSION)
+                if self.location:
+                    self._set_meta(con, "location", self.location)
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            self._publish(temp)
+        finally:
+            self._discard(temp)
+
+    @staticmethod
+    def _text_tables(db: sqlite3.Connection) -> None:
+        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            db.commit()
+            db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(body, content='', "
+                   "tokenize='unicode61 remove_diacritics 2')")
+        db.execute("CREATE TABLE IF NOT EXISTS texts (doc INTEGER PRIMARY KEY, "
+                   "body BLOB NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT)")
 
     # -- connections ------------------------------------------------------------------------------
 
+    def _stat(self) -> tuple | None:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_ino, found.st_mtime_ns, found.st_size
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        """The live file attached read-only to a database of its own (`duckdb.connect(path)`
+        would hand back this process's open instance of the file it replaced)."""
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute("ATTACH '{}' AS idx (READ_ONLY)".format(str(self.path).replace("'", "''")))
+        except duckdb.Error as err:
+            con.close()
+            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+            raise StoreError(f"the pool index {self.path} cannot be read ({first}); delete it "
+                             "and run `orchviz pool index` again") from None
+        return con
+
     @contextmanager
     def _duck(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor of the index's one connection (a cursor per operation: threads of the app
-        each get their own). The file stays open while this PoolIndex lives, so another process
-        cannot write it meanwhile (DuckDB allows one writing process)."""
+        """A read-only cursor of the live index (a cursor per operation: threads of the app each
+        get their own). When an update replaced the file since the last operation, the new one
+        is opened; cursors of the old one read it to their end."""
         with self._lock:
-            if self._database is None:
-                try:
-                    self._database = duckdb.connect(str(self.path))
-                except duckdb.IOException as err:
-                    raise StoreError(
-                        f"the pool index {self.path} cannot be opened: another process (such "
-                        "as `orchviz pool index` or the app) has it open; nothing was "
-                        "changed") from err
+            stamp = self._stat()
+            if self._database is None or (stamp is not None and stamp != self._opened):
+                if stamp is None:
+                    raise StoreError(f"the pool index {self.path} is missing; run `orchviz pool "
+                                     "index` to make it")
+                self._database, self._opened = self._open(), stamp
+                self._hit_cache.clear()
             cursor = self._database.cursor()
         try:
+            cursor.execute("USE idx")
             yield cursor
         finally:
             cursor.close()
 
     def close(self) -> None:
-        """Close the index's files (another process may open them then)."""
+        """Close the index's files (the next query opens them again)."""
         with self._lock:
             if self._database is not None:
                 self._database.close()
-                self._database = None
+                self._database, self._opened = None, None
 
     @contextmanager
     def _text(self) -> Iterator[sqlite3.Connection]:
@@ -474,6 +547,60 @@ class PoolIndex:
                 yield db
         finally:
             db.close()
+
+    @contextmanager
+    def _writing(self, wait: bool = True) -> Iterator[None]:
+        """Hold the index's writer lock (an exclusive flock of `<index>.lock`: one update at a
+        time, across processes and within one); IndexBusy when it is held and not `wait`."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        raise IndexBusy(f"the pool index {self.path} is being updated by "
+                                        "another process or the app; its new rows show when "
+                                        "that update finishes") from None
+                    time.sleep(0.2)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _temp_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+
+    def _sweep(self) -> None:
+        """Delete the copies an update that died left (the caller holds the writer lock, so no
+        update is writing one)."""
+        for left in self.path.parent.glob(f"{self.path.name}.*.tmp*"):
+            left.unlink(missing_ok=True)
+
+    @staticmethod
+    def _discard(temp: Path) -> None:
+        temp.unlink(missing_ok=True)
+        temp.with_name(temp.name + ".wal").unlink(missing_ok=True)
+
+    def _publish(self, temp: Path) -> None:
+        """Make a written, closed copy the live file: synced, then renamed over it at once."""
+        if temp.with_name(temp.name + ".wal").exists():
+            raise StoreError(f"the pool index {temp} was not checkpointed; the live index "
+                             "was kept")
+        fd = os.open(temp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, self.path)
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _meta(con: duckdb.DuckDBPyConnection, key: str, missing_ok: bool = False) -> str | None:
@@ -493,128 +620,220 @@ class PoolIndex:
 
     def update(self, shards: Sequence[Shard], *, rubric: Rubric | None = None,
                workers: int | None = None, ray: str | None = None,
-               progress: Progress | None = None, rebuild: bool = False) -> PoolUpdate:
+               progress: Progress | None = None, rebuild: bool = False,
+               wait: bool = True) -> PoolUpdate:
         """Bring the index up to date with a pool's shards: new and changed shards (by
         `shard_stamp`, and any indexed under another rubric) are summarised by
         `summarise_shard`, on `workers` processes (default: every core; 1 reads here) or on Ray
         (`ray`: "auto" joins the cluster this machine knows of or starts one, else a cluster
-        address); rows of shards gone from the pool are dropped. `rebuild` reads every shard."""
+        address); rows of shards gone from the pool are dropped. `rebuild` reads every shard.
+
+        One update runs at a time: another waits for it (`wait`), or raises IndexBusy at once.
+        Readers of the index (this object, other objects and processes) go on reading it as it
+        was until the update replaces it whole; an update that fails or is killed leaves it as
+        it was."""
         started = time.perf_counter()
+        with self._writing(wait):
+            self._sweep()
+            self._hit_cache.clear()
+            result = self._update(shards, rubric, workers, ray, progress, rebuild)
         self._hit_cache.clear()
+        result.seconds = time.perf_counter() - started
+        self.last_update, self.updated_at = result, time.time()
+        return result
+
+    def _update(self, shards: Sequence[Shard], rubric: Rubric | None, workers: int | None,
+                ray: str | None, progress: Progress | None, rebuild: bool) -> PoolUpdate:
+        """`update`'s work, under the writer lock: the new version of the DuckDB file is
+        written beside the live one (a copy of it, or an empty file for a whole update), the
+        new words go into the word index under new doc numbers, the file replaces the live
+        one, and then the words of the rows it no longer holds are forgotten."""
         rubric_sha = rubric.sha256 if rubric is not None else ""
         stamps = {s.url: shard_stamp(s) for s in shards}
+        self._recover()
         with self._duck() as con:
             known = {url: (stamp, sha) for url, stamp, sha in
                      con.execute("SELECT url, stamp, rubric_sha FROM shards").fetchall()}
+            stale = int(self._meta(con, "stale_words") or 0)
+            next_doc = int(self._meta(con, "next_doc") or 0)
         present = set(stamps)
         gone = [url for url in known if url not in present]
         todo = [s for s in shards if rebuild or not stamps[s.url]
                 or known.get(s.url) != (stamps[s.url], rubric_sha)]
         result = PoolUpdate(shards=len(shards), read=len(todo), removed=len(gone),
                             skipped=len(shards) - len(todo))
+        if not todo and not gone:  # nothing changed: the live file stays
+            with self._duck() as con:
+                result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
+                result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
+            return result
         whole = rebuild or (set(known) <= {s.url for s in todo})
-        if whole:  # every indexed shard goes: start both files afresh (no stale words kept)
-            with self._duck() as con:
-                for table in ("shards", "traces", "failures"):
-                    con.execute(f"DELETE FROM {table}")
-                self._set_meta(con, "next_doc", "0")
-                self._set_meta(con, "stale_words", "0")
-                self._set_meta(con, "reward_names", "[]")
+        if whole and stale:  # words kept without their text: only emptying the index drops them
             with self._text() as db:
-                db.execute("DELETE FROM words")  # a contentless table may be emptied whole
+                self._set_dirty(db)
+                db.execute("INSERT INTO words(words) VALUES ('delete-all')")
                 db.execute("DELETE FROM texts")
-        elif gone:
-            with self._duck() as con:
-                self._drop(con, gone)
-        engine = "inline"
-        if todo:
-            if ray is not None:
-                engine, summaries = "ray", _ray_summaries(todo, rubric, ray)
-            elif (workers or os.cpu_count() or 1) > 1 and len(todo) > 1:
-                engine = "processes"
-                summaries = _process_summaries(todo, rubric, workers or os.cpu_count() or 1)
-            else:
-                summaries = ((s, *summarise_shard(s, rubric)) for s in todo)
-            if progress is not None:
-                progress(0, len(todo), "")
-            for done, (shard, rows, failures) in enumerate(summaries, start=1):
-                self._write(shard, stamps[shard.url], rubric_sha, rows, failures)
-                if progress is not None:
-                    progress(done, len(todo), shard.url)
-        with self._duck() as con:
-            result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
-            result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
-        self._hit_cache.clear()
-        result.engine = engine
-        result.seconds = time.perf_counter() - started
-        self.last_update, self.updated_at = result, time.time()
+            stale = 0
+        with self._text() as db:  # doc numbers are never reused: a reader may hold old rows
+            top = db.execute("SELECT max(doc) FROM texts").fetchone()[0]
+        next_doc = max(next_doc, -1 if top is None else top + 1)
+        temp = self._temp_path()
+        try:
+            if not whole:
+                shutil.copyfile(self.path, temp)
+            con = duckdb.connect(str(temp))
+            try:
+                if whole:
+                    for statement in _SCHEMA:
+                        con.execute(statement)
+                    self._set_meta(con, "version", INDEX_VERSION)
+                    with self._duck() as live:
+                        forget = [r[0] for r in live.execute("SELECT doc FROM traces").fetchall()]
+                else:
+                    forget = self._drop(con, gone)
+                if self.location:
+                    self._set_meta(con, "location", self.location)
+                result.engine = "inline"
+                if todo:
+                    if ray is not None:
+                        result.engine, summaries = "ray", _ray_summaries(todo, rubric, ray)
+                    elif (workers or os.cpu_count() or 1) > 1 and len(todo) > 1:
+                        result.engine = "processes"
+                        summaries = _process_summaries(todo, rubric,
+                                                       workers or os.cpu_count() or 1)
+                    else:
+                        summaries = ((s, *summarise_shard(s, rubric)) for s in todo)
+                    if progress is not None:
+                        progress(0, len(todo), "")
+                    for done, (shard, rows, failures) in enumerate(summaries, start=1):
+                        forget += self._write(con, shard, stamps[shard.url], rubric_sha, rows,
+                                              failures, next_doc)
+                        next_doc += len(rows)
+                        if progress is not None:
+                            progress(done, len(todo), shard.url)
+                self._set_meta(con, "next_doc", str(next_doc))
+                self._set_meta(con, "stale_words",
+                               str(stale + len(forget) - self._kept_texts(forget)))
+                result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
+                result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            self._publish(temp)
+        finally:
+            self._discard(temp)
+        self._forget_words(forget, clean=True)
         return result
 
-    def _drop(self, con: duckdb.DuckDBPyConnection, urls: Sequence[str]) -> None:
-        """Forget shards: their rows go, and their words with them (`_forget_words`). Words
-        whose text was not kept (an index written before texts were) stay in the contentless
-        word index, matching no row, counted as stale until the next whole update."""
+    def _drop(self, con: duckdb.DuckDBPyConnection, urls: Sequence[str]) -> list[int]:
+        """Forget shards in the file being written: their rows go. Returns their docs, whose
+        words `_forget_words` deletes once the file is live (until then readers of the live
+        file still find them)."""
         docs: list[int] = []
         for url in urls:
             docs += [r[0] for r in con.execute("SELECT doc FROM traces WHERE shard = ?",
                                                [url]).fetchall()]
             for table, column in (("traces", "shard"), ("failures", "shard"), ("shards", "url")):
                 con.execute(f"DELETE FROM {table} WHERE {column} = ?", [url])
-        stale = self._forget_words(docs)
-        self._set_meta(con, "stale_words", str(int(self._meta(con, "stale_words") or 0) + stale))
+        return docs
 
-    def _forget_words(self, docs: Sequence[int]) -> int:
+    @staticmethod
+    def _set_dirty(db: sqlite3.Connection) -> None:
+        """Say that the word index may hold docs the live DuckDB file does not (an update is
+        writing, or died writing): searches are then counted through DuckDB."""
+        db.execute("INSERT OR REPLACE INTO state VALUES ('dirty', '1')")
+
+    def _words_dirty(self) -> bool:
+        with self._text() as db:
+            try:
+                found = db.execute("SELECT value FROM state WHERE key = 'dirty'").fetchone()
+            except sqlite3.OperationalError:  # a word index made before the flag
+                return False
+        return found is not None and found[0] == "1"
+
+    def _recover(self) -> None:
+        """After an update that died (the word index left dirty; the caller holds the writer
+        lock): forget the words of docs the live DuckDB file does not hold."""
+        import numpy as np
+
+        if not self._words_dirty():
+            return
+        with self._text() as db:
+            kept = np.fromiter((r[0] for r in db.execute("SELECT doc FROM texts")), np.int64)
+        with self._duck() as con:
+            con.register("kept", pa.table({"doc": kept}))
+            orphans = [r[0] for r in con.execute(
+                "SELECT k.doc FROM kept k ANTI JOIN traces t ON t.doc = k.doc").fetchall()]
+            con.unregister("kept")
+        self._forget_words(orphans, clean=True)
+
+    def _kept_texts(self, docs: Sequence[int]) -> int:
+        """How many of these docs have their text kept (so their words can be forgotten)."""
+        found = 0
+        with self._text() as db:
+            for start in range(0, len(docs), 500):
+                chunk = list(docs[start:start + 500])
+                found += db.execute(
+                    f"SELECT count(*) FROM texts WHERE doc IN ({', '.join('?' * len(chunk))})",
+                    chunk).fetchone()[0]
+        return found
+
+    def _forget_words(self, docs: Sequence[int], clean: bool = False) -> int:
         """Delete the words of these docs from the word index: a contentless FTS5 table (SQLite
         before 3.43 has no `contentless_delete`) forgets a doc only when given the text it was
-        added with, kept zlib-compressed in `texts`. Returns how many docs had no text kept."""
-        if not docs:
-            return 0
+        added with, kept zlib-compressed in `texts`. With `clean`, the word index is then said
+        to hold no doc the live file does not. Returns how many docs had no text kept."""
         missing = 0
-        with self._text() as db:
-            for doc in docs:
-                kept = db.execute("SELECT body FROM texts WHERE doc = ?", [doc]).fetchone()
-                if kept is None:
-                    missing += 1
-                    continue
-                db.execute("INSERT INTO words(words, rowid, body) VALUES ('delete', ?, ?)",
-                           [doc, zlib.decompress(kept[0]).decode()])
-            db.executemany("DELETE FROM texts WHERE doc = ?", [[d] for d in docs])
+        for start in range(0, len(docs), _FORGET_BATCH):
+            with self._text() as db:
+                for doc in docs[start:start + _FORGET_BATCH]:
+                    kept = db.execute("SELECT body FROM texts WHERE doc = ?", [doc]).fetchone()
+                    if kept is None:
+                        missing += 1
+                        continue
+                    db.execute("INSERT INTO words(words, rowid, body) VALUES ('delete', ?, ?)",
+                               [doc, zlib.decompress(kept[0]).decode()])
+                db.executemany("DELETE FROM texts WHERE doc = ?",
+                               [[d] for d in docs[start:start + _FORGET_BATCH]])
+        if clean:
+            with self._text() as db:
+                db.execute("DELETE FROM state WHERE key = 'dirty'")
         return missing
 
-    def _write(self, shard: Shard, stamp: str, rubric_sha: str, rows: list[dict],
-               failures: list[dict]) -> None:
-        with self._duck() as con:
-            con.execute("BEGIN")
-            self._drop(con, [shard.url])
-            first = int(self._meta(con, "next_doc") or 0)
-            docs = list(range(first, first + len(rows)))
-            if rows:
-                columns = {"doc": docs, "rewards": [list(r["rewards"].items()) for r in rows]}
-                table = pa.table({
-                    f.name: pa.array(columns[f.name] if f.name in columns
-                                     else [r[f.name] for r in rows], f.type)
-                    for f in _TRACE_TYPES}, schema=_TRACE_TYPES)
-                con.register("batch", table)
-                con.execute(f"INSERT INTO traces SELECT {', '.join(_TRACE_TYPES.names)} "
-                            "FROM batch")
-                con.unregister("batch")
-            if failures:
-                con.executemany("INSERT INTO failures VALUES (?, ?, ?)",
-                                [[f["shard"], f["row"], f["error"]] for f in failures])
-            con.execute("INSERT INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [shard.url, shard.format, bool(shard.compressed), stamp, rubric_sha,
-                         len(rows), len(failures), time.time()])
-            self._set_meta(con, "next_doc", str(first + len(rows)))
-            names = set(json.loads(self._meta(con, "reward_names") or "[]"))
-            if any(set(r["rewards"]) - names for r in rows):
-                names.update(k for r in rows for k in r["rewards"])
-                self._set_meta(con, "reward_names", json.dumps(sorted(names)))
-            with self._text() as db:
-                db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
-                               zip(docs, (r["text"] for r in rows)))
-                db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)",
-                               zip(docs, (zlib.compress(r["text"].encode(), 1) for r in rows)))
-            con.execute("COMMIT")
+    def _write(self, con: duckdb.DuckDBPyConnection, shard: Shard, stamp: str,
+               rubric_sha: str, rows: list[dict], failures: list[dict], first: int
+               ) -> list[int]:
+        """Write a shard's rows into the file being written (`con`), numbered from `first`,
+        and their words into the word index (marked dirty: the live file lacks them). Returns
+        the docs of the shard's rows it replaced."""
+        dropped = self._drop(con, [shard.url])
+        docs = list(range(first, first + len(rows)))
+        if rows:
+            columns = {"doc": docs, "rewards": [list(r["rewards"].items()) for r in rows]}
+            table = pa.table({
+                f.name: pa.array(columns[f.name] if f.name in columns
+                                 else [r[f.name] for r in rows], f.type)
+                for f in _TRACE_TYPES}, schema=_TRACE_TYPES)
+            con.register("batch", table)
+            con.execute(f"INSERT INTO traces SELECT {', '.join(_TRACE_TYPES.names)} FROM batch")
+            con.unregister("batch")
+        if failures:
+            con.executemany("INSERT INTO failures VALUES (?, ?, ?)",
+                            [[f["shard"], f["row"], f["error"]] for f in failures])
+        con.execute("INSERT INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [shard.url, shard.format, bool(shard.compressed), stamp, rubric_sha,
+                     len(rows), len(failures), time.time()])
+        names = set(json.loads(self._meta(con, "reward_names") or "[]"))
+        if any(set(r["rewards"]) - names for r in rows):
+            names.update(k for r in rows for k in r["rewards"])
+            self._set_meta(con, "reward_names", json.dumps(sorted(names)))
+        with self._text() as db:
+            self._set_dirty(db)
+            db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
+                           zip(docs, (r["text"] for r in rows)))
+            db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)",
+                           zip(docs, (zlib.compress(r["text"].encode(), 1) for r in rows)))
+        return dropped
 
     # -- queries ----------------------------------------------------------------------------------
 
@@ -622,7 +841,9 @@ class PoolIndex:
         """Whether every doc of the word index has its row (no shard was dropped since the
         last whole update), so the word index alone can count and page a search."""
         with self._duck() as con:
-            return int(self._meta(con, "stale_words") or 0) == 0
+            if int(self._meta(con, "stale_words") or 0) != 0:
+                return False
+        return not self._words_dirty()  # an update's words not yet (or no longer) in DuckDB
 
     def _word_count(self, search: str) -> int:
         """How many docs of the word index a search matches (counted inside SQLite)."""
