@@ -221,14 +221,15 @@ class Workspace:
 
     def update_pool_index(self, location: str | None = None, *, workers: int | None = None,
                           ray: str | None = None, progress: IndexProgress | None = None,
-                          rebuild: bool = False) -> PoolUpdate:
+                          rebuild: bool = False, wait: bool = True) -> PoolUpdate:
         """Bring a pool's index up to date (new and changed shards read on every core, or on
-        Ray), with each trace's targets under the rubric."""
+        Ray), with each trace's targets under the rubric. While another process (or the app)
+        updates it, wait for that update to finish, or with `wait=False` raise IndexBusy."""
         from viz_app.io.pool import shards
 
         index = self.pool_index(location)
         return index.update(shards(index.location), rubric=self._rubric, workers=workers,
-                            ray=ray, progress=progress, rebuild=rebuild)
+                            ray=ray, progress=progress, rebuild=rebuild, wait=wait)
 
     def sample_pool(self, n: int, *, seed: int = 0, filters: Sequence[Condition] = (),
                     search: str = "", stratify: str | None = None,

@@ -221,9 +221,17 @@ def register_index(verbs: argparse._SubParsersAction) -> None:
 
 def index(args: argparse.Namespace) -> int:
     """Bring the pool's index up to date; say what it did and name the failures."""
+    from viz_app.store.pool_index import IndexBusy
+
     workspace = _pool_workspace(args)
-    done = workspace.update_pool_index(workers=args.workers, ray=args.ray,
-                                       progress=_shard_bar(), rebuild=args.rebuild)
+    options = dict(workers=args.workers, ray=args.ray, progress=_shard_bar(),
+                   rebuild=args.rebuild)
+    try:
+        done = workspace.update_pool_index(wait=False, **options)
+    except IndexBusy:
+        print("another update of this pool's index is under way (the app's Re-index or "
+              "another `orchviz pool index`); waiting for it to finish...", file=sys.stderr)
+        done = workspace.update_pool_index(wait=True, **options)
     pool_index = workspace.pool_index()
     for failure in pool_index.failures(limit=20):
         print(terminal_text(failure.error), file=sys.stderr)
@@ -265,11 +273,15 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
 
 def ls(args: argparse.Namespace) -> int:
     """Print a page of the traces selected, and how many there are."""
-    from viz_app.store.pool_index import parse_condition
+    from viz_app.store.pool_index import IndexBusy, parse_condition
 
     filters = [parse_condition(expr) for expr in args.filter]
     workspace = _pool_workspace(args)
-    workspace.update_pool_index(workers=args.workers, progress=_shard_bar())
+    try:
+        workspace.update_pool_index(workers=args.workers, progress=_shard_bar(), wait=False)
+    except IndexBusy:
+        print("another update of this pool's index is under way; listing the index as it "
+              "was", file=sys.stderr)
     pool_index = workspace.pool_index()
     total = pool_index.count(filters, args.search)
     rows = pool_index.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)

@@ -675,6 +675,7 @@ class PoolIndex:
                 db.execute("DELETE FROM texts")
             stale = 0
         with self._text() as db:  # doc numbers are never reused: a reader may hold old rows
+            self._set_dirty(db)  # from here to the end, the words and a reader's rows may differ
             top = db.execute("SELECT max(doc) FROM texts").fetchone()[0]
         next_doc = max(next_doc, -1 if top is None else top + 1)
         temp = self._temp_path()

@@ -16,8 +16,8 @@ import streamlit as st
 from viz_app.errors import OrchvizError
 from viz_app.io.uploads import save_upload
 from viz_app.store.index import IndexRow
-from viz_app.store.pool_index import (FIELDS, NUMBER_FIELDS, PAGE_SIZE, Condition, PoolIndex,
-                                      PoolRow, parse_condition)
+from viz_app.store.pool_index import (FIELDS, NUMBER_FIELDS, PAGE_SIZE, Condition, IndexBusy,
+                                      PoolIndex, PoolRow, parse_condition)
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 
@@ -83,7 +83,12 @@ def pool_library(location: str) -> None:
             if total:
                 bar.progress(done / total, text=f"Indexing the pool: {done} of {total} shards…")
 
-        workspace.update_pool_index(location, progress=pool_progress)
+        try:  # never wait here: another update's rows show on their own once it ends
+            workspace.update_pool_index(location, progress=pool_progress, wait=False)
+        except IndexBusy:
+            st.info("Another update of this pool's index is under way (`orchviz pool index` "
+                    "or the app's Re-index): the library shows the index as it was, and the "
+                    "new rows once it finishes.", icon=":material/sync:")
     bar.empty()
 
     search_col, topology_col, filter_col = st.columns([3, 2, 3])
@@ -151,7 +156,10 @@ def pool_library(location: str) -> None:
                         icon=":material/chevron_right:"):
         st.session_state["_pool_page"] = page + 1
         st.rerun()
-    if again.button("Re-index", key="pool_reindex", help="Read new and changed shards now"):
+    if again.button("Re-index", key="pool_reindex",
+                    help="Read new and changed shards now (the library shows the index as it "
+                    "was until they are read; one update runs at a time, the app's or "
+                    "`orchviz pool index`'s)"):
         st.session_state["_pool_reindex"] = True
         st.rerun()
 
