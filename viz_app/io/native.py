@@ -191,22 +191,26 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     """Parse and validate one trace from JSON bytes; `sha256`, when the caller knows the hash
     the trace is known by (a pool keeps it), spares hashing the bytes.
 
-    pydantic's parser builds the objects (one string for each repeated short string), which
-    are checked for what JSON readers could read differently (a key twice in one object, a
-    number that is not finite), then turned into models a chunk at a time. Only when something
-    fails does the slower path run, to say where and why in plain words."""
+    Text as orjson writes it (a pool's row, a file `write_trace` wrote) becomes models in one
+    call (`_as_orjson_wrote`). Other text: pydantic's parser builds the objects (one string
+    for each repeated short string), which are checked for what JSON readers could read
+    differently (a key twice in one object, a number that is not finite), then turned into
+    models a chunk at a time. Only when something fails does the slower path run, to say where
+    and why in plain words."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     prefix = f"line {line}: " if line else ""
-    try:
-        with paused_gc():
-            tree = from_json(data, allow_inf_nan=False)
-    except ValueError:  # not JSON (a NaN or Infinity included), or nested too deeply
-        tree = None
-    if tree is None or not _unambiguous(data, tree):
-        _refuse_ambiguous(data, label, prefix)
-    trace = None
-    if tree is not None:
+    trace = _as_orjson_wrote(data) if len(data) <= WHOLE_BELOW else None
+    tree = None
+    if trace is None:
+        try:
+            with paused_gc():
+                tree = from_json(data, allow_inf_nan=False)
+        except ValueError:  # not JSON (a NaN or Infinity included), or nested too deeply
+            tree = None
+        if tree is None or not _unambiguous(data, tree):
+            _refuse_ambiguous(data, label, prefix)
+    if trace is None and tree is not None:
         try:
             with paused_gc():
                 trace = _validate_in_chunks(tree)
@@ -217,6 +221,30 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     else:  # the JSON parser already refused deeper nesting than MAX_NESTING
         _finish(trace, label, prefix, "orchviz", nesting_checked=True)
     trace._sha256 = sha256 or hashlib.sha256(data).hexdigest()
+    return trace
+
+
+def _as_orjson_wrote(data: bytes) -> Trace | None:
+    """The trace in text as orjson writes it (a pool's row, a file `write_trace` wrote), its
+    models built by pydantic straight from the bytes in one call; None for any other text, or
+    one that does not validate (the general path then says why). Such text is its own proof
+    of holding no key twice and no number that is not finite: parsed and written back, it
+    gives the same bytes, and orjson writes neither."""
+    try:
+        with paused_gc():
+            again = orjson.dumps(orjson.loads(data),
+                                 option=orjson.OPT_INDENT_2 if data[1:2] == b"\n" else 0)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if again != (data[:-1] if data.endswith(b"\n") else data):
+        return None
+    del again
+    try:
+        with paused_gc():
+            trace = Trace.model_validate_json(data)
+    except ValidationError:
+        return None
+    share_shapes(trace.events, {})
     return trace
 
 
