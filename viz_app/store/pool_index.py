@@ -636,7 +636,14 @@ class PoolIndex:
         with self._writing(wait):
             self._sweep()
             self._hit_cache.clear()
-            result = self._update(shards, rubric, workers, ray, progress, rebuild)
+            try:
+                result = self._update(shards, rubric, workers, ray, progress, rebuild)
+            except (OSError, duckdb.IOException) as err:  # a full disk, a read-only folder
+                reason = getattr(err, "strerror", None) or str(err).strip().splitlines()[0]
+                if getattr(err, "filename", None):
+                    reason = f"{err.filename}: {reason}"
+                raise StoreError(f"the pool index {self.path} could not be updated ({reason}); "
+                                 "it was left as it was") from err
         self._hit_cache.clear()
         result.seconds = time.perf_counter() - started
         self.last_update, self.updated_at = result, time.time()
@@ -668,12 +675,9 @@ class PoolIndex:
                 result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
             return result
         whole = rebuild or (set(known) <= {s.url for s in todo})
-        if whole and stale:  # words kept without their text: only emptying the index drops them
-            with self._text() as db:
-                self._set_dirty(db)
-                db.execute("INSERT INTO words(words) VALUES ('delete-all')")
-                db.execute("DELETE FROM texts")
-            stale = 0
+        # (words kept without their text, by an index written before texts were, stay: only
+        # emptying the word index would drop them, and readers still search it; they are
+        # counted as stale and the word index is then not taken as exact)
         with self._text() as db:  # doc numbers are never reused: a reader may hold old rows
             self._set_dirty(db)  # from here to the end, the words and a reader's rows may differ
             top = db.execute("SELECT max(doc) FROM texts").fetchone()[0]
