@@ -11,12 +11,15 @@ from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from functools import cached_property
+from operator import attrgetter
 from typing import Literal
 
 import networkx as nx
 from pydantic import BaseModel, Field
 
 from viz_app.model import Event, Trace, TraceWarning, paused_gc
+
+_T = attrgetter("t")
 
 COMMUNICATION_KINDS = ("spawn", "delegate", "message", "return")
 """The kinds of agent-to-agent link the communication graph counts."""
@@ -178,7 +181,7 @@ class Analysis:
         self._events = trace.events_by_id
         self.structural: list[TraceWarning] = []
         """Odd but legal structure found here (see `warnings` for every warning)."""
-        self.order: list[Event] = sorted(trace.events, key=lambda e: e.t)
+        self.order: list[Event] = sorted(trace.events, key=_T)
         """The events in time order (stable: ties keep file order)."""
         self.position = {e.id: i for i, e in enumerate(self.order)}
         self.agent_names = self._agent_names()
