@@ -18,6 +18,8 @@ import duckdb
 import pytest
 
 from factories import REPO, example_trace
+from test_library_pool import captions, listed, pool_env  # noqa: F401  (the app over a pool)
+from test_library_pool import run as run_app
 from viz_app.errors import StoreError
 from viz_app.io import pool
 from viz_app.labels.rubric import default_rubric
@@ -256,3 +258,18 @@ def test_the_first_index_is_made_by_whichever_process_comes_first(tmp_path, loca
     assert index.count() == 18 == index.count(search="rollout") and index._words_exact()
     assert sorted(out.split(" traces")[0] for out, _ in outs) == ["18", "18"]
     index.close()
+
+
+def test_the_library_page_says_an_update_is_under_way_and_shows_the_index_as_it_was(pool_env):
+    """Another process holds the index's writer lock: the page's own check (and its Re-index)
+    does not wait for it, says so, and pages the index as it was."""
+    with pool_env.pool_index()._writing():  # as `orchviz pool index` running elsewhere does
+        at = run_app()
+        assert not at.exception
+        assert "update of this pool's index is under way" in " ".join(i.value for i in at.info)
+        assert listed(at) == [f"rollout-{i:04d}" for i in range(50)]
+        at.button(key="pool_reindex").click().run()
+        assert not at.exception and len(at.info) == 1
+        assert "120 of 120 traces" in captions(at)
+    at.button(key="pool_reindex").click().run()
+    assert not at.exception and not at.info
