@@ -507,7 +507,7 @@ class PoolIndex:
             con.execute("ATTACH '{}' AS idx (READ_ONLY)".format(str(self.path).replace("'", "''")))
         except duckdb.Error as err:
             con.close()
-            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+            first = (str(err).strip() or type(err).__name__).splitlines()[0][:200]
             raise StoreError(f"the pool index {self.path} cannot be read ({first}); delete it "
                              "and run `orchviz pool index` again") from None
         return con
