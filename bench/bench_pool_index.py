@@ -8,9 +8,11 @@ shards in the layout `viz_app.io.pool` writes (fields as text columns, events as
 groups of 64, each row's `_sha256`; `--no-sha` leaves it out, as a pool written by another
 tool does, and the hash is then computed from the trace), then measures on one core: a bare
 parse (reading the shards' columns and `orjson.loads` of every JSON column: the least any
-reader must do) and indexing (`PoolIndex.update` with one worker: validation, analysis, targets
-under the default rubric, the DuckDB rows and the FTS5 words); then indexing with `--workers`
-processes. Both wall time and CPU seconds (of this process and its workers) are printed: on a
+reader must do), what each step of `summarise_shard` costs per trace on the first shard
+(reading and validating, the analysis figures, the label targets, the words), and indexing
+(`PoolIndex.update` with one worker: validation, analysis, targets under the default rubric,
+the DuckDB rows and the FTS5 words); then indexing with `--workers` processes (give
+`--shard-rows` so that there are several shards per worker: a shard is the unit of work). Both wall time and CPU seconds (of this process and its workers) are printed: on a
 shared machine the CPU seconds are the figure to compare. Targets: indexing within 2x of the
 bare parse on one core, and near-linear speed-up over cores.
 
@@ -41,10 +43,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from viz_app.analysis import analyze, forget
 from viz_app.io import pool
-from viz_app.labels.rubric import default_rubric
-from viz_app.model import TOPOLOGIES
-from viz_app.store.pool_index import Condition, PoolIndex, summarise_shard
+from viz_app.labels.rubric import counted, default_rubric, targets
+from viz_app.model import TOPOLOGIES, paused_gc
+from viz_app.store.index import search_text
+from viz_app.store.pool_index import POOL_TEXT_LIMIT, Condition, PoolIndex, summarise_shard
 from viz_app.synth import synth_trace
 from timing import best_of, machine
 
@@ -116,6 +120,40 @@ def shard_ratio(location: str) -> tuple[float, float]:
         parse.append(best_of(1, lambda: parse_shard(shard)))
         summarise.append(best_of(1, lambda: summarise_shard(shard, rubric)))
     return min(parse), min(summarise)
+
+
+def breakdown(location: str) -> dict[str, float]:
+    """CPU milliseconds per trace of each step of `summarise_shard` on the first shard (the
+    collector paused, as there): reading and validating a row (`read_shard`), the analysis
+    figures the index keeps, the label targets, the words (`search_text`)."""
+    shard = pool.shards(location)[0]
+    rubric = default_rubric()
+    spent = dict.fromkeys(("read + validate", "analysis", "targets", "words"), 0.0)
+    count = 0
+    clock = time.process_time
+    with paused_gc():
+        rows = pool.read_shard(shard, on_error=print)
+        while True:
+            started = clock()
+            found = next(rows, None)
+            spent["read + validate"] += clock() - started
+            if found is None:
+                break
+            trace = found[1]
+            started = clock()
+            a = analyze(trace)
+            (len(a.order), len(a.agents), a.depth, a.makespan, a.parallelism, a.tokens,
+             a.cost_usd, len(a.warnings))
+            middle = clock()
+            {t.key: t.required for t in targets(rubric, a) if counted(t)}
+            late = clock()
+            search_text(trace, POOL_TEXT_LIMIT)
+            spent["analysis"] += middle - started
+            spent["targets"] += late - middle
+            spent["words"] += clock() - late
+            forget(trace)
+            count += 1
+    return {name: seconds * 1000 / count for name, seconds in spent.items()}
 
 
 def indexing(location: str, folder: Path, workers: int) -> tuple[float, float, int]:
@@ -206,9 +244,14 @@ def main() -> None:
         print(f"bare parse (read columns + orjson.loads): {parse:.1f} s, {parse_cpu:.1f} CPU s, "
               f"{args.traces / parse_cpu:,.0f} traces per CPU second")
         parse_one, summarise_one = shard_ratio(location)
-        print(f"one shard ({args.shard_rows} traces), best of 3 taken in turns: bare parse "
+        first = min(args.traces, args.shard_rows)
+        print(f"one shard ({first} traces), best of 3 taken in turns: bare parse "
               f"{parse_one:.2f} s, summarise_shard {summarise_one:.2f} s "
               f"({summarise_one / parse_one:.1f}x)")
+        steps = breakdown(location)
+        print(f"per trace, CPU ms (first shard): bare parse {parse_one * 1000 / first:.2f}; "
+              + ", ".join(f"{name} {ms:.2f}" for name, ms in steps.items())
+              + f"; summarise_shard {summarise_one * 1000 / first:.2f}")
         ones, manys = [], []
         for _ in range(max(1, args.turns)):
             ones.append(indexing(location, work / "one", 1))

@@ -335,6 +335,10 @@ def _matches(event, where: dict[str, Any]) -> bool:
     return True
 
 
+_NO_FACTS: dict[str, Any] = {}
+"""No extra target facts (read, never written)."""
+
+
 def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     """(event id, extra target facts) for each event a target kind picks, in time order."""
     if isinstance(target, AggregateTarget):
@@ -342,14 +346,14 @@ def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(target, StopTarget):
         return [(p.event_id, {"inferred": p.inferred}) for p in analysis.stops]
     if isinstance(target, MessageTarget):
-        return [(e.id, {}) for e in analysis.order if e.type == "message"]
+        return [(e.id, _NO_FACTS) for e in analysis.order if e.type == "message"]
     if isinstance(target, SpawnTarget):
-        return [(e.id, {}) for e in analysis.order if e.type == "spawn"]
+        return [(e.id, _NO_FACTS) for e in analysis.order if e.type == "spawn"]
     if isinstance(target, DelegateTarget):
-        return [(e.id, {}) for e in analysis.order
+        return [(e.id, _NO_FACTS) for e in analysis.order
                 if e.type == "orchestrator_decision" and e.decision == "delegate"]
     if isinstance(target, EventsTarget):
-        return [(e.id, {}) for e in analysis.order
+        return [(e.id, _NO_FACTS) for e in analysis.order
                 if e.type in target.types and _matches(e, target.where)]
     return []
 
