@@ -29,7 +29,7 @@ import json
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import Any
 
@@ -79,59 +79,13 @@ def _json_column(values: list[Any]):
                     type=pa.string())
 
 
-MESSAGE_KEYS = ("role", "content")
-"""The keys of a chat message, in the order orchviz makes them (`viz_app.export.prompts`)."""
-
-
-def _messages(values: list[Any]):
-    """Lists of chat messages as Arrow, each distinct message (by identity: the rows of one
-    conversation share their messages) turned into Arrow once and taken where it recurs; or None
-    unless every value is a list and every message is a dict of exactly `MESSAGE_KEYS`, in that
-    order, with text values (what `pa.array` would make of them, byte for byte; any other
-    message, such as one with a key more, is left to `pa.array`, which keeps it whole)."""
-    import pyarrow as pa
-
-    index: dict[int, int] = {}
-    roles: list[str] = []
-    contents: list[str] = []
-    taken: list[int] = []
-    offsets = [0]
-    for found in values:
-        if type(found) is not list:
-            return None
-        for message in found:
-            at = index.get(id(message))
-            if at is None:
-                if type(message) is not dict or len(message) != 2 \
-                        or tuple(message) != MESSAGE_KEYS:
-                    return None
-                role, content = message["role"], message["content"]
-                if type(role) is not str or type(content) is not str:
-                    return None
-                at = index[id(message)] = len(roles)
-                roles.append(role)
-                contents.append(content)
-            taken.append(at)
-        offsets.append(len(taken))
-    if not taken:
-        return None
-    try:
-        pool = pa.StructArray.from_arrays([pa.array(roles, pa.string()),
-                                           pa.array(contents, pa.string())],
-                                          names=list(MESSAGE_KEYS))
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                        pool.take(pa.array(taken, pa.int32())))
-    except (pa.ArrowException, TypeError):  # past 2 GiB of text, say: pa.array chunks it
-        return None
-
-
 def _array(values: list[Any]):
     """`pa.array(values)`, with the same type and values, made faster for the shapes training
     rows have: a column of dicts with the same keys in the same order is made a key at a time
     (each key's values as a column of their own, which is how `pa.array` infers a struct's
-    types), a column of lists of dicts or lists from their items, and lists of chat messages
-    each distinct message once (`_messages`). Anything else, or anything these cannot make as a
-    plain array, is `pa.array`'s."""
+    types; its inference over the dicts themselves was most of the cost of a column of
+    provenance entries), and a column of lists of dicts or lists from their items. Anything
+    else, or anything these cannot make as a plain array, is `pa.array`'s."""
     import pyarrow as pa
 
     if not values:
@@ -145,20 +99,13 @@ def _array(values: list[Any]):
             if all(isinstance(c, pa.Array) for c in children):
                 return pa.StructArray.from_arrays(children, names=list(keys))
     elif kind is list:
-        found = _messages(values)
-        if found is not None:
-            return found
         if all(type(v) is list for v in values):
             items = [x for v in values for x in v]
             if items and type(items[0]) in (dict, list):
                 inner = _array(items)
                 if isinstance(inner, pa.Array):
-                    offsets = [0]
-                    at = 0
-                    for v in values:
-                        at += len(v)
-                        offsets.append(at)
-                    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), inner)
+                    offsets = pa.array(accumulate(map(len, values), initial=0), pa.int32())
+                    return pa.ListArray.from_arrays(offsets, inner)
     return pa.array(values)
 
 
