@@ -174,15 +174,25 @@ def die(*args, **kwargs):
 
 setattr(PoolIndex, sys.argv[3], die)
 index = PoolIndex(sys.argv[1], sys.argv[2])
-index.update(pool.shards(sys.argv[2]), rubric=default_rubric(), workers=1)
+index.update(pool.shards(sys.argv[2]), rubric=default_rubric(), workers=int(sys.argv[4]))
 """
 
 
-def killed_update(index: PoolIndex, location: str, at: str) -> None:
+def killed_update(index: PoolIndex, location: str, at: str, workers: int = 1) -> None:
     """An update by another process, killed (SIGKILL) when it reaches PoolIndex.`at`."""
-    done = subprocess.run([sys.executable, "-c", KILLED, str(index.path), location, at],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", KILLED, str(index.path), location, at,
+                           str(workers)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def test_an_update_killed_while_its_workers_read_leaves_no_lock_behind(held, location):
+    """The workers forked to read shards do not hold the writer lock: once the update's own
+    process is dead, the next update starts at once, even while they finish their shard."""
+    for n in range(3, 8):
+        write_shard(Path(location), f"part-{n}", 6 * n)
+    killed_update(held, location, "_write", workers=2)  # killed at its first shard's rows
+    done = held.update(pool.shards(location), rubric=default_rubric(), workers=1, wait=False)
+    assert done.traces == 48 == held.count(search="rollout")
 
 
 def test_an_update_killed_before_its_swap_leaves_the_index_as_it_was(held, location):

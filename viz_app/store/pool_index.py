@@ -29,6 +29,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import sqlite3
 import time
 import zlib
@@ -409,6 +410,39 @@ class IndexBusy(StoreError):
 _FORGET_BATCH = 5_000
 """Docs whose words are forgotten in one SQLite transaction."""
 
+_HELD_LOCKS: set[int] = set()
+"""File descriptors of the writer locks this process holds. A process forked meanwhile (the
+workers that read shards) closes its copies, so that the lock goes with the process that took
+it, and asks to be ended when that one ends: killed mid-update, it leaves no worker behind
+(ProcessPoolExecutor's workers would otherwise wait for work forever) and no lock held."""
+_FORKED_BY = [0]
+
+
+def _before_fork() -> None:
+    _FORKED_BY[0] = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    if not _HELD_LOCKS:
+        return
+    for fd in list(_HELD_LOCKS):  # a close, never LOCK_UN: that would free the parent's lock
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+    try:  # Linux: SIGTERM when the parent ends (PR_SET_PDEATHSIG)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != _FORKED_BY[0]:  # the parent ended before the request was made
+        os._exit(1)
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
 
 class PoolIndex:
     """The index of one pool: a DuckDB file (summary rows) and a SQLite FTS5 file (words).
@@ -564,9 +598,11 @@ class PoolIndex:
                                         "another process or the app; its new rows show when "
                                         "that update finishes") from None
                     time.sleep(0.2)
+            _HELD_LOCKS.add(fd)
             try:
                 yield
             finally:
+                _HELD_LOCKS.discard(fd)
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
