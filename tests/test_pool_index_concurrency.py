@@ -283,3 +283,14 @@ def test_the_library_page_says_an_update_is_under_way_and_shows_the_index_as_it_
         assert "120 of 120 traces" in captions(at)
     at.button(key="pool_reindex").click().run()
     assert not at.exception and not at.info
+
+
+def test_an_index_file_that_is_not_duckdbs_is_made_again(tmp_path, location):
+    path = tmp_path / "index" / "pool.duckdb"
+    path.parent.mkdir()
+    path.write_bytes(b"not a database, a file cut short by a full disk")
+    index = PoolIndex(path, location)
+    assert index.count() == 0
+    index.update(pool.shards(location), rubric=default_rubric(), workers=1)
+    assert index.count() == 18 == index.count(search="rollout")
+    index.close()

@@ -586,7 +586,11 @@ class PoolIndex:
     def _writing(self, wait: bool = True) -> Iterator[None]:
         """Hold the index's writer lock (an exclusive flock of `<index>.lock`: one update at a
         time, across processes and within one); IndexBusy when it is held and not `wait`."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise StoreError(f"the pool index {self.path} cannot be updated: its lock file "
+                             f"{self.lock_path} cannot be opened ({err.strerror})") from None
         try:
             while True:
                 try:
