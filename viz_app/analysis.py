@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from viz_app.model import Event, Trace, TraceWarning, paused_gc
 
-_T = attrgetter("t")
+_T, _ID = attrgetter("t"), attrgetter("id")
 
 COMMUNICATION_KINDS = ("spawn", "delegate", "message", "return")
 """The kinds of agent-to-agent link the communication graph counts."""
@@ -441,12 +441,18 @@ class Analysis:
         """Each agent's (start, end), in tree order: its spawn (else its first event), and the
         end of its last event's work (its start when it has none)."""
         spans: dict[str, tuple[float, float]] = {}
-        duration = self.duration
+        end, events_of = self._ends.__getitem__, self.events_of
         for agent in self.agents:
             start = self._start(agent)
-            spans[agent] = (start, max((e.t + duration[e.id] for e in self.events_of.get(
-                agent, ())), default=start))
+            spans[agent] = (start, max(map(end, map(_ID, events_of.get(agent, ()))),
+                                       default=start))
         return spans
+
+    @cached_property
+    def _ends(self) -> dict[str, float]:
+        """When each event's work ended: its `t` plus its `duration`."""
+        duration = self.duration
+        return {e.id: e.t + duration[e.id] for e in self.order}
 
     @cached_property
     def agent_stats(self) -> dict[str, AgentStats]:
@@ -622,8 +628,7 @@ class Analysis:
     @cached_property
     def makespan(self) -> float:
         """From the first event to the end of the last event's work."""
-        start, duration = self.order[0].t, self.duration
-        return max(e.t + duration[e.id] for e in self.order) - start
+        return max(self._ends.values()) - self.order[0].t
 
     @cached_property
     def depth(self) -> int:
