@@ -47,26 +47,32 @@ ANNOTATION_SPAN = "agentlightning.annotation"
 REWARD_PREFIX = "agentlightning.reward"
 LINK_PREFIX = "agentlightning.link"
 
+FIRST_LINK = f"{LINK_PREFIX}.0.key_match"
+
 SPAN_FORMATS = frozenset({"agentlightning", "otlp", "agentops", "openai_agents", "langfuse"})
 """Importers whose events keep the span id they came from as `source_id`."""
 
 
 def reward_attributes(step: Step, source_format: str) -> dict[str, Any]:
     """The flattened attributes of the reward span `emit_reward` would write for a step."""
-    dims = [("primary", step.reward)] + [(a.question, a.reward) for a in step.answers
-                                         if a.reward is not None]
-    attributes: dict[str, Any] = {}
-    for i, (name, value) in enumerate(dims):
-        attributes[f"{REWARD_PREFIX}.{i}.name"] = name
-        attributes[f"{REWARD_PREFIX}.{i}.value"] = float(value)
-    links = []
-    if "response_id" in step.call:
-        links.append(("gen_ai.response.id", step.call["response_id"]))
-    if "source_id" in step.call and source_format in SPAN_FORMATS:
-        links.append(("span_id", step.call["source_id"]))
-    for i, (key, value) in enumerate(links):
-        attributes[f"{LINK_PREFIX}.{i}.key_match"] = key
-        attributes[f"{LINK_PREFIX}.{i}.value_match"] = value
+    attributes: dict[str, Any] = {f"{REWARD_PREFIX}.0.name": "primary",
+                                  f"{REWARD_PREFIX}.0.value": float(step.reward)}
+    i = 1
+    for answer in step.answers:
+        if answer.reward is not None:
+            attributes[f"{REWARD_PREFIX}.{i}.name"] = answer.question
+            attributes[f"{REWARD_PREFIX}.{i}.value"] = float(answer.reward)
+            i += 1
+    call = step.call
+    if call:
+        links = []
+        if "response_id" in call:
+            links.append(("gen_ai.response.id", call["response_id"]))
+        if "source_id" in call and source_format in SPAN_FORMATS:
+            links.append(("span_id", call["source_id"]))
+        for i, (key, value) in enumerate(links):
+            attributes[f"{LINK_PREFIX}.{i}.key_match"] = key
+            attributes[f"{LINK_PREFIX}.{i}.value_match"] = value
     return attributes
 
 
@@ -77,25 +83,26 @@ def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions,
                                    else ts.trace.source_format)
     labels = step.labels
     comments = [r["comment"] for r in labels if r.get("comment")]
+    call = step.call
     return {
-        "prompt": {"token_ids": step.call.get("prompt_token_ids", []),
+        "prompt": {"token_ids": call.get("prompt_token_ids", []),
                    "raw_content": context(ts, step, options), "image_urls": []},
-        "response": {"token_ids": step.call.get("response_token_ids", []),
+        "response": {"token_ids": call.get("response_token_ids", []),
                      "raw_content": [{"role": "assistant", "content": ts.lines[step.position]}]},
         "reward": step.reward,
         "metadata": {"request": None, "response": None,
-                     "response_id": step.call.get("response_id"), "agent_name": step.agent,
+                     "response_id": call.get("response_id"), "agent_name": step.agent,
                      "trace_id": ts.trace.trace_id, "task_id": ts.trace.task_id,
                      "event_id": step.event_id, "kind": step.kind,
                      "label": step.label(options.threshold), "threshold": options.threshold,
                      "answers": [a.summary() for a in step.answers], "merged": step.merged,
-                     "call_json": dumps(step.call), "outcome_reward": ts.outcome_reward,
+                     "call_json": dumps(call), "outcome_reward": ts.outcome_reward,
                      "provenance": provenance(labels)},
         "reward_span": {"name": ANNOTATION_SPAN, "attributes": attributes},
         "reward_event": {"event_type": "reward", "data": {
             "value": step.reward, "message": " | ".join(comments) or None, "source": "orchviz",
             "reason": ",".join(a.question for a in step.answers if a.reward is not None)}},
-        "linked": any(k.startswith(LINK_PREFIX) for k in attributes),
+        "linked": FIRST_LINK in attributes,  # links are numbered from 0
     }
 
 

@@ -535,11 +535,14 @@ def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
     schema = pa.schema([f.with_type(_no_null(f.type)) for f in unified])
     files = _DataFiles(target, schema)
     sizes: list[int] = []
-    table = first
+    table, first = first, None
     try:
         while True:
             files.write(_conform(table, schema))
             sizes.append(table.num_rows)
+            # the written batch's rows and Arrow memory are let go before the next batch is
+            # made, which then reuses them (warm) rather than memory fresh from the system
+            batch = table = None
             batch = list(islice(rows, batch_rows))
             if not batch:
                 break

@@ -154,7 +154,10 @@ def _whole_conversation(ts: TraceSteps, agent: str, head: str, upto: int | None 
 
 def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
     """Everything before a step: the header and the events before it."""
-    head = header(ts.trace, options.prompt_with_system)
+    head = ts.heads.get(options.prompt_with_system)
+    if head is None:  # once per trace: every step of it has the same
+        head = ts.heads[options.prompt_with_system] = header(ts.trace,
+                                                             options.prompt_with_system)
     if options.conversational:
         return conversation(ts, step.agent, step.position, head, ts.last_step[step.agent])
     lines = ts.lines[:step.position]

@@ -103,6 +103,9 @@ class TraceSteps:
     event the trace does not have."""
     turns_of: dict[str, list[list]] = field(default_factory=dict, repr=False)
     """agent -> its conversation's turns, once made (`viz_app.export.prompts.turns`)."""
+    heads: dict[bool, str] = field(default_factory=dict, repr=False)
+    """Its prompts' header, without and with the system, once made
+    (`viz_app.export.prompts.context`)."""
     messages_of: dict[tuple[str, str], tuple] = field(default_factory=dict, repr=False)
     """(agent, head) -> its conversation's messages, the positions each covers, and how far it
     was made, once made (`viz_app.export.prompts.conversation`)."""
