@@ -95,3 +95,18 @@ def test_every_key_of_a_message_survives_a_datasets_folder(tmp_path):
     assert back[2]["prompt"]["raw_content"] == [{"role": "user",
                                                  "content": "keys in another order",
                                                  "name": None}]
+
+
+def test_the_arrow_stream_file_ends_where_the_stream_does(tmp_path):
+    """Its blocks are allocated ahead of each batch, and the file is cut back to the stream:
+    nothing follows the end-of-stream marker, and it reads back whole."""
+    rows = [{"prompt": "x" * (i * 1000), "n": i} for i in range(7)]
+    write_hf_inferred(iter(rows), tmp_path / "out", _facts, batch_rows=2)
+    data = (tmp_path / "out" / "arrow" / "data-00000-of-00001.arrow").read_bytes()
+    assert data.endswith(b"\xff\xff\xff\xff\x00\x00\x00\x00")
+    assert pa.ipc.open_stream(data).read_all().to_pylist() == rows
+    sink = pa.BufferOutputStream()  # the same stream written in memory: the same bytes
+    with pa.ipc.new_stream(sink, pa.ipc.open_stream(data).schema) as out:
+        for batch in pa.ipc.open_stream(data):
+            out.write_batch(batch)
+    assert sink.getvalue().to_pybytes() == data

@@ -113,5 +113,5 @@ def triplet_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Ite
         source_format = ts.trace.source_format
         for step in ts.steps:
             yield triplet_row(ts, step, conversational, source_format)
-        ts.messages_of.clear()  # the trace's conversations are done with
+        ts.let_go()  # the trace's lines and conversations are done with
 

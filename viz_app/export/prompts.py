@@ -187,7 +187,7 @@ def unpaired_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> It
         for step in ts.steps:
             yield {"prompt": context(ts, step, options), "completion": step_text(ts, step, options),
                    "label": step.label(options.threshold), **step_columns(ts, step, options)}
-        ts.messages_of.clear()  # the trace's conversations are done with
+        ts.let_go()  # the trace's lines and conversations are done with
 
 
 NO_CONVERSATIONAL_STEPWISE = (

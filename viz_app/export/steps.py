@@ -110,6 +110,13 @@ class TraceSteps:
     """(agent, head) -> its conversation's messages, the positions each covers, and how far it
     was made, once made (`viz_app.export.prompts.conversation`)."""
 
+    def let_go(self) -> None:
+        """Drop what rows were made from (its prompt lines, turns and conversations; made
+        again if asked), so that the next trace's rows reuse the memory while it is warm."""
+        self.messages_of.clear()
+        self.turns_of.clear()
+        self.__dict__.pop("lines", None)
+
     @cached_property
     def lines(self) -> list[str]:
         """Every event as a prompt line (`event_line`), in time order."""
