@@ -269,11 +269,13 @@ _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology"
 
 
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
-    """The index's row of one trace (with its `text` for the word index). Its figures are the
+    """The index's row of one trace (with its `text` for the word index, and `packed`, the
+    text compressed, kept so that FTS5 can delete its words). Its figures are the
     trace's `Analysis` properties that its `Figures` are made of, read without the parts the
     index does not keep (the critical path); its targets and words are what the folder index
     keeps (`labels.rubric.targets`, `store.index.search_text`)."""
     analysis = analyze(trace)
+    text = search_text(trace, POOL_TEXT_LIMIT)
     found = None if rubric is None else {
         t.key: t.required for t in targets(rubric, analysis) if counted(t)}
     return {
@@ -286,7 +288,8 @@ def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -
         "rewards": {k: float(v) for k, v in (trace.rewards or {}).items()},
         "targets": None if found is None else json.dumps(found),
         "target_count": None if found is None else len(found), "sha256": trace.sha256,
-        "warnings": len(analysis.warnings), "text": search_text(trace, POOL_TEXT_LIMIT),
+        "warnings": len(analysis.warnings), "text": text,
+        "packed": zlib.compress(text.encode(), 1),  # in the worker: the writer is one process
     }
 
 
@@ -877,7 +880,7 @@ class PoolIndex:
             db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
                            zip(docs, (r["text"] for r in rows)))
             db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)",
-                           zip(docs, (zlib.compress(r["text"].encode(), 1) for r in rows)))
+                           zip(docs, (r["packed"] for r in rows)))
         return dropped
 
     # -- queries ----------------------------------------------------------------------------------
