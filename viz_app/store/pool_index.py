@@ -500,21 +500,8 @@ class PoolIndex:
             for table in ("words", "texts", "state"):
                 db.execute(f"DROP TABLE IF EXISTS {table}")
             self._text_tables(db)
-        temp = self._temp_path()
-        try:
-            con = duckdb.connect(str(temp))
-            try:
-                for statement in _SCHEMA:
-                    con.execute(statement)
-                self._set_meta(con, "version", INDEX_VERSION)
-                if self.location:
-                    self._set_meta(con, "location", self.location)
-                con.execute("CHECKPOINT")
-            finally:
-                con.close()
-            self._publish(temp)
-        finally:
-            self._discard(temp)
+        with self._new_version(fresh=True):
+            pass
 
     @staticmethod
     def _text_tables(db: sqlite3.Connection) -> None:
@@ -628,6 +615,32 @@ class PoolIndex:
         temp.unlink(missing_ok=True)
         temp.with_name(temp.name + ".wal").unlink(missing_ok=True)
 
+    @contextmanager
+    def _new_version(self, fresh: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to the next version of the DuckDB file (the caller holds the writer
+        lock): a copy of the live file, or with `fresh` an empty one in the current layout.
+        When the body ends, the copy is checkpointed, closed and made the live file; when it
+        fails, the copy is deleted and the live file stays as it was."""
+        temp = self._temp_path()
+        try:
+            if not fresh:
+                shutil.copyfile(self.path, temp)
+            con = duckdb.connect(str(temp))
+            try:
+                if fresh:
+                    for statement in _SCHEMA:
+                        con.execute(statement)
+                    self._set_meta(con, "version", INDEX_VERSION)
+                if self.location:
+                    self._set_meta(con, "location", self.location)
+                yield con
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            self._publish(temp)
+        finally:
+            self._discard(temp)
+
     def _publish(self, temp: Path) -> None:
         """Make a written, closed copy the live file: synced, then renamed over it at once."""
         if temp.with_name(temp.name + ".wal").exists():
@@ -725,51 +738,34 @@ class PoolIndex:
             self._set_dirty(db)  # from here to the end, the words and a reader's rows may differ
             top = db.execute("SELECT max(doc) FROM texts").fetchone()[0]
         next_doc = max(next_doc, -1 if top is None else top + 1)
-        temp = self._temp_path()
-        try:
-            if not whole:
-                shutil.copyfile(self.path, temp)
-            con = duckdb.connect(str(temp))
-            try:
-                if whole:
-                    for statement in _SCHEMA:
-                        con.execute(statement)
-                    self._set_meta(con, "version", INDEX_VERSION)
-                    with self._duck() as live:
-                        forget = [r[0] for r in live.execute("SELECT doc FROM traces").fetchall()]
+        with self._new_version(fresh=whole) as con:
+            if whole:
+                with self._duck() as live:
+                    forget = [r[0] for r in live.execute("SELECT doc FROM traces").fetchall()]
+            else:
+                forget = self._drop(con, gone)
+            result.engine = "inline"
+            if todo:
+                if ray is not None:
+                    result.engine, summaries = "ray", _ray_summaries(todo, rubric, ray)
+                elif (workers or os.cpu_count() or 1) > 1 and len(todo) > 1:
+                    result.engine = "processes"
+                    summaries = _process_summaries(todo, rubric, workers or os.cpu_count() or 1)
                 else:
-                    forget = self._drop(con, gone)
-                if self.location:
-                    self._set_meta(con, "location", self.location)
-                result.engine = "inline"
-                if todo:
-                    if ray is not None:
-                        result.engine, summaries = "ray", _ray_summaries(todo, rubric, ray)
-                    elif (workers or os.cpu_count() or 1) > 1 and len(todo) > 1:
-                        result.engine = "processes"
-                        summaries = _process_summaries(todo, rubric,
-                                                       workers or os.cpu_count() or 1)
-                    else:
-                        summaries = ((s, *summarise_shard(s, rubric)) for s in todo)
+                    summaries = ((s, *summarise_shard(s, rubric)) for s in todo)
+                if progress is not None:
+                    progress(0, len(todo), "")
+                for done, (shard, rows, failures) in enumerate(summaries, start=1):
+                    forget += self._write(con, shard, stamps[shard.url], rubric_sha, rows,
+                                          failures, next_doc)
+                    next_doc += len(rows)
                     if progress is not None:
-                        progress(0, len(todo), "")
-                    for done, (shard, rows, failures) in enumerate(summaries, start=1):
-                        forget += self._write(con, shard, stamps[shard.url], rubric_sha, rows,
-                                              failures, next_doc)
-                        next_doc += len(rows)
-                        if progress is not None:
-                            progress(done, len(todo), shard.url)
-                self._set_meta(con, "next_doc", str(next_doc))
-                self._set_meta(con, "stale_words",
-                               str(stale + len(forget) - self._kept_texts(forget)))
-                result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
-                result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
-                con.execute("CHECKPOINT")
-            finally:
-                con.close()
-            self._publish(temp)
-        finally:
-            self._discard(temp)
+                        progress(done, len(todo), shard.url)
+            self._set_meta(con, "next_doc", str(next_doc))
+            self._set_meta(con, "stale_words",
+                           str(stale + len(forget) - self._kept_texts(forget)))
+            result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
+            result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
         self._forget_words(forget, clean=True)
         return result
 
