@@ -112,9 +112,6 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-_PLAIN_NUMBERS = frozenset((int, float))
-"""The classes of the numbers JSON gives: read at once by the typed extras below."""
-
 _NONE: dict[str, Any] = {}
 """No extra keys (never written to)."""
 
@@ -157,22 +154,19 @@ class Event(BaseModel):
     @property
     def end_t(self) -> float | None:
         """When the event's work ended, when given as a number not before `t`."""
-        value = (self.__pydantic_extra__ or _NONE).get("end_t")
-        value = float(value) if value.__class__ in _PLAIN_NUMBERS else _number(value)
+        value = _number((self.__pydantic_extra__ or _NONE).get("end_t"))
         return value if value is not None and value >= self.t else None
 
     @property
     def tokens(self) -> float | None:
         """Tokens the event consumed, when given as a non-negative number."""
-        value = (self.__pydantic_extra__ or _NONE).get("tokens")
-        value = float(value) if value.__class__ in _PLAIN_NUMBERS else _number(value)
+        value = _number((self.__pydantic_extra__ or _NONE).get("tokens"))
         return value if value is not None and value >= 0 else None
 
     @property
     def cost_usd(self) -> float | None:
         """Cost of the event in dollars, when given as a non-negative number."""
-        value = (self.__pydantic_extra__ or _NONE).get("cost_usd")
-        value = float(value) if value.__class__ in _PLAIN_NUMBERS else _number(value)
+        value = _number((self.__pydantic_extra__ or _NONE).get("cost_usd"))
         return value if value is not None and value >= 0 else None
 
     @property
@@ -198,9 +192,7 @@ class Event(BaseModel):
     @property
     def text(self) -> str:
         """What a reader sees of the event's content: inline text, else the pointer, else ''."""
-        value = (self.__pydantic_extra__ or _NONE).get("content")
-        return (value if value and value.__class__ is str else self.content) \
-            or self.content_ref or ""
+        return self.content or self.content_ref or ""
 
 
 class Edge(BaseModel):
