@@ -126,6 +126,31 @@ def test_an_e_mail_the_provider_has_not_verified_signs_nothing(workspace):
     assert [b.label for b in at.sidebar.button] == ["Sign out"]
 
 
+@pytest.mark.parametrize("claim", ["false", "true", "False", 1, None])
+def test_only_a_true_boolean_verifies_an_e_mail(workspace, claim):
+    # some providers send the claim as text; "false" once let an unverified lead adjudicate
+    user = signed_in(REV) | {"email_verified": claim}
+    if claim is None:
+        del user["email_verified"]
+    at = page(user, signed_in_app=True)
+    assert "no verified e-mail" in sidebar_text(at)
+    assert not save_buttons(at)
+
+
+def test_an_unverified_lead_address_does_not_open_the_adjudicate_page(workspace):
+    workspace.add_member(LEAD, "lead", by=Reviewer(name="admin", via="cli"))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.secrets = dict(AUTH)
+    at.user = signed_in(LEAD, email_verified="false")
+    at.switch_page("app_pages/adjudicate.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert _lead_check(True, signed_in(LEAD, email_verified="false")).text[0].value == \
+        "lead=False"
+    assert not at.metric and not at.dataframe
+    assert any("Sign in" in i.value for i in at.info)
+
+
 def test_a_sign_in_without_an_e_mail_signs_nothing(workspace):
     at = page({"is_logged_in": True, "sub": "1234", "name": "No Mail"}, signed_in_app=True)
     assert "no verified e-mail" in sidebar_text(at)

@@ -447,11 +447,13 @@ def _signed_in_reviewer() -> Reviewer | None:
 
 def _signed_in() -> str | None:
     """The signed-in user's e-mail (lower case), or None: not signed in, no e-mail in the
-    identity token, or one the provider says is not verified (anyone could claim it)."""
+    identity token, or one the provider does not vouch for. Only `email_verified: true`, the
+    JSON boolean, verifies: a missing claim, `"false"` or `"true"` as text (some providers
+    send strings) do not, since anyone could claim such an address."""
     if not st.user.get("is_logged_in"):
         return None
     email = st.user.get("email")
-    if not isinstance(email, str) or st.user.get("email_verified") is False:
+    if not isinstance(email, str) or st.user.get("email_verified") is not True:
         return None
     email = email.strip().lower()
     return email if "@" in email and len(email) <= 256 else None
