@@ -133,7 +133,8 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
     at.secrets = {"auth": {"redirect_uri": "http://localhost:8501/oauth2callback",
                            "cookie_secret": "c" * 32, "client_id": "orchviz",
                            "client_secret": "s", "server_metadata_url": "http://localhost:1/"}}
-    at.user = {"is_logged_in": True, "email": "ann@example.org", "name": "Ann"}
+    at.user = {"is_logged_in": True, "email": "ann@example.org", "name": "Ann",
+               "email_verified": True}
     at.query_params["trace"] = PREMATURE_ID
     at.run()
     assert any("Signed in as" in c.value for c in at.sidebar.caption)
