@@ -31,7 +31,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     sub = top.add_subparsers(dest="labels_verb", metavar="VERB", required=True)
 
     formats = "\n".join(textwrap.fill(
-        f"{f.name:<16}{f.title}" + (f" [{f.framework}]" if f.framework else "")
+        f"{f.name:<16}{f.title}" + (f" [{f.trainer}]" if f.trainer
+                                    else f" [{f.framework}]" if f.framework else "")
         + (" (needs --traces)" if f.needs_traces else ""), 90, initial_indent="  ",
         subsequent_indent=" " * 18, break_on_hyphens=False) for f in FORMATS.values())
     p = sub.add_parser("export", help="write current labels in a training format",

@@ -163,6 +163,13 @@ class ExportFormat:
     refuses: Mapping[str, str] = field(default_factory=dict)
     """Options it cannot take for a reason worth saying (the framework defines no such form):
     option -> the one sentence that refuses it, naming the source."""
+    trainer: str = ""
+    """The released trainer (or reader) that consumes it today, with its version: what the
+    CLI's `--help`, the dataset card and docs/trainers/ name."""
+    json_columns: frozenset[str] = frozenset()
+    """Columns written as JSON text in Parquet and `datasets` folders because their objects'
+    keys vary by row (Arrow would make one struct of every row's keys, and a folder would read
+    back with nulls its file does not have); the card lists them."""
 
     @property
     def training(self) -> bool:
@@ -279,39 +286,52 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(stepwise_rows, "trace with a step"),
                  framework="TRL", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
-                 refuses={"conversational": NO_CONVERSATIONAL_STEPWISE}),
+                 refuses={"conversational": NO_CONVERSATIONAL_STEPWISE},
+                 trainer="TRL 1.13 trl.experimental.prm.PRMTrainer (TRL 1.14.0 removed it: "
+                 "no release after 1.13 trains this shape)"),
     ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
                  "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
                  rows=_steps_shape(unpaired_rows, "step"), framework="TRL",
-                 options=PROMPTS | BOOL | CHAT),
+                 options=PROMPTS | BOOL | CHAT, trainer="TRL 1.16 KTOTrainer"),
     ExportFormat("preference", "TRL preference {prompt, chosen, rejected, margin}, one row per "
                  "judged pair of traces", "preference.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_preference, framework="TRL",
-                 options=PROMPTS | CHAT | PAIRS),
+                 options=PROMPTS | CHAT | PAIRS,
+                 trainer="TRL 1.16 RewardTrainer and DPOTrainer"),
     ExportFormat("openrlhf-rm", "OpenRLHF reward-model pairs {chosen, rejected, margin}, the "
                  "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
-                 framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS),
+                 framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS,
+                 trainer="OpenRLHF 0.9.5 openrlhf.cli.train_rm (RewardDataset)"),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
                  framework="OpenRLHF", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
-                 refuses={"conversational": NO_CONVERSATIONAL_PRM}),
+                 refuses={"conversational": NO_CONVERSATIONAL_PRM},
+                 trainer="OpenRLHF 0.9.5 openrlhf.cli.train_prm (ProcessRewardDataset; "
+                 "removed after 0.9.5)"),
     ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
                  "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
                  rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL,
-                 batch_rows=TRACE_BATCH_ROWS),
+                 batch_rows=TRACE_BATCH_ROWS, json_columns=frozenset({"trajectories",
+                                                                      "metrics"}),
+                 trainer="rLLM Episode.from_dict (rllm-org/rllm 9beb6e0, rllm/types.py)"),
     ExportFormat("agent-lightning", "Agent Lightning triplets with their reward spans, one per "
                  "step", "agent-lightning.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(triplet_rows, "step"),
-                 framework="Agent Lightning", options=PROMPTS | BOOL),
+                 framework="Agent Lightning", options=PROMPTS | BOOL,
+                 json_columns=frozenset({"reward_span"}),
+                 trainer="Agent Lightning 0.3.0 Triplet and emit_reward"),
     ExportFormat("verl", "verl Parquet rows {data_source, prompt, ability, reward_model, "
                  "extra_info} for a reward model or judge", "verl.parquet", needs_traces=True,
                  unit="rows", counts_rows=True, rows=_verl, file_kind="parquet",
-                 framework="verl", options=PROMPTS, schema=verl_schema),
+                 framework="verl", options=PROMPTS, schema=verl_schema,
+                 trainer="verl RLHFDataset and reward manager (volcengine/verl b178a3c)"),
     ExportFormat("agent-rewards", "one row per trace, one reward column per agent (MARTI-style)",
                  "agent-rewards.jsonl", needs_traces=True, unit="traces", counts_rows=True,
                  rows=_matrix, file_kind="table", framework="multi-agent trainers",
+                 trainer="MARTI-style reward allocation (a reward array per problem; no "
+                 "packaged reader)",
                  batch_rows=TRACE_BATCH_ROWS),
     ExportFormat("bookmarks", "the current bookmarks with their notes (JSON Lines)",
                  "bookmarks.jsonl",
@@ -424,11 +444,12 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
             return summary(format, found.framework, rows, list(given.labels), used,
                            given.rubric,
                            {**given.options.model_dump(), "from_scores": given.from_scores},
-                           shaped.left_out, shaped.notes)
+                           shaped.left_out, shaped.notes, trainer=found.trainer)
 
         schema = found.schema() if found.schema else None
         if schema is None:
-            paths, count = write_hf_inferred(noted(), target, facts, found.batch_rows)
+            paths, count = write_hf_inferred(noted(), target, facts, found.batch_rows,
+                                             as_json=set(found.json_columns))
             return Written(paths=paths, rows=count, left_out=shaped.left_out,
                            notes=shaped.notes)
         if settled(schema):

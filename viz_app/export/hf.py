@@ -301,9 +301,9 @@ def reviewers_table(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
 
 def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord],
             used: set[str], rubric: Rubric | None, options: dict[str, Any],
-            left_out: list[str], notes: list[str]) -> dict[str, Any]:
+            left_out: list[str], notes: list[str], *, trainer: str = "") -> dict[str, Any]:
     """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
-    rows rest on)."""
+    rows rest on; the reviewers table counts those, not every label read)."""
     from viz_app.labels.agreement import question_agreement
 
     alpha = []
@@ -315,7 +315,7 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
                   "shared_targets": q.shared_targets, "note": q.note}
                  for q in (question_agreement(question, by_question.get(question.id, []),
                                               worst=0) for question in rubric.questions)]
-    return {"format": format, "framework": framework, "rows": rows,
+    return {"format": format, "framework": framework, "trainer": trainer, "rows": rows,
             "labels_read": len(labels), "labels_used": len(used),
             "traces": len({r["trace_id"] for r in labels if r["label_id"] in used}),
             "rubric": {"name": rubric.name, "version": rubric.version, "sha256": rubric.sha256}
@@ -323,7 +323,8 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             "rubric_versions": sorted({f"{r['rubric_version']} {r['rubric_sha256']}"
                                        for r in labels}),
             "options": options, "left_out": left_out, "notes": notes, "agreement": alpha,
-            "reviewers": reviewers_table(labels), "json_columns": []}
+            "reviewers": reviewers_table(r for r in labels if r["label_id"] in used),
+            "json_columns": []}
 
 
 def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
@@ -338,6 +339,8 @@ def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
             f"current labels on {facts['traces']} traces, written by `orchviz labels export "
             f"--format {facts['format']} --hf-dataset`. See orchviz's docs/trainers/ for what "
             "each column holds.", "",
+            *([f"Trainer it serves today: {facts['trainer']}.", ""]
+              if facts.get("trainer") else []),
             "## Rubric", "",
             f"{rubric['name']}, version {rubric['version']}, SHA-256 `{rubric['sha256']}`. "
             "Versions the labels were made under: "
@@ -354,7 +357,8 @@ def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
              if q["alpha"] is not None else
              f"| {q['question']} | - ({q['note']}) | {q['level']} | {q['shared_targets']} |"
              for q in facts["agreement"]]
-    body += ["", "## Reviewers", "", "| reviewer | labels | identified by | source | origin |",
+    body += ["", "## Reviewers", "", "The labels behind the rows, by reviewer.", "",
+             "| reviewer | labels | identified by | source | origin |",
              "|---|---|---|---|---|"]
     body += [f"| {r['reviewer']} | {r['labels']} | {_counts(r['identified_by'])} | "
              f"{_counts(r['source'])} | {_counts(r['origin'])} |" for r in facts["reviewers"]]
@@ -539,19 +543,22 @@ def write_hf_rows(rows: Iterable[dict[str, Any]], schema, folder: str | Path,
 
 def write_hf_inferred(rows: Iterable[dict[str, Any]], folder: str | Path,
                       facts_of: Callable[[int], dict[str, Any]],
-                      batch_rows: int = BATCH_ROWS) -> tuple[list[Path], int]:
+                      batch_rows: int = BATCH_ROWS,
+                      as_json: set[str] | None = None) -> tuple[list[Path], int]:
     """Write rows whose Arrow types are inferred as a `datasets` folder, exactly as a Spool
     would, without spooling while it can: the folder's schema is the first batch's (settled as
     a Spool settles it), and batches go straight into the files while each adds nothing to the
     first's types (`_within`). At the first batch that does, the batches written are taken
     back from the Arrow stream (in the first batch's types) into a Spool with the rest, which
     unifies them.
-    Returns the files written and the rows; `facts_of(rows)` gives the card's facts."""
+    Returns the files written and the rows; `facts_of(rows)` gives the card's facts;
+    `as_json`: columns written as JSON text whatever their values (the format's
+    `json_columns`)."""
     import pyarrow as pa
 
     target = Path(folder)
     rows = iter(rows)
-    as_json: set[str] = set()
+    as_json = set(as_json or ())
     batch = list(islice(rows, batch_rows))
     first = _batch_table(batch, as_json) if batch else None
     if first is None or any(_has_empty_struct(f.type) for f in first.schema):
