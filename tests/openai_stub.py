@@ -3,7 +3,9 @@
 names ("Question id: ...", "Target: event e9 ..."; "" for the whole trace), and can answer as a
 real endpoint misbehaves: slowly (a timeout), with a refusal, with text that is not JSON, with
 an answer off the question's scale, or with HTTP 500. Every request it receives is kept, so a
-test can read the prompt it was sent.
+test can read the prompt it was sent. A request the table has no row for (a continuation of a
+trace, `viz_app.branch`, names no question) gets the next reply of `script`, in order; the
+last one is repeated when the script runs out.
 
     with OpenAIStub({("stopping_correctness", "e13"): Reply.answer("premature", ...)}) as stub:
         JudgeProducer(stub.url, "stub-model", timeout=2)
@@ -42,6 +44,14 @@ class Reply:
                                        "explanation": explanation}), **changes)
 
 
+    @classmethod
+    def turn(cls, decision: str, text: str = "", to: str = "", tool: str = "", **changes
+             ) -> Reply:
+        """A well-formed orchestrator turn (a continuation's structured reply)."""
+        return cls(content=json.dumps({"decision": decision, "text": text, "to": to,
+                                       "tool": tool}), **changes)
+
+
 @dataclass
 class Received:
     """One request the stub was sent."""
@@ -65,7 +75,8 @@ class Received:
 class OpenAIStub:
     """The server; use it as a context manager (it serves on a free port of 127.0.0.1)."""
 
-    table: dict[tuple[str, str], Reply]
+    table: dict[tuple[str, str], Reply] = field(default_factory=dict)
+    script: list[Reply] = field(default_factory=list)
     default: Reply = field(default_factory=lambda: Reply(status=404, content="no such row"))
     received: list[Received] = field(default_factory=list)
 
@@ -130,6 +141,8 @@ class OpenAIStub:
                        if m.get("role") == "user"), "")
         question = QUESTION.search(prompt)
         target = TARGET.search(prompt)
-        if not question or not target:
-            return self.default
-        return self.table.get((question.group(1), target.group(1) or ""), self.default)
+        if question and target and (question.group(1), target.group(1) or "") in self.table:
+            return self.table[(question.group(1), target.group(1) or "")]
+        if self.script:
+            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        return self.default

@@ -16,6 +16,7 @@ uses it, and knows nobody.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -45,7 +46,7 @@ from viz_app.labels.pairs import Preference, judgement, judgement_label, prefere
 from viz_app.labels.suggestion import Suggestion, SuggestionFailure
 from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
 from viz_app.model import Trace
-from viz_app.settings import Settings, database_url
+from viz_app.settings import ModelEndpoint, ReplayLimits, Settings, database_url
 from viz_app.store.bookmarks import BookmarkStore
 from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_rows, pool_sample
 from viz_app.store.database import connect
@@ -55,10 +56,14 @@ from viz_app.store.members import Member, MemberStore
 from viz_app.store.pool_index import Condition, PoolIndex, PoolUpdate, default_index_path
 
 if TYPE_CHECKING:
+    from viz_app.branch import Branch, Replacement
     from viz_app.io.pool import Shard
 from viz_app.store.suggestions import SuggestionStore
 from viz_app.suggest import SuggestError, produce
 from viz_app.suggest.rules import PRODUCER as RULES
+
+BRANCHES = "branches"
+"""The uploads folder's subfolder where continued traces are saved (`Workspace.continue_from`)."""
 
 
 class TraceSet(BaseModel):
@@ -779,6 +784,33 @@ class Workspace:
     def role(self, email: str) -> str | None:
         """A member's role, `lead` or `reviewer`; None for someone not a member."""
         return MemberStore(self.engine).role(email)
+
+    # -- branches ---------------------------------------------------------------------------
+
+    def continue_from(self, trace: Trace, event_id: str, replacement: Replacement, *,
+                      endpoint: ModelEndpoint | None = None, limits: ReplayLimits | None = None,
+                      output: str | os.PathLike | None = None) -> tuple[Branch, Path]:
+        """Continue a trace from an edited decision (`viz_app.branch.continue_from`) with the
+        configured endpoint (or the one given) and save the branch: as `output`, or in the
+        uploads folder's `branches/`, where the library lists it. BranchError, saying what
+        failed and that nothing was saved, when no branch was made."""
+        from viz_app.branch import BranchError, continue_from
+        from viz_app.io.native import write_trace
+
+        endpoint = endpoint or self.settings.endpoint
+        if endpoint is None:
+            raise BranchError("no model endpoint is configured to continue the trace (start the "
+                              "app with --judge-url and --judge-model); nothing was saved")
+        if output is None and self.settings.uploads is None:
+            raise BranchError("say where the branch goes (an output file); nothing was saved")
+        branch = continue_from(trace, event_id, replacement, endpoint,
+                               limits or self.settings.replay)
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", branch.trace.trace_id)[:150] + ".json"
+        path = write_trace(branch.trace, output if output is not None else
+                           self.settings.uploads / BRANCHES / name)  # type: ignore[operator]
+        if output is None:
+            self.update_index()
+        return branch, path
 
     # -- suggestions ------------------------------------------------------------------------------
 

@@ -9,9 +9,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from viz_app.cli.traces import add_traces_option
 from viz_app.errors import OrchvizError
-from viz_app.settings import DEMO_TRACES, Settings, database_url
+from viz_app.settings import DEMO_TRACES, ModelEndpoint, ReplayLimits, Settings, database_url
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -32,7 +34,38 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="a Streamlit secrets.toml to use instead of .streamlit/secrets.toml; "
                    "with an [auth] section people sign in (OpenID Connect) and are recorded "
                    "by their e-mail (see docs/signin.md)")
+    p.add_argument("--judge-url", metavar="URL", help="an OpenAI-compatible endpoint: with "
+                   "--judge-model, the trace page's Continue from here asks it for the "
+                   "orchestrator's next turns after an edited decision")
+    p.add_argument("--judge-model", metavar="M", help="the model to ask at --judge-url")
+    p.add_argument("--judge-key-env", metavar="VAR", default="OPENAI_API_KEY",
+                   help="the environment variable holding its API key (default: "
+                   "OPENAI_API_KEY; the key itself is never an argument)")
+    p.add_argument("--judge-timeout", metavar="SECONDS", type=float, default=60.0,
+                   help="how long one request may take (default: 60)")
+    p.add_argument("--replay-turns", type=int, default=ReplayLimits().turns,
+                   help="turns a continuation asks for at most (default: "
+                   f"{ReplayLimits().turns})")
+    p.add_argument("--replay-deadline", metavar="SECONDS", type=float,
+                   default=ReplayLimits().deadline, help="how long a whole continuation may "
+                   f"take (default: {ReplayLimits().deadline:g})")
     p.set_defaults(run=app)
+
+
+def _endpoint(args: argparse.Namespace) -> tuple[ModelEndpoint | None, ReplayLimits]:
+    """The judge's endpoint and the replay limits the options give; OrchvizError for half an
+    endpoint or a limit out of range."""
+    if bool(args.judge_url) != bool(args.judge_model):
+        raise OrchvizError("--judge-url and --judge-model go together")
+    try:
+        endpoint = ModelEndpoint(url=args.judge_url, model=args.judge_model,
+                                 key_env=args.judge_key_env, timeout=args.judge_timeout) \
+            if args.judge_url else None
+        limits = ReplayLimits(turns=args.replay_turns, deadline=args.replay_deadline)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise OrchvizError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return endpoint, limits
 
 
 def streamlit_flags() -> list[str]:
@@ -90,6 +123,7 @@ def app(args: argparse.Namespace) -> int:
                         pools=[p for p in folders if "://" in p],  # s3://... : a pool by URL
                         db_url=database_url(args.db), uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
+    settings.endpoint, settings.replay = _endpoint(args)
     secrets, sign_in = secrets_flags(args.secrets)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "ui" / "app.py"),
