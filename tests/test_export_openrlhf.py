@@ -81,7 +81,7 @@ def test_prm_rows_put_a_placeholder_after_each_step(labelled, tmp_path):
     assert set(PRM_KEYS) <= set(row)
     assert row["input"].count(f" {PLACEHOLDER}\n") == 3 == len(row["label"])
     assert row["label"] == ["+", "-", "+"]  # aggregate 4, premature stop, where to stop
-    assert row["soft_label"] == [0.75, 0.0, 1.0]
+    assert "soft_label" not in row  # OpenRLHF 0.9.5 cannot put float labels in its tensor
     assert row["event_ids"] == ["e12", "e13", "e15"]
     assert "System:" not in row["input"]
     before, _ = row["input"].split(f" {PLACEHOLDER}\n", 1)

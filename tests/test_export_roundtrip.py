@@ -211,7 +211,7 @@ def test_by_default_no_row_rests_on_a_disagreement_and_bools_follow_the_threshol
         assert len(row["completions"]) == len(row["labels"]) == len(row["event_ids"])
         assert all(c for c in row["completions"])
     for row in FORMATS["openrlhf-prm"].rows(given_).rows:
-        assert row["input"].count(" ки\n") == len(row["label"]) == len(row["soft_label"])
+        assert row["input"].count(" ки\n") == len(row["label"]) == len(row["rewards"])
 
 
 @settings(max_examples=6, deadline=None,

@@ -74,6 +74,15 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--conversational", action="store_true", default=None,
                    help="unpaired, preference, openrlhf-rm: prompts and completions as lists "
                    "of {role, content} messages")
+    p.add_argument("--allow-cross-task", action="store_true", default=None,
+                   help="preference, openrlhf-rm: write judged pairs whose traces attempt "
+                   "different tasks (left out and counted by default)")
+    p.add_argument("--max-length", type=int, metavar="N",
+                   help="training shapes: leave out rows longer than N (tokens with "
+                   "--tokenizer, else characters) and name them")
+    p.add_argument("--tokenizer", metavar="DIR",
+                   help="training shapes: count lengths in the tokens of this local tokenizer "
+                   "folder (needs transformers) instead of characters")
     p.add_argument("--hf-dataset", action="store_true",
                    help="training shapes: write a Hugging Face datasets folder (Parquet shards "
                    "and a dataset card) at -o")
@@ -139,7 +148,7 @@ def _read_traces(ws: Workspace) -> TraceSet:
 
 
 OPTIONS = ("min_reviewers", "adjudicated_only", "disputed", "threshold", "prompt_with_system",
-           "conversational", "from_scores")
+           "conversational", "from_scores", "allow_cross_task", "max_length", "tokenizer")
 """The export options a format may or may not take (`ExportFormat.accepts`)."""
 
 

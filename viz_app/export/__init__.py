@@ -113,7 +113,8 @@ def _pairs_off_traces(labels: Sequence[LabelRecord], traces: Mapping[str, Trace]
             for first, second in unplaced_pairs(labels, traces)]
 
 
-CONSENSUS = frozenset({"min_reviewers", "adjudicated_only", "disputed"})
+CONSENSUS = frozenset({"min_reviewers", "adjudicated_only", "disputed", "max_length",
+                       "tokenizer"})
 """The options every training format takes."""
 
 
@@ -263,7 +264,7 @@ def _matrix(given: ExportInput) -> Shaped:
 PROMPTS = frozenset({"prompt_with_system"})
 BOOL = frozenset({"threshold"})
 CHAT = frozenset({"conversational"})
-PAIRS = frozenset({"from_scores"})
+PAIRS = frozenset({"from_scores", "allow_cross_task"})
 
 
 FORMATS: dict[str, ExportFormat] = {f.name: f for f in (

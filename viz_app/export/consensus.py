@@ -76,6 +76,13 @@ class ExportOptions(BaseModel):
                                      "description (and topology) at the head of prompts.")
     conversational: bool = Field(False, description="Write prompts and completions as lists of "
                                  "{role, content} messages (the shapes that accept them).")
+    allow_cross_task: bool = Field(False, description="Write judged pairs whose two traces "
+                                   "attempt different tasks (left out and counted by default: "
+                                   "a pair's prompt is one task).")
+    max_length: int | None = Field(None, ge=1, description="Leave out (and name) rows longer "
+                                   "than this, in tokens with `tokenizer`, else characters.")
+    tokenizer: str | None = Field(None, description="A local tokenizer folder (read with "
+                                  "transformers): lengths are counted in its tokens.")
 
 
 @dataclass(slots=True)

@@ -17,11 +17,13 @@ KTO, PRM, KD ..."); the last release that trains one is v0.9.5. Its shape, from
 `examples/scripts/train_prm_mistral.sh`): `--input_key` (default `input`) holds the text with a
 placeholder token after each step (`--placeholder_token`, `ки` in the example), `--label_key`
 (default `label`; the example's Math-Shepherd data calls it `value`) a list with one entry per
-placeholder: reward tokens (`--reward_tokens + -`) or floats, read as soft labels, the
-probability of the first (positive) token. Rows here have `input`; `label` with `+` or `-` per
-step (`reward > threshold`); and `soft_label`, each step's reward mapped from [-1, 1] to [0, 1]
-(`(reward + 1) / 2`), for `--label_key soft_label`. A placeholder already in an event's text is
-written as `к и`, so the placeholders count the steps exactly.
+placeholder: reward tokens (`--reward_tokens + -`), or floats, which `PRMLoss` would read as
+soft labels but which v0.9.5's dataset cannot carry: `ProcessRewardDataset.__getitem__` makes
+`labels = torch.full_like(input_ids, -100)` (an integer tensor) and assigns the float labels into
+it, which fails. So rows here have `input` and `label` with `+` or `-` per step
+(`reward > threshold`), the one form the release trains on; each step's reward stays beside in
+`rewards`. A placeholder already in an event's text is written as `к и`, so the placeholders
+count the steps exactly.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
         start = step.position + 1
     return {"input": "".join(parts),
             "label": [POSITIVE if s.label(options.threshold) else NEGATIVE for s in steps],
-            "soft_label": [(s.reward + 1) / 2 for s in steps], **trace_columns(ts, options)}
+            **trace_columns(ts, options)}
 
 
 def prm_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:

@@ -134,6 +134,7 @@ def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
     sorted by pair."""
     found = PreferenceRows()
     why: dict[str, list[str]] = defaultdict(list)
+    crossed: list[str] = []
     for (first, second), records in sorted(_judged(list(labels)).items()):
         if first not in traces or second not in traces:
             continue
@@ -168,6 +169,12 @@ def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
             why["tie"].append(pair)
             continue
         chosen, rejected = (first, second) if mean > 0 else (second, first)
+        if traces[chosen].task_id != traces[rejected].task_id:
+            if not options.allow_cross_task:
+                why["cross-task"].append(f"{pair} ({traces[first].task_id} vs "
+                                         f"{traces[second].task_id})")
+                continue
+            crossed.append(pair)
         row = _row(traces[chosen], traces[rejected], abs(mean), "judged", options, records,
                    reviewers=[p.reviewer for p in judged], reasons=[p.reason for p in judged],
                    disputed=disputed, resolution=resolution)
@@ -176,10 +183,19 @@ def judged_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
         else:
             found.rows.append(row)
     _say(found, why, options)
+    if crossed:
+        found.notes.append(f"{len(crossed)} judged pairs across tasks written "
+                           "(--allow-cross-task): each row's prompt is its chosen trace's "
+                           "task: " + "; ".join(crossed[:SHOWN])
+                           + (f"; and {len(crossed) - SHOWN} more" if len(crossed) > SHOWN
+                              else ""))
     return found
 
 
 _WHY = {
+    "cross-task": "judged pairs left out because their two traces attempt different tasks "
+                  "(a row's prompt is one task; --allow-cross-task writes them with the chosen "
+                  "trace's task)",
     "disputed": "judged pairs left out because their reviewers chose differently (the default, "
                 "--disputed drop; --disputed mean combines the votes, --disputed adjudicated "
                 "takes an adjudicator's judgement)",
