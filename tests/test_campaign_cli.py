@@ -56,6 +56,18 @@ def test_create_samples_the_library_and_list_shows_the_campaign(capsys, lib, db)
     assert code == 0 and out.startswith("pilot: 4 targets, K=2, 1 questions, by lee on ")
 
 
+def test_create_without_questions_asks_the_required_ones_and_says_so(capsys, lib, db):
+    code, out, _ = run(capsys, "campaign", "create", "plain", "--traces", lib, "--db", db,
+                       "--lead", "lee")
+    assert code == 0
+    campaign = Workspace.open(db, traces=[lib]).campaign("plain")
+    assert not {"message_necessity", "spawn_necessity", "delegation_fit"} & set(
+        campaign.questions)
+    assert "task_outcome" in campaign.questions
+    assert ("no --questions: the required questions are asked; message_necessity, "
+            "spawn_necessity, delegation_fit (optional) only when named with --questions") in out
+
+
 def test_create_takes_filters_and_a_gold_file(capsys, lib, db, tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"trace_id": "demo-10-review-premature-stop", "event_id": "e13",

@@ -14,7 +14,8 @@ from factories import copy_demos, make_workspace
 from viz_app.errors import LabelError
 from viz_app.labels.agreement import agreement
 from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sample,
-                                     assign_agreement, campaign_questions, disputed,
+                                     assign_agreement, campaign_questions, default_questions,
+                                     disputed,
                                      filter_rows, gold_answers, plan_targets, row_targets,
                                      sample_rows, unindexed)
 from viz_app.labels.label import Reviewer
@@ -97,6 +98,17 @@ def test_a_question_subset_brings_its_follow_ups_and_an_unknown_one_is_refused()
         "stopping_correctness", "stop_should_have_been"]
     with pytest.raises(LabelError, match="no question 'nope'"):
         campaign_questions(RUBRIC, ["nope"])
+
+
+def test_a_campaign_naming_no_question_asks_the_required_ones_and_their_companions():
+    assert campaign_questions(RUBRIC) == default_questions(RUBRIC) == [
+        "aggregation_quality", "aggregation_issues", "stopping_correctness",
+        "stop_should_have_been", "task_outcome"]
+
+
+def test_an_optional_question_is_asked_when_named():
+    assert campaign_questions(RUBRIC, ["spawn_necessity", "task_outcome"]) == [
+        "task_outcome", "spawn_necessity"]
 
 
 def test_only_the_targets_the_chosen_questions_apply_to_are_taken():

@@ -18,7 +18,7 @@ from viz_app.errors import LabelError
 from viz_app.export import FORMATS
 from viz_app.export.consensus import ExportOptions
 from viz_app.labels.campaign import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
-                                     Filter, Sample, spec_error)
+                                     Filter, Sample, optional_questions, spec_error)
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import load_rubric
 from viz_app.text import terminal_text
@@ -76,7 +76,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice "
                    "(default 0)")
     p.add_argument("--questions", nargs="+", metavar="Q", help="ask only these rubric "
-                   "questions (their follow-ups come along); default all")
+                   "questions (their follow-ups come along); default: the required ones, and "
+                   "those asked on the same targets (never spawn_necessity, delegation_fit or "
+                   "message_necessity unless named)")
     p.add_argument("--per-target", type=int, default=1, metavar="K",
                    help="reviewers per target (default 1)")
     p.add_argument("--agreement-share", type=float, default=0.0, metavar="F",
@@ -273,6 +275,11 @@ def create_verb(args: argparse.Namespace) -> int:
           f"{status.slots} reviews to make (K={campaign.per_target}), {status.gold} gold; "
           f"questions {terminal_text(', '.join(campaign.questions))}; rubric "
           f"{terminal_text(campaign.rubric_version)} ({campaign.rubric_sha256[:12]})")
+    left_out = [q for q in optional_questions(ws.rubric) if q not in campaign.questions]
+    if not spec.questions and left_out:
+        print(f"no --questions: the required questions are asked; "
+              f"{terminal_text(', '.join(left_out))} (optional) only when named with "
+              "--questions")
     return 0
 
 

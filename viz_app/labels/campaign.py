@@ -128,7 +128,7 @@ class CampaignSpec(BaseModel):
     name: str = Field(min_length=1, max_length=256, description="The campaign's name, unique in "
                       "the database.")
     questions: list[str] = Field(default_factory=list, description="The rubric questions asked "
-                                 "(their follow-ups come with them); empty for all of them.")
+                                 "(their follow-ups come with them); empty for the `default_questions`.")
     per_target: int = Field(1, ge=1, le=50, description="K: reviewers who must save each "
                             "target.")
     agreement_share: float = Field(0.0, ge=0.0, le=1.0, description="The share of targets "
@@ -331,11 +331,13 @@ class PlannedTarget:
 
 
 def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:
-    """The questions a campaign asks, rubric order: those wanted (all when none) and every
-    follow-up of one of them; LabelError naming a question the rubric lacks."""
+    """The questions a campaign asks, rubric order: those wanted and every follow-up of one of
+    them; LabelError naming a question the rubric lacks. When none are wanted, the
+    `default_questions`: a question asked only where nothing must be answered (a message's,
+    a spawn's, a delegation's) is asked when named."""
     for q in wanted:
         rubric.question(q)
-    chosen = set(wanted) if wanted else set(rubric.questions_by_id)
+    chosen = set(wanted) if wanted else set(default_questions(rubric))
     grew = True
     while grew:
         grew = False
@@ -344,6 +346,21 @@ def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:
                 chosen.add(q.id)
                 grew = True
     return [q.id for q in rubric.questions if q.id in chosen]
+
+
+def default_questions(rubric: Rubric) -> list[str]:
+    """What a campaign asks when it names no question: the required questions, with those
+    asked on the same targets beside them (such as `aggregation_issues`) and their follow-ups;
+    never a question of a target where nothing must be answered (`optional_questions`)."""
+    left_out = set(optional_questions(rubric))
+    return [q.id for q in rubric.questions if q.id not in left_out]
+
+
+def optional_questions(rubric: Rubric) -> list[str]:
+    """The questions a campaign asks only when named: those of targets where no question must
+    be answered (`message_necessity`, `spawn_necessity`, `delegation_fit` in the packaged
+    rubric), which would add a target for every message, spawn and delegation."""
+    return unindexed(rubric, [q.id for q in rubric.questions])
 
 
 def _bounded(row: IndexRow, figures: Mapping[str, tuple[float | None, float | None]]) -> bool:
