@@ -29,6 +29,8 @@ from viz_app.export.agent_rewards import matrix_rows
 from viz_app.export.bookmarks import bookmark_records
 from viz_app.export.consensus import ExportOptions, Selection, select
 from viz_app.export.hf import TRACE_BATCH_ROWS
+from viz_app.export.lengths import Lengths, Limit, Texts
+from viz_app.export import lengths
 from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
 from viz_app.export.preference import preference_export, unplaced_pairs
 from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
@@ -113,9 +115,11 @@ def _pairs_off_traces(labels: Sequence[LabelRecord], traces: Mapping[str, Trace]
             for first, second in unplaced_pairs(labels, traces)]
 
 
-CONSENSUS = frozenset({"min_reviewers", "adjudicated_only", "disputed", "max_length",
-                       "tokenizer"})
+CONSENSUS = frozenset({"min_reviewers", "adjudicated_only", "disputed"})
 """The options every training format takes."""
+
+LENGTHS = frozenset({"max_length", "tokenizer"})
+"""The options every training format whose rows hold text takes (`texts`)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,11 @@ class ExportFormat:
     trainer: str = ""
     """The released trainer (or reader) that consumes it today, with its version: what the
     CLI's `--help`, the dataset card and docs/trainers/ name."""
+    texts: Texts | None = None
+    """What its trainer reads of a row, to measure it (`viz_app.export.lengths`); None for a
+    shape whose rows hold no text (it then takes no `--max-length` or `--tokenizer`)."""
+    limit: Limit | None = None
+    """Its trainer's default length limit, where it has one, and what it does past it."""
     json_columns: frozenset[str] = frozenset()
     """Columns written as JSON text in Parquet and `datasets` folders because their objects'
     keys vary by row (Arrow would make one struct of every row's keys, and a folder would read
@@ -180,7 +189,9 @@ class ExportFormat:
     @property
     def accepts(self) -> frozenset[str]:
         """Every option it takes."""
-        return CONSENSUS | self.options if self.training else self.options
+        if not self.training:
+            return self.options
+        return CONSENSUS | self.options | (LENGTHS if self.texts is not None else frozenset())
 
 
 # -- the training shapes ----------------------------------------------------------------------
@@ -289,45 +300,62 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  framework="TRL", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_STEPWISE},
                  trainer="TRL 1.13 trl.experimental.prm.PRMTrainer (TRL 1.14.0 removed it: "
-                 "no release after 1.13 trains this shape)"),
+                 "no release after 1.13 trains this shape)",
+                 texts=lengths.prompt_completions,
+                 limit=Limit(1024, "PRMConfig.max_length", "cuts them at the end (and the "
+                             "steps cut lose their labels)")),
     ExportFormat("unpaired", "TRL unpaired preference {prompt, completion, label}, one row per "
                  "step", "unpaired.jsonl", needs_traces=True, unit="rows", counts_rows=True,
                  rows=_steps_shape(unpaired_rows, "step"), framework="TRL",
-                 options=PROMPTS | BOOL | CHAT, trainer="TRL 1.16 KTOTrainer"),
+                 options=PROMPTS | BOOL | CHAT, trainer="TRL 1.16 KTOTrainer",
+                 texts=lengths.prompt_completion,
+                 limit=Limit(1024, "KTOConfig.max_length", "drops them")),
     ExportFormat("preference", "TRL preference {prompt, chosen, rejected, margin}, one row per "
                  "judged pair of traces", "preference.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_preference, framework="TRL",
                  options=PROMPTS | CHAT | PAIRS,
-                 trainer="TRL 1.16 RewardTrainer and DPOTrainer"),
+                 trainer="TRL 1.16 RewardTrainer and DPOTrainer",
+                 texts=lengths.prompt_chosen_rejected,
+                 limit=Limit(1024, "RewardConfig.max_length", "drops them (DPOTrainer, with "
+                             "DPOConfig.max_length 1024, cuts them)")),
     ExportFormat("openrlhf-rm", "OpenRLHF reward-model pairs {chosen, rejected, margin}, the "
                  "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
                  framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS,
-                 trainer="OpenRLHF 0.9.5 openrlhf.cli.train_rm (RewardDataset)"),
+                 trainer="OpenRLHF 0.9.5 openrlhf.cli.train_rm (RewardDataset)",
+                 texts=lengths.chosen_rejected,
+                 limit=Limit(512, "--max_len", "cuts them at the end")),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
                  framework="OpenRLHF", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_PRM},
                  trainer="OpenRLHF 0.9.5 openrlhf.cli.train_prm (ProcessRewardDataset; "
-                 "removed after 0.9.5)"),
+                 "removed after 0.9.5)", texts=lengths.single_input,
+                 limit=Limit(2048, "--max_len", "cuts them at the end (and the steps cut lose "
+                             "their labels)")),
     ExportFormat("rllm", "rLLM episodes: a trajectory per agent, steps with rewards, signals",
                  "rllm.jsonl", needs_traces=True, unit="episodes", counts_rows=True,
                  rows=_steps_shape(episodes, "trace"), framework="rLLM", options=BOOL,
                  batch_rows=TRACE_BATCH_ROWS, json_columns=frozenset({"trajectories",
                                                                       "metrics"}),
-                 trainer="rLLM Episode.from_dict (rllm-org/rllm 9beb6e0, rllm/types.py)"),
+                 trainer="rLLM Episode.from_dict (rllm-org/rllm 9beb6e0, rllm/types.py)",
+                 texts=lengths.trajectories),
     ExportFormat("agent-lightning", "Agent Lightning triplets with their reward spans, one per "
                  "step", "agent-lightning.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(triplet_rows, "step"),
                  framework="Agent Lightning", options=PROMPTS | BOOL,
                  json_columns=frozenset({"reward_span"}),
-                 trainer="Agent Lightning 0.3.0 Triplet and emit_reward"),
+                 trainer="Agent Lightning 0.3.0 Triplet and emit_reward",
+                 texts=lengths.triplet),
     ExportFormat("verl", "verl Parquet rows {data_source, prompt, ability, reward_model, "
                  "extra_info} for a reward model or judge", "verl.parquet", needs_traces=True,
                  unit="rows", counts_rows=True, rows=_verl, file_kind="parquet",
                  framework="verl", options=PROMPTS, schema=verl_schema,
-                 trainer="verl RLHFDataset and reward manager (volcengine/verl b178a3c)"),
+                 trainer="verl RLHFDataset and reward manager (volcengine/verl b178a3c)",
+                 texts=lengths.prompt_only,
+                 limit=Limit(512, "data.max_prompt_length", "stops on them (data.truncation "
+                             "'error'; with data.filter_overlong_prompts it drops them)")),
     ExportFormat("agent-rewards", "one row per trace, one reward column per agent (MARTI-style)",
                  "agent-rewards.jsonl", needs_traces=True, unit="traces", counts_rows=True,
                  rows=_matrix, file_kind="table", framework="multi-agent trainers",
@@ -393,6 +421,23 @@ def _write_arrow(rows: Iterable[dict[str, Any]], output: Path,
         return output, spool.num_rows
 
 
+def _measure(found: ExportFormat, options: ExportOptions, shaped: Shaped) -> Lengths | None:
+    """Measure the rows as they are written (`viz_app.export.lengths`): rows past
+    `max_length` are held back, and once the last has passed, what was held back joins
+    `left_out` and the length distribution joins `notes`."""
+    if found.texts is None:
+        return None
+    measured = Lengths(found.texts, found.limit, found.trainer or found.framework,
+                       options.tokenizer, options.max_length)
+
+    def done() -> None:
+        left_out, notes = measured.sentences()
+        shaped.left_out.extend(left_out)
+        shaped.notes.extend(notes)
+    shaped.rows = measured.through(shaped.rows, done)
+    return measured
+
+
 def check_options(format: str, given: Iterable[str]) -> None:
     """OrchvizError when an option does not apply to a format."""
     found = FORMATS[format]
@@ -432,6 +477,7 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
         from viz_app.export.readers import PROVENANCE
 
         shaped = found.rows(given)
+        measured = _measure(found, given.options, shaped)
         used: set[str] = set()
         where = PROVENANCE[format]
 
@@ -445,7 +491,8 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
             return summary(format, found.framework, rows, list(given.labels), used,
                            given.rubric,
                            {**given.options.model_dump(), "from_scores": given.from_scores},
-                           shaped.left_out, shaped.notes, trainer=found.trainer)
+                           shaped.left_out, shaped.notes, trainer=found.trainer,
+                           lengths=measured.facts() if measured is not None else None)
 
         schema = found.schema() if found.schema else None
         if schema is None:
@@ -461,7 +508,9 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
             return Written(paths=write_hf_dataset(spool, target, facts(spool.num_rows)),
                            rows=spool.num_rows, left_out=shaped.left_out, notes=shaped.notes)
     if found.training:
-        return _write_rows(found, found.rows(given), target)
+        shaped = found.rows(given)
+        _measure(found, given.options, shaped)
+        return _write_rows(found, shaped, target)
     written = found.write(given, target)
     paths = [Path(p) for p in written] if isinstance(written, list) else [Path(written)]
     return Written(paths=paths, left_out=found.left_out(given.labels, given.traces))

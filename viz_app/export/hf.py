@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from viz_app.errors import OrchvizError
+from viz_app.export.lengths import card_lines
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
 
@@ -301,7 +302,8 @@ def reviewers_table(labels: Iterable[LabelRecord]) -> list[dict[str, Any]]:
 
 def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord],
             used: set[str], rubric: Rubric | None, options: dict[str, Any],
-            left_out: list[str], notes: list[str], *, trainer: str = "") -> dict[str, Any]:
+            left_out: list[str], notes: list[str], *, trainer: str = "",
+            lengths: dict[str, Any] | None = None) -> dict[str, Any]:
     """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
     rows rest on; the reviewers table counts those, not every label read)."""
     from viz_app.labels.agreement import question_agreement
@@ -324,7 +326,7 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
                                        for r in labels}),
             "options": options, "left_out": left_out, "notes": notes, "agreement": alpha,
             "reviewers": reviewers_table(r for r in labels if r["label_id"] in used),
-            "json_columns": []}
+            "lengths": lengths, "json_columns": []}
 
 
 def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
@@ -351,6 +353,7 @@ def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
     body += [f"- {s}" for s in facts["left_out"]] or ["Nothing."]
     if facts["notes"]:
         body += ["", "Notes:", *[f"- {s}" for s in facts["notes"]]]
+    body += ["", *card_lines(facts.get("lengths"))] if facts.get("lengths") else []
     body += ["", "## Agreement", "", "| question | Krippendorff's alpha | level | targets with 2+ "
              "reviewers |", "|---|---|---|---|"]
     body += [f"| {q['question']} | {q['alpha']:.3f} | {q['level']} | {q['shared_targets']} |"
