@@ -1,11 +1,13 @@
 """A small OpenAI-compatible server on 127.0.0.1 for the judge's tests: it answers
 `POST /v1/chat/completions` from a table keyed by the question id and the target the prompt
-names ("Question id: ...", "Target: event e9 ..."; "" for the whole trace), and can answer as a
-real endpoint misbehaves: slowly (a timeout), with a refusal, with text that is not JSON, with
-an answer off the question's scale, or with HTTP 500. Every request it receives is kept, so a
-test can read the prompt it was sent. A request the table has no row for (a continuation of a
-trace, `viz_app.branch`, names no question) gets the next reply of `script`, in order; the
-last one is repeated when the script runs out.
+names ("Question id: ...", and the `target` of its delimited trace data; "" for the whole
+trace), and can answer as a real endpoint misbehaves: slowly (a timeout), a byte at a time (a
+trickle that never ends), with a reply of hundreds of megabytes, with a refusal, with text that
+is not JSON, with an answer off the question's scale, or with HTTP 500. Every request it
+receives is kept, so a test can read the prompt it was sent, and so is the count of bytes it
+managed to send. A request the table has no row for (a continuation of a trace,
+`viz_app.branch`, names no question) gets the next reply of `script`, in order; the last one is
+repeated when the script runs out.
 
     with OpenAIStub({("stopping_correctness", "e13"): Reply.answer("premature", ...)}) as stub:
         JudgeProducer(stub.url, "stub-model", timeout=2)
@@ -22,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 QUESTION = re.compile(r"^Question id: (\S+)$", re.M)
-TARGET = re.compile(r"^Target: (?:event (\S+)|the whole trace)", re.M)
+DATA = re.compile(r"<trace_data>\n(.*)\n</trace_data>", re.S)
 
 
 @dataclass
@@ -34,6 +36,10 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     finish_reason: str = "stop"
+    trickle: float = 0.0
+    """Seconds between single bytes of a reply that never ends (0: answer at once)."""
+    size: int = 0
+    """Bytes of a 200 reply sent without a length, in 1 MB chunks (0: the content as it is)."""
 
     @classmethod
     def answer(cls, value: Any, confidence: float = 0.9, evidence: tuple[str, ...] = (),
@@ -79,6 +85,8 @@ class OpenAIStub:
     script: list[Reply] = field(default_factory=list)
     default: Reply = field(default_factory=lambda: Reply(status=404, content="no such row"))
     received: list[Received] = field(default_factory=list)
+    sent: int = 0
+    """Bytes of reply bodies the stub sent before each client stopped reading."""
 
     def __enter__(self) -> OpenAIStub:
         stub = self
@@ -96,6 +104,10 @@ class OpenAIStub:
                 reply = stub.reply_for(body)
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.trickle:
+                    return self._trickle(reply.trickle)
+                if reply.size:
+                    return self._huge(reply.size)
                 if reply.status != 200:
                     return self._send(reply.status, {"error": {
                         "message": reply.content or "server error", "type": "server_error"}})
@@ -106,6 +118,41 @@ class OpenAIStub:
                                  "message": {"role": "assistant", "content": reply.content,
                                              "refusal": reply.refusal}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+            def _trickle(self, every: float) -> None:
+                """Headers at once, then a byte every `every` seconds for up to 10 minutes."""
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    deadline = time.monotonic() + 600
+                    while time.monotonic() < deadline:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        stub.sent += 1
+                        time.sleep(every)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _huge(self, size: int) -> None:
+                """A chat completion whose content is `size` bytes of "x", sent without a
+                length (the body ends when the connection closes) and never held whole."""
+                head = (b'{"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, '
+                        b'"model": "m", "choices": [{"index": 0, "finish_reason": "stop", '
+                        b'"message": {"role": "assistant", "content": "')
+                chunk = b"x" * 1_000_000
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(head)
+                    for _ in range(size // len(chunk)):
+                        self.wfile.write(chunk)
+                        stub.sent += len(chunk)
+                    self.wfile.write(b'"}}]}')
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()
@@ -140,9 +187,10 @@ class OpenAIStub:
         prompt = next((m.get("content", "") for m in body.get("messages", [])
                        if m.get("role") == "user"), "")
         question = QUESTION.search(prompt)
-        target = TARGET.search(prompt)
-        if question and target and (question.group(1), target.group(1) or "") in self.table:
-            return self.table[(question.group(1), target.group(1) or "")]
+        data = DATA.search(prompt)
+        target = (json.loads(data.group(1)).get("target") or "") if data else None
+        if question and data and (question.group(1), target) in self.table:
+            return self.table[(question.group(1), target)]
         if self.script:
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
         return self.default

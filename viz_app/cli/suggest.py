@@ -76,8 +76,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    help="judge: the environment variable holding the API key (default: "
                    "OPENAI_API_KEY; the key itself is never an argument)")
     p.add_argument("--judge-timeout", metavar="SECONDS", type=float, default=60.0,
-                   help="judge: how long one request may take before it is a failure "
-                   "(default: 60)")
+                   help="judge: the deadline of each question's whole call, retries included, "
+                   "before it is a failure (default: 60)")
     p.add_argument("--judge-question", metavar="Q", action="append", dest="judge_questions",
                    help="judge: ask only this question (repeat for more; default: every "
                    "question with an answer to suggest, one request per target and question)")

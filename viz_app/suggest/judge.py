@@ -23,10 +23,13 @@ a command line; a local server that needs none gets a placeholder.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import importlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
 from string import Template
 from typing import Any
@@ -57,6 +60,9 @@ MAX_INPUTS = 24
 
 MAX_EVIDENCE = 20
 """Evidence ids kept from one answer."""
+
+MAX_REPLY_BYTES = 4_000_000
+"""Bytes of a reply read at most (an answer is a few hundred; a longer reply is cut off)."""
 
 NO_KEY = "no-key"
 """The key sent when the environment variable holds none (a local server that needs no key)."""
@@ -93,11 +99,13 @@ def _choices_text(question: Question) -> str:
 
 
 def _target_text(context: TargetContext) -> str:
+    """The target in words of the rubric's own, never the trace's: its id is data, named only
+    inside the delimited data (its `target` and the event whose role is `target`)."""
     if not context.event_id:
         return "the whole trace"
     kinds = " and ".join("inferred stop" if k == "stop" and context.inferred_stop else k
                          for k in context.kinds)
-    return f"event {context.event_id} ({kinds})"
+    return f"the event of the data whose role is `target` ({kinds})"
 
 
 def _context_note(context: TargetContext) -> str:
@@ -209,8 +217,8 @@ def read_answer(content: str | None, rubric: Rubric, analysis: Analysis, questio
         raise Refused(f"the answer does not fit the question: {err}") from None
     unknown = [e for e in answer.evidence if e not in analysis.trace.events_by_id]
     if unknown:
-        raise Refused(f"the evidence names {len(unknown)} event(s) the trace does not have "
-                      f"({unknown[0][:40]!r})")
+        raise Refused(f"the evidence names {len(unknown)} event(s) the trace does not have, "
+                      f"such as “{_brief(unknown[0], 40)}”")
     return answer
 
 
@@ -223,7 +231,8 @@ class JudgeProducer:
     `url` is the API's base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1` for
     Ollama, `http://localhost:8000/v1` for vLLM); `model` the model's name there; the key is
     read from the environment variable `api_key_env` (none needed for a local server).
-    `timeout` bounds each request in seconds, `max_retries` the client's retries of a failed
+    `timeout` is the deadline of each question's whole call in seconds (connecting, retries
+    and reading included), `max_retries` the client's retries of a failed
     request; `temperature` is sent when given (some reasoning models refuse it);
     `questions` limits the questions asked (default: every judged question of the rubric)."""
 
@@ -246,19 +255,15 @@ class JudgeProducer:
         self.producer = Producer(name="judge", version=VERSION, model=model,
                                  prompt_sha256=hashlib.sha256(
                                      self.template.encode("utf-8")).hexdigest())
-        self._client = None
 
     def _openai(self):
-        if self._client is None:
-            try:
-                import openai
-            except ImportError:
-                raise OrchvizError("the judge needs the openai package: pip install "
-                                   "'orchviz[judge]'") from None
-            key = os.environ.get(self.api_key_env) or NO_KEY
-            self._client = openai.OpenAI(base_url=self.url, api_key=key, timeout=self.timeout,
-                                         max_retries=self.max_retries)
-        return self._client
+        """The openai package (OrchvizError saying what to install without it)."""
+        try:
+            import openai
+        except ImportError:
+            raise OrchvizError("the judge needs the openai package: pip install "
+                               "'orchviz[judge]'") from None
+        return openai
 
     def asked(self, rubric: Rubric, target: LabelTarget) -> list[Question]:
         """The questions this judge answers on a target."""
@@ -307,33 +312,38 @@ class JudgeProducer:
 
     def _ask(self, rubric: Rubric, analysis: Analysis, question: Question,
              target: LabelTarget, context: TargetContext) -> JudgeAnswer:
-        client = self._openai()  # OrchvizError, saying what to install, without the package
-        import openai
-
+        openai = self._openai()
         extra: dict[str, Any] = {}
         if self.temperature is not None:
             extra["temperature"] = self.temperature
         if self.max_tokens is not None:
             extra["max_completion_tokens"] = self.max_tokens
+        request = {"model": self.model,
+                   "messages": build_messages(question, context, self.template),
+                   "response_format": {"type": "json_schema", "json_schema": {
+                       "name": "suggested_answer", "strict": True,
+                       "schema": answer_schema(question)}}} | extra
         try:
-            reply = client.chat.completions.create(
-                model=self.model, messages=build_messages(question, context, self.template),
-                response_format={"type": "json_schema", "json_schema": {
-                    "name": "suggested_answer", "strict": True,
-                    "schema": answer_schema(question)}}, **extra)
-        except openai.APITimeoutError:
-            raise Refused(f"the judge at {self.url} did not answer within {self.timeout:g} s") \
-                from None
+            reply = _within(self.timeout, self._complete(openai, request))
+        except (TimeoutError, openai.APITimeoutError):
+            raise Refused(f"the judge at {self.url} did not answer within {self.timeout:g} s"
+                          ) from None
+        except ReplyTooLarge:
+            raise Refused(f"the judge at {self.url} sent a reply over "
+                          f"{MAX_REPLY_BYTES // 1_000_000} MB, which was cut off unread"
+                          ) from None
         except openai.APIStatusError as err:
             raise Refused(f"the judge at {self.url} answered HTTP {err.status_code}"
                           f" ({_brief(err.message)})") from None
         except openai.APIConnectionError:
             raise Refused(f"the judge at {self.url} cannot be reached") from None
-        except openai.OpenAIError as err:
-            raise Refused(f"the judge failed ({_brief(err)})") from None
-        if not reply.choices:
+        except (openai.OpenAIError, ValueError) as err:
+            raise Refused(f"the judge at {self.url} sent a reply that is not a chat "
+                          f"completion ({_brief(type(err).__name__)})") from None
+        choices = getattr(reply, "choices", None)
+        if not choices:
             raise Refused("the judge's reply has no answer")
-        choice = reply.choices[0]
+        choice = choices[0]
         message = choice.message
         if getattr(message, "refusal", None):
             raise Refused(f"the judge refused: {_brief(message.refusal)}")
@@ -342,6 +352,68 @@ class JudgeProducer:
         if choice.finish_reason == "content_filter":
             raise Refused("the endpoint's content filter stopped the answer")
         return read_answer(message.content, rubric, analysis, question, target.event_id)
+
+    async def _complete(self, openai, request: dict[str, Any]):
+        """One chat completion, through a client whose replies are cut at `MAX_REPLY_BYTES`
+        (its connect and read timeouts are the deadline too, so a socket left open is
+        closed)."""
+        key = os.environ.get(self.api_key_env) or NO_KEY
+        async with openai.AsyncOpenAI(
+                base_url=self.url, api_key=key, timeout=self.timeout,
+                max_retries=self.max_retries,
+                http_client=_capped_client(openai, MAX_REPLY_BYTES, self.timeout)) as client:
+            return await client.chat.completions.create(**request)
+
+
+class ReplyTooLarge(Exception):
+    """A reply longer than the judge reads."""
+
+
+def _capped_client(openai, limit: int, timeout: float):
+    """An async HTTP client for the openai package whose every response body is cut off,
+    unread, at `limit` bytes: by its declared length at once, else as it streams in. The
+    package's own client class is used (httpx, or httpx2 in newer releases), so its transport,
+    proxies and certificates stay as the package sets them."""
+    base = openai.DefaultAsyncHttpxClient
+    http = importlib.import_module(base.__mro__[1].__module__.partition(".")[0])
+
+    class Capped(http.AsyncByteStream):
+        def __init__(self, inner):
+            self.inner = inner
+
+        async def __aiter__(self):
+            seen = 0
+            async for chunk in self.inner:
+                seen += len(chunk)
+                if seen > limit:
+                    raise ReplyTooLarge
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def cap(response) -> None:
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            raise ReplyTooLarge
+        response.stream = Capped(response.stream)
+
+    return base(timeout=timeout, event_hooks={"response": [cap]})
+
+
+def _within(seconds: float, call: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine to its end or to the deadline (`TimeoutError`), whatever the server
+    does meanwhile: a server that trickles a byte a second is cut off at `seconds`, not at
+    `seconds` per read. From inside a running event loop (a notebook) it runs in a thread."""
+    async def bounded():
+        return await asyncio.wait_for(call, seconds)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(bounded())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, bounded()).result()
 
 
 def _brief(text: object, limit: int = 200) -> str:
