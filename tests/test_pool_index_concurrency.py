@@ -6,6 +6,7 @@ as it was."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -294,3 +295,51 @@ def test_an_index_file_that_is_not_duckdbs_is_made_again(tmp_path, location):
     index.update(pool.shards(location), rubric=default_rubric(), workers=1)
     assert index.count() == 18 == index.count(search="rollout")
     index.close()
+
+
+def _children(pid: int) -> list[int]:
+    """Live (not zombie) processes whose parent is `pid`, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            except OSError:
+                continue
+            if int(parent) == pid and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_kill_9_of_pool_index_takes_its_workers_with_it(tmp_path):
+    folder = tmp_path / "big"
+    pool.write_pool((example_trace(f"rollout-{i:04d}", task_id=f"t{i}") for i in range(1600)),
+                    str(folder), shard_rows=200)
+    command = subprocess.Popen(
+        [sys.executable, "-m", "viz_app", "pool", "index", str(folder), "--workers", "2",
+         "--db", str(tmp_path / "orchviz.db")], cwd=REPO, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers := _children(command.pid)) < 2 and time.monotonic() < deadline:
+            assert command.poll() is None, "the index was made before its workers were seen"
+            time.sleep(0.02)
+        assert len(workers) >= 2
+    finally:
+        command.kill()
+        command.wait()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [w for w in workers if _alive(w)]
+    for pid in left:  # do not leave them to the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -22,6 +22,7 @@ words, each matched as a word prefix in the FTS5 index (all words must match).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -31,6 +32,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -435,8 +437,6 @@ def _after_fork_in_child() -> None:
             pass
     _HELD_LOCKS.clear()
     try:  # Linux: SIGTERM when the parent ends (PR_SET_PDEATHSIG)
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):
         return
@@ -1156,7 +1156,8 @@ def _process_summaries(todo: Sequence[Shard], rubric: Rubric | None,
     pending = list(reversed(todo))
     method = "fork" if threading.active_count() == 1 and os.name == "posix" else "spawn"
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                             mp_context=get_context(method)) as pool:
+                             mp_context=get_context(method), initializer=_die_with,
+                             initargs=(os.getpid(),)) as pool:
         running = set()
         while pending or running:
             while pending and len(running) < 2 * workers:
@@ -1170,6 +1171,35 @@ def _process_summaries(todo: Sequence[Shard], rubric: Rubric | None,
                     raise OrchvizError("a process indexing the pool stopped before it finished "
                                        "(out of memory?); the shards indexed so far are kept: "
                                        "index again, or with --workers 1 to see why") from None
+
+
+def _die_with(parent: int) -> None:
+    """A worker's first act: end when the process that started it ends, however it ends
+    (`kill -9` included), by the OS's own means: on Linux the parent-death signal
+    (`prctl(PR_SET_PDEATHSIG, SIGKILL)`); elsewhere a thread that watches for the worker being
+    handed to another parent. A worker whose parent died before it asked ends at once."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            _watch_parent(parent)
+    else:
+        _watch_parent(parent)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+"""prctl's option number for the parent-death signal (linux/prctl.h)."""
+
+
+def _watch_parent(parent: int) -> None:
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="orchviz-parent-watch", daemon=True).start()
 
 
 def _ray_summaries(todo: Sequence[Shard], rubric: Rubric | None,
