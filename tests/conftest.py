@@ -112,6 +112,20 @@ def shot(page, name: str) -> Path:
     return path
 
 
+REVIEWER_COOKIE = "orchviz_reviewer"
+
+
+def goto_as(page, url: str, reviewer: str, **goto) -> None:
+    """Open a URL in a browser whose reviewer typed `reviewer` in the sidebar before: the app
+    keeps the typed name in a cookie of its origin (a link never carries a name)."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    page.context.add_cookies([{"name": REVIEWER_COOKIE, "value": quote(reviewer),
+                               "domain": parts.hostname, "path": "/"}])
+    page.goto(url, **goto)
+
+
 def wait_for_streamlit(page, timeout: float = 30_000, quiet_ms: int = 500) -> None:
     """Wait until the Streamlit app has rendered and finished its script run.
 

@@ -41,7 +41,7 @@ def workspace(tmp_path, monkeypatch) -> Workspace:
 
 def adjudicate(lead: str = "lee") -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.query_params["reviewer"] = lead
+    at.session_state["reviewer"] = lead  # typed before, kept for the session
     at.query_params["campaign"] = NAME
     at.switch_page("app_pages/adjudicate.py")
     return at.run()

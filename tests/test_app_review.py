@@ -35,9 +35,10 @@ def workspace(tmp_path, monkeypatch) -> Workspace:
 
 
 def review(reviewer: str = "ann", campaign: str | None = STOPS) -> AppTest:
-    """The review page, opened by the deep link `?campaign=NAME&reviewer=NAME`."""
+    """The review page, opened by the deep link `?campaign=NAME` by a reviewer who typed their
+    name before."""
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.query_params["reviewer"] = reviewer
+    at.session_state["reviewer"] = reviewer  # typed before, kept for the session
     if campaign:
         at.query_params["campaign"] = campaign
     return at.run()
@@ -228,7 +229,7 @@ def test_an_expired_reservation_is_one_sentence_and_the_answer_stays(tmp_path, m
 def test_the_labels_panel_shows_suggestions_only_after_the_reviewers_save(workspace):
     suggest(workspace)
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.query_params["trace"], at.query_params["reviewer"] = PREMATURE_ID, "ann"
+    at.query_params["trace"], at.session_state["reviewer"] = PREMATURE_ID, "ann"
     at.run()
     base = f"ann:{PREMATURE_ID}:{workspace.trace(PREMATURE_ID).sha256[:12]}"
     at = at.button(key=f"{base}:next").click().run()  # to the stop, e13

@@ -128,7 +128,7 @@ def app(ws, monkeypatch) -> Workspace:
 
 def page(path: str | None, reviewer: str = "ann", **params) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.query_params["reviewer"] = reviewer
+    at.session_state["reviewer"] = reviewer  # typed before, kept for the session
     for key, value in params.items():
         at.query_params[key] = value
     if path:

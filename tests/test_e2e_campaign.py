@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from conftest import VIEWPORT, hold_the_server_line, release, shot, wait_for_streamlit
+from conftest import (VIEWPORT, goto_as, hold_the_server_line, release, shot,
+                      wait_for_streamlit)
 from factories import copy_demos, make_workspace
 from viz_app.cli import main
 from viz_app.labels.campaign import CampaignSpec
@@ -101,7 +102,7 @@ def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
     try:
         for page, name in ((ann, "ann"), (bob, "bob")):
             page.set_default_timeout(WAIT)
-            page.goto(f"{base}/?campaign={NAME}&reviewer={name}")  # the deep link
+            goto_as(page, f"{base}/?campaign={NAME}", name)  # the deep link
             wait_for_streamlit(page, timeout=WAIT)
             page.get_by_role("button", name=re.compile("Start")).wait_for()
             assert "/review" in page.url
@@ -134,7 +135,7 @@ def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
 
         # the lead settles the one disagreement
         lee.set_default_timeout(WAIT)
-        lee.goto(f"{base}/adjudicate?campaign={NAME}&reviewer=lee")
+        goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
         wait_for_streamlit(lee, timeout=WAIT)
         lee.get_by_text("Disagreement 1 of 1").wait_for()
         assert lee.get_by_text("names are not verified", exact=False).first.is_visible()
@@ -184,7 +185,7 @@ def test_a_digit_typed_right_after_s_picks_a_skip_reason_never_an_answer(
     skipped for reason 2, and the form being left gets no answer."""
     line = hold_the_server_line(page)
     page.set_default_timeout(WAIT)
-    page.goto(f"{app_server(workspace)}/?campaign={NAME}&reviewer=bob")
+    goto_as(page, f"{app_server(workspace)}/?campaign={NAME}", "bob")
     wait_for_streamlit(page, timeout=WAIT)
     press(page, "Control+Enter")  # Start
     page.locator(".st-key-review-target").wait_for()

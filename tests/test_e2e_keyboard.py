@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, hold_the_server_line, release, shot, wait_for_streamlit
+from conftest import (VIEWPORT, goto_as, hold_the_server_line, release, shot,
+                      wait_for_streamlit)
 from factories import DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, make_workspace
 from viz_app.workspace import Workspace
 
@@ -50,15 +51,19 @@ def press(page, key: str) -> None:
     wait_for_streamlit(page, quiet_ms=300)
 
 
-def open_trace(page, url: str) -> None:
-    page.goto(url)
+def open_trace(page, url: str, reviewer: str | None = None) -> None:
+    """Open a trace page (as a reviewer who typed their name in this browser before)."""
+    if reviewer:
+        goto_as(page, url, reviewer)
+    else:
+        page.goto(url)
     wait_for_streamlit(page)
     page.get_by_text("targets labelled by").wait_for()
 
 
 def test_the_whole_loop_by_keyboard(page, app_server, workspace):
     base = app_server(workspace)
-    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}&reviewer=ann")  # the link names ann
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "ann")  # ann typed her name before
     assert progress_text(page) == "0 of 3 targets labelled by ann"
     assert target(page).startswith("○ e12 · aggregate")
     press(page, "2")
@@ -95,14 +100,14 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
     press(page, "Shift+N")
     page.wait_for_url(re.compile(f"trace={DROPPED_ID}"))
     open_trace(page, page.url)
-    assert "reviewer=ann" in page.url
+    assert "reviewer=" not in page.url  # the link names nobody; the browser keeps ann
     assert progress_text(page) == "0 of 3 targets labelled by ann"
 
 
 def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
         page, app_server, workspace):
     line = hold_the_server_line(page)
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=dan")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "dan")
     line["held"] = True
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("2")
@@ -125,7 +130,7 @@ def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
                                      ("radio", "Control+Enter"), ("tag", "Control+Enter"),
                                      ("note", "Control+Enter"), ("page", "Control+Enter")])
 def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, how, key):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=bob")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "bob")
     if how == "radio":
         option(page, "3 partial").click()  # the focus stays on the radio
     elif how == "tag":
@@ -151,7 +156,7 @@ def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, h
 
 def test_next_moves_on_from_an_unsaved_target_and_the_answer_waits_for_the_reviewer(
         page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=cat")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "cat")
     press(page, "4")
     press(page, "n")
     assert target(page).startswith("○ e13")
@@ -177,12 +182,12 @@ def type_reviewer(page, base: str, name: str) -> None:
 def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, workspace):
     base = app_server(workspace)
     type_reviewer(page, base, "dee")
-    assert "reviewer=dee" in page.url
+    assert "reviewer=" not in page.url  # a link never carries a name
     page.reload()
     wait_for_streamlit(page)
     page.get_by_text("0 of 3 targets labelled by dee").wait_for()
-    other = page.context.new_page()  # a deep link opened in a new tab
-    other.goto(f"{base}/?trace={DROPPED_ID}&event=e5&reviewer=dee")
+    other = page.context.new_page()  # a deep link opened in a new tab of the same browser
+    other.goto(f"{base}/?trace={DROPPED_ID}&event=e5")
     wait_for_streamlit(other)
     other.get_by_text("0 of 3 targets labelled by dee").wait_for()
     assert other.get_by_role("textbox", name="Reviewer").input_value() == "dee"
@@ -211,7 +216,7 @@ def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, app_se
 
 
 def test_question_mark_lists_every_key(page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=hal")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "hal")
     option(page, "3 partial").click()  # even with the focus on an answer
     wait_for_streamlit(page)
     page.keyboard.press("Shift+?")
@@ -230,7 +235,7 @@ def inspected(page) -> str:
 
 def test_the_inspector_follows_the_labels_panel_and_the_panel_follows_the_inspector(
         page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=fay")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "fay")
     press(page, "n")  # to the stop: the inspector shows it too
     assert target(page).startswith("○ e13")
     assert "e13" in inspected(page)
@@ -241,8 +246,8 @@ def test_the_inspector_follows_the_labels_panel_and_the_panel_follows_the_inspec
 
 
 def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e5"
-                     "&reviewer=eve")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e5",
+               "eve")
     page.get_by_text("Inspector").wait_for()
     for name in ("Save",):
         box = panel(page).get_by_role("button", name=re.compile(name)).bounding_box()
@@ -255,8 +260,8 @@ def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, wo
 
 def test_the_events_around_a_stop_are_above_its_answers_and_in_view(page, app_server,
                                                                      workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e13"
-                     "&reviewer=ida")
+    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e13",
+               "ida")
     assert target(page).startswith("○ e13")
     around = page.get_by_text("Around the stop", exact=True).bounding_box()
     table = page.locator(".st-key-labels-panel [data-testid='stDataFrame']").first.bounding_box()

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, shot, wait_for_streamlit
+from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from viz_app.labels.campaign import CampaignSpec
 from viz_app.labels.label import Reviewer
@@ -61,7 +61,7 @@ def test_the_trace_page_shows_a_suggestion_only_after_the_reviewers_save(
     page = context.new_page()
     page.set_default_timeout(WAIT)
     try:
-        page.goto(f"{base}/trace?trace={PREMATURE_ID}&event=e13&reviewer=ann")
+        goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
         wait_for_streamlit(page, timeout=WAIT)
         page.get_by_text("Around the stop").wait_for()  # the panel is on the stop
         page.get_by_text(HIDDEN).wait_for()
@@ -100,7 +100,7 @@ def test_an_evidence_link_selects_its_event_in_the_inspector(chromium, app_serve
     page = context.new_page()
     page.set_default_timeout(WAIT)
     try:
-        page.goto(f"{base}/trace?trace={PREMATURE_ID}&event=e13&reviewer=ann")
+        goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
         wait_for_streamlit(page, timeout=WAIT)
         page.get_by_text(HIDDEN).wait_for()
         press(page, "1")
@@ -131,7 +131,7 @@ def test_an_assisted_campaign_shows_the_suggestion_first_and_the_label_says_so(
     page = context.new_page()
     page.set_default_timeout(WAIT)
     try:
-        page.goto(f"{base}/?campaign=assisted&reviewer=bob")
+        goto_as(page, f"{base}/?campaign=assisted", "bob")
         wait_for_streamlit(page, timeout=WAIT)
         page.get_by_role("button", name=re.compile("Start")).wait_for()
         press(page, "Control+Enter")  # Start

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import shot, wait_for_streamlit
+from conftest import goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from viz_app import charts
 from viz_app.analysis import analyze
@@ -68,7 +68,7 @@ def test_a_click_on_the_timeline_selects_without_sending_the_figure_again(page, 
                                                                           workspace):
     sockets = []
     page.on("websocket", lambda ws: sockets.append(ws))
-    page.goto(f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&reviewer=tim")
+    goto_as(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "tim")
     wait_for_streamlit(page, timeout=60_000)
     page.get_by_text("targets labelled by").wait_for()
     figure = len(charts.timeline_figure(analyze(workspace.trace(PREMATURE_ID))).to_json())

@@ -90,6 +90,47 @@ def test_without_sign_in_a_label_records_the_typed_name_as_self_declared(workspa
         ("ann", "self-declared")}
 
 
+def test_without_sign_in_a_links_reviewer_neither_names_the_visitor_nor_stays_in_the_url(
+        workspace):
+    at = page(signed_in_app=False, reviewer="ann")
+    assert not at.exception, at.exception
+    assert name_boxes(at)[0].value == ""
+    assert not save_buttons(at)
+    assert "reviewer" not in at.query_params
+    assert not at.session_state["reviewer"]
+
+
+def test_without_sign_in_a_link_does_not_replace_the_name_the_visitor_typed(workspace):
+    at = page(signed_in_app=False)
+    name_boxes(at)[0].input("bob").run()
+    at.query_params["reviewer"] = "ann"  # bob opens a link ann shared
+    at.run()
+    assert name_boxes(at)[0].value == "bob"
+    assert "reviewer" not in at.query_params
+    label_and_save(at, workspace)
+    assert {x.reviewer for x in workspace.labels.current()} == {"bob"}
+
+
+@pytest.mark.parametrize("where", ["app_pages/review.py", "app_pages/adjudicate.py"])
+def test_with_sign_in_review_and_adjudicate_ask_a_visitor_to_sign_in_not_for_a_name(
+        workspace, where):
+    from viz_app.labels.campaign import CampaignSpec
+
+    workspace.update_index()
+    workspace.create_campaign(CampaignSpec(name="stops", questions=["stopping_correctness"]),
+                              Reviewer(name="admin", via="cli"))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.secrets = dict(AUTH)
+    at.user = {"is_logged_in": False}
+    at.switch_page(where)
+    at.run()
+    assert not at.exception, at.exception
+    said = " ".join(i.value for i in at.info)
+    assert "Sign in" in said
+    assert "name" not in said.lower()
+    assert not name_boxes(at)
+
+
 def test_without_sign_in_an_identity_cookie_is_not_trusted(workspace):
     # st.user can carry fields from a host platform; only the app's own sign-in counts
     at = page(signed_in(LEAD), signed_in_app=False)

@@ -332,32 +332,32 @@ def reviewer() -> Reviewer | None:
     gets None, so nothing can be saved until they do. Without sign-in it is the name typed in
     the sidebar (`via="self-declared"`), and the sidebar says that names are not verified.
 
-    The typed name is remembered in the URL (`&reviewer=`), so a reload, a bookmark or a deep
-    link that carries it opens as the same reviewer; the links orchviz makes (next trace, the
-    library's rows) carry it. It is also kept in a cookie (`orchviz_reviewer`), so a new tab
-    of the same browser, even without the parameter, opens as the same reviewer. It changes
-    only when the reviewer edits the box. With sign-in neither the URL's name nor the cookie
-    counts."""
+    A link never carries or sets an identity: a `&reviewer=` in the URL is dropped unread (a
+    shared link once made its visitor save as the sender). The typed name is kept in this
+    browser's cookie (`orchviz_reviewer`), so a reload or a new tab opens as the same
+    reviewer, who types their name once; it changes only when they edit the box."""
+    _drop_link_identity()
     if sign_in_configured():
         return _signed_in_reviewer()
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
-        name = st.session_state.get("reviewer") or (
-            st.query_params.get(REVIEWER_PARAM) or "").strip()[:REVIEWER_LENGTH] \
-            or _cookie_name()
-        st.session_state["_reviewer_box"] = name or ""
+        st.session_state["_reviewer_box"] = st.session_state.get("reviewer") or \
+            _cookie_name() or ""
     box = st.sidebar.text_input("Reviewer", key="_reviewer_box", max_chars=REVIEWER_LENGTH,
                                 placeholder="your name",
-                                help="Recorded on every label you give; kept in the page's "
-                                     "address, so a reload or a link keeps it.")
+                                help="Recorded on every label you give; kept in this "
+                                     "browser, so a reload or a new tab keeps it (links "
+                                     "never carry it).")
     st.sidebar.caption(NOT_VERIFIED)
     name = box.strip() or None
     st.session_state["reviewer"] = name
     _keep_in_browser(name)
-    if name and st.query_params.get(REVIEWER_PARAM) != name:
-        st.query_params[REVIEWER_PARAM] = name
-    elif not name and REVIEWER_PARAM in st.query_params:
-        del st.query_params[REVIEWER_PARAM]
     return Reviewer(name=name, via="self-declared") if name else None
+
+
+def _drop_link_identity() -> None:
+    """Remove a reviewer name from the URL: whoever sent the link is not whoever opens it."""
+    if REVIEWER_PARAM in st.query_params:
+        del st.query_params[REVIEWER_PARAM]
 
 
 REVIEWER_COOKIE = "orchviz_reviewer"
@@ -413,16 +413,14 @@ def identify_first(doing: str) -> str:
 
 
 REVIEWER_PARAM = "reviewer"
-"""The URL parameter that carries the typed reviewer name."""
+"""The URL parameter that older links carried a reviewer name in: dropped, never read."""
 REVIEWER_LENGTH = 80
 NOT_VERIFIED = "Names are not verified: anyone can type any name here."
 """What the sidebar says under the name box when the app does not sign people in."""
 
 
 def _signed_in_reviewer() -> Reviewer | None:
-    st.session_state["reviewer"] = None  # no typed name is carried in links
-    if REVIEWER_PARAM in st.query_params:
-        del st.query_params[REVIEWER_PARAM]
+    st.session_state["reviewer"] = None  # no typed name counts with sign-in
     email = _signed_in()
     if not st.user.get("is_logged_in"):
         if not auth_util.is_authlib_installed():
@@ -470,9 +468,6 @@ def url_trace() -> str | None:
 def open_trace(trace_id: str, event_id: str | None = None) -> None:
     """Go to the trace page for a trace (and event): the URL then links to exactly that."""
     params = {"trace": trace_id} | ({"event": event_id} if event_id else {})
-    name = st.session_state.get("reviewer") or st.query_params.get(REVIEWER_PARAM)
-    if name and not sign_in_configured():
-        params[REVIEWER_PARAM] = name
     st.switch_page(TRACE_PAGE, query_params=params)
 
 

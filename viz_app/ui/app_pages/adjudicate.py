@@ -38,7 +38,7 @@ workspace = session.workspace()
 title, picker = st.columns([1, 2.5], vertical_alignment="bottom")
 title.markdown("### Adjudicate")
 if lead is None:
-    st.info("Sign in, or enter your name under **Reviewer** in the sidebar, to adjudicate.")
+    st.info(session.identify_first("adjudicate"))
     st.stop()
 if session.sign_in_configured():
     if workspace.role(lead.name) != "lead":

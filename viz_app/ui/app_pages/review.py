@@ -44,7 +44,7 @@ if not campaigns:
             "`orchviz campaign create NAME --traces DIR`.")
     st.stop()
 if reviewer is None:
-    st.info("Enter your name under **Reviewer** in the sidebar to review.")
+    st.info(session.identify_first("review"))
     st.stop()
 
 names = [c.name for c in campaigns]
