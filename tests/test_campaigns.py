@@ -147,7 +147,7 @@ def test_gold_answers_mark_sampled_targets_and_mix_in_the_others():
         {"trace_id": outside, "event_id": "e2", "question": "stopping_correctness",
          "value": "correct"},
         {"trace_id": outside, "event_id": "e1", "question": "aggregation_quality", "value": 2},
-    ], campaign_questions(RUBRIC, spec.questions))
+    ], campaign_questions(RUBRIC, spec.questions), RUBRIC)
     planned = plan_targets(library, RUBRIC, spec, gold)
     golden = {t.trace_id: t.gold_answers for t in planned if t.gold}
     assert golden == {inside: {"stopping_correctness": "premature"},
@@ -157,7 +157,28 @@ def test_gold_answers_mark_sampled_targets_and_mix_in_the_others():
 
 def test_gold_records_need_their_keys():
     with pytest.raises(LabelError, match="gold record 1 lacks"):
-        gold_answers([{"trace_id": "a"}], ["task_outcome"])
+        gold_answers([{"trace_id": "a"}], ["task_outcome"], RUBRIC)
+
+
+@pytest.mark.parametrize("question, value", [
+    ("aggregation_quality", 99), ("aggregation_quality", "3"), ("stopping_correctness", "meh"),
+    ("aggregation_issues", ["dropped_result", "no-such-tag"]), ("task_outcome", None)])
+def test_gold_answers_the_rubric_does_not_take_are_refused_naming_the_record(question, value):
+    records = [{"trace_id": "a", "event_id": "e1", "question": "aggregation_quality",
+                "value": 4},
+               {"trace_id": "b", "event_id": "e1", "question": question, "value": value}]
+    with pytest.raises(LabelError, match=r"^gold record 2 \(b e1\): .*" + question):
+        gold_answers(records, [question, "aggregation_quality"], RUBRIC)
+
+
+def test_a_campaign_with_a_gold_answer_off_the_scale_is_not_created(lite, tmp_path):
+    [first, *_] = lite.update_index().rows
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(orjson.dumps({"trace_id": first.trace_id, "event_id": None,
+                                  "question": "task_outcome", "value": "great"}).decode())
+    with pytest.raises(LabelError, match="gold record 1 .*'great' is not an answer"):
+        create(lite, questions=["task_outcome"], gold=str(gold))
+    assert lite.campaigns() == []
 
 
 def test_a_scale_disagrees_above_the_spread_and_a_category_on_any_difference():
@@ -354,7 +375,7 @@ def test_a_claim_never_tells_gold_nor_anyone_elses_answers(lite, tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("\n".join(orjson.dumps({
         "trace_id": r.trace_id, "event_id": None, "question": "task_outcome",
-        "value": "secret-gold"}).decode() for r in lite.update_index().rows))
+        "value": "partial"}).decode() for r in lite.update_index().rows))
     campaign = create(lite, questions=["task_outcome"], per_target=2, gold=str(gold))
     first = lite.claim_next(campaign.name, ANN)
     lite.submit(first, answers(lite, first))
@@ -364,7 +385,7 @@ def test_a_claim_never_tells_gold_nor_anyone_elses_answers(lite, tmp_path):
                                        "event_id", "questions", "leased_until", "reviewer",
                                        "assisted"}
     text = seen.model_dump_json()
-    assert "secret-gold" not in text and "gold" not in text
+    assert "partial" not in text and "gold" not in text
     assert "ann" not in text
 
 

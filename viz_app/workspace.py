@@ -577,7 +577,7 @@ class Workspace:
             self.campaign(spec.gold_campaign)
             records += self.labels.current_records(campaign=spec.gold_campaign,
                                                    adjudicated_only=True)
-        gold = gold_answers(records, questions)
+        gold = gold_answers(records, questions, rubric)
         gold_rows = rows
         if pool is not None and gold:  # the gold items among the pool's filtered traces
             filters, search = pool_conditions(spec.filter)

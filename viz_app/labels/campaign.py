@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from viz_app.errors import LabelError
 from viz_app.labels.agreement import MEASURED_KINDS, QuestionAgreement
 from viz_app.labels.label import LabelRecord, Reviewer
-from viz_app.labels.rubric import ORDINAL_KINDS, LabelTarget, Question, Rubric
+from viz_app.labels.rubric import ORDINAL_KINDS, LabelTarget, Question, Rubric, check_value
 
 if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
     from viz_app.store.index import IndexRow
@@ -498,10 +498,12 @@ GoldAnswers = dict[tuple[str, str], dict[str, Any]]
 """(trace id, event id or '') -> question -> known answer."""
 
 
-def gold_answers(records: Iterable[LabelRecord], questions: Sequence[str]) -> GoldAnswers:
+def gold_answers(records: Iterable[LabelRecord], questions: Sequence[str],
+                 rubric: Rubric) -> GoldAnswers:
     """The known answers of label records (the jsonl export's shape) on the campaign's
     questions: the newest record per target and question wins; LabelError naming a record
-    without trace_id, question or value."""
+    without trace_id, question or value, or whose value the rubric's question does not take
+    (99 on a 1-5 scale would score every reviewer wrong)."""
     wanted = set(questions)
     found: dict[tuple[str, str], dict[str, tuple[str, Any]]] = defaultdict(dict)
     for number, record in enumerate(records, 1):
@@ -510,6 +512,11 @@ def gold_answers(records: Iterable[LabelRecord], questions: Sequence[str]) -> Go
             raise LabelError(f"gold record {number} lacks trace_id, question or value")
         if record["question"] not in wanted:
             continue
+        try:
+            check_value(rubric.question(record["question"]), record["value"])
+        except LabelError as err:
+            raise LabelError(f"gold record {number} ({record['trace_id']} "
+                             f"{record.get('event_id') or '(the trace)'}): {err}") from None
         key = (str(record["trace_id"]), str(record.get("event_id") or ""))
         stamp = str(record.get("created_at") or "")
         held = found[key].get(record["question"])

@@ -455,6 +455,17 @@ def check_answer(rubric: Rubric, analysis: Analysis, question_id: str, event_id:
 
 def _check_value(rubric: Rubric, question: Question, value: Any, analysis: Analysis,
                  event_id: str | None, answers: dict[str, Any]) -> None:
+    if question.kind == "event":
+        _check_pointer(rubric, question, value, analysis, event_id, answers)
+    else:
+        check_value(question, value)
+
+
+def check_value(question: Question, value: Any) -> None:
+    """Refuse (LabelError) a value a question does not take, judged without its trace: one of
+    the choices of a scale, category or boolean, distinct tags of the question, text, or (an
+    event question) an event id as text; whether the trace has that event is `check_answer`'s
+    to say. What a campaign's gold answers are checked by before it is created."""
     allowed = ", ".join(repr(c.value) for c in question.choices)
     if question.kind in ("scale", "categorical", "boolean"):
         if question.choice(value) is None:
@@ -470,7 +481,8 @@ def _check_value(rubric: Rubric, question: Question, value: Any, analysis: Analy
         if not isinstance(value, str):
             raise LabelError(f"{question.id} takes text, not {value!r}")
     elif question.kind == "event":
-        _check_pointer(rubric, question, value, analysis, event_id, answers)
+        if not isinstance(value, str) or not value:
+            raise LabelError(f"{question.id} takes an event id, not {value!r}")
 
 
 def _check_pointer(rubric: Rubric, question: Question, value: Any, analysis: Analysis,
