@@ -79,6 +79,26 @@ def test_only_the_newest_answer_of_each_reviewer_counts(tmp_path):
     assert dispute.answers == {"ann": 5, "bob": 1}
 
 
+def test_a_leads_adjudication_is_no_rater():
+    # the final answer is made after reading the dispute: counting it would count a reviewer
+    # twice (as "lee (imported)"), and its agreement with one side is no agreement at all
+    labels = scale_labels({"ann": [1, 4], "bob": [5, 4]})
+    labels += [label("lee", "t0", "e1", "aggregation_quality", 5) | {"source": "adjudication"},
+               label("lee", "t1", "e1", "aggregation_quality", 2) | {"source": "adjudication"}]
+    found = question_agreement(RUBRIC.question("aggregation_quality"), labels)
+    alone = question_agreement(RUBRIC.question("aggregation_quality"),
+                               scale_labels({"ann": [1, 4], "bob": [5, 4]}))
+    assert found.reviewers == 2 and found.alpha == alone.alpha
+    assert [d.answers for d in found.disagreements] == [{"ann": 1, "bob": 5}]
+
+
+def test_an_imported_label_still_counts_as_its_own_rater():
+    labels = scale_labels({"ann": [1, 4]}) + [
+        label("ann", "t0", "e1", "aggregation_quality", 3) | {"source": "import"}]
+    found = question_agreement(RUBRIC.question("aggregation_quality"), labels)
+    assert found.disagreements[0].answers == {"ann": 1, "ann (imported)": 3}
+
+
 def test_tags_get_no_alpha():
     labels = [label(r, "t0", "e1", "aggregation_issues", ["dropped_result"]) for r in "ab"]
     found = question_agreement(RUBRIC.question("aggregation_issues"), labels)

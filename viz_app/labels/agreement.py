@@ -75,17 +75,25 @@ def _spread(question: Question, answers: list[Any]) -> float:
 def coder(label: LabelRecord) -> str:
     """Who gave an answer, as agreement counts reviewers: the reviewer's name, with
     ' (imported)' for an imported label, since a name's own saves and the labels imported under
-    it are two current answers (docs/labels.md)."""
+    it are two current answers (docs/labels.md). Adjudications are no rater (`rated`)."""
     return label["reviewer"] if label.get("source", "human") == "human" \
         else f"{label['reviewer']} (imported)"
 
 
+def rated(label: LabelRecord) -> bool:
+    """Whether a label is a rater's answer: a reviewer's own or an imported one, not a lead's
+    adjudication, which is made after reading the dispute and would count as agreeing with
+    one side."""
+    return label.get("source", "human") != "adjudication"
+
+
 def question_agreement(question: Question, labels: Iterable[LabelRecord],
                        worst: int = 10) -> QuestionAgreement:
-    """Alpha and the most disputed targets for one question, from current label records."""
+    """Alpha and the most disputed targets for one question, from current label records
+    (adjudications left out: see `rated`)."""
     by_target: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for label in labels:
-        if label["question"] == question.id:
+        if label["question"] == question.id and rated(label):
             target = (label["trace_id"], label["event_id"] or "")
             by_target[target][coder(label)] = label["value"]
     reviewers = sorted({r for answers in by_target.values() for r in answers})
