@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from factories import copy_demos, make_workspace
-from viz_app.errors import LabelError
+from viz_app.errors import ClaimError, LabelError
 from viz_app.labels.agreement import agreement
 from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sample,
                                      assign_agreement, campaign_questions, default_questions,
@@ -383,10 +383,83 @@ def test_a_claim_never_tells_gold_nor_anyone_elses_answers(lite, tmp_path):
     assert seen.target_id == first.target_id
     assert set(Claim.model_fields) == {"campaign", "slot_id", "target_id", "trace_id",
                                        "event_id", "questions", "leased_until", "reviewer",
-                                       "assisted"}
+                                       "assisted", "token"}
     text = seen.model_dump_json()
     assert "partial" not in text and "gold" not in text
     assert "ann" not in text
+
+
+# -- claims the store did not issue ---------------------------------------------------------------
+
+
+def slots_and_labels(ws, campaign) -> tuple:
+    return (ws.campaign_store.slot_rows(campaign),
+            sorted(x.label_id for x in ws.labels.current(campaign=campaign.name)))
+
+
+def test_a_claim_carries_a_secret_the_reviewers_other_session_shares(ws):
+    campaign = create(ws, questions=["stopping_correctness"])
+    first = ws.claim_next(campaign.name, ANN)
+    again = ws.claim_next(campaign.name, ANN)  # her second tab
+    assert len(first.token) >= 40 and again.token == first.token
+    assert first.token not in repr(first)
+    assert ws.claim_next(campaign.name, BOB).token != first.token
+    ws.submit(again, answers(ws, again))
+
+
+@pytest.mark.parametrize("forged", [
+    {"token": "guessed"}, {"token": ""}, {"trace_id": "other"}, {"event_id": "e1"},
+    {"questions": []}, {"questions": ["task_outcome"]}, {"target_id": -1},
+    {"slot_id": 10 ** 9}])
+def test_a_claim_changed_through_the_api_is_refused_in_one_sentence(ws, forged):
+    campaign = create(ws, questions=["stopping_correctness"])
+    claim = ws.claim_next(campaign.name, ANN)
+    before = slots_and_labels(ws, campaign)
+    changed = claim.model_copy(update=forged)
+    for call in (lambda: ws.submit(changed, answers(ws, claim)),
+                 lambda: ws.skip(changed, "unsure"), lambda: ws.renew(changed)):
+        with pytest.raises(ClaimError) as refused:
+            call()
+        assert str(refused.value).count(". ") == 0 and "nothing was saved" in str(refused.value)
+    assert slots_and_labels(ws, campaign) == before
+    ws.submit(claim, answers(ws, claim))  # the claim as issued still saves
+
+
+def test_a_claim_moved_onto_another_reviewers_target_does_not_add_a_reviewer(ws):
+    campaign = create(ws, questions=["stopping_correctness"], per_target=1)
+    ann = ws.claim_next(campaign.name, ANN)
+    bob = ws.claim_next(campaign.name, BOB)
+    onto = bob.model_copy(update={"target_id": ann.target_id, "trace_id": ann.trace_id,
+                                  "event_id": ann.event_id})
+    with pytest.raises(ClaimError):
+        ws.submit(onto, answers(ws, ann))
+    taken = bob.model_copy(update={"slot_id": ann.slot_id, "target_id": ann.target_id,
+                                   "trace_id": ann.trace_id, "event_id": ann.event_id})
+    with pytest.raises(LabelError):  # her slot is not bob's
+        ws.submit(taken, answers(ws, ann))
+    as_ann = taken.model_copy(update={"reviewer": ANN})
+    with pytest.raises(ClaimError):  # her slot and name, but not her token
+        ws.submit(as_ann, answers(ws, ann))
+    assert ws.labels.current(campaign=campaign.name) == []
+
+
+def test_a_claim_moved_into_another_campaign_saves_nothing_there(ws):
+    first = create(ws, questions=["stopping_correctness"])
+    second = create(ws, questions=["stopping_correctness"])
+    claim = ws.claim_next(first.name, ANN)
+    with pytest.raises(ClaimError):
+        ws.submit(claim.model_copy(update={"campaign": second.name}), answers(ws, claim))
+    assert ws.labels.current(campaign=first.name) == ws.labels.current(campaign=second.name) == []
+    assert {r["state"] for r in ws.campaign_store.slot_rows(second)} == {"open"}
+
+
+def test_answers_to_questions_outside_the_claim_are_refused_not_dropped(ws):
+    campaign = create(ws, questions=["stopping_correctness"])
+    claim = ws.claim_next(campaign.name, ANN)
+    with pytest.raises(LabelError, match="task_outcome is not asked on this target"):
+        ws.submit(claim, answers(ws, claim) | {"task_outcome": "success"})
+    assert ws.labels.current(campaign=campaign.name) == []
+    assert {r["state"] for r in ws.campaign_store.slot_rows(campaign)} >= {"leased"}
 
 
 def test_gold_accuracy_per_reviewer(lite, tmp_path):

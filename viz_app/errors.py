@@ -47,3 +47,9 @@ class StoreError(OrchvizError):
     busy timeout, a server that cannot be reached. Said in one sentence that names the database
     and says that nothing was saved (the transaction was rolled back); the database's own error
     is kept as the cause, for the log."""
+
+
+class ClaimError(LabelError):
+    """A campaign claim the store did not issue as it is given (another slot, target, trace,
+    event, campaign or questions than the reservation's, or not its token): refused in one
+    sentence, with nothing saved."""

@@ -648,28 +648,35 @@ class Workspace:
 
     def renew(self, claim: Claim) -> Claim:
         """Extend a claim's reservation by the campaign's lease; LabelError when it went to
-        someone else."""
-        found = self.campaign_store.get(claim.campaign, count=False)
-        return self.campaign_store.renew(claim, found.lease_seconds)
+        someone else, ClaimError when the store did not issue it as given."""
+        return self.campaign_store.renew(claim)
 
     def skip(self, claim: Claim, reason: str) -> None:
         """Put a claimed target back for others, with why; it is not offered to this reviewer
-        again."""
-        found = self.campaign_store.get(claim.campaign, count=False)
-        self.campaign_store.skip(claim, found.campaign_id, reason)
+        again. ClaimError when the store did not issue the claim as given."""
+        self.campaign_store.skip(claim, reason)
 
     def submit(self, claim: Claim, answers: Mapping[str, Any], *, comment: str = "",
                seconds_spent: float | None = None,
                suggestions_visible: bool = False) -> list[Label]:
         """Save a reviewer's answers on their claimed target and complete their slot, in one
-        transaction. The answers follow the rules of a save (`answers_to_save`) and the
-        campaign's pinned rubric; LabelError, and nothing saved, when they do not, or when the
-        reservation expired and the target went to someone else."""
-        found = self.campaign_store.get(claim.campaign, count=False)
+        transaction. The claim must be one the store issued, as it issued it (its slot,
+        target, trace, event, questions, campaign and token: ClaimError otherwise); the
+        answers follow the rules of a save (`answers_to_save`) and the campaign's pinned
+        rubric, and answer only the claim's questions. LabelError, and nothing saved, when
+        they do not, or when the reservation expired and the target went to someone else."""
+        held = self.campaign_store.check(claim)
+        found = self.campaign_store.get(held.campaign, count=False)
         rubric = self._pinned(found)
-        values = answers_to_save(rubric, label_target(rubric, claim.event_id, claim.questions),
+        foreign = [q for q, v in answers.items() if q not in held.questions and v is not None]
+        if foreign:
+            raise LabelError(f"{foreign[0]} is not asked on this target of campaign "
+                             f"{found.name!r} (it asks {', '.join(held.questions)}); nothing "
+                             "was saved")
+        event_id = held.event_id or None
+        values = answers_to_save(rubric, label_target(rubric, event_id, held.questions),
                                  answers)
-        made = self.labels.checked(self.trace(claim.trace_id), claim.event_id, values,
+        made = self.labels.checked(self.trace(held.trace_id), event_id, values,
                                    claim.reviewer.name, comment=comment,
                                    seconds_spent=seconds_spent,
                                    identified_by=claim.reviewer.via, campaign=found.name,

@@ -215,6 +215,9 @@ class Claim(BaseModel):
     reviewer: Reviewer = Field(description="Who holds it.")
     assisted: bool = Field(False, description="Whether the campaign shows suggestions before "
                            "answering.")
+    token: str = Field("", repr=False, description="The secret the store issued with this "
+                       "reservation: a save, skip or renewal brings it back, so only the claim "
+                       "the store handed out is accepted.")
 
     @property
     def key(self) -> str:

@@ -11,11 +11,19 @@ transaction (the database's write lock, taken at the start). UNIQUE(target_id, r
 it up: a reviewer never holds two slots of one target, whatever the number of app processes.
 A submit is one transaction too: the slot must still be the reviewer's, then the labels go in
 and the slot is done, so a target never gets more saved reviews than it has slots.
+
+A claim carries a secret token the store issued with it (kept on the slot; the same one while
+the same reviewer holds it). A submit, skip or renewal is accepted only for a claim that
+matches the store's own record, its slot, target, trace, event, questions and campaign, and
+brings that token back, compared in constant time: a Claim made or edited through the Python
+API is refused in one sentence (`ClaimError`), never trusted.
 """
 
 from __future__ import annotations
 
+import hmac
 import random
+import secrets
 import threading
 import time
 import uuid
@@ -29,7 +37,7 @@ from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func,
                         select, text, update)
 from sqlalchemy.exc import IntegrityError
 
-from viz_app.errors import LabelError
+from viz_app.errors import ClaimError, LabelError
 from viz_app.labels.campaign import (EXPIRED, Campaign, CampaignSpec, Claim, Filter,
                                      PlannedTarget, Sample)
 from viz_app.labels.label import Label, Reviewer, now
@@ -64,7 +72,8 @@ def _statements():
     t = targets.c
     mine = slots.alias("mine")
     skipped = campaign_skips_table.c
-    columns = (c.slot_id, c.target_id, c.priority, t.trace_id, t.event_id, t.questions)
+    columns = (c.slot_id, c.target_id, c.priority, c.reviewer, c.token, t.trace_id, t.event_id,
+               t.questions)
     joined = slots.join(targets, t.target_id == c.target_id)
     allowed = and_(
         ~exists().where(mine.c.target_id == c.target_id, mine.c.reviewer == bindparam("who")),
@@ -82,7 +91,8 @@ def _statements():
             .order_by(c.priority, c.slot_id).limit(1))
     lease = (update(slots).where(c.slot_id == bindparam("sid"))
              .values(state="leased", reviewer=bindparam("who"),
-                     leased_until=bindparam("until"), claimed_at=bindparam("at")))
+                     leased_until=bindparam("until"), claimed_at=bindparam("at"),
+                     token=bindparam("token")))
     campaign = (select(campaigns_table.c.campaign_id, campaigns_table.c.lease_seconds,
                        campaigns_table.c.assisted, campaigns_table.c.closed_at)
                 .where(campaigns_table.c.name == bindparam("name")))
@@ -115,16 +125,27 @@ WITH camp AS (
 )
 UPDATE campaign_slots AS u
    SET state = 'leased', reviewer = :who, leased_until = :moment + camp.lease_seconds,
-       claimed_at = :at
+       claimed_at = :at,
+       token = CASE WHEN u.reviewer = :who AND u.token IS NOT NULL THEN u.token ELSE :token END
   FROM pick, camp, campaign_targets t
  WHERE u.slot_id = pick.slot_id AND t.target_id = u.target_id
-RETURNING u.slot_id, u.target_id, u.leased_until, t.trace_id, t.event_id, t.questions,
+RETURNING u.slot_id, u.target_id, u.leased_until, u.token, t.trace_id, t.event_id, t.questions,
           camp.assisted
 """)
 """A claim on PostgreSQL in one statement (one round trip instead of five): the campaign, the
 slot the reviewer holds or the first expired one, else the first open one, each taken with
-FOR UPDATE SKIP LOCKED, leased and returned with its target. The same choice as `_claim`'s
-statements make on SQLite, where a statement cannot lock rows."""
+FOR UPDATE SKIP LOCKED, leased and returned with its target and token (the one it had when the
+reviewer held it already, else a new one). The same choice as `_claim`'s statements make on
+SQLite, where a statement cannot lock rows."""
+
+NOT_ISSUED = ("this claim is not one the campaign store issued (its slot, target, trace, event, "
+              "questions, campaign or token differ from the reservation's); nothing was saved")
+"""What a claim made or changed outside the store is told."""
+
+
+def _token() -> str:
+    """A new claim's secret: 256 random bits, URL-safe text."""
+    return secrets.token_urlsafe(32)
 
 
 _writers: dict[str, threading.Lock] = {}
@@ -157,6 +178,23 @@ class TargetRow:
         self.gold_answers: dict[str, Any] | None = (orjson.loads(m["gold_answers"])
                                                     if m["gold_answers"] else None)
         self.priority: float = float(m["priority"])
+
+
+class HeldSlot:
+    """A reservation as the store records it: what a claim is checked against."""
+
+    __slots__ = ("state", "target_id", "campaign_id", "campaign", "trace_id", "event_id",
+                 "questions", "lease_seconds")
+
+    def __init__(self, row: Any):
+        self.state: str = row.state
+        self.target_id: int = int(row.target_id)
+        self.campaign_id: str = row.campaign_id
+        self.campaign: str = row.name
+        self.trace_id: str = row.trace_id
+        self.event_id: str = row.event_id or ""
+        self.questions: list[str] = orjson.loads(row.questions)
+        self.lease_seconds: int = int(row.lease_seconds)
 
 
 def _campaign(row: Any, count: int = 0) -> Campaign:
@@ -361,18 +399,21 @@ class CampaignStore:
                 if found is None:
                     return None
             until = moment + found_campaign.lease_seconds
+            token = found.token if found.reviewer == reviewer.name and found.token \
+                else _token()  # the reviewer's other session keeps the same claim
             conn.execute(_LEASE, {"sid": found.slot_id, "who": reviewer.name, "until": until,
-                                  "at": now()})
+                                  "at": now(), "token": token})
         return Claim(campaign=campaign, slot_id=int(found.slot_id),
                      target_id=int(found.target_id), trace_id=found.trace_id,
                      event_id=found.event_id or None,
                      questions=orjson.loads(found.questions), leased_until=until,
-                     reviewer=reviewer, assisted=bool(found_campaign.assisted))
+                     reviewer=reviewer, assisted=bool(found_campaign.assisted), token=token)
 
     def _claim_postgres(self, campaign: str, reviewer: Reviewer, moment: float) -> Claim | None:
         with self.engine.begin() as conn:
             found = conn.execute(PG_CLAIM, {"name": campaign, "who": reviewer.name,
-                                            "moment": moment, "at": now()}).first()
+                                            "moment": moment, "at": now(),
+                                            "token": _token()}).first()
         if found is None:
             self.get(campaign, count=False)  # LabelError when there is no such campaign
             return None
@@ -381,13 +422,48 @@ class CampaignStore:
                      event_id=found.event_id or None,
                      questions=orjson.loads(found.questions),
                      leased_until=float(found.leased_until), reviewer=reviewer,
-                     assisted=bool(found.assisted))
+                     assisted=bool(found.assisted), token=found.token)
 
-    def renew(self, claim: Claim, lease_seconds: int, at: float | None = None) -> Claim:
-        """Extend a claim's lease from now; LabelError when the slot is no longer theirs."""
-        until = (time.time() if at is None else at) + lease_seconds
+    def check(self, claim: Claim) -> HeldSlot:
+        """The store's own record of the reservation a claim names, read outside any write:
+        ClaimError when the claim is not one the store issued as it is given, LabelError
+        (EXPIRED) when the slot went to someone else. Submit, skip and renew check the same
+        again inside their transaction."""
+        with self.engine.connect() as conn:
+            return self._held(conn, claim)
+
+    def _held(self, conn: Connection, claim: Claim, *, lock: bool = False) -> HeldSlot:
+        """The slot a claim names with its target and campaign, matched against the claim;
+        on PostgreSQL locked (`lock`) until the transaction ends."""
+        c, t, k = slots.c, targets.c, campaigns_table.c
+        query = (select(c.state, c.reviewer, c.token, c.target_id, c.campaign_id, t.trace_id,
+                        t.event_id, t.questions, k.name, k.lease_seconds)
+                 .select_from(slots.join(targets, t.target_id == c.target_id)
+                              .join(campaigns_table, k.campaign_id == c.campaign_id))
+                 .where(c.slot_id == claim.slot_id))
+        if lock and self.postgres:
+            query = query.with_for_update(of=slots)
+        row = conn.execute(query).first()
+        if row is None or (row.name, int(row.target_id), row.trace_id, row.event_id or None,
+                           orjson.loads(row.questions)) != (
+                claim.campaign, claim.target_id, claim.trace_id, claim.event_id,
+                list(claim.questions)):
+            raise ClaimError(NOT_ISSUED)
+        if row.reviewer != claim.reviewer.name:
+            raise LabelError(EXPIRED)
+        if not row.token or not hmac.compare_digest(row.token.encode(), claim.token.encode()):
+            raise ClaimError(NOT_ISSUED)
+        return HeldSlot(row)
+
+    def renew(self, claim: Claim, lease_seconds: int | None = None,
+              at: float | None = None) -> Claim:
+        """Extend a claim's lease from now (by the campaign's lease unless given); ClaimError
+        for a claim the store did not issue, LabelError when the slot is no longer theirs."""
         c = slots.c
         with self._writing() as conn:
+            held = self._held(conn, claim, lock=True)
+            seconds = held.lease_seconds if lease_seconds is None else lease_seconds
+            until = (time.time() if at is None else at) + seconds
             done = conn.execute(update(slots).where(
                 c.slot_id == claim.slot_id, c.reviewer == claim.reviewer.name,
                 c.state == "leased").values(leased_until=until))
@@ -395,40 +471,44 @@ class CampaignStore:
                 raise LabelError(EXPIRED.replace("; nothing was saved", ""))
         return claim.model_copy(update={"leased_until": until})
 
-    def skip(self, claim: Claim, campaign_id: str, reason: str) -> None:
+    def skip(self, claim: Claim, reason: str) -> None:
         """Put a claimed slot back for others and remember that this reviewer skipped the
         target, with why (one transaction); LabelError without a reason or when the slot is
-        no longer theirs."""
+        no longer theirs, ClaimError for a claim the store did not issue."""
         reason = (reason or "").strip()
         if not reason:
             raise LabelError("say why you skip this target")
         c = slots.c
         with self._writing() as conn:
+            held = self._held(conn, claim, lock=True)
             done = conn.execute(update(slots).where(
                 c.slot_id == claim.slot_id, c.reviewer == claim.reviewer.name,
                 c.state == "leased").values(state="open", reviewer=None, leased_until=None,
-                                            claimed_at=None))
+                                            claimed_at=None, token=None))
             if not done.rowcount:
                 raise LabelError(EXPIRED.replace("nothing was saved", "nothing was skipped"))
             conn.execute(insert(campaign_skips_table), [{
-                "campaign_id": campaign_id, "target_id": claim.target_id,
+                "campaign_id": held.campaign_id, "target_id": held.target_id,
                 "reviewer": claim.reviewer.name, "reason": reason, "created_at": now()}])
 
     def submit(self, claim: Claim, labels: Sequence[Label]) -> list[Label]:
-        """Save a claim's labels and mark its slot done, in one transaction; LabelError (and
+        """Save a claim's labels and mark its slot done, in one transaction; ClaimError for a
+        claim the store did not issue, or labels off its target or campaign; LabelError (and
         nothing saved) when the slot went to someone else or was saved already."""
         c = slots.c
         with self._writing() as conn:
-            query = select(c.state, c.reviewer).where(c.slot_id == claim.slot_id)
-            if self.postgres:
-                query = query.with_for_update()
-            row = conn.execute(query).first()
-            if row is None or row.reviewer != claim.reviewer.name:
-                raise LabelError(EXPIRED)
-            if row.state == "done":
+            held = self._held(conn, claim, lock=True)
+            if held.state == "done":
                 raise LabelError("you saved this target already; nothing was saved again")
-            if row.state != "leased":
+            if held.state != "leased":
                 raise LabelError(EXPIRED)
+            for label in labels:
+                if (label.trace_id, label.event_id or "", label.campaign, label.reviewer) != (
+                        held.trace_id, held.event_id, held.campaign, claim.reviewer.name) \
+                        or label.question not in held.questions:
+                    raise ClaimError(f"a label on {label.trace_id} "
+                                     f"{label.event_id or '(the trace)'} {label.question} is "
+                                     "not one of this claim's; nothing was saved")
             if labels:
                 conn.execute(insert(labels_table), [label.to_row() for label in labels])
             conn.execute(update(slots).where(c.slot_id == claim.slot_id).values(

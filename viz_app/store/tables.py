@@ -174,6 +174,7 @@ campaign_slots_table = Table(
     Column("leased_until", Float, nullable=True),
     Column("claimed_at", String(32), nullable=True),
     Column("completed_at", String(32), nullable=True),
+    Column("token", String(64), nullable=True),
     UniqueConstraint("target_id", "slot", name="uq_campaign_slot"),
     UniqueConstraint("target_id", "reviewer", name="uq_campaign_slot_reviewer"),
     Index("campaign_slots_queue", "campaign_id", "state", "priority", "slot_id"),
@@ -181,7 +182,8 @@ campaign_slots_table = Table(
 """The K places of each target (`required` of them), the unit a reviewer claims: `open`,
 `leased` to a reviewer until `leased_until` (seconds since the epoch; an expired lease is open
 again), or `done`. The constraints are what the database enforces: a target never has more
-slots than it needs, and a reviewer holds at most one slot of a target."""
+slots than it needs, and a reviewer holds at most one slot of a target. `token` is the secret the
+slot's claim was issued with: a save, skip or renewal must bring it back."""
 
 
 campaign_skips_table = Table(
