@@ -40,11 +40,11 @@ def test_one_row_per_trace_one_column_per_agent(ws, tmp_path):
     row = rows["demo-10-review-premature-stop"]
     columns = [k for k in row if k.startswith("reward.")]
     assert columns == sorted(columns) and "reward.orchestrator" in columns
-    assert row["reward.orchestrator"] == pytest.approx((0.5 - 1.0 + 1.0) / 3)
+    assert row["reward.orchestrator"] == pytest.approx((0.5 - 1.0) / 2)  # no pointer in it
     assert row["reward.db_analyst"] is None and row["outcome_reward"] == -1.0
     assert row["agents"][0] == "orchestrator"
     assert row["rewards"][0] == row["reward.orchestrator"]
-    assert row["steps"] == [3, 0, 0, 0]
+    assert row["steps"] == [2, 0, 0, 0]
     other = rows["demo-09-review-dropped-finding"]
     assert other["reward.orchestrator"] == -1.0 and other["outcome_reward"] is None
     assert set(k for k in other if k.startswith("reward.")) == set(columns)

@@ -51,7 +51,8 @@ def test_every_training_shape_loads_with_datasets_three_ways(ws, tmp_path, forma
     folder = export_folder(tmp_path, format)
     facts = json.loads((folder / "orchviz_export.json").read_text())
     by_parquet = datasets.load_dataset("parquet", data_dir=str(folder / "data"), split="train")
-    by_card = datasets.load_dataset(str(folder), split="train")
+    # a cache of its own: datasets caches a folder's dataset by the folder's name
+    by_card = datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "c"))
     from_disk = datasets.load_from_disk(str(folder / "arrow"))
     assert by_parquet.num_rows == by_card.num_rows == from_disk.num_rows == facts["rows"] > 0
     assert by_parquet.column_names == from_disk.column_names

@@ -77,12 +77,17 @@ def labelled(tmp_path):
 
 
 def test_prm_rows_put_a_placeholder_after_each_step(labelled, tmp_path):
-    (row,) = export(tmp_path, "openrlhf-prm", PREMATURE)
+    row, pointer = export(tmp_path, "openrlhf-prm", PREMATURE)
     assert set(PRM_KEYS) <= set(row)
-    assert row["input"].count(f" {PLACEHOLDER}\n") == 3 == len(row["label"])
-    assert row["label"] == ["+", "-", "+"]  # aggregate 4, premature stop, where to stop
+    assert row["input"].count(f" {PLACEHOLDER}\n") == 2 == len(row["label"])
+    assert row["label"] == ["+", "-"]  # aggregate 4, premature stop
     assert "soft_label" not in row  # OpenRLHF 0.9.5 cannot put float labels in its tensor
-    assert row["event_ids"] == ["e12", "e13", "e15"]
+    assert row["event_ids"] == ["e12", "e13"]
+    # where to stop: the orchestrator's stop placed after e15, in a row of its own
+    assert pointer["label"] == ["+", "+"] and pointer["event_ids"] == ["e12", "e15"]
+    assert pointer["input"].endswith(f"[t=50.2] orchestrator orchestrator_decision (stop): "
+                                     f"{premature().event('e13').text} {PLACEHOLDER}\n")
+    assert pointer["corrects"] == "e13" and "[t=31]" not in pointer["input"]
     assert "System:" not in row["input"]
     before, _ = row["input"].split(f" {PLACEHOLDER}\n", 1)
     assert before.endswith(premature().event("e12").text)

@@ -56,18 +56,31 @@ def test_the_keys_are_rllms(episode):
 
 def test_one_trajectory_per_agent_with_the_orchestrators_labels_on_its_steps(episode):
     assert episode["id"] == "checkout-latency-regression:demo-10-review-premature-stop"
-    by_name = {t["name"]: t for t in episode["trajectories"]}
+    by_name = {t["name"]: t for t in episode["trajectories"] if not t["info"]["corrects"]}
     assert set(by_name) == {"orchestrator", "log_analyst", "deploy_analyst", "db_analyst"}
     orchestrator = by_name["orchestrator"]
     labelled = {s["info"]["event_id"]: s for s in orchestrator["steps"] if s["info"]["labelled"]}
-    assert set(labelled) == {"e12", "e13", "e15"}  # e15: where it should have stopped
-    assert (labelled["e12"]["reward"], labelled["e13"]["reward"], labelled["e15"]["reward"]) == \
-        (0.5, -1.0, 1.0)
-    assert labelled["e15"]["info"]["kind"] == "should_have_stopped"
+    assert set(labelled) == {"e12", "e13"}
+    assert (labelled["e12"]["reward"], labelled["e13"]["reward"]) == (0.5, -1.0)
     assert labelled["e12"]["info"]["merged"] == ["e10", "e11"]
     assert orchestrator["signals"] == {"aggregation_quality": 0.5,
                                        "stopping_correctness": -1.0, "task_outcome": -1.0}
-    assert orchestrator["reward"] == pytest.approx((0.5 - 1.0 + 1.0) / 3)  # its steps
+    assert orchestrator["reward"] == pytest.approx((0.5 - 1.0) / 2)  # its steps, no pointer
+
+
+def test_the_pointer_is_the_orchestrators_stop_in_a_trajectory_of_its_own(episode):
+    (pointer,) = [t for t in episode["trajectories"] if t["info"]["corrects"]]
+    assert pointer["name"] == "orchestrator" and pointer["info"]["corrects"] == "e13"
+    assert pointer["uid"].endswith(":orchestrator:should_have_stopped:e15")
+    (step,) = pointer["steps"]
+    assert step["reward"] == pointer["reward"] == 1.0 and step["done"] is True
+    assert step["action"]["decision"] == "stop"
+    assert step["model_response"].startswith("Two of three analysts agree")  # not e15's text
+    last = step["observation"].splitlines()[-1]  # up to and including the pointed event
+    assert last.startswith("[t=50.2] db_analyst return -> orchestrator: ROOT CAUSE")
+    assert "[t=31]" not in step["observation"]  # the stop it corrects is not in its context
+    assert (step["info"]["kind"], step["info"]["event_id"]) == ("should_have_stopped", "e15")
+    assert step["info"]["call_json"] == "{}" and step["response_ids"] == []
 
 
 def test_unlabelled_steps_say_so_and_token_ids_pass_through(episode):

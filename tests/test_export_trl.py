@@ -12,7 +12,7 @@ import pytest
 
 from factories import PREMATURE, make_workspace, premature
 from viz_app.cli import main
-from viz_app.export import FORMATS
+from viz_app.export import FORMATS, ExportInput
 from viz_app.export.consensus import ExportOptions
 from viz_app.export.prompts import stepwise_record, unpaired_records
 from viz_app.export.readers import read_export
@@ -50,28 +50,59 @@ def cli(tmp_path, format, *extra) -> tuple[int, list[dict]]:
     return code, rows
 
 
-def test_the_stop_pointer_is_a_step_after_a_premature_stop(ws, trace):
-    record = stepwise_record(trace, ws.labels.current_records(), ws.rubric)
-    assert TRL_STEPWISE <= set(record)
-    assert record["event_ids"] == ["e12", "e13", "e15"]
-    assert record["kinds"] == ["decision", "decision", "should_have_stopped"]
-    assert record["labels"] == [False, False, True]
-    assert record["agents"] == ["orchestrator"] * 3  # e15 is db_analyst's: the stopper is credited
-    assert record["merged"][0] == ["e10", "e11"]
-    assert record["completions"][-1].rstrip().endswith(trace.event("e15").text)
+def test_the_stop_pointer_is_the_orchestrators_stop_placed_at_the_pointed_event(ws, trace):
+    rows = list(FORMATS["stepwise"].rows(ExportInput(
+        labels=ws.labels.current_records(), traces={trace.trace_id: trace},
+        rubric=ws.rubric)).rows)
+    happened, pointer = rows
+    assert TRL_STEPWISE <= set(happened)
+    assert happened["event_ids"] == ["e12", "e13"] and happened["corrects"] is None
+    assert happened["labels"] == [False, False]
+    assert pointer["event_ids"] == ["e12", "e15"] and pointer["corrects"] == "e13"
+    assert pointer["kinds"] == ["decision", "should_have_stopped"]
+    assert pointer["labels"] == [False, True]
+    assert pointer["agents"] == ["orchestrator"] * 2
+    stop = pointer["completions"][-1].splitlines()
+    assert stop[-1] == f"[t=50.2] orchestrator orchestrator_decision (stop): " \
+                       f"{trace.event('e13').text}"  # the stop, not db_analyst's return
+    assert stop[-2].endswith(trace.event("e15").text)  # e15 is context, up to and including
+    assert "[t=31]" not in pointer["prompt"] + "".join(pointer["completions"])  # no real stop
+    entries = {(e["reviewer"], e["question"]) for e in pointer["provenance"]}
+    assert {("ann", "stop_should_have_been"), ("ann", "stopping_correctness")} <= entries
 
 
-def test_a_late_pointer_on_a_step_joins_its_answers(ws, trace):
+def test_a_late_pointer_on_a_step_is_a_step_of_its_own_never_averaged(ws, trace):
     """A late stop whose pointer falls on the aggregate: stopping there was right."""
     for reviewer in ("ann", "bob"):
         ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
                                              "stop_should_have_been": "e12"}, reviewer)
     record = stepwise_record(trace, ws.labels.current_records(), ws.rubric)
     assert record["event_ids"] == ["e12", "e13"]
-    aggregate = {a["question"]: a for a in record["answers"][0]}
-    assert aggregate["stop_should_have_been"]["resolution"] == "implied"
-    assert record["rewards"] == [pytest.approx((-0.5 + 1.0) / 2), -0.5]
-    assert record["labels"] == [True, False]
+    assert record["rewards"] == [-0.5, -0.5]  # the aggregate's own; the late stop's own
+    assert record["labels"] == [False, False]
+    (unpaired,) = [r for r in unpaired_records(trace, ws.labels.current_records(), ws.rubric)
+                   if r["kind"] == "should_have_stopped"]
+    assert unpaired["event_id"] == "e12" and unpaired["corrects"] == "e13"
+    assert unpaired["reward"] == 1.0 and unpaired["label"] is True
+    assert unpaired["prompt"].endswith(trace.event("e12").text + "\n")
+    assert unpaired["completion"].startswith("[t=24] orchestrator orchestrator_decision (stop)")
+    (answer,) = unpaired["answers"]
+    assert answer["resolution"] == "implied" and answer["disputed"] is False
+
+
+def test_a_pointer_row_carries_the_dispute_and_adjudication_it_comes_from(ws, trace):
+    ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+                                         "stop_should_have_been": "e12"}, "cy")
+    ws.labels.add(ws.labels.checked(trace, "e13", {"stopping_correctness": "premature",
+                                                   "stop_should_have_been": "e15"}, "lead",
+                                    source="adjudication", campaign="pilot"))
+    options = ExportOptions(disputed="adjudicated")
+    (row,) = [r for r in unpaired_records(trace, ws.labels.current_records(), ws.rubric,
+                                          options) if r["kind"] == "should_have_stopped"]
+    (answer,) = row["answers"]
+    assert answer["disputed"] is True and answer["resolution"] == "implied"
+    assert {"adjudication"} <= {e["source"] for e in row["provenance"]}
+    assert {"cy", "lead"} <= {e["reviewer"] for e in row["provenance"]}
 
 
 def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
@@ -92,17 +123,27 @@ def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
 
 def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(ws, trace):
     rows = {r["event_id"]: r for r in unpaired_records(
-        trace, ws.labels.current_records(), ws.rubric, ExportOptions(conversational=True))}
+        trace, ws.labels.current_records(), ws.rubric, ExportOptions(conversational=True))
+        if r["kind"] == "decision"}
     plain = {r["event_id"]: r for r in unpaired_records(trace, ws.labels.current_records(),
                                                           ws.rubric)}
     stop = rows["e13"]
     assert stop["prompt"][0]["role"] == "user" and stop["prompt"][0]["content"].startswith(
         f"Task: {trace.task_id}")
-    assert stop["completion"] == [{"role": "assistant", "content": plain["e13"]["completion"]}]
-    assert "".join(m["content"] for m in stop["prompt"]) == plain["e13"]["prompt"]
-    roles = [m["role"] for m in stop["prompt"]]
-    assert all(a != b for a, b in zip(roles, roles[1:]))  # one role per message, alternating
-    assert any(m["role"] == "assistant" and "aggregate" in m["content"] for m in stop["prompt"])
+    text = "".join(m["content"] for m in stop["prompt"] + stop["completion"])
+    assert text == plain["e13"]["prompt"] + plain["e13"]["completion"]
+    # the aggregate e12 came right before the stop, with nothing between: one assistant turn
+    (completion,) = stop["completion"]
+    assert completion["role"] == "assistant" and "aggregate" in completion["content"]
+    assert completion["content"].endswith(plain["e13"]["completion"])
+
+
+def test_conversational_rows_alternate_roles_across_prompt_and_completion(ws, trace):
+    for row in unpaired_records(trace, ws.labels.current_records(), ws.rubric,
+                                ExportOptions(conversational=True)):
+        roles = [m["role"] for m in row["prompt"] + row["completion"]]
+        assert roles[0] == "user" and roles[-1] == "assistant"
+        assert all(a != b for a, b in zip(roles, roles[1:])), row["event_id"]
 
 
 def test_stepwise_has_no_conversational_variant_in_trl(ws, trace):
@@ -130,7 +171,7 @@ def test_token_ids_and_call_ids_pass_through(tmp_path):
 
 
 @pytest.mark.parametrize("format, columns, count", [
-    ("stepwise", TRL_STEPWISE, 1), ("unpaired", TRL_UNPAIRED, 3)])
+    ("stepwise", TRL_STEPWISE, 2), ("unpaired", TRL_UNPAIRED, 3)])
 def test_the_cli_writes_the_trl_shape_and_datasets_loads_it(ws, tmp_path, format, columns,
                                                             count):
     code, rows = cli(tmp_path, format)

@@ -110,9 +110,9 @@ MEAN = ExportOptions(disputed="mean")
 
 def test_a_stepwise_record_has_one_step_per_labelled_decision(store, trace):
     record = stepwise_record(trace, store.current_records(), store.rubric, MEAN)
-    assert record["event_ids"] == ["e12", "e13", "e15"]
-    assert record["kinds"] == ["decision", "decision", "should_have_stopped"]
-    assert record["labels"] == [False, False, True] and record["rewards"] == [0.0, -1.0, 1.0]
+    assert record["event_ids"] == ["e12", "e13"]  # as it happened: the pointer has its row
+    assert record["kinds"] == ["decision", "decision"]
+    assert record["labels"] == [False, False] and record["rewards"] == [0.0, -1.0]
     assert record["completions"][0].rstrip().endswith(trace.event("e12").text)
     assert "Root cause" not in record["prompt"]  # the aggregate's own text is the completion
     assert record["prompt"].startswith(f"Task: {trace.task_id}")
@@ -121,7 +121,7 @@ def test_a_stepwise_record_has_one_step_per_labelled_decision(store, trace):
 def test_a_disputed_aggregate_is_no_step_by_default(store, trace):
     """ann 2 and bob 4 disagree: the default never turns that into a confident label."""
     record = stepwise_record(trace, store.current_records(), store.rubric)
-    assert record["event_ids"] == ["e13", "e15"]
+    assert record["event_ids"] == ["e13"]
     assert "aggregation_quality" not in {a["question"] for step in record["answers"] for a in step}
 
 
@@ -135,7 +135,7 @@ def test_stepwise_prompt_and_completions_rebuild_the_orchestration_up_to_the_las
     record = stepwise_record(trace, store.current_records(), store.rubric)
     whole = record["prompt"] + "".join(c + "\n" for c in record["completions"])
     analysis = analyze(trace)
-    upto = analysis.position["e15"] + 1
+    upto = analysis.position["e13"] + 1
     assert whole == header(trace) + "".join(event_line(e, analysis) for e in analysis.order[:upto])
     assert not any(c.endswith("\n") for c in record["completions"])
 

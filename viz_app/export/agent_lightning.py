@@ -30,6 +30,12 @@ Each row (one per step, `viz_app.export.steps`):
   questions, `message` the reviewers' comments).
 - `linked`: whether the reward names the call it judges (false where the trace carries neither
   id: then only the trace and event ids say where it belongs).
+
+A 'should have stopped at' pointer's row is the stopping agent's stop placed at the event
+pointed at (`viz_app.export.steps`): its prompt the conversation up to and including that event
+(without the stop it corrects), its response the stop; it links to no call (no call made that
+stop) and names the stop it corrects in `metadata.corrects`. Roles alternate across prompt and
+response, as strict chat templates require (`viz_app.export.prompts.alternate`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from viz_app.export.consensus import ExportOptions, dumps, provenance
-from viz_app.export.prompts import context
+from viz_app.export.prompts import alternate, context, step_text
 from viz_app.export.steps import Step, TraceSteps
 
 ANNOTATION_SPAN = "agentlightning.annotation"
@@ -84,11 +90,12 @@ def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions,
     labels = step.labels
     comments = [r["comment"] for r in labels if r.get("comment")]
     call = step.call
+    prompt, response = alternate(context(ts, step, options), step_text(ts, step, options))
     return {
         "prompt": {"token_ids": call.get("prompt_token_ids", []),
-                   "raw_content": context(ts, step, options), "image_urls": []},
+                   "raw_content": prompt, "image_urls": []},
         "response": {"token_ids": call.get("response_token_ids", []),
-                     "raw_content": [{"role": "assistant", "content": ts.lines[step.position]}]},
+                     "raw_content": response},
         "reward": step.reward,
         "metadata": {"request": None, "response": None,
                      "response_id": call.get("response_id"), "agent_name": step.agent,
@@ -96,7 +103,8 @@ def triplet_row(ts: TraceSteps, step: Step, options: ExportOptions,
                      "event_id": step.event_id, "kind": step.kind,
                      "label": step.label(options.threshold), "threshold": options.threshold,
                      "answers": [a.summary() for a in step.answers], "merged": step.merged,
-                     "call_json": dumps(call), "outcome_reward": ts.outcome_reward,
+                     "call_json": dumps(call), "corrects": step.corrects or None,
+                     "outcome_reward": ts.outcome_reward,
                      "provenance": provenance(labels)},
         "reward_span": {"name": ANNOTATION_SPAN, "attributes": attributes},
         "reward_event": {"event_type": "reward", "data": {

@@ -5,9 +5,10 @@ The shape multi-agent trainers in the MARTI style consume: TsinghuaC3I/MARTI's
 array beside one `outcome_rewards` value per problem. Here a row is a trace (a problem's
 rollout), `outcome_reward` its trace-level reward (task outcome, R1 team credit), and each agent
 of any exported trace has a column `reward.<agent>`: the mean reward of the steps credited to it
-(`viz_app.export.steps`: an event's labels to the agent that acted, a stop's 'should have
-stopped at' pointer to the agent that stopped), null where the agent has no labelled step or
-is not in the trace. For a positional array, `agents` lists the trace's agents in tree order and
+(`viz_app.export.steps`: an event's labels to the agent that acted; a stop's 'should have
+stopped at' pointer is a stop that was not made, so it is not averaged into the agent's reward,
+and its labels are in the row's provenance), null where the agent has no labelled step or is
+not in the trace. For a positional array, `agents` lists the trace's agents in tree order and
 `rewards` their rewards in that order; `steps` counts each agent's labelled steps. Written as
 JSON Lines, or CSV / Parquet by the output's name (in CSV, the list columns `agents`,
 `rewards`, `steps`, `outcome` and `provenance`, every label of the trace, are JSON text).
@@ -30,7 +31,7 @@ COLUMN_PREFIX = "reward."
 def agent_rewards(ts: TraceSteps) -> dict[str, tuple[float, int]]:
     """agent -> (mean reward of its steps, how many), for the agents with a labelled step."""
     per_agent: dict[str, list[float]] = defaultdict(list)
-    for step in ts.steps:
+    for step in ts.decisions:  # a pointer's stop is no step taken: not averaged in
         per_agent[step.agent].append(step.reward)
     return {a: (statistics.fmean(r), len(r)) for a, r in per_agent.items()}
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from viz_app.errors import OrchvizError
 from viz_app.export.consensus import ExportOptions
-from viz_app.export.prompts import header, trace_columns
+from viz_app.export.prompts import branches, header, segments, trace_columns
 from viz_app.export.steps import TraceSteps
 
 PLACEHOLDER = "ки"
@@ -62,29 +62,30 @@ def _step_text(text: str) -> str:
     return text.replace(PLACEHOLDER, "к и")
 
 
-def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
-    """The process-reward row of one trace, or None when it has no step: the header and the
-    events before the first step, then each step's events followed by the placeholder."""
-    steps = ts.steps
-    if not steps:
-        return None
+def prm_branch_rows(ts: TraceSteps, options: ExportOptions) -> Iterator[dict[str, Any]]:
+    """The process-reward rows of one trace (as it happened, then one per 'should have
+    stopped at' pointer, as stepwise makes them: `viz_app.export.prompts.branches`): the
+    header and the events before the first step, then each step's events followed by the
+    placeholder (a pointer's step ends with the stop it corrects, placed at the event pointed
+    at)."""
     lines = [_step_text(line) for line in ts.lines]
-    first = steps[0].position
-    parts = [header(ts.trace, options.prompt_with_system), *lines[:first]]
-    start = first
-    for step in steps:
-        parts.append("".join(lines[start:step.position + 1]).rstrip("\n") + f" {PLACEHOLDER}\n")
-        start = step.position + 1
-    return {"input": "".join(parts),
-            "label": [POSITIVE if s.label(options.threshold) else NEGATIVE for s in steps],
-            **trace_columns(ts, options)}
+    head = header(ts.trace, options.prompt_with_system)
+    for positions, steps in branches(ts):
+        before, parts = segments(ts, positions, steps, lines)
+        yield {"input": head + before + "".join(p.rstrip("\n") + f" {PLACEHOLDER}\n"
+                                                for p in parts),
+               "label": [POSITIVE if s.label(options.threshold) else NEGATIVE for s in steps],
+               **trace_columns(ts, options, steps)}
+
+
+def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
+    """The process-reward row of one trace as it happened, or None when it has no step."""
+    return next(prm_branch_rows(ts, options), None) if ts.decisions else None
 
 
 def prm_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
-    """One process-reward row per trace with a step."""
+    """The process-reward rows of every trace with a step."""
     if options.conversational:
         raise OrchvizError(NO_CONVERSATIONAL_PRM)
     for ts in all_steps:
-        row = prm_row(ts, options)
-        if row is not None:
-            yield row
+        yield from prm_branch_rows(ts, options)

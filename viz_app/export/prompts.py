@@ -15,7 +15,10 @@ answer, and teams write notes there.
 
 **Conversational.** Messages are seen from the step's agent: its own events are `assistant`
 turns, every other event (and the task) a `user` turn; consecutive lines of one role make one
-message.
+message. Roles alternate, as strict chat templates require: where the agent's own events came
+right before its step (a prompt that would end with an assistant turn), they join the step's
+completion as one assistant turn (`alternate`): the agent acted several times with nothing
+between, which is one turn of a chat.
 
 **Bools.** TRL's labels are bools; a step's label is `reward > threshold` (0 by default). The
 rubric puts its neutral answers at reward 0 (`3 partial`, `partial`), and TRL's True means "a
@@ -32,8 +35,12 @@ provenance of every label behind it, so nothing the bool cut is lost.
 - unpaired (one row per step): `prompt` is the header and every event before the step;
   `completion` is the step's event; `label` its bool.
 
-Steps (and the 'should have stopped at' pointer's step) are described in
-`viz_app.export.steps`.
+Steps are described in `viz_app.export.steps`. A 'should have stopped at' pointer's step is the
+stopping agent's stop placed at the event pointed at: its prompt is the orchestration up to and
+including that event, without the stop it corrects, and its completion the stop
+(`steps.stop_line`). In stepwise, the orchestration as it happened is one row (the pointers'
+steps are not in it) and each pointer is a row of its own: the steps up to the pointed event,
+then the stop there, labelled True. Rows name the stop a pointer corrects in `corrects`.
 """
 
 from __future__ import annotations
@@ -43,8 +50,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from viz_app.errors import OrchvizError
-from viz_app.export.consensus import ExportOptions, dumps, provenance
-from viz_app.export.steps import Step, TraceSteps
+from viz_app.export.consensus import ExportOptions, answers_labels, dumps, provenance
+from viz_app.export.steps import (Step, TraceSteps, branch_positions, branch_steps,
+                                  stop_line)
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
@@ -152,12 +160,31 @@ def _whole_conversation(ts: TraceSteps, agent: str, head: str, upto: int | None 
     return messages, spans, ends
 
 
+def pointer_conversation(ts: TraceSteps, step: Step, head: str) -> list[dict[str, str]]:
+    """A pointer's context as chat messages seen from the agent that stopped (the head merged
+    into the first user message, consecutive lines of one role one message)."""
+    actor, order, lines = ts.analysis.actor, ts.analysis.order, ts.lines
+    messages: list[dict[str, str]] = [{"role": "user", "content": head}]
+    for position in branch_positions(ts, step):
+        role = "assistant" if actor[order[position].id] == step.agent else "user"
+        if messages[-1]["role"] == role:
+            messages[-1]["content"] += lines[position]
+        else:
+            messages.append({"role": role, "content": lines[position]})
+    return messages
+
+
 def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
-    """Everything before a step: the header and the events before it."""
+    """Everything before a step: the header and the events before it (for a pointer's step,
+    the events up to and including the one pointed at, without the stop it corrects)."""
     head = ts.heads.get(options.prompt_with_system)
     if head is None:  # once per trace: every step of it has the same
         head = ts.heads[options.prompt_with_system] = header(ts.trace,
                                                              options.prompt_with_system)
+    if step.pointer:
+        if options.conversational:
+            return pointer_conversation(ts, step, head)
+        return head + "".join(ts.lines[p] for p in branch_positions(ts, step))
     if options.conversational:
         return conversation(ts, step.agent, step.position, head, ts.last_step[step.agent])
     lines = ts.lines[:step.position]
@@ -166,9 +193,22 @@ def context(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[di
 
 
 def step_text(ts: TraceSteps, step: Step, options: ExportOptions) -> str | list[dict[str, str]]:
-    """The step's own event (an assistant turn, when conversational)."""
-    line = ts.lines[step.position]
+    """The step's own event (an assistant turn, when conversational); for a pointer's step,
+    the stop it corrects, placed at the event pointed at."""
+    line = stop_line(ts, step) if step.pointer else ts.lines[step.position]
     return [{"role": "assistant", "content": line}] if options.conversational else line
+
+
+def alternate(prompt: list[dict[str, str]], completion: list[dict[str, str]]
+              ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """A conversational prompt and completion whose roles alternate across the two: a prompt
+    that ends with an assistant turn gives that turn to the completion's first (assistant)
+    message, as one turn (the prompt is a fresh list; no message is changed in place)."""
+    if prompt and completion and prompt[-1]["role"] == "assistant" == completion[0]["role"]:
+        last = prompt.pop()
+        completion = [{"role": "assistant", "content": last["content"]
+                       + completion[0]["content"]}, *completion[1:]]
+    return prompt, completion
 
 
 def step_columns(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str, Any]:
@@ -177,15 +217,18 @@ def step_columns(ts: TraceSteps, step: Step, options: ExportOptions) -> dict[str
             "event_id": step.event_id, "agent": step.agent, "kind": step.kind,
             "reward": step.reward, "threshold": options.threshold,
             "answers": [a.summary() for a in step.answers], "merged": step.merged,
-            "call_json": dumps(step.call), "outcome_reward": ts.outcome_reward,
-            "provenance": provenance(step.labels)}
+            "call_json": dumps(step.call), "corrects": step.corrects or None,
+            "outcome_reward": ts.outcome_reward, "provenance": provenance(step.labels)}
 
 
 def unpaired_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
     """One unpaired row per step, by trace then time."""
     for ts in all_steps:
         for step in ts.steps:
-            yield {"prompt": context(ts, step, options), "completion": step_text(ts, step, options),
+            prompt, completion = context(ts, step, options), step_text(ts, step, options)
+            if options.conversational:
+                prompt, completion = alternate(prompt, completion)
+            yield {"prompt": prompt, "completion": completion,
                    "label": step.label(options.threshold), **step_columns(ts, step, options)}
         ts.let_go()  # the trace's lines and conversations are done with
 
@@ -197,29 +240,60 @@ NO_CONVERSATIONAL_STEPWISE = (
     "string): drop --conversational")
 
 
+def branches(ts: TraceSteps) -> Iterator[tuple[list[int], list[Step]]]:
+    """The orchestrations a trace's step-wise rows are made from, as (positions, steps): first
+    as it happened (its steps but the pointers', every event up to the last of them), then,
+    for each pointer, as it would have gone had the agent stopped there (`branch_positions`,
+    `branch_steps`: its last step is the pointer's stop)."""
+    decisions = ts.decisions
+    if decisions:
+        yield list(range(decisions[-1].position + 1)), decisions
+    for step in ts.steps:
+        if step.pointer:
+            yield branch_positions(ts, step), branch_steps(ts, step)
+
+
+def segments(ts: TraceSteps, positions: list[int], steps: list[Step],
+             lines: Sequence[str]) -> tuple[str, list[str]]:
+    """(the lines before the first step, then per step the lines after the one before up to
+    and including it): a pointer's step ends with its stop (`stop_line`)."""
+    at = {p: i for i, p in enumerate(positions)}
+    first = at[steps[0].position]
+    parts, start = [], first
+    for step in steps:
+        end = at[step.position] + 1
+        part = "".join(lines[p] for p in positions[start:end])
+        parts.append(part + stop_line(ts, step, lines) if step.pointer else part)
+        start = end
+    return "".join(lines[p] for p in positions[:first]), parts
+
+
 def stepwise_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
-    """The stepwise row of one trace, or None when it has no step."""
+    """The stepwise row of one trace as it happened, or None when it has no step."""
+    return next(stepwise_branch_rows(ts, options), None) if ts.decisions else None
+
+
+def stepwise_branch_rows(ts: TraceSteps, options: ExportOptions) -> Iterator[dict[str, Any]]:
+    """The stepwise rows of one trace: as it happened, then one per pointer."""
     if options.conversational:
         raise OrchvizError(NO_CONVERSATIONAL_STEPWISE)
-    steps = ts.steps
-    if not steps:
-        return None
-    lines = ts.lines
-    first = steps[0].position
-    completions, start = [], first
-    for step in steps:
-        completions.append("".join(lines[start:step.position + 1])[:-1])
-        start = step.position + 1
-    return {"prompt": header(ts.trace, options.prompt_with_system) + "".join(lines[:first]),
-            "completions": completions, "labels": [s.label(options.threshold) for s in steps],
-            **trace_columns(ts, options)}
+    head = header(ts.trace, options.prompt_with_system)
+    for positions, steps in branches(ts):
+        before, parts = segments(ts, positions, steps, ts.lines)
+        yield {"prompt": head + before, "completions": [p[:-1] for p in parts],
+               "labels": [s.label(options.threshold) for s in steps],
+               **trace_columns(ts, options, steps)}
 
 
-def trace_columns(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
+def trace_columns(ts: TraceSteps, options: ExportOptions,
+                  steps: Sequence[Step] | None = None) -> dict[str, Any]:
     """What every per-trace step-wise row keeps beside its trainer's columns: per step its
-    event, agent, kind, reward, answers, merged inputs and LLM call; the trace's outcome; and
-    the provenance of every label of the trace."""
-    steps = ts.steps
+    event, agent, kind, reward, answers, merged inputs and LLM call; the trace's outcome;
+    `corrects`, the stop a pointer's row corrects (its last step; None for the row of the
+    orchestration as it happened); and the provenance of the labels behind it (every label of
+    the trace on the row as it happened)."""
+    steps = ts.decisions if steps is None else steps
+    pointer = steps[-1] if steps and steps[-1].pointer else None
     return {"trace_id": ts.trace.trace_id, "task_id": ts.trace.task_id,
             "event_ids": [s.event_id for s in steps], "agents": [s.agent for s in steps],
             "kinds": [s.kind for s in steps], "rewards": [s.reward for s in steps],
@@ -228,7 +302,10 @@ def trace_columns(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
             "merged": [s.merged for s in steps], "calls_json": [dumps(s.call) for s in steps],
             "outcome_reward": ts.outcome_reward,
             "outcome": [a.summary() for a in ts.outcome],
-            "provenance": provenance(ts.labels)}
+            "corrects": pointer.corrects if pointer else None,
+            "provenance": provenance(answers_labels([
+                *ts.outcome, *(a for s in steps for a in s.answers)]) if pointer
+                else ts.labels)}
 
 
 def stepwise_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
@@ -236,9 +313,7 @@ def stepwise_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> It
     if options.conversational:
         raise OrchvizError(NO_CONVERSATIONAL_STEPWISE)
     for ts in all_steps:
-        row = stepwise_row(ts, options)
-        if row is not None:
-            yield row
+        yield from stepwise_branch_rows(ts, options)
 
 
 def trace_steps_of(trace: Trace, labels: Iterable[LabelRecord], rubric: Rubric | None,

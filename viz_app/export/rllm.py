@@ -22,10 +22,15 @@ episode as `Episode.to_dict()` writes it, so `Episode.from_dict` reads it back:
   tells them apart), `done` on the agent's last event, and `info` (event id, kind, answers,
   merged inputs, LLM call ids, provenance).
 
-Orchestrator decisions' labels land on the orchestrator's steps (the agent that acted), and a
-stop's 'should have stopped at' pointer on the stopping agent's trajectory: where the pointed
-event is another agent's, the stopping agent gets a step of kind `should_have_stopped` at that
-time (`viz_app.export.steps`).
+Orchestrator decisions' labels land on the orchestrator's steps (the agent that acted). A
+stop's 'should have stopped at' pointer is the stopping agent's own stop placed at the event
+pointed at (`viz_app.export.steps`), and is a trajectory of its own beside the agent's real one
+(same `name`, `uid` `<trace>:<agent>:should_have_stopped:<event>`, `info.corrects` the stop it
+corrects): one step whose `observation` is the orchestration up to and including the event
+pointed at (without the stop it corrects), whose `model_response` is the stop's text and
+`action` the stop decision, with the pointer's reward. So its reward is never averaged into the
+real trajectory's, whose stop keeps its own (-1 premature, -0.5 late). Every step's `info` has
+`corrects` (None but on a pointer's step).
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from viz_app.export.consensus import ExportOptions, dumps, provenance
-from viz_app.export.steps import Step, TraceSteps, call_of
+from viz_app.export.prompts import header
+from viz_app.export.steps import Step, TraceSteps, branch_positions, call_of
 
 STEP_KEYS = ("prompt_ids", "response_ids", "logprobs", "routing_matrices", "chat_completions",
              "observation", "thought", "action", "model_response", "model_output", "info",
@@ -57,12 +63,14 @@ def _step(ts: TraceSteps, event, step: Step | None, observation: str | None, don
     if step is None:
         info = {"event_id": event.id, "t": float(event.t), "labelled": False, "kind": None,
                 "label": None, "answers": [], "merged": [],
-                "call_json": dumps(call) if call else "{}", "provenance": []}
+                "call_json": dumps(call) if call else "{}", "corrects": None,
+                "provenance": []}
     else:
         info = {"event_id": event.id, "t": float(event.t), "labelled": True, "kind": step.kind,
                 "label": step.label(options.threshold),
                 "answers": [a.summary() for a in step.answers], "merged": step.merged,
-                "call_json": dumps(call), "provenance": provenance(step.labels)}
+                "call_json": dumps(call), "corrects": step.corrects or None,
+                "provenance": provenance(step.labels)}
     extras = event.__pydantic_extra__ or {}
     content = extras.get("content")
     return {"prompt_ids": call.get("prompt_token_ids", []),
@@ -84,15 +92,30 @@ def _signals(answers) -> dict[str, float]:
     return {q: statistics.fmean(r) for q, r in sorted(per_question.items())}
 
 
+def pointer_trajectory(ts: TraceSteps, step: Step, options: ExportOptions,
+                       team: dict[str, float]) -> dict[str, Any]:
+    """A 'should have stopped at' pointer as a trajectory of the agent that stopped: its stop,
+    placed at the event pointed at, seen after the orchestration up to there."""
+    analysis, trace = ts.analysis, ts.trace
+    stop = ts.events[step.corrects]
+    row = _step(ts, stop, step, None, True, options)
+    row["observation"] = header(trace) + "".join(ts.lines[p] for p in branch_positions(ts, step))
+    row["info"].update(event_id=step.event_id, t=float(ts.events[step.event_id].t),
+                       call_json="{}")
+    row["prompt_ids"], row["response_ids"] = [], []
+    return {"uid": f"{trace.trace_id}:{step.agent}:should_have_stopped:{step.event_id}",
+            "name": step.agent, "task": {"task_id": trace.task_id, "trace_id": trace.trace_id},
+            "steps": [row], "reward": step.reward,
+            "info": {"agent": step.agent, "role": analysis.role_of(step.agent)
+                     if step.agent in analysis.agent_names else "tool",
+                     "steps_labelled": 1, "corrects": step.corrects},
+            "signals": dict(team)}
+
+
 def episode(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
     """One trace as an rLLM episode dict."""
     analysis, trace = ts.analysis, ts.trace
-    actor = analysis.actor
-    steps_at = {s.event_id: s for s in ts.steps}
-    pointer_steps: dict[str, list[Step]] = defaultdict(list)
-    for step in ts.steps:
-        if actor[step.event_id] != step.agent:
-            pointer_steps[step.agent].append(step)
+    steps_at = {s.event_id: s for s in ts.decisions}
     result_of = {call: result for result, call in analysis.call_of_result.items()}
     events = trace.events_by_id
     outcome = ts.outcome_reward
@@ -102,10 +125,7 @@ def episode(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
     for agent in names:
         acted = [e for e in analysis.events_of.get(agent, [])
                  if e.type != "tool_result" or e.id in steps_at]
-        own = [(e, steps_at.get(e.id) if steps_at.get(e.id) and steps_at[e.id].agent == agent
-                else None) for e in acted]
-        own += [(events[s.event_id], s) for s in pointer_steps.get(agent, [])]
-        own.sort(key=lambda pair: analysis.position[pair[0].id])
+        own = [(e, steps_at.get(e.id)) for e in acted]
         rows = [_step(ts, e, s, events[result_of[e.id]].text if e.id in result_of else None,
                       i == len(own) - 1, options) for i, (e, s) in enumerate(own)]
         labelled = [s for _, s in own if s is not None]
@@ -117,8 +137,9 @@ def episode(ts: TraceSteps, options: ExportOptions) -> dict[str, Any]:
             "reward": statistics.fmean(rewards) if rewards else outcome,
             "info": {"agent": agent, "role": analysis.role_of(agent)
                      if agent in analysis.agent_names else "tool",
-                     "steps_labelled": len(labelled)},
+                     "steps_labelled": len(labelled), "corrects": None},
             "signals": {**_signals(a for s in labelled for a in s.answers), **team}})
+    trajectories += [pointer_trajectory(ts, s, options, team) for s in ts.steps if s.pointer]
     metrics = _signals(ts.answers)
     return {"id": f"{trace.task_id}:{trace.trace_id}",
             "task": {"task_id": trace.task_id, "trace_id": trace.trace_id},

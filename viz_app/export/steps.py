@@ -8,21 +8,26 @@ and the LLM call ids and token ids its event carries (`CALL_KEYS`).
 
 **The 'should have stopped at' pointer.** A stop answered *premature* or *late* has a follow-up
 answer pointing at the event where stopping would have been right (`stop_should_have_been`).
-That pointer is the one step label a stop decision has, so it becomes a step of its own: the
-event pointed at gets an *implied* answer whose reward is the best reward the stop question
-offers (1.0, `correct`, in the default rubric), credited to the agent that stopped. Read as a
-process: every step up to the pointer was right to go on, stopping at the pointer is right, and
-the stop where it really happened is wrong (its own reward, -1 for premature, -0.5 for late).
-For a late stop the pointer comes before the stop; for a premature one, after it (the events
-that arrived after the stop). Where the pointer falls on an event that is a step already, the
-implied answer joins that step's answers. Implied answers have resolution `implied` and carry
-the pointer's labels as provenance; the pointer answer itself stays on the stop's step.
+The pointer is a statement about the stopping agent's own decision, so it becomes a step of its
+own, kind `should_have_stopped`: the agent's stop decision placed at the pointed event. Its
+context is the orchestration up to and including the pointed event, without the stop it
+corrects (`branch_positions`); its completion is that stop, re-timed to the pointed event
+(`stop_line`), never the pointed event's own text (which may be another agent's return). Its
+*implied* answer's reward is the best reward the stop question offers (1.0, `correct`, in the
+default rubric), credited to the agent that stopped, and it stays a step of its own even where
+the pointed event is a step already: it is never averaged with another step's reward, nor with
+the stop it corrects (-1 for premature, -0.5 for late). The implied answer has resolution
+`implied`, is disputed when the pointer or the stop it follows was, and carries the labels of
+both (with any adjudication among them) as provenance; the pointer answer itself stays on the
+stop's step. For a late stop the pointer comes before the stop; for a premature one, after it
+(the events that arrived after the stop).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -76,12 +81,20 @@ class Step:
     merged: list[str] = field(default_factory=list)
     """For an aggregate: the ids of the returns and messages it merged."""
     call: dict[str, Any] = field(default_factory=dict)
-    """The LLM call ids and token ids its event carries."""
+    """The LLM call ids and token ids its event carries (none for a pointer's step: no call
+    made that stop)."""
+    corrects: str = ""
+    """For a `should_have_stopped` step: the id of the stop it corrects."""
 
     @property
     def labels(self) -> list[LabelRecord]:
         """Every label behind it."""
         return answers_labels(self.answers)
+
+    @property
+    def pointer(self) -> bool:
+        """Whether it is a stop placed where a pointer says it should have been."""
+        return self.kind == POINTER
 
     def label(self, threshold: float) -> bool:
         """The bool a trainer needs: the reward is above the threshold."""
@@ -132,6 +145,11 @@ class TraceSteps:
         """agent -> the position of its last step."""
         return {step.agent: step.position for step in self.steps}  # in time order: last wins
 
+    @property
+    def decisions(self) -> list[Step]:
+        """Its steps as they happened (every step but the pointers' stops)."""
+        return [s for s in self.steps if not s.pointer]
+
     @cached_property
     def merged(self) -> dict[str, list[str]]:
         """aggregate event id -> the ids of the returns and messages it merged."""
@@ -168,7 +186,7 @@ def trace_steps(trace: Trace, answers: list[Answer], rubric: Rubric | None) -> T
     position = analysis.position
     questions = rubric.questions_by_id if rubric is not None else {}
     by_event: dict[str, list[Answer]] = defaultdict(list)
-    credited: dict[str, str] = {}
+    pointers: list[tuple[Answer, float]] = []
     outcome: list[Answer] = []
     unplaced: list[Answer] = []
     for answer in answers:
@@ -181,16 +199,11 @@ def trace_steps(trace: Trace, answers: list[Answer], rubric: Rubric | None) -> T
         by_event[answer.event_id].append(answer)
         question = questions.get(answer.question)
         if question is None or question.kind != "event" or question.ask_when is None \
-                or answer.value not in position:
+                or answer.value not in position or answer.value == answer.event_id:
             continue
         reward = best_reward(rubric, question.ask_when.question)
-        if reward is None:
-            continue
-        by_event[answer.value].append(Answer(
-            trace_id=answer.trace_id, event_id=answer.value, question=answer.question,
-            value=answer.event_id, reward=reward, reward_std=0.0, reviewers=answer.reviewers,
-            disputed=False, resolution="implied", labels=answer.labels))
-        credited.setdefault(answer.value, analysis.actor[answer.event_id])
+        if reward is not None:
+            pointers.append((answer, reward))
     merged = {p.event_id: p.inputs for p in analysis.aggregates}
     steps: list[Step] = []
     events = trace.events_by_id
@@ -199,15 +212,53 @@ def trace_steps(trace: Trace, answers: list[Answer], rubric: Rubric | None) -> T
         if not rewards:
             unplaced.extend(found)
             continue
-        own = any(a.reward is not None and a.resolution != "implied" for a in found)
         steps.append(Step(
-            event_id=event_id, position=position[event_id],
-            agent=analysis.actor[event_id] if own else credited[event_id],
-            kind=DECISION if own else POINTER, reward=statistics.fmean(rewards), answers=found,
+            event_id=event_id, position=position[event_id], agent=analysis.actor[event_id],
+            kind=DECISION, reward=statistics.fmean(rewards), answers=found,
             merged=list(merged.get(event_id, [])), call=call_of(events[event_id])))
-    steps.sort(key=lambda s: s.position)
+    with_reward = {s.event_id for s in steps}
+    for answer, reward in pointers:
+        if answer.event_id not in with_reward:
+            continue  # the stop it follows has no rewarded answer: it stays unplaced
+        followed = [a for a in by_event[answer.event_id]
+                    if a.question == questions[answer.question].ask_when.question]
+        steps.append(Step(
+            event_id=answer.value, position=position[answer.value],
+            agent=analysis.actor[answer.event_id], kind=POINTER, reward=reward,
+            answers=[Answer(
+                trace_id=answer.trace_id, event_id=answer.value, question=answer.question,
+                value=answer.event_id, reward=reward, reward_std=0.0,
+                reviewers=answer.reviewers,
+                disputed=answer.disputed or any(a.disputed for a in followed),
+                resolution="implied",
+                labels=answers_labels([answer, *followed]))],
+            corrects=answer.event_id))
+    steps.sort(key=lambda s: (s.position, s.pointer))
     return TraceSteps(trace=trace, analysis=analysis, steps=steps, outcome=outcome,
                       unplaced=unplaced)
+
+
+def branch_positions(ts: TraceSteps, step: Step) -> list[int]:
+    """The positions of a pointer's context: the orchestration up to and including the event
+    pointed at, without the stop it corrects (had the agent stopped there, that stop would not
+    have been made)."""
+    stop = ts.analysis.position.get(step.corrects)
+    return [p for p in range(step.position + 1) if p != stop]
+
+
+def branch_steps(ts: TraceSteps, step: Step) -> list[Step]:
+    """The steps as they happened within a pointer's context, the pointer's own stop last."""
+    stop = ts.analysis.position.get(step.corrects)
+    return [*(s for s in ts.decisions if s.position <= step.position and s.position != stop),
+            step]
+
+
+def stop_line(ts: TraceSteps, step: Step, lines: Sequence[str] | None = None) -> str:
+    """A pointer's completion: the stop it corrects as a prompt line (of `lines`, by default
+    the trace's), re-timed to the event pointed at (`[t=9] orchestrator orchestrator_decision
+    (stop): ...`)."""
+    line = (ts.lines if lines is None else lines)[ts.analysis.position[step.corrects]]
+    return f"[t={float(ts.events[step.event_id].t):g}]" + line[line.index("]") + 1:]
 
 
 def all_trace_steps(traces: dict[str, Trace] | Any, by_trace: dict[str, list[Answer]],
