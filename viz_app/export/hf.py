@@ -306,7 +306,7 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             lengths: dict[str, Any] | None = None) -> dict[str, Any]:
     """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
     rows rest on; the reviewers table counts those, not every label read)."""
-    from viz_app.labels.agreement import question_agreement
+    from viz_app.labels.agreement import pairwise_agreement, question_agreement
 
     alpha = []
     if rubric is not None:  # `agreement(rubric, labels)`, the labels sorted by question once
@@ -317,6 +317,11 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
                   "shared_targets": q.shared_targets, "note": q.note}
                  for q in (question_agreement(question, by_question.get(question.id, []),
                                               worst=0) for question in rubric.questions)]
+    pairwise = pairwise_agreement(labels)
+    if pairwise is not None:
+        alpha.append({"question": pairwise.question, "alpha": pairwise.alpha,
+                      "level": pairwise.level, "shared_targets": pairwise.shared_targets,
+                      "note": pairwise.note})
     return {"format": format, "framework": framework, "trainer": trainer, "rows": rows,
             "labels_read": len(labels), "labels_used": len(used),
             "traces": len({r["trace_id"] for r in labels if r["label_id"] in used}),
@@ -329,13 +334,46 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             "lengths": lengths, "json_columns": []}
 
 
+def _dtype(kind) -> str:
+    """The `datasets` dtype name of an Arrow primitive type (as `datasets.Value` names it)."""
+    import pyarrow as pa
+
+    named = {pa.float64(): "float64", pa.float32(): "float32", pa.float16(): "float16",
+             pa.null(): "null"}
+    return named.get(kind, str(kind))
+
+
+def feature(kind) -> dict[str, Any]:
+    """An Arrow type as a feature of the card's `dataset_info` (the YAML that
+    `datasets.Features._to_yaml_list` writes: `dtype`, `list` or `struct`)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        return {"struct": [{"name": f.name, **feature(f.type)} for f in kind]}
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        inner = feature(kind.value_type)
+        return {"list": inner.get("dtype") or inner.get("struct") or inner}
+    return {"dtype": _dtype(kind)}
+
+
+def features(schema) -> list[dict[str, Any]]:
+    """The features of a folder's rows, one per column, in the card's YAML form."""
+    return [{"name": f.name, **feature(f.type)} for f in schema]
+
+
 def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
     """The dataset card (README.md) of an export folder; `arrow` says whether the
     load_from_disk files were written ("written"), or why not ("no rows")."""
     rubric = facts["rubric"] or {"name": "-", "version": "-", "sha256": "-"}
+    import yaml
+
     front = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
-             "    path: data/train-*.parquet", "tags:", "- orchviz", "- reward-labels",
-             f"- {facts['format']}", "---", ""]
+             "    path: data/train-*.parquet"]
+    if facts.get("features"):
+        front += ["dataset_info:", "  features:"] + [
+            "  " + line for line in yaml.safe_dump(facts["features"], sort_keys=False,
+                                                   allow_unicode=True).splitlines()]
+    front += ["tags:", "- orchviz", "- reward-labels", f"- {facts['format']}", "---", ""]
     body = [f"# orchviz reward labels: {facts['format']} ({facts['framework']})", "",
             f"{facts['rows']} rows made from {facts['labels_used']} of {facts['labels_read']} "
             f"current labels on {facts['traces']} traces, written by `orchviz labels export "
@@ -492,7 +530,7 @@ class _DataFiles:
 def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[str],
             facts: dict[str, Any]) -> list[Path]:
     """The state files, card and summary beside written data files; every file written."""
-    facts = {**facts, "json_columns": as_json}
+    facts = {**facts, "json_columns": as_json, "features": features(files.schema)}
     written = list(shards)
     if files.stream is not None:
         written += _disk_state(files.arrow, files.schema, facts)

@@ -110,6 +110,44 @@ def question_agreement(question: Question, labels: Iterable[LabelRecord],
                              disagreements=[d for d in disputes if d.spread > 0][:worst])
 
 
+PAIRWISE_VOTES = [-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]
+"""A pairwise judgement as an ordinal vote: + for the pair's first trace, - for its second, its
+size the strength (none given: 1), 0 for about the same."""
+
+
+def pairwise_agreement(labels: Iterable[LabelRecord]) -> QuestionAgreement | None:
+    """Alpha (ordinal, over the votes of `PAIRWISE_VOTES`) of the pairwise judgements among
+    current label records, each pair a target; None when there is none."""
+    from viz_app.labels.pairs import PAIRWISE_QUESTION, preference_of
+
+    by_pair: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for label in labels:
+        if label["question"] == PAIRWISE_QUESTION and rated(label) \
+                and label.get("pair_trace_id"):
+            found = preference_of(label)
+            size = 0.0 if found.chosen is None else float(found.strength or 1)
+            by_pair[found.pair][coder(label)] = size if found.chosen == found.first else -size
+    if not by_pair:
+        return None
+    reviewers = sorted({r for votes in by_pair.values() for r in votes})
+    shared = [votes for votes in by_pair.values() if len(votes) >= 2]
+    alpha, note = None, ""
+    if not shared:
+        note = "no pair has judgements from two reviewers yet"
+    elif len({v for votes in shared for v in votes.values()}) < 2:
+        note = "every reviewer gave the same judgement everywhere (alpha is undefined)"
+    else:
+        matrix = np.full((len(reviewers), len(shared)), np.nan)
+        for j, votes in enumerate(shared):
+            for reviewer, vote in votes.items():
+                matrix[reviewers.index(reviewer), j] = vote
+        alpha = float(krippendorff.alpha(reliability_data=matrix, value_domain=PAIRWISE_VOTES,
+                                         level_of_measurement="ordinal"))
+    return QuestionAgreement(question=PAIRWISE_QUESTION, level="ordinal", alpha=alpha,
+                             reviewers=len(reviewers), targets=len(by_pair),
+                             shared_targets=len(shared), note=note, disagreements=[])
+
+
 def _alpha(question: Question, shared: dict, reviewers: list[str],
            level: str) -> tuple[float | None, str]:
     if question.kind not in MEASURED_KINDS:

@@ -1,0 +1,54 @@
+"""Dataset cards: the card declares its rows' features as `datasets` writes them (so
+`load_dataset(FOLDER)` reads the folder by them), and pairwise judgements get their agreement
+row beside the rubric's questions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from test_export_hf import export_folder, ws  # noqa: F401  (the fixture)
+
+from viz_app.export import TRAINING
+from viz_app.labels.agreement import pairwise_agreement
+
+datasets = pytest.importorskip("datasets")
+
+
+def front_matter(folder):
+    text = (folder / "README.md").read_text()
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+@pytest.mark.parametrize("format", TRAINING)
+def test_the_card_declares_the_features_datasets_reads(ws, tmp_path, format):
+    import pyarrow.parquet as pq
+
+    folder = export_folder(tmp_path, format)
+    declared = front_matter(folder)["dataset_info"]["features"]
+    schema = pq.read_schema(next((folder / "data").glob("train-*.parquet")))
+    assert declared == datasets.Features.from_arrow_schema(schema)._to_yaml_list()
+    loaded = datasets.load_dataset(str(folder), split="train", cache_dir=str(tmp_path / "c"))
+    assert loaded.features == datasets.Features._from_yaml_list(declared)
+
+
+def test_pairwise_judgements_get_their_agreement_row(ws, tmp_path):
+    folder = export_folder(tmp_path, "preference")
+    facts = json.loads((folder / "orchviz_export.json").read_text())
+    (row,) = [q for q in facts["agreement"] if q["question"] == "pairwise_preference"]
+    assert row["shared_targets"] == 1  # ann and bob judged the one pair
+    assert "| pairwise_preference |" in (folder / "README.md").read_text()
+    found = pairwise_agreement(ws.labels.current_records())
+    assert found is not None and found.reviewers == 2 and found.targets == 1
+
+
+def test_pairwise_alpha_falls_as_judges_disagree(ws):
+    from viz_app.labels.label import Reviewer
+
+    a, b = ws.trace("demo-10-review-premature-stop"), ws.trace("rerun")
+    agreeing = pairwise_agreement(ws.labels.current_records())
+    assert agreeing.alpha is None and "same judgement" in agreeing.note
+    ws.save_preference(a, b, a.trace_id, Reviewer(name="cy", via="cli"), "stops sooner", 3)
+    split = pairwise_agreement(ws.labels.current_records())
+    assert split.alpha is not None and split.alpha < 0.5 and split.reviewers == 3
