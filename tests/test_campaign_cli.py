@@ -203,7 +203,7 @@ def test_create_over_an_optional_question_then_close_and_status_says_closed(caps
     assert targets > 0
     ws = Workspace.open(db, traces=[lib])
     claim = ws.claim_next("spawns", Reviewer(name="ann", via="cli"))
-    assert claim.questions == ["spawn_necessity"]
+    assert claim.questions == ["spawn_necessity", "spawn_correction"]
     code, out, _ = run(capsys, "campaign", "close", "spawns", "--db", db, "--lead", "lee")
     assert (code, out) == (0, f"campaign spawns is closed: no more claims ({targets} targets)\n")
     assert ws.claim_next("spawns", Reviewer(name="bob", via="cli")) is None

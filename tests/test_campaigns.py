@@ -95,7 +95,7 @@ def test_a_groups_sample_takes_every_rollout_of_each_task_chosen():
 
 def test_a_question_subset_brings_its_follow_ups_and_an_unknown_one_is_refused():
     assert campaign_questions(RUBRIC, ["stopping_correctness"]) == [
-        "stopping_correctness", "stop_should_have_been"]
+        "stopping_correctness", "stop_should_have_been", "stop_correction"]
     with pytest.raises(LabelError, match="no question 'nope'"):
         campaign_questions(RUBRIC, ["nope"])
 
@@ -114,7 +114,7 @@ def test_an_optional_question_is_asked_when_named():
 def test_only_the_targets_the_chosen_questions_apply_to_are_taken():
     questions = campaign_questions(RUBRIC, ["stopping_correctness"])
     assert row_targets(row("a"), RUBRIC, questions) == [
-        ("e2", ["stopping_correctness", "stop_should_have_been"])]
+        ("e2", ["stopping_correctness", "stop_should_have_been", "stop_correction"])]
 
 
 def test_the_agreement_share_gets_its_k_and_the_rest_keeps_the_campaigns():
@@ -249,7 +249,7 @@ def test_a_claim_names_a_target_and_its_questions(ws):
     claim = ws.claim_next(campaign.name, ANN)
     assert claim.campaign == campaign.name and claim.reviewer == ANN
     assert claim.event_id is not None
-    assert claim.questions == ["stopping_correctness", "stop_should_have_been"]
+    assert claim.questions == ["stopping_correctness", "stop_should_have_been", "stop_correction"]
     assert claim.leased_until > time.time() + 590
 
 
@@ -300,7 +300,9 @@ def test_a_submit_follows_the_rules_of_a_save(ws):
     campaign = create(ws, questions=["stopping_correctness"])
     claim = ws.claim_next(campaign.name, ANN)
     with pytest.raises(LabelError, match="Answer first"):
-        ws.submit(claim, {"stopping_correctness": "premature"})  # premature asks where
+        ws.submit(claim, {"stop_should_have_been": claim.event_id})  # not the stop's answer
+    with pytest.raises(LabelError, match="Answer first"):
+        ws.submit(claim, {"stopping_correctness": "late"})  # late asks where
     assert ws.labels.current_records(campaign=campaign.name) == []
     assert ws.campaign_status(campaign.name).complete == 0
 
@@ -597,7 +599,7 @@ def test_a_campaign_pins_its_rubric(lite, tmp_path):
     claim = lite.claim_next(campaign.name, ANN)
     changed = RUBRIC.model_copy(update={"version": "2.0", "sha256": "f" * 64})
     other = make_workspace(tmp_path, rubric=changed)
-    with pytest.raises(LabelError, match="created under rubric 1.0"):
+    with pytest.raises(LabelError, match="created under rubric 1.1"):
         other.submit(claim, {"task_outcome": "success"})
 
 
@@ -661,12 +663,16 @@ def test_retracting_a_newer_answer_does_not_bring_back_the_older_one(lite):
 
 
 OPTIONAL_ONLY = ["spawn_necessity", "delegation_fit", "message_necessity"]
+CORRECTIONS_THERE = ["spawn_correction", "delegation_correction", "message_correction",
+                     "missed_decision"]
+"""The corrections asked on those targets (follow-ups, and the missed decisions)."""
 
 
 def listed_targets(ws, questions: list[str]) -> set[tuple[str, str, tuple[str, ...]]]:
     """(trace, target, questions asked) of every target of the library where one of these
     questions is asked, as the trace page lists targets (`Workspace.targets`)."""
     found = set()
+    questions = campaign_questions(ws.rubric, questions)  # with their follow-ups
     for row in ws.update_index().rows:
         for target in ws.targets(ws.trace(row.trace_id)):
             here = tuple(q for q in questions if q in target.questions)
@@ -681,7 +687,8 @@ def stored_targets(ws, campaign) -> set[tuple[str, str, tuple[str, ...]]]:
 
 
 def test_the_questions_the_index_cannot_place_are_those_asked_only_where_nothing_must_be():
-    assert sorted(unindexed(RUBRIC, [q.id for q in RUBRIC.questions])) == sorted(OPTIONAL_ONLY)
+    assert sorted(unindexed(RUBRIC, [q.id for q in RUBRIC.questions])) == sorted(
+        OPTIONAL_ONLY + CORRECTIONS_THERE)
     assert unindexed(RUBRIC, ["aggregation_issues", "stop_should_have_been"]) == []
 
 
@@ -703,14 +710,14 @@ def test_optional_and_required_questions_together_take_the_targets_of_both(lite)
 
 def test_every_question_left_unnamed_still_takes_the_targets_the_index_records(lite):
     campaign = create(lite)  # no trace is read: spawns, delegations, messages left out
-    assert not any(set(t.questions) <= set(OPTIONAL_ONLY)
+    assert not any(set(t.questions) <= set(OPTIONAL_ONLY + CORRECTIONS_THERE)
                    for t in lite.campaign_store.targets(campaign))
 
 
 def test_a_spawn_campaign_is_reviewed_and_saved_end_to_end(lite, tmp_path):
     campaign = create(lite, questions=["spawn_necessity"], sample=Sample(kind="random", n=2))
     claim = lite.claim_next(campaign.name, ANN)
-    assert claim.questions == ["spawn_necessity"] and claim.event_id
+    assert claim.questions == ["spawn_necessity", "spawn_correction"] and claim.event_id
     made = lite.submit(claim, {"spawn_necessity": "redundant"})
     assert [(x.question, x.value, x.event_id) for x in made] == [
         ("spawn_necessity", "redundant", claim.event_id)]

@@ -190,9 +190,11 @@ def test_spawns_and_delegations_are_optional_targets():
     spawn_trace, delegate_trace = cases.duplicate_children(), cases.redelegated_task()
     spawns = [t for t in targets(RUBRIC, analyze(spawn_trace)) if "spawn" in t.kinds]
     delegations = [t for t in targets(RUBRIC, analyze(delegate_trace)) if "delegate" in t.kinds]
-    assert len(spawns) == 3 and all(t.questions == ["spawn_necessity"] and not t.required
-                                    for t in spawns)
-    assert len(delegations) == 2 and all(t.questions == ["delegation_fit"] for t in delegations)
+    assert len(spawns) == 3 and all(t.questions == ["spawn_necessity", "spawn_correction"]
+                                    and not t.required for t in spawns)
+    assert len(delegations) == 2 and all(
+        t.questions == ["delegation_fit", "delegation_correction", "missed_decision"]
+        for t in delegations)
     for question in ("spawn_necessity", "delegation_fit"):
         q = RUBRIC.question(question)
         assert q.optional and q.credit_unit == "agent" and q.family == "R7" and q.rewarded

@@ -68,7 +68,7 @@ def answers_of(rng: random.Random, trace, target, question_id: str, analysis) ->
     if question.kind == "tags":
         return [(question_id, sorted(rng.sample([c.value for c in question.choices],
                                                 rng.randint(0, 2))))]
-    if question.kind in ("event", "text") or question.ask_when is not None:
+    if question.kind in ("event", "text", "correction") or question.ask_when is not None:
         return []
     value = rng.choice([c.value for c in question.choices])
     found = [(question_id, value)]

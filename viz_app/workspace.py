@@ -44,7 +44,9 @@ from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, Campaig
 from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.suggestion import Suggestion, SuggestionFailure
-from viz_app.labels.rubric import LabelTarget, Rubric, asked, default_rubric, load_rubric, targets
+from viz_app.labels.rubric import (LabelTarget, Rubric, asked, default_rubric, load_rubric,
+                                   pointer_optional, targets)
+from viz_app.analysis import Analysis, analyze
 from viz_app.model import Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits, Settings, database_url
 from viz_app.store.bookmarks import BookmarkStore
@@ -77,11 +79,13 @@ class TraceSet(BaseModel):
 
 
 def answers_to_save(rubric: Rubric, target: LabelTarget,
-                    values: Mapping[str, Any]) -> dict[str, Any]:
+                    values: Mapping[str, Any], analysis: Analysis | None = None
+                    ) -> dict[str, Any]:
     """The answers a save of `values` on a target stores, by the rules of a save: every
     required question has an answer (empty answers count as none), tags are saved even when
     empty, and a follow-up question is kept only when the answer it follows asks it (and then
-    it must be answered). LabelError says what is missing."""
+    it must be answered, unless it points later than the trace's last event: `pointer_optional`,
+    given the trace's `analysis`). LabelError says what is missing."""
     questions = [rubric.question(q) for q in target.questions]
     answers = {q.id: values[q.id] for q in questions if q.kind != "tags"
                and values.get(q.id) not in (None, "")}
@@ -96,7 +100,8 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
             continue
         if not asked(q, answers):
             answers.pop(q.id, None)
-        elif q.id not in answers:
+        elif q.id not in answers and not (q.optional or pointer_optional(
+                rubric, q, answers, analysis, target.event_id)):
             raise LabelError(f"Answer first: {q.prompt}")
     return answers
 
@@ -393,7 +398,7 @@ class Workspace:
         answered). LabelError says what is missing or refused; nothing is saved then.
         `suggestions_visible` records whether suggested answers were on screen."""
         found = self._target(trace, target)
-        answers = answers_to_save(self.rubric, found, values)
+        answers = answers_to_save(self.rubric, found, values, analyze(trace))
         return self.labels.save_target(trace, found.event_id, answers, reviewer.name,
                                        comment=comment, seconds_spent=seconds_spent,
                                        identified_by=reviewer.via,
@@ -674,9 +679,10 @@ class Workspace:
                              f"{found.name!r} (it asks {', '.join(held.questions)}); nothing "
                              "was saved")
         event_id = held.event_id or None
+        trace = self.trace(held.trace_id)
         values = answers_to_save(rubric, label_target(rubric, event_id, held.questions),
-                                 answers)
-        made = self.labels.checked(self.trace(held.trace_id), event_id, values,
+                                 answers, analyze(trace))
+        made = self.labels.checked(trace, event_id, values,
                                    claim.reviewer.name, comment=comment,
                                    seconds_spent=seconds_spent,
                                    identified_by=claim.reviewer.via, campaign=found.name,

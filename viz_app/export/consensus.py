@@ -20,6 +20,10 @@ agent-lightning, verl, agent-rewards) reads the current labels through `select`:
   the answer it follows was resolved to one of the values that ask it; the follow-up of a
   disputed stop is left out and reported.
 - Free-text questions are never disputed: their labels ride along in the provenance.
+- Corrections (`viz_app.labels.correction`) are disputed when reviewers chose different
+  decisions (another action, agent, role or recipient); their own words may differ without a
+  dispute (the answer's value is then the first reviewer's, and the decision-pairs exports write
+  each reviewer's words: `viz_app.export.decision_pairs`).
 
 Nothing is dropped silently: every target left out is counted in `Selection.left_out`, one
 sentence per reason, naming the first few.
@@ -239,7 +243,9 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
                                 reviewed[0]["value"] if len(texts) == 1 else None, False,
                                 "notes", group)
             continue
-        if not _differ(reviewed):
+        differ = _differ_decision(reviewed) if question is not None \
+            and question.kind == "correction" else _differ(reviewed)
+        if not differ:
             kept[key] = _answer(key, reviewed, len(reviewed), reviewed[0]["value"], False,
                                 "single" if len(reviewed) == 1 else "agreed", group)
             continue
@@ -272,6 +278,15 @@ def _differ(labels: Sequence[LabelRecord]) -> bool:
     if kind in _PLAIN:
         return any(type(r["value"]) is not kind or r["value"] != first for r in labels)
     return len({_canonical(r["value"]) for r in labels}) > 1
+
+
+def _differ_decision(labels: Sequence[LabelRecord]) -> bool:
+    """Whether correction labels choose different decisions (their words aside)."""
+    def decision(value: Any) -> bytes:
+        kept = {k: v for k, v in value.items() if k != "text"} if isinstance(value, dict) \
+            else value
+        return _canonical(kept)
+    return len({decision(r["value"]) for r in labels}) > 1
 
 
 def _follow_ups(kept: dict[tuple[str, str, str], Answer], questions: dict,

@@ -16,6 +16,7 @@ import json
 import weakref
 from importlib.resources import files
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError
+from viz_app.labels.correction import ACTIONS, LATER_THAN_RECORDED, parse_correction
 
 REWARD_FAMILIES: dict[str, str] = {
     "R1": "team", "R2": "agent", "R3": "role", "R4": "process",
@@ -37,7 +39,7 @@ SUB_DECISIONS = ("O1", "O2", "O3", "O4", "O5")
 """The five orchestration sub-decisions of TAXONOMY.md (spawn, delegate, communicate,
 aggregate, stop)."""
 
-Kind = Literal["scale", "categorical", "tags", "boolean", "text", "event"]
+Kind = Literal["scale", "categorical", "tags", "boolean", "text", "event", "correction"]
 
 ORDINAL_KINDS = ("scale",)
 """Kinds whose answers are ordered (Krippendorff's alpha at the ordinal level)."""
@@ -88,6 +90,14 @@ class DelegateTarget(BaseModel):
     kind: Literal["delegate"] = "delegate"
 
 
+class DecisionTarget(BaseModel):
+    """Every orchestrator decision but a stop: a point where a spawn or a message may have been
+    missing (O1, O3)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["decision"] = "decision"
+
+
 class EventsTarget(BaseModel):
     """Events of the given types whose fields equal the given values (a list means any of)."""
 
@@ -99,7 +109,7 @@ class EventsTarget(BaseModel):
 
 
 Target = Annotated[TraceTarget | AggregateTarget | StopTarget | MessageTarget | SpawnTarget
-                   | DelegateTarget | EventsTarget, Field(discriminator="kind")]
+                   | DelegateTarget | DecisionTarget | EventsTarget, Field(discriminator="kind")]
 
 
 # -- questions ------------------------------------------------------------------------------
@@ -134,11 +144,15 @@ class Question(BaseModel):
     prompt: str = Field(description="The question as the reviewer reads it.")
     guidance: str = Field("", description="How to answer, in a sentence or two.")
     target: Target = Field(description="What in a trace the question is asked about.")
-    kind: Kind = Field(description="scale, categorical, tags (multi-select), boolean, text, or "
-                       "event (a pointer to an event of the trace).")
+    kind: Kind = Field(description="scale, categorical, tags (multi-select), boolean, text, "
+                       "event (a pointer to an event of the trace), or correction (the decision "
+                       "it should have made instead: `viz_app.labels.correction`).")
     choices: list[Choice] = Field(default_factory=list,
                                   description="The answers of a scale, categorical, tags or "
                                   "boolean question, in display order.")
+    actions: list[str] = Field(default_factory=list,
+                               description="The corrections a correction question takes (keys "
+                               "of `viz_app.labels.correction.ACTIONS`), in display order.")
     optional: bool = Field(False, description="Whether a target counts as labelled without it.")
     ask_when: AskWhen | None = Field(None, description="Ask only after these answers elsewhere.")
     family: str | None = Field(None, description="Reward family R1-R8 (TAXONOMY.md).")
@@ -151,8 +165,16 @@ class Question(BaseModel):
     def _coherent(self) -> Question:
         if self.kind in ("scale", "categorical", "tags", "boolean") and not self.choices:
             raise ValueError(f"a {self.kind} question needs choices")
-        if self.kind in ("text", "event") and self.choices:
+        if self.kind in ("text", "event", "correction") and self.choices:
             raise ValueError(f"a {self.kind} question takes no choices")
+        if self.kind == "correction":
+            unknown = [a for a in self.actions if a not in ACTIONS]
+            if not self.actions or unknown:
+                raise ValueError(f"a correction question takes actions among "
+                                 f"{', '.join(ACTIONS)}" + (f" (not {unknown[0]!r})"
+                                                            if unknown else ""))
+        elif self.actions:
+            raise ValueError("only a correction question takes actions")
         if self.kind == "scale" and not all(isinstance(c.value, int) and
                                             not isinstance(c.value, bool) for c in self.choices):
             raise ValueError("the choices of a scale are integers")
@@ -306,7 +328,7 @@ class LabelTarget(BaseModel):
 
     event_id: str | None = Field(description="The event; None for the trace itself.")
     kinds: list[str] = Field(description="What it is: trace, aggregate, stop, message, spawn, "
-                             "delegate, events "
+                             "delegate, decision, events "
                              "(an event can be two, such as an aggregate that is the stop).")
     t: float | None = Field(description="When the event happened; None for the trace.")
     agent: str | None = Field(description="The agent the event belongs to.")
@@ -352,6 +374,9 @@ def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(target, DelegateTarget):
         return [(e.id, _NO_FACTS) for e in analysis.order
                 if e.type == "orchestrator_decision" and e.decision == "delegate"]
+    if isinstance(target, DecisionTarget):
+        return [(e.id, _NO_FACTS) for e in analysis.order
+                if e.type == "orchestrator_decision" and e.decision != "stop"]
     if isinstance(target, EventsTarget):
         return [(e.id, _NO_FACTS) for e in analysis.order
                 if e.type in target.types and _matches(e, target.where)]
@@ -406,7 +431,8 @@ def counted(target: LabelTarget) -> bool:
 
 def reward_of(question: Question, value: Any) -> float | None:
     """The reward an answer maps to: the choice's reward; for tags, the mean reward of the
-    tags picked that carry one (none picked: None); text and event answers carry none."""
+    tags picked that carry one (none picked: None); text, event and correction answers carry
+    none."""
     if question.kind in ("scale", "categorical", "boolean"):
         choice = question.choice(value)
         return choice.reward if choice is not None else None
@@ -457,6 +483,8 @@ def _check_value(rubric: Rubric, question: Question, value: Any, analysis: Analy
                  event_id: str | None, answers: dict[str, Any]) -> None:
     if question.kind == "event":
         _check_pointer(rubric, question, value, analysis, event_id, answers)
+    elif question.kind == "correction":
+        parse_correction(value, question.actions, analysis)
     else:
         check_value(question, value)
 
@@ -483,11 +511,44 @@ def check_value(question: Question, value: Any) -> None:
     elif question.kind == "event":
         if not isinstance(value, str) or not value:
             raise LabelError(f"{question.id} takes an event id, not {value!r}")
+    elif question.kind == "correction":
+        if not isinstance(value, Mapping) or value.get("action") not in question.actions:
+            raise LabelError(f"{question.id} takes a correction: an object whose action is one "
+                             f"of {', '.join(question.actions)}")
+
+
+def _pointer_choice(rubric: Rubric, question: Question, answers: Mapping[str, Any]
+                    ) -> Choice | None:
+    """The answer a pointer follows, when that answer says which way it points."""
+    if question.ask_when is None:
+        return None
+    base = rubric.questions_by_id[question.ask_when.question]
+    given = answers.get(base.id)
+    choice = base.choice(given) if given is not None else None
+    return choice if choice is not None and choice.pointer is not None else None
+
+
+def pointer_optional(rubric: Rubric, question: Question, answers: Mapping[str, Any],
+                     analysis: Analysis | None, event_id: str | None) -> bool:
+    """Whether a pointer follow-up may be left unanswered: it must point later (a premature
+    stop) and no event comes after the target (the run ended there), so there is nothing to
+    point at; the answer on its own is saved, and `LATER_THAN_RECORDED` may still be given."""
+    if question.kind != "event" or analysis is None or not event_id:
+        return False
+    choice = _pointer_choice(rubric, question, answers)
+    return (choice is not None and choice.pointer == "later"
+            and analysis.position.get(event_id, -1) == len(analysis.order) - 1)
 
 
 def _check_pointer(rubric: Rubric, question: Question, value: Any, analysis: Analysis,
                    event_id: str | None, answers: dict[str, Any]) -> None:
     trace = analysis.trace
+    if value == LATER_THAN_RECORDED and value not in trace.events_by_id and event_id:
+        choice = _pointer_choice(rubric, question, answers)
+        if choice is None or choice.pointer != "later":
+            raise LabelError(f"{question.id}: 'later than this run recorded' answers only a "
+                             "stop that came too early")
+        return
     if not isinstance(value, str) or value not in trace.events_by_id:
         raise LabelError(f"{question.id} points at an event of trace {trace.trace_id}; it has no "
                          f"event {value!r}")

@@ -1,0 +1,367 @@
+"""Corrections: what the orchestrator should have done instead, at the node where it decided.
+
+A correction is the answer to a rubric question of kind `correction`: a JSON object whose
+`action` names the better decision and whose other keys say what it is:
+
+| action         | decision | keys                                   | meaning                                  |
+|----------------|----------|----------------------------------------|------------------------------------------|
+| `merge`        | O4       | `text`                                 | the merge it should have made            |
+| `stop`         | O5       | `text` (optional)                      | the final answer it should have given    |
+| `do_it_itself` | O1 / O2  | `text` (optional: how)                 | no sub-agent: the decider does it        |
+| `reuse_agent`  | O1       | `agent`                                | hand it to an agent that already exists  |
+| `spawn`        | O1       | `role`, `text` (the task)              | a sub-agent it should have spawned       |
+| `delegate`     | O2       | `agent` (of the trace) or `role` (new) | the agent the task should have gone to   |
+| `not_sent`     | O3       |                                        | the message should not have been sent    |
+| `send`         | O3       | `to`, `text`                           | the message that should have been sent   |
+
+A stop's correction is mostly implied by the answers that already exist: *premature* at a stop
+means "continue (waiting for the event pointed at) rather than stop" there, and "stop rather than
+continue" at the pointer; *late* means "stop rather than go on" at the pointer. The optional
+`stop` correction adds the final answer it should have given.
+
+`corrected_decision(rubric, trace, event_id, answers)` gives the better decision at a node as a
+`Decision` (a canonical structure, with its one-line canonical `text`); `decision_pairs` gives
+every (chosen, rejected) pair a target's answers imply, which the `decision-pairs` exports write
+and replay starts from. Pure: no store, no SQL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from viz_app.analysis import Analysis, analyze
+from viz_app.errors import LabelError
+from viz_app.model import Event, Trace
+
+Action = Literal["merge", "stop", "continue", "do_it_itself", "reuse_agent", "spawn",
+                 "delegate", "not_sent", "send", "as_recorded"]
+"""What a decision does. `continue` and `as_recorded` are never answers: `continue` is the
+decision a premature stop implies, `as_recorded` the decision the trace shows at a node when it
+holds no words for it."""
+
+ACTIONS: dict[str, str] = {
+    "merge": "O4", "stop": "O5", "do_it_itself": "O1", "reuse_agent": "O1", "spawn": "O1",
+    "delegate": "O2", "not_sent": "O3", "send": "O3",
+}
+"""The actions a correction may take, each with the sub-decision it belongs to (do_it_itself
+also answers a delegation, O2)."""
+
+ACTION_LABELS: dict[str, str] = {
+    "merge": "the merge it should have made", "stop": "the final answer it should have given",
+    "do_it_itself": "do it itself", "reuse_agent": "reuse an agent it already had",
+    "spawn": "spawn a sub-agent for ...", "delegate": "delegate to another agent",
+    "not_sent": "not sent", "send": "send this message instead",
+}
+"""How the panel names each action."""
+
+LATER_THAN_RECORDED = "<later than this run recorded>"
+"""The answer of a 'should have stopped at' pointer after a premature stop when the right moment
+comes after the last event the trace holds (the run ended at the stop): not an event id."""
+
+_TEXT_LIMIT = 100_000
+"""Longest text a correction keeps (a merge is long; an endless paste is refused)."""
+
+
+class Correction(BaseModel):
+    """A correction answer, as stored (only the keys its action uses are kept)."""
+
+    model_config = ConfigDict(extra="forbid")
+    action: str = Field(description="One of ACTIONS.")
+    text: str | None = Field(None, description="The merge, message, task, final answer or how.")
+    agent: str | None = Field(None, description="An agent of the trace (reuse, delegate).")
+    role: str | None = Field(None, description="A new agent's role (spawn, delegate).")
+    to: str | None = Field(None, description="The recipient of a message to send.")
+
+    def stored(self) -> dict[str, Any]:
+        """The answer as a label stores it: the action and the keys given."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+def parse_correction(value: Any, actions: list[str], analysis: Analysis) -> Correction:
+    """The correction an answer holds; LabelError naming what is wrong (an action the question
+    does not take, a missing text, an agent the trace does not have)."""
+    if not isinstance(value, Mapping):
+        raise LabelError(f"a correction is an object with an action (one of "
+                         f"{', '.join(actions)}), not {str(value)[:60]!r}")
+    try:
+        found = Correction.model_validate(dict(value))
+    except Exception:  # noqa: BLE001 - pydantic's message names internals; one sentence here
+        keys = ", ".join(sorted(map(str, value)))
+        raise LabelError(f"a correction has the keys action, text, agent, role, to (not "
+                         f"{keys}), each text") from None
+    if found.action not in actions:
+        raise LabelError(f"{found.action!r} is not a correction this question takes (it takes "
+                         f"{', '.join(actions)})")
+    for name in ("text", "agent", "role", "to"):
+        given = getattr(found, name)
+        if given is not None and len(given) > _TEXT_LIMIT:
+            raise LabelError(f"the correction's {name} is longer than {_TEXT_LIMIT:,} characters")
+        if given is not None and not given.strip():
+            setattr(found, name, None)
+    agents = set(analysis.agents)
+    action = found.action
+    if action in ("merge", "send", "spawn") and not found.text:
+        what = {"merge": "the merge it should have made", "send": "the message to send",
+                "spawn": "the task of the sub-agent"}[action]
+        raise LabelError(f"write {what}")
+    if action == "spawn" and not found.role:
+        raise LabelError("name the role of the sub-agent it should have spawned")
+    if action == "send" and not found.to:
+        raise LabelError("name who the message should have gone to")
+    if action == "reuse_agent" and found.agent not in agents:
+        raise LabelError(f"pick the agent to reuse among the trace's agents, not "
+                         f"{str(found.agent)[:40]!r}")
+    if action == "delegate":
+        if found.agent and found.role:
+            raise LabelError("delegate to an agent of the trace or to a new role, not both")
+        if found.agent and found.agent not in agents:
+            raise LabelError(f"{found.agent[:40]!r} is not an agent of this trace: name a new "
+                             "role instead")
+        if not found.agent and not found.role:
+            raise LabelError("pick the agent it should have delegated to, or name a new role")
+    if action in ("not_sent",) and (found.text or found.agent or found.role or found.to):
+        raise LabelError("'not sent' takes nothing more")
+    return found
+
+
+# -- decisions --------------------------------------------------------------------------------
+
+
+class Decision(BaseModel):
+    """A decision at one node of a trace, as a canonical structure: the one replay puts in the
+    orchestrator's place and the one the decision-pairs exports write."""
+
+    model_config = ConfigDict(frozen=True)
+    event_id: str = Field(description="The node: the event where the decision is (or was) made.")
+    agent: str = Field(description="The deciding agent (the event's actor).")
+    sub_decision: str = Field(description="O1 spawn, O2 delegate, O3 communicate, O4 aggregate, "
+                              "O5 stop.")
+    action: Action = Field(description="What it does (see the module's table).")
+    text: str = Field("", description="The merge, message, task or final answer.")
+    agent_to: str = Field("", description="The agent it goes to (delegate, reuse, send).")
+    role: str = Field("", description="A new agent's role (spawn, delegate to a new role).")
+    wait_for: str = Field("", description="For `continue`: the event it should have waited for "
+                          "(or LATER_THAN_RECORDED).")
+
+    @property
+    def canonical(self) -> str:
+        """The decision in the one canonical form (documented in docs/trainers/decision-pairs.md):
+        `<action>` then what it is, on one line."""
+        text = " ".join(self.text.split())
+        action = self.action
+        if action == "merge":
+            return f"aggregate: {text}"
+        if action == "stop":
+            return f"stop: {text}" if text else "stop"
+        if action == "continue":
+            if not self.wait_for:
+                return "continue"
+            if self.wait_for == LATER_THAN_RECORDED:
+                return "continue: wait for results the run did not record"
+            return f"continue: wait for {self.wait_for}" + (f" ({text})" if text else "")
+        if action == "do_it_itself":
+            return f"do it itself: {text}" if text else "do it itself"
+        if action == "reuse_agent":
+            return f"reuse {self.agent_to}: {text}" if text else f"reuse {self.agent_to}"
+        if action == "spawn":
+            return f"spawn {self.role}: {text}"
+        if action == "delegate":
+            who = self.agent_to or f"a new {self.role} agent"
+            return f"delegate -> {who}: {text}" if text else f"delegate -> {who}"
+        if action == "not_sent":
+            return "no message"
+        if action == "send":
+            return f"message -> {self.agent_to}: {text}"
+        return text
+
+
+def _sub_decision(event: Event, fallback: str) -> str:
+    decision = event.decision
+    return {"spawn": "O1", "delegate": "O2", "communicate": "O3", "aggregate": "O4",
+            "stop": "O5", "continue": "O5"}.get(decision or "", fallback)
+
+
+def made_decision(analysis: Analysis, event_id: str) -> tuple[Decision, bool]:
+    """The decision the trace shows at a node, and whether it is in the orchestrator's own words
+    (the event's recorded text) rather than only what its type and fields say."""
+    event = analysis.trace.event(event_id)
+    agent = analysis.actor[event_id]
+    words = event.text.strip()
+    kind = event.type
+    if kind == "aggregate":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O4", action="merge",
+                        text=words)
+    elif kind == "spawn":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O1", action="spawn",
+                        role=event.role or event.to or "", text=words)
+    elif kind == "message":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O3", action="send",
+                        agent_to=event.to or "", text=words)
+    elif kind == "orchestrator_decision" and event.decision == "delegate":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O2", action="delegate",
+                        agent_to=event.to or "", text=words)
+    elif kind == "orchestrator_decision" and event.decision == "stop":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O5", action="stop",
+                        text=words)
+    else:
+        made = Decision(event_id=event_id, agent=agent, sub_decision=_sub_decision(event, "O5"),
+                        action="as_recorded", text=f"{kind}" + (f" ({event.decision})"
+                                                                 if event.decision else "")
+                        + (f": {' '.join(words.split())}" if words else ""))
+    return made, bool(words)
+
+
+def _from_correction(found: Correction, made: Decision, question_sub: str | None) -> Decision:
+    action = found.action
+    sub = question_sub or ACTIONS.get(action, made.sub_decision)
+    base = {"event_id": made.event_id, "agent": made.agent, "sub_decision": sub}
+    if action == "merge":
+        return Decision(**base, action="merge", text=found.text or "")
+    if action == "stop":
+        return Decision(**base, action="stop", text=found.text or "")
+    if action == "do_it_itself":
+        return Decision(**base, action="do_it_itself", text=found.text or made.text)
+    if action == "reuse_agent":
+        return Decision(**base, action="reuse_agent", agent_to=found.agent or "", text=made.text)
+    if action == "spawn":
+        return Decision(**base, action="spawn", role=found.role or "", text=found.text or "")
+    if action == "delegate":
+        return Decision(**base, action="delegate", agent_to=found.agent or "",
+                        role=found.role or "", text=made.text)
+    if action == "not_sent":
+        return Decision(**base, action="not_sent")
+    return Decision(**base, action="send", agent_to=found.to or "", text=found.text or "")
+
+
+class DecisionPair(BaseModel):
+    """A better decision beside the one made, at one node."""
+
+    model_config = ConfigDict(frozen=True)
+    chosen: Decision = Field(description="The corrected decision.")
+    rejected: Decision = Field(description="The decision made (or, at a stop's pointer, the "
+                               "going on it implies).")
+    rejected_own_words: bool = Field(description="Whether the trace holds the rejected "
+                                     "decision's words (then they are its text).")
+    question: str = Field(description="The question whose answer gives the correction.")
+    origin: Literal["correction", "stop_at_stop", "stop_at_pointer"] = Field(
+        description="A correction answer, or a stop answered premature/late (the pair at the "
+        "stop, or at the event pointed at).")
+
+
+def _stop_question(rubric, answers: Mapping[str, Any]):
+    """(stop question, its answer's choice, pointer question id) among a target's answers."""
+    for qid, value in answers.items():
+        question = rubric.questions_by_id.get(qid)
+        if question is None or question.kind not in ("categorical",):
+            continue
+        choice = question.choice(value)
+        if choice is not None and choice.pointer is not None:
+            pointer = next((q.id for q in rubric.questions if q.kind == "event" and q.ask_when
+                            and q.ask_when.question == qid), None)
+            return question, choice, pointer
+    return None, None, None
+
+
+def decision_pairs(rubric, trace: Trace, event_id: str | None,
+                   answers: Mapping[str, Any]) -> list[DecisionPair]:
+    """Every (chosen, rejected) pair one target's answers imply (`answers`: question id ->
+    value, as a save gives them): one per correction answer, and for a stop answered premature
+    or late the pairs the module describes. Refers to events of `trace` only."""
+    if not event_id:
+        return []
+    analysis = analyze(trace)
+    if event_id not in analysis.position:
+        return []
+    made, own = made_decision(analysis, event_id)
+    pairs: list[DecisionPair] = []
+    final_answer = ""
+    for qid, value in answers.items():
+        question = rubric.questions_by_id.get(qid)
+        if question is None or question.kind != "correction" or value is None:
+            continue
+        found = parse_correction(value, question.actions, analysis)
+        if found.action == "stop":
+            final_answer = found.text or ""
+            continue
+        pairs.append(DecisionPair(chosen=_from_correction(found, made, question.sub_decision),
+                                  rejected=made, rejected_own_words=own, question=qid,
+                                  origin="correction"))
+    stop_q, choice, pointer_q = _stop_question(rubric, answers)
+    if stop_q is None:
+        return pairs
+    pointer = answers.get(pointer_q) if pointer_q else None
+    agent = analysis.actor[event_id]
+    here_sub = "O5"
+    if choice.pointer == "later":  # premature: at the stop, go on rather than stop
+        waited = ""
+        if isinstance(pointer, str) and pointer in analysis.position:
+            e = trace.event(pointer)
+            waited = f"{e.type} from {e.from_ or analysis.actor[pointer]}"
+        chosen = Decision(event_id=event_id, agent=agent, sub_decision=here_sub,
+                          action="continue", wait_for=pointer or "", text=waited)
+        rejected = made if made.action == "stop" else Decision(
+            event_id=event_id, agent=agent, sub_decision=here_sub, action="stop",
+            text=made.text if own else "")
+        pairs.append(DecisionPair(chosen=chosen, rejected=rejected, rejected_own_words=own,
+                                  question=stop_q.id, origin="stop_at_stop"))
+    if isinstance(pointer, str) and pointer in analysis.position:  # at the pointer: stop
+        chosen = Decision(event_id=pointer, agent=agent, sub_decision=here_sub, action="stop",
+                          text=final_answer)
+        went_on = _went_on(analysis, pointer, agent)
+        if went_on is not None and choice.pointer == "earlier":
+            rejected, words = made_decision(analysis, went_on)
+            rejected = rejected.model_copy(update={"event_id": pointer})
+        else:
+            rejected, words = Decision(event_id=pointer, agent=agent, sub_decision=here_sub,
+                                       action="continue"), False
+        pairs.append(DecisionPair(chosen=chosen, rejected=rejected, rejected_own_words=words,
+                                  question=pointer_q or stop_q.id, origin="stop_at_pointer"))
+    return pairs
+
+
+def _went_on(analysis: Analysis, after: str, agent: str) -> str | None:
+    """The deciding agent's first own event after `after` (what it did instead of stopping)."""
+    start = analysis.position[after] + 1
+    for event in analysis.order[start:]:
+        if analysis.actor[event.id] == agent:
+            return event.id
+    return None
+
+
+def corrected_decision(rubric, trace: Trace, event_id: str,
+                       answers: Mapping[str, Any]) -> Decision | None:
+    """The better decision at `event_id` that a target's answers give (`answers`: question id
+    -> value, the target's saved answers), or None when they give none: a correction answer's
+    decision, else for a premature stop `continue` (waiting for the pointer's event). What
+    replay puts in the orchestrator's place; `Decision.canonical` is its text."""
+    for pair in decision_pairs(rubric, trace, event_id, answers):
+        if pair.chosen.event_id == event_id:
+            return pair.chosen
+    return None
+
+
+# -- the edit of a text -------------------------------------------------------------------------
+
+_WORDS = re.compile(r"^\s+|\S+\s*")
+
+
+def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str]]:
+    """The word-level edit from `before` to `after` as (op, text) runs: '=' kept, '-' removed,
+    '+' added (each word carries the whitespace after it)."""
+    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
+    runs: list[tuple[Literal["=", "-", "+"], str]] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            runs.append(("=", "".join(a[i1:i2])))
+            continue
+        if op in ("delete", "replace"):
+            runs.append(("-", "".join(a[i1:i2])))
+        if op in ("insert", "replace"):
+            runs.append(("+", "".join(b[j1:j2])))
+    return [r for r in runs if r[1]]
