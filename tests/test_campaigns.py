@@ -103,12 +103,12 @@ def test_a_question_subset_brings_its_follow_ups_and_an_unknown_one_is_refused()
 def test_a_campaign_naming_no_question_asks_the_required_ones_and_their_companions():
     assert campaign_questions(RUBRIC) == default_questions(RUBRIC) == [
         "aggregation_quality", "aggregation_issues", "stopping_correctness",
-        "stop_should_have_been", "task_outcome"]
+        "stop_should_have_been", "merge_correction", "stop_correction", "task_outcome"]
 
 
 def test_an_optional_question_is_asked_when_named():
     assert campaign_questions(RUBRIC, ["spawn_necessity", "task_outcome"]) == [
-        "task_outcome", "spawn_necessity"]
+        "task_outcome", "spawn_necessity", "spawn_correction"]
 
 
 def test_only_the_targets_the_chosen_questions_apply_to_are_taken():

@@ -355,15 +355,16 @@ def default_questions(rubric: Rubric) -> list[str]:
     """What a campaign asks when it names no question: the required questions, with those
     asked on the same targets beside them (such as `aggregation_issues`) and their follow-ups;
     never a question of a target where nothing must be answered (`optional_questions`)."""
-    left_out = set(optional_questions(rubric))
+    left_out = set(unindexed(rubric, [q.id for q in rubric.questions]))
     return [q.id for q in rubric.questions if q.id not in left_out]
 
 
 def optional_questions(rubric: Rubric) -> list[str]:
     """The questions a campaign asks only when named: those of targets where no question must
     be answered (`message_necessity`, `spawn_necessity`, `delegation_fit` in the packaged
-    rubric), which would add a target for every message, spawn and delegation."""
-    return unindexed(rubric, [q.id for q in rubric.questions])
+    rubric, and `missed_decision`), which would add a target for every message, spawn and
+    delegation. Follow-ups are not listed: they come with the question they follow."""
+    return unindexed(rubric, [q.id for q in rubric.questions if q.ask_when is None])
 
 
 def _bounded(row: IndexRow, figures: Mapping[str, tuple[float | None, float | None]]) -> bool:
