@@ -420,17 +420,18 @@ def _fresh_id(taken: set[str], wanted: str) -> str:
 
 def continue_from(trace: Trace, event_id: str, replacement: Replacement,
                   endpoint: ModelEndpoint, limits: ReplayLimits | None = None, *,
-                  clock: Callable[[], float] = time.time) -> Branch:
+                  by: str = "", clock: Callable[[], float] = time.time) -> Branch:
     """The branch of `trace` where the orchestrator made `replacement` at `event_id` and the
-    model at `endpoint` made its next turns (see the module's docstring). BranchError, saying
-    what failed and that nothing was saved, when no usable turn came; no trace then."""
+    model at `endpoint` made its next turns (see the module's docstring); `by` names who wrote
+    the replacement (kept on the edited event as `corrected_by`). BranchError, saying what
+    failed and that nothing was saved, when no usable turn came; no trace then."""
     limits = limits or ReplayLimits()
     analysis = analyze(trace)
     agent = orchestrator_of(analysis, event_id)
     original = trace.event(event_id)
     messages = conversation(analysis, event_id)
     fork = {"forked_from": trace.trace_id, "fork_event": event_id,
-            "replay_model": endpoint.model}
+            "replay_model": endpoint.model} | ({"corrected_by": by} if by else {})
     edited = edited_event(original, replacement, fork)
     messages.append({"role": "assistant", "content": json.dumps(
         {"decision": replacement.kind, "text": replacement.text, "to": replacement.to,

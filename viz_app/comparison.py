@@ -20,9 +20,14 @@ from pydantic import BaseModel, Field
 
 from viz_app import charts
 from viz_app.analysis import FIGURES, Analysis, figure_numbers
+from viz_app.branch import Fork, fork_of
+from viz_app.model import Event, Trace
 from viz_app.text import plotly_text
 
 Slot = tuple[tuple[str, int], ...]
+
+DIVERGENCE = "#e03131"
+"""Colour of the line where a branch parts from its original."""
 
 GHOST = "#adb5bd"
 """Colour of a slot the other run fills and this one does not."""
@@ -260,9 +265,38 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
     return fig
 
 
-def shared_timeline(a: Analysis, b: Analysis, *, names: tuple[str, str] = ("A", "B")) -> go.Figure:
+class Divergence(BaseModel):
+    """Where one run of a pair is a branch of the other (`viz_app.branch`): the point where
+    they part, and each run's events from there on."""
+
+    branch: str = Field(description="'a' or 'b': the run that is the branch.")
+    fork: Fork = Field(description="Where the branch leaves the original.")
+    original: list[Event] = Field(description="The original's events from the edited one on.")
+    continued: list[Event] = Field(description="The branch's events from the edited one on.")
+
+
+def divergence(a: Trace, b: Trace) -> Divergence | None:
+    """How two runs part, when one is a branch of the other; None otherwise."""
+    for side, branch, original in (("b", b, a), ("a", a, b)):
+        fork = fork_of(branch)
+        if fork is None or fork.forked_from != original.trace_id \
+                or fork.fork_event not in original.events_by_id:
+            continue
+        start = original.event(fork.fork_event).t
+
+        def since(trace: Trace) -> list[Event]:
+            return sorted((e for e in trace.events if e.t >= start), key=lambda e: e.t)
+
+        return Divergence(branch=side, fork=fork, original=since(original),
+                          continued=since(branch))
+    return None
+
+
+def shared_timeline(a: Analysis, b: Analysis, *, names: tuple[str, str] = ("A", "B"),
+                    diverge_at: float | None = None) -> go.Figure:
     """Both runs' message timelines (`charts.timeline_figure`) stacked on one time axis (seconds
-    from each run's first event), so their pace and length compare at a glance."""
+    from each run's first event), so their pace and length compare at a glance; when one run is
+    a branch of the other, a red line in both marks where they part (`diverge_at`, seconds)."""
     figs = [charts.timeline_figure(a, webgl=False), charts.timeline_figure(b, webgl=False)]
     lanes = [len(a.agents), len(b.agents)]
     shown = [min(n, 20) for n in lanes]
@@ -290,4 +324,10 @@ def shared_timeline(a: Analysis, b: Analysis, *, names: tuple[str, str] = ("A", 
                                   font=dict(size=11)))
     for title in fig.layout.annotations:  # the runs' names sit left, under the legend
         title.update(x=0, xanchor="left", font=dict(size=13, color="#343a40"))
+    if diverge_at is not None:
+        for row in (1, 2):
+            fig.add_vline(x=diverge_at, line=dict(color=DIVERGENCE, width=2), row=row, col=1,
+                          annotation_text="divergence", annotation_position="top left",
+                          annotation=dict(bgcolor="rgba(255,255,255,0.85)"),
+                          annotation_font=dict(color=DIVERGENCE, size=12))
     return fig

@@ -802,11 +802,13 @@ class Workspace:
 
     def continue_from(self, trace: Trace, event_id: str, replacement: Replacement, *,
                       endpoint: ModelEndpoint | None = None, limits: ReplayLimits | None = None,
-                      output: str | os.PathLike | None = None) -> tuple[Branch, Path]:
+                      output: str | os.PathLike | None = None, by: Reviewer | None = None
+                      ) -> tuple[Branch, Path]:
         """Continue a trace from an edited decision (`viz_app.branch.continue_from`) with the
         configured endpoint (or the one given) and save the branch: as `output`, or in the
-        uploads folder's `branches/`, where the library lists it. BranchError, saying what
-        failed and that nothing was saved, when no branch was made."""
+        uploads folder's `branches/`, where the library lists it; `by` is who wrote the
+        decision. BranchError, saying what failed and that nothing was saved, when no branch
+        was made."""
         from viz_app.branch import BranchError, continue_from
         from viz_app.io.native import write_trace
 
@@ -817,7 +819,7 @@ class Workspace:
         if output is None and self.settings.uploads is None:
             raise BranchError("say where the branch goes (an output file); nothing was saved")
         branch = continue_from(trace, event_id, replacement, endpoint,
-                               limits or self.settings.replay)
+                               limits or self.settings.replay, by=by.name if by else "")
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", branch.trace.trace_id)[:150] + ".json"
         path = write_trace(branch.trace, output if output is not None else
                            self.settings.uploads / BRANCHES / name)  # type: ignore[operator]

@@ -1,7 +1,9 @@
 """The compare page: two traces (typically two rollouts of one task) side by side: their
 figures with the differences marked, their spawn trees with agents aligned by role and position,
-their timelines on one time axis, and the pairwise question. Opened by `?a=<id>&b=<id>`; the
-traces come from the library's folders or its pools (`session.find_and_load`)."""
+their timelines on one time axis, and the pairwise question. When one is a branch of the other
+(continued from an edited decision, `viz_app.branch`), where they part is said and marked, and
+their events from there on are set side by side. Opened by `?a=<id>&b=<id>`; the traces come
+from the library's folders or its pools (`session.find_and_load`)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ import streamlit as st
 
 from viz_app.ui import session
 from viz_app.analysis import Analysis, analyze, figure_text
-from viz_app.comparison import (FigureDiff, align, aligned_tree_figure, figure_differences,
-                                shared_timeline)
+from viz_app.comparison import (Divergence, FigureDiff, align, aligned_tree_figure, divergence,
+                                figure_differences, shared_timeline)
 from viz_app.errors import LabelError, OrchvizError, RubricError, StoreError
 from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS
-from viz_app.model import Trace
+from viz_app.model import Event, Trace
 from viz_app.text import markdown_literal
 
 reviewer = session.reviewer()
@@ -84,6 +86,57 @@ else:
     st.caption(f"Both runs attempt task **{markdown_literal(trace_a.task_id, 100)}**.")
 
 
+# -- a branch and its original ------------------------------------------------------------------
+
+
+def _event_row(event: Event) -> dict[str, str]:
+    flag = ("requested, not run" if event.extras.get("requested_not_run") is True else
+            "replayed" if event.extras.get("replayed") is True else
+            "edited decision" if event.extras.get("fork_event") == event.id else "recorded")
+    what = event.decision or event.type
+    if event.to:
+        what += f" → {event.to}"
+    elif event.tool:
+        what += f" · {event.tool}"
+    return {"t (s)": f"{float(event.t):.1f}", "event": event.id, "agent": event.agent,
+            "what": what, "text": event.text[:300], "how": flag}
+
+
+def _divergence(found: Divergence) -> None:
+    """Where a branch parts from its original, said and set side by side."""
+    fork = found.fork
+    branch, original = ("B", "A") if found.branch == "b" else ("A", "B")
+    limit = " (it reached the turn limit)" if fork.turn_limit_reached else ""
+    with st.container(border=True, key="compare-divergence"):
+        st.markdown(
+            f"**{branch} is a branch of {original}**: at event "
+            f"**{markdown_literal(fork.fork_event, 60)}** ({float(fork.t):.1f} s, the red line "
+            f"below) the orchestrator's decision was replaced by a reviewer's, and "
+            f"**{markdown_literal(fork.model or 'a model', 60)}** continued it for "
+            f"{len(fork.replayed)} turn{'s' if len(fork.replayed) != 1 else ''}{limit}. "
+            f"Before it the two runs are the same record.")
+        st.caption("Only the orchestrator's own LLM turns were replayed: the sub-agents, tool "
+                   f"calls and messages they asked for ({len(fork.requested)}) are shown as "
+                   "requested, not run, so no result of theirs comes back.")
+        left, right = st.columns(2)
+        for column, side, events in ((left, "A", found.original if found.branch == "b"
+                                      else found.continued),
+                                     (right, "B", found.continued if found.branch == "b"
+                                      else found.original)):
+            column.markdown(f"**{side} from the divergence on** "
+                            f"({'branch' if side == branch else 'original'})")
+            column.dataframe(pd.DataFrame([_event_row(e) for e in events]), hide_index=True,
+                             width="stretch", height=min(320, 38 + 35 * len(events)),
+                             key=f"compare:diverge-{side}")
+
+
+parted = divergence(trace_a, trace_b)
+if parted is not None:
+    _divergence(parted)
+diverge_at = None if parted is None else \
+    float(parted.fork.t) - float(min(e.t for e in trace_a.events))
+
+
 # -- figures -------------------------------------------------------------------------------------
 
 
@@ -123,17 +176,17 @@ st.dataframe(_mark(_figure_table(diffs), diffs), hide_index=True, width="stretch
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _figures(key_a: str, key_b: str, _a: Analysis, _b: Analysis) -> tuple[go.Figure, go.Figure,
-                                                                         go.Figure, int, int]:
+def _figures(key_a: str, key_b: str, at: float | None, _a: Analysis, _b: Analysis
+             ) -> tuple[go.Figure, go.Figure, go.Figure, int, int]:
     alignment = align(_a, _b)
     return (aligned_tree_figure(_a, alignment, "a"), aligned_tree_figure(_b, alignment, "b"),
             shared_timeline(_a, _b, names=("A · " + _a.trace.trace_id,
-                                           "B · " + _b.trace.trace_id)),
+                                           "B · " + _b.trace.trace_id), diverge_at=at),
             len(alignment.only_a), len(alignment.only_b))
 
 
 tree_a, tree_b, timeline, only_a, only_b = _figures(session.trace_key(trace_a),
-                                                    session.trace_key(trace_b),
+                                                    session.trace_key(trace_b), diverge_at,
                                                     analysis_a, analysis_b)
 st.markdown(f"**Spawn trees**, agents aligned by role and position · {only_a} only in A, "
             f"{only_b} only in B (orange ring: only in this run; grey: only in the other; "
@@ -144,7 +197,8 @@ left.plotly_chart(tree_a, key="compare:tree-a", config={"displaylogo": False})
 right.caption(f"**B** · {markdown_literal(trace_b.trace_id, 80)}")
 right.plotly_chart(tree_b, key="compare:tree-b", config={"displaylogo": False})
 st.markdown("**Timelines** on one time axis (seconds from each run's start; the dotted line "
-            "is the run's end)")
+            "is the run's end" + ("; the red line is where the branch parts" if parted else "")
+            + ")")
 st.plotly_chart(timeline, key="compare:timeline", config={"displaylogo": False})
 
 

@@ -8,8 +8,10 @@ import streamlit as st
 
 from components.annotation import annotation_panel
 from components.bookmarks import bookmark_panel, event_bookmarks, present_link, report_button
+from components.branching import can_continue, continue_form
 from components.inspector import inspector
 from viz_app.analysis import analyze, figure_rows
+from viz_app.branch import BranchError
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views
@@ -103,6 +105,34 @@ def inspector_panel() -> None:
         inspector(trace, analysis, event_id=event_id, agent=session.selected_agent(trace),
                   on_choose=follow_now)
         event_bookmarks(bookmarks.current(trace.trace_id), event_id)
+    if can_continue(analysis, event_id):
+        continue_panel(event_id)
+
+
+def continue_panel(event_id: str) -> None:
+    """Continue from here on an orchestrator's decision, and the branch it made last."""
+    endpoint = workspace.settings.endpoint
+    replacement = continue_form(trace, analysis, event_id,
+                                model=endpoint.model if endpoint else None,
+                                who=reviewer.name if reviewer else None)
+    made = f"branch:{trace.trace_id}:{event_id}"
+    if replacement is not None:
+        with st.spinner(f"{endpoint.model if endpoint else 'The model'} is continuing the "
+                        "orchestrator…"):
+            try:
+                branch, _ = workspace.continue_from(trace, event_id, replacement, by=reviewer)
+            except BranchError as err:
+                said = markdown_literal(err, 400)
+                st.error(said[:1].upper() + said[1:] + ".")
+                return
+        st.session_state[made] = (branch.trace.trace_id, branch.turns)
+    if made in st.session_state:
+        branch_id, turns = st.session_state[made]
+        st.success(f"Saved the branch **{markdown_literal(branch_id, 80)}** ({turns} turns "
+                   "of the orchestrator after this decision).")
+        st.page_link("app_pages/compare.py", label="See it beside the original on Compare",
+                     icon=":material/compare:",
+                     query_params={"a": trace.trace_id, "b": branch_id})
 
 
 with side:
