@@ -77,10 +77,10 @@ def test_the_card_states_the_lengths_and_the_default_limit(ws, tmp_path):
     facts = json.loads((folder / "orchviz_export.json").read_text())
     lengths = facts["lengths"]
     assert lengths["unit"] == "characters" and lengths["rows"] == facts["rows"]
-    assert lengths["limit"]["setting"] == "--max_len" and lengths["limit"]["tokens"] == 512
+    assert lengths["limit"]["setting"] == "--data.max_len" and lengths["limit"]["tokens"] == 512
     assert "## Lengths" in card and "| rows | shortest | median |" in card
     assert f"{lengths['limit']['over']} of {lengths['rows']} rows are longer than the default " \
-           "`--max_len`" in card
+           "`--data.max_len`" in card
 
 
 def test_a_shape_without_text_takes_no_max_length(ws, tmp_path, capsys):

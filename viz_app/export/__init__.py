@@ -322,9 +322,10 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
                  framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS,
-                 trainer="OpenRLHF 0.9.5 openrlhf.cli.train_rm (RewardDataset)",
+                 trainer="OpenRLHF 0.11.0 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
+                 "the same columns)",
                  texts=lengths.chosen_rejected,
-                 limit=Limit(512, "--max_len", "cuts them at the end")),
+                 limit=Limit(512, "--data.max_len", "cuts them at the end")),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
