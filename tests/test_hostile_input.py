@@ -85,7 +85,7 @@ def test_members_that_together_inflate_past_the_limit_are_refused(tmp_path):
     with pytest.raises(TraceError) as caught:
         import_inspect(log, name="two.eval", max_bytes=MB)
     assert caught.value.place == "samples/2_epoch_1.json"
-    assert "the members inflated so far to 1.0 MB, over the 1 MB limit" in caught.value.problem
+    assert "the members inflated so far to 1.1 MB, over the 1 MB limit" in caught.value.problem
 
 
 def test_a_member_whose_header_lies_about_its_size_is_refused_by_what_comes_out():

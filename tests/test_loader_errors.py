@@ -222,3 +222,19 @@ def test_uploaded_bytes_are_reported_by_their_name():
     with pytest.raises(TraceError) as caught:
         load_trace(b"[1, 2]", name="upload.json")
     assert str(caught.value).startswith("upload.json: top level:")
+
+
+@pytest.mark.parametrize("limit", [200 * 1024 * 1024, 1024 * 1024, 1_000_000])
+def test_a_size_over_the_limit_never_reads_as_under_it(limit):
+    """The default limit is 200 MiB: a gzip bomb just over it once read "209.7 MB, over the
+    210 MB limit". The size is rounded up and the limit down."""
+    from viz_app.io.native import limit_mb, size_mb
+
+    shown, allowed = float(size_mb(limit + 1, limit).split()[0]), float(limit_mb(limit).split()[0])
+    assert shown > allowed and allowed <= limit / 1e6 < shown
+
+
+def test_a_gzip_bomb_just_over_the_limit_says_a_size_over_it(tmp_path):
+    path = write_bytes(tmp_path, gzip.compress(b" " * (1024 * 1024 + 1)), "bomb.json.gz")
+    err = load_error(path, max_bytes=1024 * 1024)
+    assert err.problem.startswith("the file is 1.1 MB, over the 1 MB limit")

@@ -17,7 +17,8 @@ import zlib
 from typing import Any
 
 from viz_app.errors import TraceError
-from viz_app.io.native import DEFAULT_MAX_BYTES, Source, parse_json, read_source
+from viz_app.io.native import (DEFAULT_MAX_BYTES, Source, limit_mb, parse_json, read_source,
+                               size_mb)
 from viz_app.io.records import TraceDraft, as_text, first_value, head_has, parse_time
 from viz_app.model import Trace
 
@@ -88,8 +89,8 @@ def _read_zip(data: bytes, label: str,
         if declared > max_bytes:
             size = members[member].file_size
             raise TraceError(label, member, _over_limit(
-                f"inflates to {size / 1e6:.1f} MB" if size > max_bytes else
-                f"brings the members inflated so far to {declared / 1e6:.1f} MB", max_bytes))
+                f"inflates to {size_mb(size, max_bytes)}" if size > max_bytes else
+                f"brings the members inflated so far to {size_mb(declared, max_bytes)}", max_bytes))
     left, parsed = max_bytes, []
     for member in wanted:
         text = _inflate(archive, members[member], label, left, max_bytes)
@@ -115,7 +116,7 @@ def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, left: 
 
 
 def _over_limit(what: str, limit: int) -> str:
-    return (f"{what}, over the {limit / 1e6:.0f} MB limit (set ORCHVIZ_MAX_BYTES to raise it)")
+    return f"{what}, over the {limit_mb(limit)} limit (set ORCHVIZ_MAX_BYTES to raise it)"
 
 
 def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Trace:

@@ -92,8 +92,24 @@ def _refuse_special(mode: int, label: str) -> None:
 
 
 def _too_large(size: int, limit: int) -> str:
-    return (f"the file is {size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit "
+    return (f"the file is {size_mb(size, limit)}, over the {limit_mb(limit)} limit "
             "(set ORCHVIZ_MAX_BYTES to raise it)")
+
+
+def size_mb(size: int, limit: int) -> str:
+    """A size found over `limit`, in MB to a tenth, rounded up when rounding it to the nearest
+    would show it no larger than `limit_mb(limit)`: the sentence never says a size over the
+    limit is under it ("209.7 MB, over the 210 MB limit" is now "209.8 MB, over the 209.7 MB
+    limit")."""
+    nearest = round(size / 1e5) / 10
+    if nearest <= math.floor(limit / 1e5) / 10:
+        nearest = math.ceil(size / 1e5) / 10
+    return f"{nearest:.1f} MB"
+
+
+def limit_mb(limit: int) -> str:
+    """A size limit in MB rounded down to a tenth ("200 MB", "209.7 MB" for 200 MiB)."""
+    return f"{math.floor(limit / 1e5) / 10:g} MB"
 
 
 def _gunzip(raw: bytes, label: str, max_bytes: int) -> bytes:

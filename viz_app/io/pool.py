@@ -32,7 +32,7 @@ from fsspec.implementations.local import LocalFileSystem
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.native import DEFAULT_MAX_BYTES, trace_from_json
+from viz_app.io.native import DEFAULT_MAX_BYTES, limit_mb, size_mb, trace_from_json
 from viz_app.model import Trace
 
 MANIFEST = "orchviz-pool.json"
@@ -406,8 +406,8 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -
         parts.append(b'"' + name.encode() + b'":' + raw)
     data = b"{" + b",".join(parts) + b"}"
     if len(data) > max_bytes:
-        raise TraceError(shard.url, f"row {row}", f"the trace is {len(data) / 1e6:.1f} MB, over "
-                         f"the {max_bytes / 1e6:.0f} MB limit (set ORCHVIZ_MAX_BYTES to raise it)")
+        raise TraceError(shard.url, f"row {row}", f"the trace is {size_mb(len(data), max_bytes)}, over "
+                         f"the {limit_mb(max_bytes)} limit (set ORCHVIZ_MAX_BYTES to raise it)")
     sha = values.get("_sha256")
     known = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
     trace = _validated(data, shard, row, sha256=known)
@@ -466,7 +466,7 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                         line = stream.readline(1024 * 1024)
                     if only is None or only == row:
                         on_error(TraceError(shard.url, f"row {row}: line {row + 1}",
-                                            f"the line is over the {max_bytes / 1e6:.0f} MB "
+                                            f"the line is over the {limit_mb(max_bytes)} "
                                             "limit (set ORCHVIZ_MAX_BYTES to raise it)"))
                     row += 1
                     continue
@@ -655,7 +655,7 @@ def _unwritable(trace: Trace, seen: set[str], max_bytes: int
         return f"cannot be written as JSON ({err})"
     size = sum(len(value) for value in row.values() if value is not None)
     if size > max_bytes:
-        return (f"the trace is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit "
+        return (f"the trace is {size_mb(size, max_bytes)}, over the {limit_mb(max_bytes)} limit "
                 "(set ORCHVIZ_MAX_BYTES to raise it)")
     return row, size
 
