@@ -442,56 +442,148 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_JUNK_LINE = re.compile(rb"^[ \t\r\f\v]*[^\s{]", re.M)
+"""A line that holds something, and not a JSON object: not a trace."""
+CHUNK_BYTES = 4 * 1024 * 1024
+"""Bytes of a JSON Lines shard read (decompressed) at a time."""
+BAD_IN_A_ROW = 1000
+"""Lines in a row that hold no trace after which the rest of a shard is skipped, said once:
+a shard of junk costs a thousand lines of work, not one per line."""
+
+Line = tuple[int, Literal["line", "long", "junk"], Any]
+
+
+def _jsonl_lines(stream: BinaryIO, max_bytes: int) -> Iterator[Line]:
+    """The lines of a JSON Lines stream, as `(row, kind, payload)` (row = line number - 1):
+    `line` with the bytes of a line that may hold a trace (its first character a `{`), `long`
+    for one over `max_bytes`, `junk` with the number of lines from `row` on that hold
+    something else. Blank lines and junk are passed over in bulk, by searches in C (a
+    gigabyte of blank lines in about a second), never a line at a time."""
+    row, buffer, skipping = 0, b"", False
+    read = getattr(stream, "read1", stream.read)  # what is there: lines before damage count
+    while True:
+        chunk = read(CHUNK_BYTES)
+        last = not chunk
+        if last:
+            if skipping or not buffer.strip():
+                return
+            chunk = b"\n"
+        buffer += chunk
+        position = 0
+        if skipping:  # the rest of a line over the limit
+            end = buffer.find(b"\n")
+            if end < 0:
+                buffer = b""
+                continue
+            position, skipping, row = end + 1, False, row + 1
+        while True:
+            brace = buffer.find(b"{", position)
+            newline = buffer.rfind(b"\n", position, brace if brace >= 0 else len(buffer))
+            start = newline + 1 if newline >= 0 else position
+            if brace < 0:
+                start = newline + 1 if newline >= 0 else position  # whole lines only
+            elif buffer[start:brace].strip():  # a `{` inside a junk line: pass over it
+                end = buffer.find(b"\n", brace)
+                start = end + 1 if end >= 0 else start
+                brace = -2 if end >= 0 else -1
+            if start > position:
+                passed = buffer[position:start]
+                if passed.strip():
+                    first = _JUNK_LINE.search(passed)
+                    yield (row + passed.count(b"\n", 0, first.start()), "junk",
+                           _JUNK_LINE.subn(b"", passed)[1])
+                row += passed.count(b"\n")
+                position = start
+            if brace == -2:
+                continue
+            if brace < 0:
+                break
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            yield (row, "line", buffer[start:end]) if end - start <= max_bytes else \
+                (row, "long", None)
+            row += 1
+            position = end + 1
+        buffer = buffer[position:]
+        if len(buffer) > max_bytes:  # a line over the limit, its end not read yet
+            yield row, ("line" if buffer.lstrip()[:1] == b"{" else "junk"), None
+            buffer, skipping = b"", True
+        if last:
+            return
+
+
 def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes: int,
                 only: int | None) -> Iterator[tuple[int, Trace]]:
     """The traces of a JSON Lines shard (row = line number - 1; blank lines hold none). With
-    `only`, just that row: the lines before it are skipped unparsed."""
+    `only`, just that row: the lines before it are passed over unparsed. Lines that cannot be
+    traces are named one sentence for each run of them; after `BAD_IN_A_ROW` lines in a row
+    without a trace, the rest of the shard is skipped."""
     fs, path = _fs(shard.url)
-    row = 0
     try:
         raw = _open(fs, path)
     except OSError as err:
         on_error(TraceError(shard.url, "rows 0 onward", f"cannot be opened ({_short(err)}); "
                             "the shard was skipped"))
         return
+    too_long = (f"the line is over the {limit_mb(max_bytes)} limit (set ORCHVIZ_MAX_BYTES to "
+                "raise it)")
+    bad_run, row = 0, -1
     with raw:
         # a few large reads: unbuffered, each small read would be a request to object storage
-        buffered = io.BufferedReader(raw, buffer_size=4 * 1024 * 1024)
+        buffered = io.BufferedReader(raw, buffer_size=CHUNK_BYTES)
         stream: Any = gzip.GzipFile(fileobj=buffered) if shard.compressed else buffered
+        lines = _jsonl_lines(stream, max_bytes)
         while True:
             try:
-                line = stream.readline(max_bytes + 1)
-                if len(line) > max_bytes and not line.endswith(b"\n"):
-                    while line and not line.endswith(b"\n"):
-                        line = stream.readline(1024 * 1024)
-                    if only is None or only == row:
-                        on_error(TraceError(shard.url, f"row {row}: line {row + 1}",
-                                            f"the line is over the {limit_mb(max_bytes)} "
-                                            "limit (set ORCHVIZ_MAX_BYTES to raise it)"))
-                    row += 1
-                    continue
+                row, kind, payload = next(lines)
+            except StopIteration:
+                if only is not None:
+                    on_error(TraceError(shard.url, f"row {only}", "the shard has fewer rows"))
+                return
             except _READ_ERRORS as err:
                 what = "is not a readable gzip file" if shard.compressed else "cannot be read"
-                on_error(TraceError(shard.url, f"row {row} onward",
+                on_error(TraceError(shard.url, f"row {row + 1} onward",
                                     f"{what} ({_short(err)}); the rest of the shard was skipped"))
                 return
-            if not line:
-                return
-            if only is not None and row != only:
-                row += 1
+            if kind == "junk":
+                count = payload if isinstance(payload, int) else 1
+                if only is not None and row <= only < row + count:
+                    on_error(TraceError(shard.url, f"row {only}: line {only + 1}",
+                                        "the line is not a JSON object, so not a trace"))
+                    return
+                if only is None:
+                    on_error(TraceError(
+                        shard.url, f"row {row}: line {row + 1}" if count == 1 else
+                        f"rows {row} onward: {count} lines",
+                        "the line is not a JSON object, so not a trace" if count == 1 else
+                        "the lines are not JSON objects, so not traces"))
+                bad_run += count
+            elif only is not None and row != only:
+                if row > only:
+                    on_error(TraceError(shard.url, f"row {only}: line {only + 1}",
+                                        "the line is empty"))
+                    return
                 continue
-            if only is not None and not line.strip():
-                on_error(TraceError(shard.url, f"row {row}: line {row + 1}", "the line is empty"))
-            if line.strip():
+            elif kind == "long" or payload is None:
+                on_error(TraceError(shard.url, f"row {row}: line {row + 1}", too_long))
+                bad_run += 1
+            else:
                 try:
-                    trace = _validated(line.rstrip(b"\r\n"), shard, row, line=row + 1)
+                    trace = _validated(payload.rstrip(b"\r"), shard, row, line=row + 1)
                 except TraceError as err:
                     on_error(err)
+                    bad_run += 1
                 else:
+                    bad_run = 0
                     yield row, trace
-            if only is not None:
+            if only is not None and row >= only:
                 return
-            row += 1
+            if only is None and bad_run >= BAD_IN_A_ROW:
+                on_error(TraceError(shard.url, f"row {row + 1} onward",
+                                    f"{BAD_IN_A_ROW} lines in a row held no trace, so the rest "
+                                    "of the shard was skipped"))
+                return
 
 
 def find_trace(location: str, trace_id: str) -> tuple[Shard, int] | None:
