@@ -171,7 +171,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     options[1].toggle("optional targets", value=state["optional"], key=f"{base}:optional",
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
-    _others(store, trace, target, reviewer.name, bool(mine.get(target.key)))
+    _others(workspace, store, trace, target, reviewer.name)
 
 
 def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,
@@ -702,14 +702,23 @@ def _save(save: SaveAnswers, target: LabelTarget, values: dict[str, Any], commen
                             f"{target.event_id or 'the whole trace'}.")
 
 
-def _others(store: LabelStore, trace: Trace, target: LabelTarget, reviewer: str,
-            saved_mine: bool) -> None:
-    rows = [x for x in store.current(trace.trace_id) if x.event_id == target.key
-            and x.reviewer != reviewer]
+def _others(workspace: Workspace, store: LabelStore, trace: Trace, target: LabelTarget,
+            reviewer: str) -> None:
+    """Other reviewers' answers on the target, as far as the Workspace lets this reviewer see
+    them (`labels_in_view`): on a campaign's target none before their own save in the
+    campaign, whatever the blind toggle says; elsewhere none before their own save while the
+    toggle is on. Only a count of the rest reaches the browser."""
+    blind = st.session_state.get("_ann_blind", True)
+    everyone = {x.reviewer for x in store.current(trace.trace_id)
+                if x.event_id == target.key and x.reviewer != reviewer}
+    rows = [x for x in workspace.labels_in_view(trace.trace_id, reviewer, blind=blind)
+            if x.event_id == target.key and x.reviewer != reviewer]
     mine = store.history(trace.trace_id, target.key or "", reviewer=reviewer)
-    if st.session_state.get("_ann_blind", True) and not saved_mine:
-        st.caption(f"Other reviewers: {len({x.reviewer for x in rows})} · hidden until you save "
-                   "yours (blind mode)")
+    if everyone and not rows:
+        sealed = target.key in workspace.sealed_targets(trace.trace_id)
+        st.caption(f"Other reviewers: {len(everyone)} · hidden until you save yours"
+                   + (" in its review campaign (blind whatever the toggle)" if sealed
+                      else " (blind mode)"))
     elif rows:
         with st.expander(f"Other reviewers ({len({x.reviewer for x in rows})})"):
             st.dataframe(pd.DataFrame([{"reviewer": x.reviewer, "question": x.question,

@@ -150,14 +150,16 @@ def event_bookmarks(bookmarks: list[Bookmark], event_id: str | None) -> None:
             note(mark)
 
 
-def report_button(trace: Trace, workspace: Workspace, *, key: str = "report") -> None:
+def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = None,
+                  lead: bool = True, key: str = "report") -> None:
     """A download button for the trace's case-study report with its current labels and
-    bookmarks (built when clicked, not on every run)."""
+    bookmarks (built when clicked, not on every run): every label for a lead, else those
+    `viewer` may see (`Workspace.case_study`)."""
     from viz_app.export.report import report_html
     from viz_app.export.traces import file_name
 
     def build() -> str:
-        return report_html(trace, *workspace.case_study(trace))
+        return report_html(trace, *workspace.case_study(trace, viewer, lead=lead))
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

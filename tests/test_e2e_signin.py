@@ -21,13 +21,15 @@ pytestmark = pytest.mark.browser
 
 LEAD = OidcUser("lead@example.org", "Lea Lead")
 REV = OidcUser("rev@example.org", "Rev Viewer")
+BOSS = OidcUser("boss@example.org", "Unverified Boss", verified="false")  # type: ignore[arg-type]
+"""A lead's address whose provider sends `email_verified` as the text "false"."""
 
 
 @pytest.fixture
 def provider():
     if importlib.util.find_spec("authlib") is None:
         need("Authlib is not installed, and Streamlit's sign-in needs it (pip install -e '.[test]')")
-    with OidcProvider(users=[LEAD, REV]) as running:
+    with OidcProvider(users=[LEAD, REV, BOSS]) as running:
         yield running
 
 
@@ -67,8 +69,10 @@ def sidebar_text(page) -> str:
     return sidebar(page).inner_text().replace("\u2060", "")
 
 
-def sign_in(page, base: str, user: OidcUser, shot_name: str | None = None) -> None:
-    """Press Sign in, pick the user on the provider's page, and come back signed in."""
+def sign_in(page, base: str, user: OidcUser, shot_name: str | None = None,
+            verified: bool = True) -> None:
+    """Press Sign in, pick the user on the provider's page, and come back signed in (or, for
+    an address the provider does not vouch for, signed in with nothing to save as)."""
     page.goto(f"{base}/trace?trace={PREMATURE_ID}")
     settle(page)
     sidebar(page).get_by_role("button", name="Sign in").click()
@@ -81,7 +85,8 @@ def sign_in(page, base: str, user: OidcUser, shot_name: str | None = None) -> No
     settle(page)
     page.goto(f"{base}/trace?trace={PREMATURE_ID}")
     settle(page)
-    sidebar(page).get_by_text("Signed in as").wait_for()
+    sidebar(page).get_by_text("Signed in as" if verified else "no verified e-mail",
+                              exact=False).wait_for()
 
 
 def label_the_aggregate(page) -> None:
@@ -187,3 +192,48 @@ def test_an_identity_token_the_provider_did_not_sign_signs_nobody_in(chromium, s
         assert not [c for c in context.cookies() if c["name"].startswith("_streamlit_user")]
     finally:
         context.close()
+
+
+def test_the_agreement_page_and_its_downloads_are_for_leads_only(chromium, signed_in_app):
+    base, workspace = signed_in_app
+    workspace.add_member(BOSS.email, "lead", by=Reviewer(name="admin", via="cli"))
+    trace = workspace.trace(PREMATURE_ID)
+    workspace.save_answers(trace, "e12", {"aggregation_quality": 1}, Reviewer(
+        name="ann@example.org", via="oidc"), comment="ANNS-NOTE")
+    contexts = [new_context(chromium) for _ in range(4)]
+    try:
+        visitor, rev, boss, lead = (c.new_page() for c in contexts)
+        refused = "for this workspace's leads"
+
+        visitor.goto(f"{base}/agreement")
+        settle(visitor)
+        visitor.get_by_text(refused, exact=False).wait_for()
+
+        sign_in(rev, base, REV)
+        rev.goto(f"{base}/agreement")
+        settle(rev)
+        rev.get_by_text(refused, exact=False).wait_for()
+        assert rev.locator('[data-testid="stDownloadButton"]').count() == 0
+        assert rev.locator('[data-testid="stDataFrame"]').count() == 0
+        assert "ANNS-NOTE" not in rev.content() and "ann@example.org" not in rev.content()
+        shot(rev, "signin_07_agreement_refused_to_a_reviewer")
+
+        sign_in(boss, base, BOSS, verified=False)  # a lead member, but "false" as text
+        boss.goto(f"{base}/agreement")
+        settle(boss)
+        boss.get_by_text(refused, exact=False).wait_for()
+        assert boss.locator('[data-testid="stDownloadButton"]').count() == 0
+        boss.goto(f"{base}/adjudicate")
+        settle(boss)
+        assert boss.get_by_text("Sign in (in the sidebar) to adjudicate").is_visible()
+
+        sign_in(lead, base, LEAD)
+        lead.goto(f"{base}/agreement")
+        settle(lead)
+        lead.get_by_text("Download the labels").wait_for()
+        assert lead.get_by_text(refused, exact=False).count() == 0
+        assert lead.locator('[data-testid="stDownloadButton"]').count() >= 1
+        shot(lead, "signin_08_agreement_for_the_lead")
+    finally:
+        for context in contexts:
+            context.close()

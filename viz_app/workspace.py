@@ -520,13 +520,50 @@ class Workspace:
 
     # -- case studies -----------------------------------------------------------------------------
 
-    def case_study(self, trace: Trace) -> tuple[list[LabelRecord], list[Bookmark]]:
+    def case_study(self, trace: Trace, viewer: str | None = None, *, lead: bool = True
+                   ) -> tuple[list[LabelRecord], list[Bookmark]]:
         """A trace's current labels (its own and the judgements it is part of) and bookmarks:
-        what a report, a presentation and the trace page show."""
+        what a report and a presentation show. A lead (and the CLI) gets every label; anyone
+        else (`lead=False`) the labels `labels_in_view` lets `viewer` see on the trace itself,
+        blind: no campaign's answers, adjudications or gold before their own save there."""
         records = [r for r in self.labels.current_records()
                    if trace.trace_id in (r["trace_id"], r.get("pair_trace_id"))] \
             if self._rubric is not None else []
+        if not lead:
+            seen = {x.label_id for x in self.labels_in_view(trace.trace_id, viewer)}
+            records = [r for r in records if r["label_id"] in seen
+                       or r["trace_id"] != trace.trace_id]  # judgements of pairs stay
         return records, self.bookmarks.current(trace.trace_id)
+
+    def sealed_targets(self, trace_id: str) -> set[str]:
+        """The targets of a trace (event id, '' for the trace) that a campaign holds: others'
+        answers there, adjudications included, are shown to a reviewer only after their own
+        save in a campaign (`labels_in_view`), whatever a page's blind toggle says."""
+        return self.campaign_store.target_keys(trace_id)
+
+    def labels_in_view(self, trace_id: str, viewer: str | None, *, blind: bool = True
+                       ) -> list[Label]:
+        """The current labels on a trace that a reviewer may be shown, decided here and not by
+        a page: their own; others' on a target of a campaign (`sealed_targets`) only once the
+        viewer saved their own answer there in a campaign; others' on any other target once
+        the viewer saved their own there, or at once with `blind` off. A viewer of None (not
+        identified) sees no one's."""
+        current = self.labels.current(trace_id)
+        if not viewer:
+            return []
+        sealed = self.sealed_targets(trace_id)
+        mine = [x for x in current if x.reviewer == viewer and x.source == "human"]
+        saved = {x.event_id for x in mine}
+        in_campaign = {x.event_id for x in mine if x.campaign}
+
+        def shown(label: Label) -> bool:
+            if label.reviewer == viewer and label.source == "human":
+                return True
+            if label.event_id in sealed:
+                return label.event_id in in_campaign
+            return not blind or label.event_id in saved
+
+        return [x for x in current if shown(x)]
 
     # -- review campaigns -------------------------------------------------------------------------
 

@@ -537,6 +537,13 @@ class CampaignStore:
                              f"{trace_id} {event_id or '(the trace)'}")
         return TargetRow(row)
 
+    def target_keys(self, trace_id: str) -> set[str]:
+        """The targets of a trace (event id, '' for the trace) that any campaign holds: where
+        answers stay sealed until a reviewer's own save in a campaign."""
+        with self.engine.connect() as conn:
+            return {e or "" for e in conn.execute(select(targets.c.event_id).where(
+                targets.c.trace_id == trace_id).distinct()).scalars()}
+
     def progress(self, campaign: Campaign, at: float | None = None) -> dict[str, int]:
         """targets, complete, in_progress, slots and saved of a campaign (a lease that has
         expired counts as open)."""

@@ -1,7 +1,9 @@
 """The agreement page: Krippendorff's alpha per question, how many targets two or more reviewers
 labelled, the targets they disagree on most (one click from their trace), how far each
 producer's suggestions agree with the labels made without them in view (alpha, kappa, 95 %
-intervals, a confusion matrix), and the exports."""
+intervals, a confusion matrix), and the exports. With sign-in configured only leads see it (it
+shows everyone's answers and lets them download every label); without, names are not verified
+and everyone is their own lead."""
 
 from __future__ import annotations
 
@@ -17,8 +19,14 @@ from viz_app.labels.agreement import REVIEWERS, agreement
 from viz_app.errors import RubricError
 from viz_app.text import markdown_literal
 
-session.reviewer()
+viewer = session.reviewer()
 st.title("Agreement")
+if session.sign_in_configured() and not session.is_lead(viewer):
+    # everyone's answers, adjudications with their reasons and the downloads: for leads only
+    st.warning("The agreement page and its downloads are for this workspace's leads. "
+               + (session.identify_first("see them") if viewer is None else
+                  "A lead adds you with `orchviz campaign members add EMAIL --role lead`."))
+    st.stop()
 try:
     store = session.workspace().labels
 except RubricError as err:

@@ -21,11 +21,13 @@ _CLEAN = """<style>
 </style>"""
 
 st.html(_CLEAN)  # a constant style sheet: no trace text goes into it
+viewer = session.reviewer()  # in the hidden sidebar: who is looking decides which labels show
 trace = session.linked_trace(
     "Presentation mode shows one trace: open it from the trace page (Present).")
 analysis = analyze(trace)
 
-labels, bookmarks = session.workspace().case_study(trace)
+labels, bookmarks = session.workspace().case_study(
+    trace, viewer.name if viewer else None, lead=session.is_lead(viewer))
 presented = steps(analysis, bookmarks, [r for r in labels if r["trace_id"] == trace.trace_id])
 count = len(presented)
 try:

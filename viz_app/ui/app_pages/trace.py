@@ -39,7 +39,8 @@ def draw_header() -> None:
     with present_col:
         present_link(trace)
     with report_col:
-        report_button(trace, workspace)
+        report_button(trace, workspace, viewer=reviewer.name if reviewer else None,
+                      lead=session.is_lead(reviewer))
     st.caption(f"task **{markdown_literal(trace.task_id, 100)}** · "
                f"topology **{trace.topology or 'not given'}** · "
                f"format {markdown_literal(trace.source_format, 30)} · "
