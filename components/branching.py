@@ -42,20 +42,25 @@ def continue_form(trace: Trace, analysis: Analysis, event_id: str, *, model: str
     event = trace.event(event_id)
     start = prefill or Replacement(kind=default_kind(trace, event_id), text=event.text,
                                    to=event.to or "")
+    keys = {name: f"branch-{name}-{event_id}" for name in ("kind", "text", "to", "start")}
+    if st.session_state.get(keys["start"]) != start:  # a new starting point (a correction
+        st.session_state[keys["start"]] = start       # saved since) fills the form afresh
+        st.session_state[keys["kind"]] = start.kind
+        st.session_state[keys["text"]] = start.text
+        st.session_state[keys["to"]] = start.to
     with st.expander(f"Continue from here · {markdown_literal(event_id, 40)}",
                      expanded=False, key=f"branch-{event_id}"):
         st.caption("Write the decision it should have made; "
                    + (f"**{markdown_literal(model, 60)}** continues" if model else
                       "a model continues")
                    + " the orchestrator from there as a new trace, shown beside this one on "
-                   "Compare. " + NOT_RUN)
+                   "Compare. " + NOT_RUN
+                   + (" The form starts from your saved correction here." if prefill else ""))
         with st.form(f"branch-form-{event_id}", border=False):
-            kind = st.selectbox("Decision", DECISIONS, index=DECISIONS.index(start.kind),
-                                key=f"branch-kind-{event_id}")
-            text = st.text_area("What it should have decided", value=start.text, height=120,
-                                key=f"branch-text-{event_id}")
+            kind = st.selectbox("Decision", DECISIONS, key=keys["kind"])
+            text = st.text_area("What it should have decided", height=120, key=keys["text"])
             to = st.text_input("To (the agent it spawns, delegates to or messages)",
-                               value=start.to, key=f"branch-to-{event_id}")
+                               key=keys["to"])
             why_off = ("start the app with --judge-url and --judge-model to continue runs"
                        if not model else "say who you are in the sidebar" if not who else None)
             pressed = st.form_submit_button("Continue from here", type="primary",

@@ -13,6 +13,7 @@ from openai_stub import OpenAIStub, Reply
 from viz_app.analysis import analyze
 from viz_app.branch import Replacement, continue_from, fork_of
 from viz_app.comparison import DIVERGENCE, divergence, shared_timeline
+from viz_app.labels.label import Reviewer
 from viz_app.settings import ModelEndpoint
 
 pytest.importorskip("openai")
@@ -115,3 +116,33 @@ def test_without_an_endpoint_continue_from_here_says_how_to_configure_one(tmp_pa
     button = next(b for b in at.button if b.label == "Continue from here")
     assert button.disabled
     assert any("--judge-url" in c.value for c in at.caption)
+
+
+# -- starting from a saved correction -------------------------------------------------------------
+
+
+def test_a_premature_stop_with_its_pointer_starts_the_form_as_wait_for_that_event(
+        tmp_path, monkeypatch):
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    ann = Reviewer(name="ann", via="cli")
+    ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
+                                                    "stop_should_have_been": "e15"}, ann)
+    found = ws.correction_at(ws.trace(PREMATURE_ID), "e13", "ann")
+    assert found is not None and found.kind == "continue" and "e15" in found.text
+    app_env(monkeypatch, ws)
+    at = open_page("app_pages/trace.py", reviewer="ann", trace=PREMATURE_ID, event="e13")
+    assert at.selectbox(key="branch-kind-e13").value == "continue"
+    assert at.text_area(key="branch-text-e13").value == found.text
+    assert any("saved correction" in c.value for c in at.caption)
+
+
+def test_a_written_merge_becomes_the_aggregate_to_continue_from(tmp_path):
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    merge = "Two causes: v2.3.0 and migration 0193's dropped index."
+    ws.save_answers(ws.trace(PREMATURE_ID), "e12",
+                    {"aggregation_quality": 1, "merge_correction": {"action": "merge",
+                                                                    "text": merge}},
+                    Reviewer(name="ann", via="cli"))
+    assert ws.correction_at(ws.trace(PREMATURE_ID), "e12", "ann") == Replacement(
+        kind="aggregate", text=merge)
+    assert ws.correction_at(ws.trace(PREMATURE_ID), "e12", "bob") is None

@@ -232,3 +232,24 @@ def test_orchviz_replay_has_help(capsys):
     with pytest.raises(SystemExit):
         main(["replay", "--help"])
     assert "requested, not run" in " ".join(capsys.readouterr().out.split())
+
+
+def test_orchviz_replay_starts_from_a_reviewers_saved_correction(tmp_path, capsys):
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
+                                                    "stop_should_have_been": "e15"},
+                    Reviewer(name="ann", via="cli"))
+    out = tmp_path / "branch.json"
+    with OpenAIStub(script=list(GOOD)) as stub:
+        code = main(["replay", str(PREMATURE), "--event", "e13", "--correction-by", "ann",
+                     "--db", str(tmp_path / "orchviz.db"), "-o", str(out),
+                     "--judge-url", stub.url, "--judge-model", "stub-model"])
+    assert code == 0, capsys.readouterr().err
+    edited = json.loads(out.read_text("utf-8"))["events"]
+    [e13] = [e for e in edited if e["id"] == "e13"]
+    assert e13["decision"] == "continue" and "e15" in e13["content"]
+    with OpenAIStub(script=list(GOOD)) as stub:
+        code = main(["replay", str(PREMATURE), "--event", "e13", "--correction-by", "bob",
+                     "--db", str(tmp_path / "orchviz.db"), "-o", str(tmp_path / "b2.json"),
+                     "--judge-url", stub.url, "--judge-model", "stub-model"])
+    assert code == 1 and "bob saved no correction at e13" in capsys.readouterr().err

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import OrchvizError
+from viz_app.labels.correction import Decision as CorrectedDecision
 from viz_app.model import DECISIONS, Decision, Event, Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits
 
@@ -85,6 +86,25 @@ class Replacement(BaseModel):
                       "should have sent.")
     to: str = Field("", max_length=NAME_LIMIT, description="The agent it spawns, delegates to "
                     "or messages, when the decision names one.")
+
+
+def replacement_from(decision: CorrectedDecision) -> Replacement | None:
+    """The replacement a correction gives (`viz_app.labels.correction.corrected_decision`):
+    a merge, a final answer, a message or a spawn's task in its own words; a delegation or a
+    reuse to its agent; the rest (continue and wait, do it itself, no message) in the
+    correction's canonical form. None for a decision that is only the one recorded."""
+    action = decision.action
+    if action == "as_recorded":
+        return None
+    kind, text, to = {
+        "merge": ("aggregate", decision.text, ""),
+        "stop": ("stop", decision.text or "stop", ""),
+        "send": ("communicate", decision.text, decision.agent_to),
+        "spawn": ("spawn", decision.text, decision.role),
+        "delegate": ("delegate", decision.canonical, decision.agent_to or decision.role),
+        "reuse_agent": ("delegate", decision.canonical, decision.agent_to),
+    }.get(action, ("continue", decision.canonical, ""))
+    return Replacement(kind=kind, text=text, to=to[:NAME_LIMIT])
 
 
 class Turn(BaseModel):

@@ -837,6 +837,25 @@ class Workspace:
 
     # -- branches ---------------------------------------------------------------------------
 
+    def correction_at(self, trace: Trace, event_id: str, reviewer: str) -> Replacement | None:
+        """The decision a reviewer's saved correction at an event gives, as a replacement to
+        continue from (their current answers on that target, through
+        `viz_app.labels.correction.corrected_decision`); None when they corrected nothing
+        there."""
+        from viz_app.branch import replacement_from
+        from viz_app.labels.correction import corrected_decision
+
+        answers = {label.question: label.value
+                   for label in self.labels.current(trace.trace_id, reviewer)
+                   if label.event_id == event_id}
+        if not answers:
+            return None
+        try:
+            decision = corrected_decision(self.rubric, trace, event_id, answers)
+        except LabelError:  # an answer saved under another rubric: no correction to start from
+            return None
+        return replacement_from(decision) if decision is not None else None
+
     def continue_from(self, trace: Trace, event_id: str, replacement: Replacement, *,
                       endpoint: ModelEndpoint | None = None, limits: ReplayLimits | None = None,
                       output: str | os.PathLike | None = None, by: Reviewer | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from viz_app.cli.report import _no_store
 from viz_app.errors import OrchvizError
 from viz_app.io.detect import read_any
 from viz_app.model import DECISIONS
@@ -32,9 +33,16 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-id", help="the trace to continue when the file holds several")
     p.add_argument("--event", required=True, metavar="ID",
                    help="the orchestrator's event whose decision is replaced")
-    p.add_argument("--decision", required=True, metavar="TEXT",
-                   help="the decision it should have made, in its words (the merge it should "
-                   "have written, why it waits, the message it should have sent)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--decision", metavar="TEXT",
+                       help="the decision it should have made, in its words (the merge it "
+                       "should have written, why it waits, the message it should have sent)")
+    given.add_argument("--correction-by", metavar="REVIEWER",
+                       help="start from the correction this reviewer saved at the event in "
+                       "--db (a merge, a premature stop with its pointer, a message to send)")
+    p.add_argument("--db", default="orchviz.db",
+                   help="with --correction-by: the label store (a SQLAlchemy URL or a SQLite "
+                   "file; default: orchviz.db)")
     p.add_argument("--kind", choices=DECISIONS, default=None,
                    help="which decision that is (default: the event's own kind)")
     p.add_argument("--to", default="", metavar="AGENT",
@@ -76,12 +84,24 @@ def replay_verb(args: argparse.Namespace) -> int:
                                  key_env=args.judge_key_env, timeout=args.judge_timeout)
         limits = ReplayLimits(turns=args.turns, deadline=args.deadline,
                               max_tokens=args.max_tokens)
-        kind = args.kind or default_kind(trace, args.event)
-        replacement = Replacement(kind=kind, text=args.decision, to=args.to)
+        if args.decision is not None:
+            kind = args.kind or default_kind(trace, args.event)
+            replacement = Replacement(kind=kind, text=args.decision, to=args.to)
     except ValidationError as err:
         first = err.errors()[0]
         raise OrchvizError(f"--{'-'.join(map(str, first['loc']))}: {first['msg']}") from None
-    ws = Workspace.open("sqlite://")  # writes no store: the branch goes to --output
+    if args.correction_by is not None:
+        if _no_store(args.db):
+            raise OrchvizError(f"no label store at {args.db}: --correction-by reads the "
+                               "reviewer's correction from it")
+        ws = Workspace.open(args.db)
+        found = ws.correction_at(trace, args.event, args.correction_by)
+        if found is None:
+            raise OrchvizError(f"{args.correction_by} saved no correction at {args.event} of "
+                               f"{trace.trace_id} in {args.db}")
+        replacement = found
+    else:
+        ws = Workspace.open("sqlite://")  # writes no store: the branch goes to --output
     branch, path = ws.continue_from(trace, args.event, replacement, endpoint=endpoint,
                                     limits=limits, output=args.output)
     ending = "the turn limit" if branch.fork.turn_limit_reached else "a stop"

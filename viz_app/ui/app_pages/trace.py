@@ -12,6 +12,7 @@ from components.branching import can_continue, continue_form
 from components.inspector import inspector
 from viz_app.analysis import analyze, figure_rows
 from viz_app.branch import BranchError
+from viz_app.errors import OrchvizError
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views
@@ -113,9 +114,13 @@ def inspector_panel() -> None:
 def continue_panel(event_id: str) -> None:
     """Continue from here on an orchestrator's decision, and the branch it made last."""
     endpoint = workspace.settings.endpoint
+    try:  # a correction the reviewer saved here is where the form starts
+        prefill = workspace.correction_at(trace, event_id, reviewer.name) if reviewer else None
+    except OrchvizError:
+        prefill = None
     replacement = continue_form(trace, analysis, event_id,
                                 model=endpoint.model if endpoint else None,
-                                who=reviewer.name if reviewer else None)
+                                who=reviewer.name if reviewer else None, prefill=prefill)
     made = f"branch:{trace.trace_id}:{event_id}"
     if replacement is not None:
         with st.spinner(f"{endpoint.model if endpoint else 'The model'} is continuing the "
