@@ -277,3 +277,27 @@ def test_the_report_prints(page, tmp_path, trace):
     pdf = page.pdf(format="A4", landscape=True)
     assert pdf[:4] == b"%PDF" and len(pdf) > 20_000
     assert page.evaluate("[...document.querySelectorAll('details')].every(d => d.open)")
+
+
+STRANGERS = {"return-from-nobody": ("e7", {"from": "nobody"}),
+             "message-from-nobody": ("e4", {"from": "nobody"}),
+             "delegate-to-nobody": ("e1", {"decision": "delegate", "to": "nobody"})}
+
+
+@pytest.mark.parametrize("event_id, changes", STRANGERS.values(), ids=STRANGERS.keys())
+def test_a_link_naming_no_agent_still_draws_the_timeline_and_the_report(event_id, changes,
+                                                                         tmp_path):
+    """The schema lets `from` and `to` hold any text: a return from an agent the trace never
+    names is drawn from the lane of the agent that recorded it."""
+    from factories import example_dict, write_json
+    from viz_app.charts import timeline_figure
+
+    raw = example_dict()
+    next(e for e in raw["events"] if e["id"] == event_id).update(changes)
+    odd = trace_from_dict(raw, "odd.json")
+    figure = timeline_figure(analyze(odd))
+    assert len(figure.data) > 1
+    out = tmp_path / "odd.html"
+    code = main(["report", str(write_json(tmp_path, raw, "odd.json")), "-o", str(out),
+                 "--db", str(tmp_path / "none.db")])
+    assert code == 0 and "<html" in out.read_text("utf-8")

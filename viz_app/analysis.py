@@ -499,14 +499,17 @@ class Analysis:
         return graph
 
     def link_of(self, e: Event) -> tuple[str, str, str] | None:
-        """(kind, sender, recipient) when an event links two agents, else None."""
+        """(kind, sender, recipient) when an event links two agents, else None. Both are
+        agents of the trace: a `from` that names no agent (the schema allows any text) is
+        read as the event's own agent, a `to` that names none links nothing."""
         if e.type == "spawn" and e.to and self.parent.get(e.to) == self.actor[e.id] \
                 and self.spawn_event.get(e.to) is e:
             return "spawn", self.actor[e.id], e.to
-        if e.type == "orchestrator_decision" and e.decision == "delegate" and e.to:
+        if e.type == "orchestrator_decision" and e.decision == "delegate" and e.to \
+                and e.to in self.agent_names:
             return "delegate", self.actor[e.id], e.to
         if e.type in ("message", "return") and e.to and e.to in self.agent_names:
-            sender = e.from_ or self.actor[e.id]
+            sender = e.from_ if e.from_ in self.agent_names else self.actor[e.id]
             if sender != e.to:
                 return e.type, sender, e.to
         return None
