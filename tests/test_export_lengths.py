@@ -98,6 +98,21 @@ def test_a_tokenizer_that_cannot_be_read_is_one_sentence_and_nothing_is_written(
     assert len(err.splitlines()) == 1 and not out.exists()
 
 
+def test_a_folder_without_a_tokenizer_or_transformers_is_one_sentence(ws, tmp_path, capsys):
+    import importlib.util
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out = run(tmp_path, "unpaired", "--tokenizer", str(empty))
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and not out.exists()
+    if importlib.util.find_spec("transformers") is None:
+        assert err == ("orchviz: --tokenizer needs the transformers package (pip install "
+                       "transformers): nothing was exported")
+    else:
+        assert err.startswith(f"orchviz: --tokenizer {empty}: no tokenizer could be read there")
+
+
 def test_a_tokenizer_counts_tokens(ws, tmp_path, capsys):
     transformers = pytest.importorskip("transformers", reason="--tokenizer reads transformers")
     tokenizers = pytest.importorskip("tokenizers")

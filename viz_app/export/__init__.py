@@ -295,7 +295,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                      given.traces, given.labels, given.rubric, out),
                  needs_traces=True, writes_folder=True, left_out=_labels_off_traces),
     ExportFormat("stepwise", "TRL stepwise supervision {prompt, completions, labels}, one row "
-                 "per trace", "stepwise.jsonl", needs_traces=True, unit="rows",
+                 "per trace and one per stop pointer", "stepwise.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(stepwise_rows, "trace with a step"),
                  framework="TRL", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_STEPWISE},
@@ -327,7 +327,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  texts=lengths.chosen_rejected,
                  limit=Limit(512, "--data.max_len", "cuts them at the end")),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
-                 "placeholder per step", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
+                 "placeholder per step, one per trace and one per stop pointer", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),
                  framework="OpenRLHF", options=PROMPTS | BOOL, batch_rows=TRACE_BATCH_ROWS,
                  refuses={"conversational": NO_CONVERSATIONAL_PRM},

@@ -17,9 +17,11 @@ A shape says what its trainer reads of a row with `texts`: the documents the tra
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from viz_app.errors import OrchvizError
@@ -121,11 +123,21 @@ def row_name(row: dict[str, Any]) -> str:
 def _counter(tokenizer: str | None) -> Callable[[list[str]], int]:
     if tokenizer is None:
         return lambda parts: sum(map(len, parts))
+    if not Path(tokenizer).is_dir():
+        raise OrchvizError(f"--tokenizer {tokenizer}: no such folder (it takes a local "
+                           "tokenizer folder): nothing was exported")
+    quiet = os.environ.get("TRANSFORMERS_VERBOSITY")
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # not its warning that torch is missing
     try:
         from transformers import AutoTokenizer
     except ImportError:
         raise OrchvizError("--tokenizer needs the transformers package (pip install "
                            "transformers): nothing was exported") from None
+    finally:
+        if quiet is None:
+            os.environ.pop("TRANSFORMERS_VERBOSITY", None)
+        else:
+            os.environ["TRANSFORMERS_VERBOSITY"] = quiet
     try:
         found = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
     except (OSError, ValueError, TypeError) as err:
