@@ -32,6 +32,7 @@ from viz_app.export.hf import TRACE_BATCH_ROWS
 from viz_app.export.lengths import Lengths, Limit, Texts
 from viz_app.export import lengths
 from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
+from viz_app.export.decision_pairs import decision_pair_export
 from viz_app.export.preference import preference_export, unplaced_pairs
 from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
 from viz_app.export.records import (flat_records, label_records, write_csv, write_jsonl,
@@ -251,6 +252,16 @@ def _openrlhf_rm(given: ExportInput) -> Shaped:
     return Shaped(rows=rm_rows(list(found.rows)), left_out=found.left_out, notes=found.notes)
 
 
+def _decision_pairs(given: ExportInput) -> Shaped:
+    found = decision_pair_export(given.labels, given.traces, given.rubric, given.options)
+    return Shaped(rows=found.rows, left_out=found.left_out, notes=found.notes)
+
+
+def _openrlhf_decision_pairs(given: ExportInput) -> Shaped:
+    found = _decision_pairs(given)
+    return Shaped(rows=rm_rows(found.rows), left_out=found.left_out, notes=found.notes)
+
+
 def _verl(given: ExportInput) -> Shaped:
     all_steps, selection = _selected(given)
     averaged = sum(1 for a in selection.answers if a.resolution == "mean")
@@ -322,6 +333,23 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
                  framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS,
+                 trainer="OpenRLHF 0.11.0 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
+                 "the same columns)",
+                 texts=lengths.chosen_rejected,
+                 limit=Limit(512, "--data.max_len", "cuts them at the end")),
+    ExportFormat("decision-pairs", "TRL preference {prompt, chosen, rejected} at each corrected "
+                 "decision: the deciding agent's context, the correction, what it did",
+                 "decision-pairs.jsonl", needs_traces=True, unit="decision pairs",
+                 counts_rows=True, rows=_decision_pairs, framework="TRL",
+                 options=PROMPTS | CHAT, trainer="TRL 1.16 RewardTrainer and DPOTrainer",
+                 texts=lengths.prompt_chosen_rejected,
+                 limit=Limit(1024, "RewardConfig.max_length", "drops them (DPOTrainer, with "
+                             "DPOConfig.max_length 1024, cuts them)")),
+    ExportFormat("openrlhf-decision-pairs", "OpenRLHF reward-model pairs {chosen, rejected} at "
+                 "each corrected decision, the deciding agent's context inside each",
+                 "openrlhf-decision-pairs.jsonl", needs_traces=True, unit="decision pairs",
+                 counts_rows=True, rows=_openrlhf_decision_pairs, framework="OpenRLHF",
+                 options=PROMPTS | CHAT,
                  trainer="OpenRLHF 0.11.0 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
                  "the same columns)",
                  texts=lengths.chosen_rejected,
