@@ -215,13 +215,19 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
     if rubric is None:
         return DecisionRows(rows=[])
     wanted = _pairing(rubric)
-    selection = select((r for r in labels if r["question"] in wanted), rubric, options)
+    labels = list(labels)
+    mine = [r for r in labels if r["question"] in wanted]
+    selection = select(mine, rubric, options)
     by_target: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     for answer in selection.answers:
         if answer.event_id:
             by_target[(answer.trace_id, answer.event_id)].append(answer)
     missing = sorted({t for t, _ in by_target} - set(traces))
     found = DecisionRows(rows=[], left_out=list(selection.left_out), notes=list(selection.notes))
+    if len(mine) < len(labels):
+        found.notes.append(f"{len(labels) - len(mine)} labels make no decision pair (scores, "
+                           "tags, outcomes, judgements of two traces): the other shapes "
+                           "export them")
     if missing:
         found.left_out.append(f"corrections on {len(missing)} traces skipped: not among --traces: "
                               + ", ".join(missing[:SHOWN]))
