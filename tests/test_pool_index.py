@@ -283,6 +283,15 @@ def test_a_folder_of_json_lines_alone_stays_a_library_folder(tmp_path):
     assert [r.trace_id for r in workspace.update_index().rows] == ["line-1"]
 
 
+def test_a_search_text_starting_with_a_dash_is_a_search_not_an_option(tmp_path, written,
+                                                                       capsys):
+    location, _ = written
+    db = str(tmp_path / "labels.db")
+    assert main(["pool", "ls", location, "--db", db, "--workers", "1", "--search", "-rollout",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 24
+
+
 def test_pool_index_and_ls_on_the_command_line(tmp_path, written, capsys):
     location, _ = written
     db = str(tmp_path / "labels.db")

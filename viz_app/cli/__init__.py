@@ -28,13 +28,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TEXT_OPTIONS = ("--search",)
+"""Options whose value is free text, which may start with `-` (`--search -root`)."""
+
+
+def with_text_values(argv: list[str]) -> list[str]:
+    """The arguments with each free-text option joined to its value (`--search=-root`), so a
+    value starting with `-` is not taken for an option (argparse's own reading)."""
+    out: list[str] = []
+    values = iter(argv)
+    for arg in values:
+        if arg == "--":
+            out += [arg, *values]
+            break
+        if arg in TEXT_OPTIONS:
+            value = next(values, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code. What orchviz cannot do (an OrchvizError) and a
     file named on the command line that cannot be opened are said in one line on stderr, with
     exit code 1: never a traceback. Like everything the CLI prints from a trace, a file or a
     database, the line goes through `text.terminal_text`: no escape sequence reaches the
     terminal."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(with_text_values(
+        list(sys.argv[1:] if argv is None else argv)))
     try:
         return int(args.run(args) or 0)
     except BrokenPipeError:

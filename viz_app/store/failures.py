@@ -56,7 +56,8 @@ def sentence(found: str, url: URL, error: BaseException, busy_timeout: float | N
     name = where(url)
     reason = " ".join(str(error).split())[:200]
     said = {
-        "busy": f"the database {name} stayed locked by another writer for longer than "
+        # a reviewer in the app meets this one most: it names no path of the server's
+        "busy": "the database stayed locked by another writer for longer than "
                 + (f"{busy_timeout:g} s" if busy_timeout is not None else "its lock timeout"),
         "read-only": f"the database {name} is read-only",
         "full": f"the disk that holds the database {name} is full (or the database reached its "
