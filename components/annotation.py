@@ -152,7 +152,10 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                       "✓ marks the ones you have labelled.")
     saved_mine = mine.get(target.key, {})
     found_here = _suggestions(workspace, trace, target)
-    in_view = bool(saved_mine and found_here)  # what the reviewer sees as they save again
+    # blind first: a producer's suggestions only after the reviewer's own answer is saved (on
+    # a campaign's target, saved in the campaign); the Workspace says where that holds
+    opened = target.key in workspace.unsealed(trace.trace_id, reviewer.name)
+    in_view = bool(opened and found_here)  # what the reviewer sees as they save again
 
     def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
         return workspace.save_answers(trace, target, values, reviewer, comment=comment,
@@ -160,9 +163,8 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
 
     above = _evidence_above(trace, analysis, target, base)
     _form(trace, analysis, store.rubric, target, saved_mine, state, base, save)
-    # blind first: a producer's suggestions only after the reviewer's own answer is saved
     suggestions_view(found_here, store.rubric, key=f"{base}:{target.key}",
-                     on_select_event=on_choose, hidden=not saved_mine)
+                     on_select_event=on_choose, hidden=not opened)
     _context(trace, analysis, target, base, stop_above=above)
     options = st.columns(2)
     options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),

@@ -226,7 +226,15 @@ def test_an_expired_reservation_is_one_sentence_and_the_answer_stays(tmp_path, m
     assert not ws.labels.current(reviewer="ann")
 
 
-def test_the_labels_panel_shows_suggestions_only_after_the_reviewers_save(workspace):
+@pytest.fixture
+def library(tmp_path, monkeypatch) -> Workspace:
+    """Demo 10 in no campaign (a campaign's target opens only on a save in the campaign:
+    tests/test_app_sealed.py)."""
+    return app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+
+
+def test_the_labels_panel_shows_suggestions_only_after_the_reviewers_save(library):
+    workspace = library
     suggest(workspace)
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["trace"], at.session_state["reviewer"] = PREMATURE_ID, "ann"

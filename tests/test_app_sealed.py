@@ -49,7 +49,7 @@ def texts(at: AppTest) -> str:
     parts += [e.value for e in at.info] + [e.value for e in at.success]
     parts += [str(list(r.options)) + str(r.value) for r in at.radio]
     parts += [d.value.to_csv() for d in at.dataframe]
-    return "\n".join(parts)
+    return "\n".join(parts).replace("\\", "").replace("\u2060", "")  # Markdown as read
 
 
 def trace_page_at_the_stop(reviewer: str) -> AppTest:
@@ -79,6 +79,22 @@ def test_a_save_outside_the_campaign_does_not_open_its_answers(workspace):
                            {"stopping_correctness": "correct"}, ANN)
     at = blind_off(trace_page_at_the_stop("ann"))
     assert "BOBS-NOTE" not in texts(at) and "LEADS-REASON" not in texts(at)
+
+
+def test_a_save_outside_the_campaign_does_not_show_its_targets_suggestions(workspace):
+    workspace.suggest([workspace.trace(PREMATURE_ID)])
+    assert [s.explanation for s in workspace.suggestions(PREMATURE_ID, "e13")] == [
+        "premature: e15 from db_analyst returned after the stop e13, and the final answer e12 "
+        "leaves out what it said"]
+    why = "returned after the stop e13"
+    workspace.save_answers(workspace.trace(PREMATURE_ID), "e13",
+                           {"stopping_correctness": "correct"}, ANN)
+    at = trace_page_at_the_stop("ann")
+    assert why not in texts(at)
+    assert "hidden until you save yours, so they do not steer" in texts(at)
+    claim = workspace.claim_next(NAME, ANN)
+    workspace.submit(claim, {"stopping_correctness": "correct"})
+    assert why in texts(trace_page_at_the_stop("ann"))
 
 
 def test_after_your_own_save_in_the_campaign_the_answers_are_yours_to_see(workspace):

@@ -552,18 +552,26 @@ class Workspace:
         if not viewer:
             return []
         sealed = self.sealed_targets(trace_id)
-        mine = [x for x in current if x.reviewer == viewer and x.source == "human"]
-        saved = {x.event_id for x in mine}
-        in_campaign = {x.event_id for x in mine if x.campaign}
+        opened = self._unsealed(current, sealed, viewer)
 
         def shown(label: Label) -> bool:
             if label.reviewer == viewer and label.source == "human":
                 return True
-            if label.event_id in sealed:
-                return label.event_id in in_campaign
-            return not blind or label.event_id in saved
+            return label.event_id in opened or (not blind and label.event_id not in sealed)
 
         return [x for x in current if shown(x)]
+
+    def unsealed(self, trace_id: str, viewer: str) -> set[str]:
+        """The targets of a trace (event id, '' for the trace) where a reviewer has saved
+        their own answer, so others' answers and suggestions may be shown to them blind-first:
+        on a target a campaign holds, only a save in a campaign counts."""
+        return self._unsealed(self.labels.current(trace_id), self.sealed_targets(trace_id),
+                              viewer)
+
+    @staticmethod
+    def _unsealed(current: Sequence[Label], sealed: set[str], viewer: str) -> set[str]:
+        mine = [x for x in current if x.reviewer == viewer and x.source == "human"]
+        return {x.event_id for x in mine if x.campaign or x.event_id not in sealed}
 
     # -- review campaigns -------------------------------------------------------------------------
 
