@@ -87,11 +87,14 @@ def _event_labels(trace: Trace, analysis: Analysis) -> dict[str, str]:
 def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                      reviewer: Reviewer | None, selected_event: str | None, *,
                      open_trace: Callable[[str], None],
-                     on_choose: Callable[[str], None]) -> None:
+                     on_choose: Callable[[str], None],
+                     identify_first: str = "Sign in, or enter your name under **Reviewer**, "
+                                           "in the sidebar to label this trace.") -> None:
     """Draw the panel for one trace. `open_trace(trace_id)` is called to go to the next trace
     the reviewer has left to label, `on_choose(event_id)` when the reviewer moves to a target
     (in the widget callback, before anything is drawn: the page selects it in the tree,
-    timeline and inspector).
+    timeline and inspector); `identify_first` is what the panel says while nobody is named
+    (the page knows whether the app signs people in).
 
     The answers are plain widgets, not an `st.form`: each click or key reaches the server at
     once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
@@ -103,8 +106,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
         return
     if not reviewer:
-        st.info("Sign in, or enter your name under **Reviewer**, in the sidebar to label this "
-                "trace.")
+        st.info(identify_first)
         return
     rubric = store.rubric
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"

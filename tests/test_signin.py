@@ -131,6 +131,11 @@ def test_with_sign_in_review_and_adjudicate_ask_a_visitor_to_sign_in_not_for_a_n
     assert not name_boxes(at)
 
 
+def test_with_sign_in_the_trace_page_asks_a_visitor_to_sign_in_not_for_a_name(workspace):
+    at = page({"is_logged_in": False}, signed_in_app=True)
+    assert [i.value for i in at.info] == ["Sign in (in the sidebar) to label this trace."]
+
+
 def test_without_sign_in_an_identity_cookie_is_not_trusted(workspace):
     # st.user can carry fields from a host platform; only the app's own sign-in counts
     at = page(signed_in(LEAD), signed_in_app=False)

@@ -91,7 +91,8 @@ def labels_panel() -> None:
     whatever the inspector shows."""
     with st.container(key="labels-panel"):
         annotation_panel(trace, analysis, workspace, reviewer, session.selected_event(trace),
-                         open_trace=session.open_trace, on_choose=follow_now)
+                         open_trace=session.open_trace, on_choose=follow_now,
+                         identify_first=session.identify_first("label this trace"))
 
 
 @st.fragment(key="inspector")
