@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,12 +16,13 @@ import pytest
 from conftest import need
 from factories import demo_trace, example_trace, make_workspace
 from viz_app.cli import main
-from viz_app.errors import OrchvizError
+from viz_app.errors import OrchvizError, StoreError
 from viz_app.io import pool
 from viz_app.labels.rubric import default_rubric
 from viz_app.store.index import trace_record
 from viz_app.store.pool_index import (Condition, FilterError, PoolIndex, default_index_path,
                                       parse_condition, search_query, summarise_shard)
+from test_failures import tiny_disk  # noqa: F401  (a 512 KB tmpfs)
 from test_pool_s3 import bucket, s3_endpoint  # noqa: F401  (the moto S3 server's fixtures)
 
 TOPOLOGIES = ["centralized", "debate", "swarm"]
@@ -281,6 +284,50 @@ def test_a_folder_of_json_lines_alone_stays_a_library_folder(tmp_path):
     workspace = make_workspace(tmp_path, traces=[folder])
     assert workspace.pools == []
     assert [r.trace_id for r in workspace.update_index().rows] == ["line-1"]
+
+
+def word_index_of(tmp_path, location, db: str) -> Path:
+    assert main(["pool", "index", location, "--db", db, "--workers", "1"]) == 0
+    [words] = Path(db).parent.glob("*.fts.sqlite")
+    return words
+
+
+@pytest.mark.parametrize("harm", ["garbage", "deleted"])
+def test_a_broken_or_missing_word_index_is_made_again_and_listing_goes_on(harm, tmp_path,
+                                                                          written, capsys):
+    location, _ = written
+    db = str(tmp_path / "labels.db")
+    words = word_index_of(tmp_path, location, db)
+    if harm == "garbage":
+        words.write_bytes(os.urandom(5000))
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{words}{suffix}").unlink(missing_ok=True)
+    capsys.readouterr()
+    assert main(["pool", "ls", location, "--db", db, "--workers", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 24
+    assert main(["pool", "ls", location, "--db", db, "--search", "rollout-007", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["trace_id"] for r in listed["rows"]] == ["rollout-007"]
+
+
+def test_a_full_disk_under_the_pool_index_is_one_sentence(tiny_disk, written, capsys):
+    location, _ = written
+    code = main(["pool", "ls", location, "--db", str(tiny_disk / "labels.db"), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert re.fullmatch(r"orchviz: the disk that holds the pool('s word)? index \S+ is full, so "
+                        r"the index was left as it was\n", err)
+
+
+def test_a_word_index_damaged_while_open_is_one_sentence(tmp_path, written):
+    location, _ = written
+    index, _ = indexed(tmp_path, location)
+    assert index.count(search="rollout") == 24
+    index.text_path.write_bytes(os.urandom(5000))
+    with pytest.raises(StoreError, match=r"^the pool's word index .+ cannot be used \(file is "
+                       r"not a database\); `orchviz pool index --rebuild` makes it again$"):
+        index.count(search="rollout-001")
 
 
 def test_a_search_text_starting_with_a_dash_is_a_search_not_an_option(tmp_path, written,

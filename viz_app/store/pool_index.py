@@ -447,6 +447,15 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
+def _disk_full(folder: Path) -> bool:
+    """Whether the file system holding `folder` has (next to) no room left: SQLite and
+    DuckDB report a full disk as an I/O error as often as not."""
+    try:
+        return shutil.disk_usage(folder).free < 256 * 1024
+    except OSError:
+        return False
+
+
 class PoolIndex:
     """The index of one pool: a DuckDB file (summary rows) and a SQLite FTS5 file (words).
 
@@ -474,12 +483,32 @@ class PoolIndex:
         """When this object last finished an update (time.time())."""
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self._live_version() != INDEX_VERSION:
+        if not self._usable():
             with self._writing(wait=True):
-                if self._live_version() != INDEX_VERSION:  # not made meanwhile by another
+                if not self._usable():  # not made meanwhile by another
                     self._create()
         with self._text() as db:
             self._text_tables(db)
+
+    def _usable(self) -> bool:
+        """Whether both files can serve: the DuckDB file in the current layout, and beside it
+        a word index SQLite can read (missing only while the DuckDB file holds no rows). Both
+        are caches: an index that is not usable is made afresh, and the next update reads
+        every shard again."""
+        if self._live_version() != INDEX_VERSION:
+            return False
+        if not self.text_path.exists():
+            with self._duck() as con:
+                return con.execute("SELECT count(*) FROM traces").fetchall()[0][0] == 0
+        try:
+            with self._text() as db:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                if db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'words'"
+                              ).fetchone()[0] == 0:
+                    return False
+        except StoreError:
+            return False
+        return True
 
     def _live_version(self) -> str | None:
         """The layout version of the live DuckDB file; None when it is missing or unreadable
@@ -496,6 +525,12 @@ class PoolIndex:
         """Make both files afresh in the current layout (the caller holds the writer lock):
         the word index is emptied, then an empty DuckDB file takes the live one's place."""
         self._sweep()
+        try:
+            with self._text() as db:
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except StoreError:  # not a database SQLite reads: start a new file
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{self.text_path}{suffix}").unlink(missing_ok=True)
         with self._text() as db:
             for table in ("words", "texts", "state"):
                 db.execute(f"DROP TABLE IF EXISTS {table}")
@@ -565,12 +600,27 @@ class PoolIndex:
 
     @contextmanager
     def _text(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.text_path, timeout=30)
+        """A connection to the word index, in a transaction; its failures are StoreErrors
+        saying what failed in one sentence."""
         try:
-            with db:
-                yield db
-        finally:
-            db.close()
+            db = sqlite3.connect(self.text_path, timeout=30)
+            try:
+                with db:
+                    yield db
+            finally:
+                db.close()
+        except sqlite3.Error as err:
+            reason = " ".join(str(err).split())[:200] or type(err).__name__
+            if "full" in reason or _disk_full(self.text_path.parent):
+                raise StoreError(f"the disk that holds the pool's word index {self.text_path} "
+                                 "is full, so the index was left as it was") from None
+            if "I/O" in reason:
+                raise StoreError(f"the disk that holds the pool's word index {self.text_path} "
+                                 f"failed to read or write ({reason}), so the index was left "
+                                 "as it was") from None
+            raise StoreError(f"the pool's word index {self.text_path} cannot be used "
+                             f"({reason}); `orchviz pool index --rebuild` makes it again"
+                             ) from None
 
     @contextmanager
     def _writing(self, wait: bool = True) -> Iterator[None]:
@@ -638,8 +688,23 @@ class PoolIndex:
             finally:
                 con.close()
             self._publish(temp)
+        except (OSError, duckdb.Error) as err:  # a full disk, a read-only folder
+            raise self._write_failure(err) from None
         finally:
             self._discard(temp)
+
+    def _write_failure(self, err: BaseException) -> StoreError:
+        """The sentence for a write of the index that failed (a full disk, a read-only
+        folder): the index was left as it was."""
+        if _disk_full(self.path.parent):
+            return StoreError(f"the disk that holds the pool index {self.path} is full, so the "
+                              "index was left as it was")
+        reason = getattr(err, "strerror", None) or \
+            (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        if getattr(err, "filename", None):
+            reason = f"{err.filename}: {reason}"
+        return StoreError(f"the pool index {self.path} could not be updated ({reason}); it was "
+                          "left as it was")
 
     def _publish(self, temp: Path) -> None:
         """Make a written, closed copy the live file: synced, then renamed over it at once."""
@@ -694,12 +759,8 @@ class PoolIndex:
             self._hit_cache.clear()
             try:
                 result = self._update(shards, rubric, workers, ray, progress, rebuild)
-            except (OSError, duckdb.IOException) as err:  # a full disk, a read-only folder
-                reason = getattr(err, "strerror", None) or str(err).strip().splitlines()[0]
-                if getattr(err, "filename", None):
-                    reason = f"{err.filename}: {reason}"
-                raise StoreError(f"the pool index {self.path} could not be updated ({reason}); "
-                                 "it was left as it was") from err
+            except (OSError, duckdb.Error) as err:  # a full disk, a read-only folder
+                raise self._write_failure(err) from None
         self._hit_cache.clear()
         result.seconds = time.perf_counter() - started
         self.last_update, self.updated_at = result, time.time()
