@@ -21,11 +21,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components.correction import correction_box
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
+from viz_app.labels.correction import LATER_THAN_RECORDED
 from viz_app.labels.label import Label, Reviewer, progress_of
-from viz_app.labels.rubric import LabelTarget, Question, Rubric, targets
+from viz_app.labels.rubric import LabelTarget, Question, Rubric, asked, targets
 from viz_app.labels.suggestion import Suggestion
 from viz_app.model import Event, Trace
 from viz_app.store.labels import LabelStore
@@ -339,6 +341,7 @@ KEYS_HELP = """
 | S | skip this target (it comes back after the others) |
 | Shift+N | next trace with a target you have not labelled |
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
+| W | write the correction: the focus goes to its first field (Tab moves on, Ctrl+Enter saves) |
 | ? or H | this list |
 
 Keys without Ctrl do nothing while you type in a text box.
@@ -518,8 +521,8 @@ def _walk(analysis: Analysis, event: Event, base: str, state: dict, cursors: dic
 # -- the form ---------------------------------------------------------------------------------
 
 
-RESERVED_LETTERS = set("CRNPSH")
-"""Letters a tag cannot take: C and R are Streamlit's own, N P S H are the panel's."""
+RESERVED_LETTERS = set("CRNPSHW")
+"""Letters a tag cannot take: C and R are Streamlit's own, N P S H W are the panel's."""
 
 
 def tag_letters(labels: list[str]) -> list[str]:
@@ -676,14 +679,27 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
                             key=key, format_func=lambda v: f"{q.choice(v).label} · {letters[v]}"
                             if letters[v] else q.choice(v).label,
                             on_change=_keep, args=(base, key), help=q.guidance or None)
+    if q.kind == "correction":
+        if q.ask_when is not None and not asked(q, {q.ask_when.question: st.session_state.get(
+                f"{base}:{target.key}:{q.ask_when.question}")}):
+            st.caption(f"{markdown_literal(q.prompt, 120)}: asked when "
+                       f"{markdown_literal(q.ask_when.question)} is "
+                       f"{markdown_literal(' or '.join(map(str, q.ask_when.values)))}")
+            return None
+        return correction_box(q, key, trace, analysis, target,
+                              lambda k, v: _set_answer(base, k, v))
     if q.kind == "event":
         options = [None] + [e.id for e in analysis.order if e.id != target.event_id]
+        if target.event_id and target.event_id in analysis.position:
+            options.append(LATER_THAN_RECORDED)  # a premature stop: the run ended too soon
         if st.session_state.get(key) not in options:
             st.session_state.pop(key, None)
         when = f" (only when {', '.join(map(str, q.ask_when.values))})" if q.ask_when else ""
         return st.selectbox(label + when, options, key=key, help=q.guidance or None,
                             on_change=_keep, args=(base, key),
                             format_func=lambda i: "—" if i is None else
+                            "later than this run recorded" if i == LATER_THAN_RECORDED
+                            and i not in analysis.position else
                             _event_labels(trace, analysis)[i])
     return st.text_area(label, key=key, help=q.guidance or None, height=68, on_change=_keep,
                         args=(base, key))

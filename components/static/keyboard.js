@@ -5,6 +5,7 @@
 //   Ctrl/Cmd+S        save too (never the browser's "Save page")
 //   1-9, Alt+1-9      tick the n-th answer of the form's first (second) choice question
 //   A-Z (a tag's)     toggle that tag
+//   W                 put the focus in the correction's first field (its action, or its text)
 //   S then 1-3        on the Review page, a digit typed before the skip reasons are drawn
 //                     waits for them and picks that reason, never an answer of the form left
 // The answers are ticked here, in the browser, so the reviewer sees the choice at once; the
@@ -66,6 +67,16 @@
     return null;
   }
 
+  function correctionField() {
+    // the first field of the form's first correction box: an action, an agent, a text
+    const box = document.querySelector('.st-key-ann-form [class*="st-key-ann-correction-"]');
+    if (!box) return null;
+    for (const field of box.querySelectorAll('textarea, input')) {
+      if (field.type === "radio" ? visible(field.closest("label")) : visible(field)) return field;
+    }
+    return null;
+  }
+
   function shown(selector) {
     const button = document.querySelector(selector + " button");
     return visible(button) ? button : null;
@@ -113,6 +124,15 @@
         event.stopPropagation();  // Streamlit's shortcut button would pick it a second time
         answer.click();
         return;
+      }
+      if ((event.key === "w" || event.key === "W") && !event.altKey && !event.shiftKey) {
+        const field = correctionField();
+        if (field) {
+          event.preventDefault();
+          event.stopPropagation();
+          field.focus();
+          return;
+        }
       }
       if ((event.key === "s" || event.key === "S") && !event.altKey && !event.shiftKey &&
           shown(".st-key-review-skip")) {
