@@ -10,7 +10,10 @@ downloads all read it, so a new format is one more entry there.
 A *training* format reads the labels through `viz_app.export.consensus.select` (the options
 `--min-reviewers`, `--adjudicated-only`, `--disputed`), keeps the provenance of every label on
 its rows, can be written as a Hugging Face dataset folder (`--hf-dataset`), and has a reader that
-gives the label records back (`viz_app.export.readers`). docs/trainers/ has a page per framework.
+gives the label records back (`viz_app.export.readers`). Its entry names the released trainer
+it serves (`trainer`), what that trainer reads of a row and its default length limit (`texts`,
+`limit`: every export measures its rows, `viz_app.export.lengths`), and the columns a folder
+keeps as JSON text (`json_columns`). docs/trainers/ has a page per framework.
 """
 
 from __future__ import annotations
