@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import VIEWPORT, shot, wait_for_streamlit
+from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from openai_stub import OpenAIStub, Reply
 from viz_app.branch import fork_of
@@ -34,9 +34,10 @@ def test_continue_from_here_puts_the_branch_beside_the_original_on_compare(
         page = context.new_page()
         page.set_default_timeout(WAIT)
         try:
-            page.goto(f"{base}/trace?trace={PREMATURE_ID}&event=e13&reviewer=ann")
+            goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
             wait_for_streamlit(page, timeout=WAIT)
             page.get_by_text("Continue from here · e13").click()
+            wait_for_streamlit(page, timeout=WAIT)
             form = page.locator(".st-key-branch-e13")
             kind = form.locator(".st-key-branch-kind-e13")
             kind.scroll_into_view_if_needed()

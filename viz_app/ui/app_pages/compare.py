@@ -117,7 +117,9 @@ def _divergence(found: Divergence) -> None:
             f"Before it the two runs are the same record.")
         st.caption("Only the orchestrator's own LLM turns were replayed: the sub-agents, tool "
                    f"calls and messages they asked for ({len(fork.requested)}) are shown as "
-                   "requested, not run, so no result of theirs comes back.")
+                   "requested, not run, so no result of theirs comes back. The branch's figures "
+                   "are not a finished run's: its time after the divergence is the model's, "
+                   "and its makespan, tokens and cost leave out all that was not run.")
         left, right = st.columns(2)
         for column, side, events in ((left, "A", found.original if found.branch == "b"
                                       else found.continued),
