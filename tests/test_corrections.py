@@ -156,3 +156,53 @@ def test_no_correction_gives_no_corrected_decision():
 def test_the_word_diff_names_what_was_kept_removed_and_added():
     assert word_diff("roll back v2.3.0 now", "restore the index now") == [
         ("-", "roll back v2.3.0 "), ("+", "restore the index "), ("=", "now")]
+
+
+# -- agreement on corrections -------------------------------------------------------------------
+
+from viz_app.labels.agreement import correction_agreements, correction_similarity  # noqa: E402
+
+
+def test_two_corrections_of_another_decision_are_not_alike_and_close_words_are():
+    assert correction_similarity({"action": "not_sent"}, {"action": "send", "to": "a",
+                                                          "text": "x"}) == 0.0
+    assert correction_similarity({"action": "delegate", "agent": "a"},
+                                 {"action": "delegate", "agent": "b"}) == 0.0
+    close = correction_similarity({"action": "merge", "text": "Migration 0193 is the cause."},
+                                  {"action": "merge", "text": "Migration 0193 is the cause"})
+    assert 0.9 < close < 1.0
+
+
+def test_agreement_on_a_correction_is_who_corrected_and_how_alike_with_intervals(ws):
+    trace = ws.trace(PREMATURE_ID)
+    people = [Reviewer(name=n, via="cli") for n in ("ann", "bob", "cat")]
+    texts = [MERGE, MERGE.replace("coincided", "happened at the same time"), None]
+    for who, text in zip(people, texts):
+        fix = {"merge_correction": {"action": "merge", "text": text}} if text else {}
+        ws.save_answers(trace, "e12", {"aggregation_quality": 1, **fix}, who)
+    merge = next(a for a in correction_agreements(RUBRIC, ws.labels.current_records(),
+                                                  resamples=200)
+                 if a.question == "merge_correction")
+    assert (merge.reviewers, merge.targets, merge.compared_targets) == (3, 1, 1)
+    assert merge.corrected.value == pytest.approx(2 / 3)
+    assert 0.6 < merge.similarity.value < 1.0
+
+
+def test_the_agreement_page_shows_who_corrected_and_how_alike(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from factories import APP, PREMATURE, app_env
+
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    trace = ws.trace(PREMATURE_ID)
+    for who in ("ann", "bob"):
+        ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
+            "action": "merge", "text": MERGE}}, Reviewer(name=who, via="cli"))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.switch_page("app_pages/agreement.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(s.value == "Corrections" for s in at.subheader)
+    table = next(d.value for d in at.dataframe if "corrected (share)" in d.value.columns)
+    row = table[table["question"] == "merge_correction"].iloc[0]
+    assert row["corrected (share)"].startswith("1.00") and row["similarity"].startswith("1.00")
