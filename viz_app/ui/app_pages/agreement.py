@@ -48,26 +48,6 @@ st.dataframe(summary, hide_index=True, width="stretch",
              column_config={"alpha": st.column_config.NumberColumn(format="%.3f"),
                             "note": st.column_config.TextColumn(width="large")})
 
-corrections = correction_agreements(store.rubric, records)
-if any(c.targets for c in corrections):
-    st.subheader("Corrections")
-    st.caption("Free-text corrections get no alpha: the share of reviewers of a target who "
-               "corrected it, and how alike two reviewers' corrections of one target are (0 for "
-               "another decision, else the similarity of their words), with bootstrap 95 % "
-               "intervals over targets.")
-
-    def _shown(found) -> str:
-        if found.value is None:
-            return ""
-        return f"{found.value:.2f}" + ("" if found.low is None else
-                                       f" [{found.low:.2f}, {found.high:.2f}]")
-
-    st.dataframe(pd.DataFrame([{
-        "question": c.question, "reviewers": c.reviewers, "targets": c.targets,
-        "corrected (share)": _shown(c.corrected), "targets with 2+ corrections":
-        c.compared_targets, "similarity": _shown(c.similarity), "note": c.note}
-        for c in corrections if c.targets]), hide_index=True, width="stretch")
-
 st.subheader("Where reviewers disagree most")
 disputes = [(q.question, d) for q in report for d in q.disagreements]
 disputes.sort(key=lambda item: -item[1].spread)
@@ -88,6 +68,26 @@ else:
     if picked is not None and picked.selection.rows:
         _question, chosen = disputes[picked.selection.rows[0]]
         session.open_trace(chosen.trace_id, chosen.event_id or None)
+
+corrections = correction_agreements(store.rubric, records)
+if any(c.corrected.value for c in corrections):  # someone corrected something
+    st.subheader("Corrections")
+    st.caption("Free-text corrections get no alpha: the share of reviewers of a target who "
+               "corrected it, and how alike two reviewers' corrections of one target are (0 for "
+               "another decision, else the similarity of their words), with bootstrap 95 % "
+               "intervals over targets.")
+
+    def _shown(found) -> str:
+        if found.value is None:
+            return ""
+        return f"{found.value:.2f}" + ("" if found.low is None else
+                                       f" [{found.low:.2f}, {found.high:.2f}]")
+
+    st.dataframe(pd.DataFrame([{
+        "question": c.question, "reviewers": c.reviewers, "targets": c.targets,
+        "corrected (share)": _shown(c.corrected), "targets with 2+ corrections":
+        c.compared_targets, "similarity": _shown(c.similarity), "note": c.note}
+        for c in corrections if c.targets]), hide_index=True, width="stretch")
 
 st.subheader("Suggestions against blind labels")
 producers = session.workspace().suggestion_agreement()
