@@ -22,6 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from components.correction import correction_box
+from components.keyboard import typing_note
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
@@ -184,7 +185,8 @@ def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelT
                 key: str, save: SaveAnswers, saved: Mapping[str, Label] | None = None,
                 suggestions: Sequence[Suggestion] = (), suggestions_hidden: bool = True,
                 on_choose: Callable[[str], None] | None = None,
-                note_label: str = "Note (optional)", save_label: str = "Save") -> None:
+                note_label: str = "Note (optional)", save_label: str = "Save",
+                evidence_apart: bool = False) -> None:
     """One target's questions (those of `target.questions`), with the keys of the labels panel,
     and the context a reviewer judges it by (merged inputs beside the output, the events around
     a stop), saving through `save`: the form the labels panel draws, for a page that chooses the
@@ -193,7 +195,9 @@ def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelT
     `key` keeps this form's widgets and drafts apart (one per claim, say); `saved` prefills the
     answers; `suggestions` are shown after the context, or only counted while
     `suggestions_hidden` (blind-first: the page decides). `on_choose(event_id)` is called when
-    the reviewer picks an event (an evidence link)."""
+    the reviewer picks an event (an evidence link). With `evidence_apart` the page draws the
+    evidence itself (`target_evidence`, beside the form) and the form keeps, at a stop, its
+    compact list of events to pick from and the cursor."""
     state = _state(key)
     _show_flash(key)
     above = _evidence_above(trace, analysis, target, key)
@@ -201,7 +205,7 @@ def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelT
           save_label=save_label)
     suggestions_view(list(suggestions), rubric, key=f"{key}:{target.key}",
                      on_select_event=on_choose, hidden=suggestions_hidden)
-    _context(trace, analysis, target, key, stop_above=above)
+    _context(trace, analysis, target, key, stop_above=above, evidence=not evidence_apart)
 
 
 def asked_only(target: LabelTarget, questions: Sequence[str], rubric: Rubric) -> LabelTarget:
@@ -343,8 +347,10 @@ KEYS_HELP = """
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
 | W | write the correction: the focus goes to its first field (Tab moves on, Ctrl+Enter saves) |
 | ? or H | this list |
+| Enter in the Reviewer box | keep the name; the next keys label |
+| Esc in a text box | leave the box; the next keys label |
 
-Keys without Ctrl do nothing while you type in a text box.
+Keys without Ctrl do nothing while you type in a text box (the panel says so then).
 """
 
 
@@ -375,23 +381,77 @@ def _evidence_above(trace: Trace, analysis: Analysis, target: LabelTarget, base:
 
 
 def _context(trace: Trace, analysis: Analysis, target: LabelTarget, base: str, *,
-             stop_above: bool = False) -> None:
+             stop_above: bool = False, evidence: bool = True) -> None:
+    if evidence:
+        _evidence(trace, analysis, target, base)
+    if target.event_id is not None and "stop" in target.kinds:
+        _stop(trace, analysis, trace.event(target.event_id), target, base,
+              part="walk" if stop_above else "all")
+
+
+def target_evidence(trace: Trace, analysis: Analysis, target: LabelTarget, key: str) -> None:
+    """What a target's question is about, for a page that shows it beside the form
+    (`target_form(..., evidence_apart=True)`): the whole run's last event, an aggregate's
+    merged inputs beside its output, a stop's last events beside those that came after it
+    (the form keeps its compact list to pick from and the cursor its keys walk), another
+    event's content."""
+    if target.event_id is not None and "stop" in target.kinds and \
+            "aggregate" not in target.kinds:
+        _stop_story(trace, analysis, trace.event(target.event_id), target)
+        return
+    _evidence(trace, analysis, target, key)
+
+
+STORY_EVENTS = 3
+"""Events shown before a stop (and after it) beside the form, with their content."""
+
+
+def _stop_story(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget) -> None:
+    where = analysis.position[event.id]
+    before = analysis.order[max(0, where - STORY_EVENTS): where + 1]
+    after = analysis.order[where + 1: where + 1 + STORY_EVENTS]
+    left, right = st.columns(2, gap="small")
+    with left:
+        st.markdown("**The last events, up to the stop**" + (
+            " (inferred: the trace has no stop decision)" if target.inferred else ""))
+        for item in before:
+            _story_event(item, analysis, "■ stop · " if item.id == event.id else "")
+    with right:
+        later = len(analysis.order) - where - 1
+        st.markdown(f"**After the stop** ({later} event{'s' if later != 1 else ''})")
+        if not after:
+            st.caption("nothing: the run ends with the stop")
+        for item in after:
+            _story_event(item, analysis, "")
+
+
+def _story_event(item: Event, analysis: Analysis, mark: str) -> None:
+    st.caption(f"{mark}**{markdown_literal(item.id, 20)}** {markdown_literal(item.type)} from "
+               f"{markdown_literal(item.from_ or analysis.actor[item.id], 30)} · "
+               f"t={float(item.t):g}s")
+    _content(item, 100, per_line=40)
+
+
+def _evidence(trace: Trace, analysis: Analysis, target: LabelTarget, key: str) -> bool:
+    """The whole run's last event, an aggregate's merged inputs beside its output, another
+    event's content: all a target's evidence but a stop's (drawn with its cursor)."""
     if target.event_id is None:
         last = analysis.order[-1]
         st.caption(f"The whole run on task **{markdown_literal(trace.task_id, 80)}**. "
                    "Its last event:")
         _content(last, 120)
-        return
+        return True
     event = trace.event(target.event_id)
     if "aggregate" in target.kinds:
-        _aggregate(trace, analysis, event, target, base)
+        _aggregate(trace, analysis, event, target, key)
+        return True
     if "stop" in target.kinds:
-        _stop(trace, analysis, event, target, base, part="walk" if stop_above else "all")
-    if not {"aggregate", "stop"} & set(target.kinds):
-        st.caption(f"**{markdown_literal(event.type)}** from "
-                   f"{markdown_literal(event.from_ or event.agent, 40)}"
-                   + (f" to {markdown_literal(event.to, 40)}" if event.to else ""))
-        _content(event, 140)
+        return False
+    st.caption(f"**{markdown_literal(event.type)}** from "
+               f"{markdown_literal(event.from_ or event.agent, 40)}"
+               + (f" to {markdown_literal(event.to, 40)}" if event.to else ""))
+    _content(event, 140)
+    return True
 
 
 def _aggregate(trace: Trace, analysis: Analysis, event: Event, target: LabelTarget,
@@ -618,6 +678,7 @@ def _form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
         st.text_area(note_label, key=note_key, height=68, on_change=_keep,
                      args=(base, note_key),
                      placeholder="anything a trainer or another reviewer should know")
+        typing_note("form")  # last: showing it moves none of the answers
 
 
 def _choice_keys(question: Question, key: str, modifier: str, base: str) -> None:

@@ -4,7 +4,9 @@ on a radio or a tag (a focused radio or pills button keeps Enter to itself).
 
 The script (`static/keyboard.js`) is a constant file: no trace text and nothing a user typed
 goes into it, and it only clicks the panel's own buttons, so the hostile trace still runs
-nothing. It installs one listener per browser tab, whatever the number of runs."""
+nothing. It installs one listener per browser tab, whatever the number of runs. Enter in the
+Reviewer box and Esc in any text box hand the focus to the page, and `typing_note` tells the
+reviewer while their keys type into a box."""
 
 from __future__ import annotations
 
@@ -16,10 +18,28 @@ import streamlit as st
 SCRIPT = Path(__file__).resolve().parent / "static" / "keyboard.js"
 
 
+TYPING_NOTE = "typing-note"
+"""The key of a container `typing_note` draws (its class shows it while the focus is in a text
+box; the script marks that on the page's root)."""
+
+
 @cache
 def _script() -> str:
-    return ("<style>.st-key-orchviz-keyboard { display: none !important; }</style>"
+    note = f"[class*='st-key-{TYPING_NOTE}']"
+    hidden = "html:not(.orchviz-typing) "
+    return ("<style>.st-key-orchviz-keyboard { display: none !important; }"
+            f" {hidden}{note}, {hidden}[data-testid='stLayoutWrapper']:has(> {note})"
+            " { display: none !important; }</style>"
             f"<script>{SCRIPT.read_text(encoding='utf-8')}</script>")
+
+
+def typing_note(key: str) -> None:
+    """A note shown only while the focus is in a text box (the Reviewer name, a note): keys
+    type there, not label; Esc or a click on the page hands them back. `key` tells several
+    apart on one page."""
+    with st.container(key=f"{TYPING_NOTE}-{key}"):
+        st.caption(":orange[:material/keyboard: The focus is in a text box: keys type there. "
+                   "Press Esc or click the page to label by keys.]")
 
 
 def keyboard() -> None:

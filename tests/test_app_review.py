@@ -115,9 +115,37 @@ def test_save_submits_into_the_campaign_and_shows_the_next_target(workspace):
 
 def test_a_save_without_an_answer_says_so_and_keeps_the_target(workspace):
     at = save(start(review()))
-    assert any("Answer first" in e.value for e in at.error)
+    assert any("pick an answer first" in e.value for e in at.error)
     assert not workspace.labels.current()
     assert heading(at).startswith("#### e13")
+
+
+def named(name: str) -> AppTest:
+    """The review page on the campaign, the name typed into the sidebar's Reviewer box."""
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["campaign"] = STOPS
+    return at.run().text_input(key="_reviewer_box").set_value(name).run()
+
+
+def test_a_change_of_name_while_a_target_is_held_asks_and_keep_puts_the_name_back(workspace):
+    at = start(named("ann"))
+    claim = held(at)
+    at = at.text_input(key="_reviewer_box").set_value("ann4").run()
+    assert "gives that target back to the queue" in texts(at)
+    assert not any(b.key and ":save:" in b.key for b in at.button)
+    at = at.button(key="review:keep-name").click().run()
+    assert at.text_input(key="_reviewer_box").value == "ann"
+    assert held(at).slot_id == claim.slot_id and heading(at).startswith("#### e13")
+
+
+def test_giving_the_target_back_starts_afresh_under_the_new_name(workspace):
+    at = start(named("ann"))
+    claim = held(at)
+    at = at.text_input(key="_reviewer_box").set_value("bob").run()
+    at = at.button(key="review:let-go").click().run()
+    assert at.button(key="review:start") is not None and "_review" in at.session_state
+    assert at.session_state["_review"].get("claim") is None
+    assert workspace.claim_next(STOPS, BOB).target_id == claim.target_id  # back in the queue
 
 
 def test_skip_asks_a_reason_and_gives_the_target_to_another_reviewer(workspace):

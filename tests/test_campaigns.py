@@ -299,9 +299,9 @@ def test_a_target_saved_is_not_saved_again(ws):
 def test_a_submit_follows_the_rules_of_a_save(ws):
     campaign = create(ws, questions=["stopping_correctness"])
     claim = ws.claim_next(campaign.name, ANN)
-    with pytest.raises(LabelError, match="Answer first"):
+    with pytest.raises(LabelError, match="pick an answer first"):
         ws.submit(claim, {"stop_should_have_been": claim.event_id})  # not the stop's answer
-    with pytest.raises(LabelError, match="Answer first"):
+    with pytest.raises(LabelError, match="pick an answer first"):
         ws.submit(claim, {"stopping_correctness": "late"})  # late asks where
     assert ws.labels.current_records(campaign=campaign.name) == []
     assert ws.campaign_status(campaign.name).complete == 0
@@ -334,6 +334,18 @@ def test_a_skipped_target_goes_to_others_and_never_back_to_the_skipper(ws):
         ws.submit(mine, answers(ws, mine))
     assert claim.target_id not in offered
     assert ws.campaign_status(campaign.name).reviewers[0].skipped == 1
+
+
+def test_a_released_target_goes_back_to_the_queue_unskipped(ws):
+    campaign = create(ws, questions=["task_outcome"])
+    claim = ws.claim_next(campaign.name, ANN)
+    assert ws.release(claim) is True
+    assert ws.release(claim) is False  # no longer ann's
+    assert ws.claim_next(campaign.name, BOB).target_id == claim.target_id
+    status = ws.campaign_status(campaign.name)
+    assert status.reviewers == [] or all(r.skipped == 0 for r in status.reviewers)
+    with pytest.raises(LabelError):
+        ws.submit(claim, answers(ws, claim))
 
 
 def test_an_expired_reservation_goes_to_someone_else_and_its_late_save_is_refused(ws):

@@ -85,7 +85,7 @@ def test_a_premature_stop_at_the_runs_last_event_saves_on_its_own(ws):
 
 
 def test_a_premature_stop_with_later_events_still_asks_where(ws):
-    with pytest.raises(LabelError, match="Answer first: At which event"):
+    with pytest.raises(LabelError, match="pick an answer first: At which event"):
         ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature"}, ANN)
 
 

@@ -32,13 +32,13 @@ def label_everything(workspace: Workspace, trace_id: str, reviewer: Reviewer = A
 
 
 def test_a_save_without_a_required_answer_is_refused_and_saves_nothing(workspace):
-    with pytest.raises(LabelError, match="Answer first: .*"):
+    with pytest.raises(LabelError, match="pick an answer first: .*"):
         workspace.save_answers(premature(), "e12", {"aggregation_issues": ["dropped_result"]}, ANN)
     assert workspace.labels.count() == 0
 
 
 def test_an_empty_answer_counts_as_none(workspace):
-    with pytest.raises(LabelError, match="Answer first"):
+    with pytest.raises(LabelError, match="pick an answer first"):
         workspace.save_answers(premature(), None, {"task_outcome": ""}, ANN)
 
 
@@ -65,7 +65,7 @@ def test_a_follow_up_is_kept_only_when_its_answer_asks_it(workspace):
 
 
 def test_a_follow_up_that_is_asked_must_be_answered(workspace):
-    with pytest.raises(LabelError, match="Answer first: At which event"):
+    with pytest.raises(LabelError, match="pick an answer first: At which event"):
         workspace.save_answers(premature(), "e13", {"stopping_correctness": "premature"}, ANN)
     made = workspace.save_answers(premature(), "e13", {"stopping_correctness": "premature",
                                                        "stop_should_have_been": "e15"}, ANN)

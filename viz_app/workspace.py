@@ -78,6 +78,10 @@ class TraceSet(BaseModel):
                                        "of a pool) that held no trace orchviz reads, with why.")
 
 
+ANSWER_FIRST = "Nothing was saved: pick an answer first: "
+"""How a save that lacks a required answer begins its sentence (the questions follow)."""
+
+
 def answers_to_save(rubric: Rubric, target: LabelTarget,
                     values: Mapping[str, Any], analysis: Analysis | None = None
                     ) -> dict[str, Any]:
@@ -91,7 +95,7 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
                and values.get(q.id) not in (None, "")}
     missing = [q.prompt for q in questions if q.id in target.required and q.id not in answers]
     if missing:
-        raise LabelError("Answer first: " + "; ".join(missing))
+        raise LabelError(ANSWER_FIRST + "; ".join(missing))
     for q in questions:
         if q.kind == "tags" and q.id in values:
             answers[q.id] = list(values[q.id] or [])
@@ -102,7 +106,7 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
             answers.pop(q.id, None)
         elif q.id not in answers and not (q.optional or pointer_optional(
                 rubric, q, answers, analysis, target.event_id)):
-            raise LabelError(f"Answer first: {q.prompt}")
+            raise LabelError(ANSWER_FIRST + q.prompt)
     return answers
 
 
@@ -705,6 +709,12 @@ class Workspace:
         """Put a claimed target back for others, with why; it is not offered to this reviewer
         again. ClaimError when the store did not issue the claim as given."""
         self.campaign_store.skip(claim, reason)
+
+    def release(self, claim: Claim) -> bool:
+        """Give a claimed target back to the queue now, unanswered and not skipped (its
+        reviewer left it, say to work under another name); False when it was no longer
+        theirs."""
+        return self.campaign_store.release(claim)
 
     def submit(self, claim: Claim, answers: Mapping[str, Any], *, comment: str = "",
                seconds_spent: float | None = None,

@@ -12,6 +12,11 @@
 // click then reaches the server as any click does. Without this script, Streamlit's hidden
 // shortcut buttons do the same through the server.
 // In a text box Ctrl+Enter is left to Streamlit, which first keeps the text, then saves.
+//   Enter             in the sidebar's Reviewer box: Streamlit keeps the name, then the focus
+//                     goes to the page, so the next keys label rather than type into the name
+//   Esc               in any text box: the focus goes to the page
+// While the focus is in a text box the page's root carries the class `orchviz-typing`, which
+// shows the panels' "keys type there" notes (a style sheet beside this script).
 (function () {
   if (window.__orchvizKeys) return;
   window.__orchvizKeys = true;
@@ -21,6 +26,25 @@
     if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
     if (el.tagName !== "INPUT") return false;
     return !["radio", "checkbox", "button", "submit", "range"].includes(el.type);
+  }
+
+  function nameBox(el) {
+    return !!(el && el.tagName === "INPUT" && el.closest(".st-key-_reviewer_box"));
+  }
+
+  function showTyping() {
+    // a select box's search field takes keys too, but it is no text box to the reviewer
+    const active = document.activeElement;
+    const box = typing(active) && active.getAttribute("role") !== "combobox";
+    document.documentElement.classList.toggle("orchviz-typing", box);
+  }
+  // focusout fires before the focus lands: look once it has
+  document.addEventListener("focusin", showTyping, true);
+  document.addEventListener("focusout", function () { setTimeout(showTyping, 0); }, true);
+
+  function toPage(el) {
+    // after Streamlit's own handlers have seen the key (it keeps the text on Enter and blur)
+    setTimeout(function () { if (document.activeElement === el) el.blur(); showTyping(); }, 0);
   }
 
   function visible(el) { return el && el.offsetParent !== null && !el.disabled; }
@@ -109,6 +133,11 @@
     if (event.repeat || event.isComposing) return;
     const active = document.activeElement;
     const ctrl = event.ctrlKey || event.metaKey;
+    if (typing(active) && !ctrl && !event.altKey && !event.shiftKey &&
+        (event.key === "Escape" || (event.key === "Enter" && nameBox(active)))) {
+      toPage(active);
+      return;
+    }
     if (!ctrl && !typing(active)) {
       const reason = skipReason(event);
       if (reason) {

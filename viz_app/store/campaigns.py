@@ -491,6 +491,24 @@ class CampaignStore:
                 "campaign_id": held.campaign_id, "target_id": held.target_id,
                 "reviewer": claim.reviewer.name, "reason": reason, "created_at": now()}])
 
+    def release(self, claim: Claim) -> bool:
+        """Put a claimed slot back for others at once, as if its lease had run out (the
+        reviewer may be offered it again); False when it was no longer theirs, ClaimError for
+        a claim the store did not issue."""
+        c = slots.c
+        with self._writing() as conn:
+            try:
+                self._held(conn, claim, lock=True)
+            except ClaimError:
+                raise
+            except LabelError:  # expired and taken, or saved: nothing to give back
+                return False
+            done = conn.execute(update(slots).where(
+                c.slot_id == claim.slot_id, c.reviewer == claim.reviewer.name,
+                c.state == "leased").values(state="open", reviewer=None, leased_until=None,
+                                            claimed_at=None, token=None))
+        return bool(done.rowcount)
+
     def submit(self, claim: Claim, labels: Sequence[Label]) -> list[Label]:
         """Save a claim's labels and mark its slot done, in one transaction; ClaimError for a
         claim the store did not issue, or labels off its target or campaign; LabelError (and

@@ -393,6 +393,12 @@ def _keep_in_browser(name: str | None) -> None:
                 unsafe_allow_javascript=True)
 
 
+def restore_reviewer_name(name: str) -> None:
+    """Put a name back in the sidebar's Reviewer box (from a widget's callback, which runs
+    before the box is drawn): the review page's "keep reviewing as" after a change of name."""
+    st.session_state["_reviewer_box"] = name
+
+
 def is_lead(reviewer: Reviewer | None) -> bool:
     """Whether this reviewer may do what leads do (create campaigns, adjudicate, retract):
     with sign-in, a signed-in member whose role is `lead`; without sign-in, anyone (a person

@@ -7,6 +7,11 @@ Blind: the page never shows another reviewer's answer on a target, nor whether i
 nor its gold answer; a producer's suggestions are shown only on the target just saved, unless the
 campaign is assisted (then before answering, and the labels say so). `?campaign=NAME` opens the
 page on a campaign.
+
+What a question is about (an aggregate's merged returns beside its output, a stop's last events
+beside those after it) heads the left column, beside the questions, in the first screen. A
+change of the reviewer's name while a target is held asks first: keep the name, or give the
+target back to the queue.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from typing import Any
 
 import streamlit as st
 
-from components.annotation import asked_only, target_form
+from components.annotation import asked_only, target_evidence, target_form
 from components.inspector import inspector
+from components.keyboard import typing_note
 from components.suggestions import suggestions_view
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
+from viz_app.labels.campaign import Claim
 from viz_app.labels.label import Label
 from viz_app.labels.rubric import LabelTarget
 from viz_app.text import markdown_literal
@@ -50,6 +57,43 @@ if reviewer is None:
 names = [c.name for c in campaigns]
 linked = st.query_params.get(CAMPAIGN_PARAM)
 state: dict[str, Any] = st.session_state.setdefault("_review", {})
+
+
+def ask_before_letting_go(held: Claim, before: str) -> None:
+    """The name changed while this session holds a target under the one before: keep working
+    under it (the box gets it back), or give the target back to the queue and start afresh
+    under the new one. Never silently: a digit typed into the name box once cost a reviewer
+    every answer they gave."""
+
+    def keep() -> None:
+        session.restore_reviewer_name(before)
+
+    def let_go() -> None:
+        try:
+            workspace.release(held)
+        except (LabelError, StoreError):
+            pass  # its lease runs out on its own
+        state.clear()
+        state.update(reviewer=reviewer.name, campaign=held.campaign)
+
+    old, new = markdown_literal(before, 40), markdown_literal(reviewer.name, 40)
+    st.warning(f"You hold **{markdown_literal(held.event_id or 'the whole trace', 40)}** of "
+               f"trace **{markdown_literal(held.trace_id, 80)}** as **{old}**, and the name is "
+               f"now **{new}**. Reviewing as {new} gives that target back to the queue, "
+               "unanswered.", icon=":material/swap_horiz:")
+    typing_note("switch")
+    keep_col, go_col = st.columns(2)
+    if reviewer.via == "self-declared":
+        keep_col.button(f"Keep reviewing as {old}", type="primary", key="review:keep-name",
+                        shortcut="Esc", icon=":material/undo:", on_click=keep, width="stretch",
+                        help="Put the name back and go on with the target you hold (Esc)")
+    go_col.button(f"Give it back and review as {new}", key="review:let-go",
+                  icon=":material/logout:", on_click=let_go, width="stretch")
+    st.stop()
+
+
+if state.get("claim") is not None and state.get("reviewer") not in (None, reviewer.name):
+    ask_before_letting_go(state["claim"], state["reviewer"])
 if state.get("reviewer") != reviewer.name or state.get("campaign") not in names:
     state.clear()
     state.update(reviewer=reviewer.name, campaign=linked if linked in names else names[0])
@@ -113,6 +157,7 @@ if not state.get("started"):
     st.caption(f"{'Assisted: suggestions shown before you answer' if campaign.assisted else 'Blind: you see no other answer, and suggestions only after you save yours'}"
                " · Save with Ctrl+Enter · S skips · ? lists the keys")
     progress()
+    typing_note("start")
     if state.get("error"):
         st.error(state["error"])
     st.button("Start", type="primary", icon=":material/play_arrow:", key="review:start",
@@ -241,7 +286,7 @@ def questions() -> None:
 
     target_form(trace, analysis, workspace.rubric, target, key=f"review:{claim.slot_id}",
                 save=submit, suggestions=suggestions, suggestions_hidden=not shown,
-                on_choose=select_event)
+                on_choose=select_event, evidence_apart=True)
     cols = st.columns(2)
     cols[0].button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
                    width="stretch", on_click=lambda: state.update(skipping=True),
@@ -310,8 +355,10 @@ REVIEW_KEYS = """
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
 | S | skip this target: then 1 – 3 pick a reason, or type one and press Enter; Esc goes back |
 | ? or H | this list |
+| Enter in the Reviewer box | keep the name; the next keys label |
+| Esc in a text box | leave the box; the next keys label |
 
-Keys without Ctrl do nothing while you type in a text box.
+Keys without Ctrl do nothing while you type in a text box (the panel says so then).
 """
 
 
@@ -320,6 +367,9 @@ with side:
     review_panel()
 
 with views:
+    if target is not None:  # what the question is about, beside it in the first screen
+        with st.container(key="review-evidence"):
+            target_evidence(trace, analysis, target, f"review:evidence:{claim.slot_id}")
     trace_views(trace, analysis, event_id=selected, agent=agent, on_event=select_event,
                 on_agent=select_agent, key="review:")
     with st.expander("Inspector", expanded=selected is not None and selected != claim.event_id):
