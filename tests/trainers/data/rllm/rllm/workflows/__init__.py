@@ -1,0 +1,1 @@
+"""Excerpt of rllm/workflows (see ../../README.md)."""
