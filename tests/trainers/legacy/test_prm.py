@@ -38,42 +38,41 @@ def test_stepwise_trains_trl_1_13_prm(shapes, tiny, tmp_path, source):
             for row in tokenized] == [sum(r["labels"]) for r in expected]
 
 
-def prm_strategy(label_key: str) -> SimpleNamespace:
+def prm_strategy() -> SimpleNamespace:
     """The arguments `openrlhf/cli/train_prm.py` passes, as examples/scripts/train_prm_mistral.sh
     sets them and docs/trainers/openrlhf.md recommends."""
-    return SimpleNamespace(args=SimpleNamespace(input_key="input", label_key=label_key,
+    return SimpleNamespace(args=SimpleNamespace(input_key="input", label_key="label",
                                                 placeholder_token=PLACEHOLDER,
                                                 reward_tokens=["+", "-"]))
 
 
 
-@pytest.mark.parametrize("label_key", ["label", "soft_label"])
+def test_openrlhf_prm_offers_only_labels_openrlhf_trains_on(shapes):
+    """OpenRLHF 0.9.5 puts float labels into an integer tensor (`torch.full_like(input_ids,
+    -100)`), so a soft-label column could not train: the export writes none."""
+    assert all("soft_label" not in row for row in file_rows(shapes["openrlhf-prm"]))
+
+
 @pytest.mark.parametrize("source", SOURCES)
-def test_openrlhf_prm_trains_openrlhf_0_9_5(shapes, tiny, source, label_key):
+def test_openrlhf_prm_trains_openrlhf_0_9_5(shapes, tiny, source):
     import torch
 
     export = shapes["openrlhf-prm"]
     expected = file_rows(export)
-    if label_key not in expected[0]:
-        pytest.skip(f"the openrlhf-prm export writes no {label_key} column")
     ProcessRewardDataset = module(
         "openrlhf.datasets.process_reward_dataset").ProcessRewardDataset
     PRMLoss = module("openrlhf.models.loss").PRMLoss
     tok = tiny.tokenizer()
     data = ProcessRewardDataset(dataset(export, source), tok, max_length=32768,
-                                strategy=prm_strategy(label_key))
+                                strategy=prm_strategy())
     assert len(data) == len(expected)
     inputs, masks, labels = data.collate_fn([data[i] for i in range(len(data))])
     placeholder = data.placeholder_token_id
     assert [int((row == placeholder).sum()) for row in inputs] == \
-        [len(r[label_key]) for r in expected]  # one placeholder per step, none cut
+        [len(r["label"]) for r in expected]  # one placeholder per step, none cut
     plus, minus = (tok.convert_tokens_to_ids(t) for t in ("+", "-"))
-    if label_key == "label":
-        want = [plus if v == "+" else minus for r in expected for v in r["label"]]
-        assert labels[inputs == placeholder].tolist() == want
-    else:
-        assert labels.dtype == torch.float, "OpenRLHF 0.9.5 put the soft labels in an " \
-            f"integer tensor ({labels.dtype}): --label_key {label_key} does not train"
+    want = [plus if v == "+" else minus for r in expected for v in r["label"]]
+    assert labels[inputs == placeholder].tolist() == want
     model = tiny.causal_lm()
     optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3)
     logits = model(inputs, attention_mask=masks).logits
