@@ -282,11 +282,15 @@ def _differ(labels: Sequence[LabelRecord]) -> bool:
 
 def _differ_decision(labels: Sequence[LabelRecord]) -> bool:
     """Whether correction labels choose different decisions (their words aside)."""
-    def decision(value: Any) -> bytes:
-        kept = {k: v for k, v in value.items() if k != "text"} if isinstance(value, dict) \
-            else value
-        return _canonical(kept)
-    return len({decision(r["value"]) for r in labels}) > 1
+    def decision(value: Any) -> Any:
+        if isinstance(value, dict) and value.keys() <= _CORRECTION_KEYS:
+            return tuple(map(value.get, ("action", "agent", "role", "to")))
+        return _canonical(value)
+    first = decision(labels[0]["value"]) if labels else None
+    return any(decision(r["value"]) != first for r in labels[1:])
+
+
+_CORRECTION_KEYS = frozenset({"action", "text", "agent", "role", "to"})
 
 
 def _follow_ups(kept: dict[tuple[str, str, str], Answer], questions: dict,

@@ -31,6 +31,7 @@ reward-model shape, the prompt inside `chosen` and `rejected`).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -78,18 +79,22 @@ class _Context:
         self._seen: dict[str, list[int]] = {}
 
     def seen(self, agent: str) -> list[int]:
-        """Positions of the events `agent` saw: its own, and those addressed to it."""
-        found = self._seen.get(agent)
-        if found is None:
+        """Positions of the events `agent` saw: its own, and those addressed to it (made for
+        every agent in one pass over the trace)."""
+        if not self._seen:
             actor = self.analysis.actor
-            found = self._seen[agent] = [
-                i for i, e in enumerate(self.analysis.order)
-                if actor[e.id] == agent or e.to == agent]
-        return found
+            for i, e in enumerate(self.analysis.order):
+                who = actor[e.id]
+                self._seen.setdefault(who, []).append(i)
+                to = e.to
+                if to is not None and to != who:
+                    self._seen.setdefault(to, []).append(i)
+        return self._seen.get(agent, [])
 
     def prompt(self, agent: str, stop: int) -> str | list[dict[str, str]]:
         """The agent's context before position `stop`."""
-        positions = [p for p in self.seen(agent) if p < stop]
+        seen = self.seen(agent)
+        positions = seen[:bisect_left(seen, stop)]
         if not self.conversational:
             return self.head + "".join(self.lines[p] for p in positions)
         actor, order = self.analysis.actor, self.analysis.order
@@ -143,7 +148,12 @@ def _rows_of_target(context: _Context, rubric: Rubric, event_id: str,
     if stop_fix:
         for value, who in _variants(stop_fix[0]):
             runs.append(({**plain, stop_fix[0].question: value}, answers, who))
-    elif plain:
+    elif any(q is not None and q.kind == "event" and q.ask_when is not None
+             for q in map(questions.get, plain)):  # a stop's pointer: its pairs
+        runs.append((plain, answers, []))
+    elif any(q is not None and (c := q.choice(v)) is not None and c.pointer == "later"
+             for q, v in ((questions.get(k), v) for k, v in plain.items())
+             if q is not None and q.choices):  # premature on its own: the pair at the stop
         runs.append((plain, answers, []))
     for answer in answers:
         question = questions.get(answer.question)

@@ -253,10 +253,10 @@ class DecisionPair(BaseModel):
         "stop, or at the event pointed at).")
 
 
-def _stop_question(rubric, answers: Mapping[str, Any]):
+def _stop_question(rubric, questions: Mapping[str, Any], answers: Mapping[str, Any]):
     """(stop question, its answer's choice, pointer question id) among a target's answers."""
     for qid, value in answers.items():
-        question = rubric.questions_by_id.get(qid)
+        question = questions.get(qid)
         if question is None or question.kind not in ("categorical",):
             continue
         choice = question.choice(value)
@@ -280,8 +280,9 @@ def decision_pairs(rubric, trace: Trace, event_id: str | None,
     made, own = made_decision(analysis, event_id)
     pairs: list[DecisionPair] = []
     final_answer = ""
+    questions = rubric.questions_by_id
     for qid, value in answers.items():
-        question = rubric.questions_by_id.get(qid)
+        question = questions.get(qid)
         if question is None or question.kind != "correction" or value is None:
             continue
         found = parse_correction(value, question.actions, analysis)
@@ -291,7 +292,7 @@ def decision_pairs(rubric, trace: Trace, event_id: str | None,
         pairs.append(DecisionPair(chosen=_from_correction(found, made, question.sub_decision),
                                   rejected=made, rejected_own_words=own, question=qid,
                                   origin="correction"))
-    stop_q, choice, pointer_q = _stop_question(rubric, answers)
+    stop_q, choice, pointer_q = _stop_question(rubric, questions, answers)
     if stop_q is None:
         return pairs
     pointer = answers.get(pointer_q) if pointer_q else None
