@@ -132,3 +132,23 @@ def test_a_pool_on_s3_is_copied_to_a_folder(bucket, s3_endpoint, tmp_path, capsy
     assert "wrote 12 traces in 1 shard" in capsys.readouterr().err
     copied = pool.trace_by_id(str(tmp_path / "copy"), PREMATURE_ID)
     assert copied.to_dict() == demo_trace().to_dict() and copied.sha256 == demo_trace().sha256
+
+
+def test_an_endpoint_that_cannot_be_reached_is_one_sentence_within_seconds(bucket, tmp_path,
+                                                                           capsys):
+    """Nothing listens on the port: botocore's defaults and s3fs's retries once held `pool ls`
+    for minutes (417 s against an endpoint that did not answer) and ended in a traceback."""
+    import time
+
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    code = main(["pool", "ls", f"s3://{bucket}/pool", "--db", str(tmp_path / "l.db"),
+                 "--storage-option", f"endpoint_url={nowhere}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"orchviz: s3://{bucket}/pool") and "Could not connect" in err
+    assert time.monotonic() - started < 60
+    fs, _ = pool._fs(f"s3://{bucket}/pool")
+    said = fs._prepare_config_kwargs()  # what botocore is given, and s3fs's own retries
+    attempts = said["retries"].get("max_attempts") or said["retries"]["total_max_attempts"] - 1
+    assert (said["connect_timeout"], said["read_timeout"], attempts, fs.retries) == (5, 30, 2, 1)

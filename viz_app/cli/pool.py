@@ -184,6 +184,10 @@ def _pool_workspace(args: argparse.Namespace):
 
 
 def _shard_bar():
+    # tqdm's monitor thread would make the command threaded, and a threaded process starts the
+    # index's workers by spawn (slow to start, slow to notice their parent was killed) rather
+    # than fork (`viz_app.store.pool_index._process_summaries`)
+    tqdm.monitor_interval = 0
     bar: list[tqdm] = []
 
     def update(done: int, total: int, shard: str) -> None:

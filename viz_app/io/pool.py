@@ -16,9 +16,11 @@ readers report it and go on. Nothing here opens a database.
 
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
@@ -74,7 +76,26 @@ _TRACE_ENDINGS = (".json", ".json.gz", ".eval")
 
 _SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS + META_COLUMNS])
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_READ_ERRORS = (pa.ArrowException, OSError, ValueError, EOFError, zlib.error)
+S3_DEADLINES = {"connect_timeout": 5, "read_timeout": 30,
+                "retries": {"max_attempts": 2, "mode": "standard"}}
+"""botocore's settings for S3 unless `--storage-option config_kwargs=...` says otherwise: an
+endpoint that does not answer is given up in seconds (botocore's own defaults, with s3fs's
+retries, held `pool ls` 417 s)."""
+S3_RETRIES = 1
+"""Attempts s3fs makes of a call that failed in a way it retries (5 of its own, each of them
+botocore's attempts, by default)."""
+
+
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    """What a failed read or listing of storage raises: OSError, and botocore's errors (an
+    endpoint that cannot be reached, a timeout, no credentials) once S3 is in use."""
+    botocore = sys.modules.get("botocore.exceptions")
+    return (OSError, botocore.BotoCoreError) if botocore is not None else (OSError,)
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a shard raises when the shard, or its storage, is at fault."""
+    return (pa.ArrowException, ValueError, EOFError, zlib.error, *_storage_errors())
 
 
 class PoolError(OrchvizError):
@@ -122,8 +143,17 @@ def set_storage_options(location: str, options: dict[str, Any]) -> None:
 
 
 def _fs(location: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    protocol = fsspec.core.split_protocol(location)[0]
+    deadlines: dict[str, Any] = {}
+    if protocol in ("s3", "s3a"):
+        conf = fsspec.config.conf.get(protocol, {})
+        # a copy each time: botocore rewrites the `retries` it is given in place
+        deadlines = {"config_kwargs": copy.deepcopy(S3_DEADLINES | conf.get("config_kwargs",
+                                                                             {}))}
     try:
-        fs, path = fsspec.core.url_to_fs(location)
+        fs, path = fsspec.core.url_to_fs(location, **deadlines)
+        if deadlines:
+            fs.retries = S3_RETRIES
     except (ImportError, ValueError) as err:
         raise PoolError(f"{location}: cannot be opened ({_short(err)}); for s3:// install "
                         "orchviz[s3] (gs:// needs gcsfs, az:// adlfs, hf:// huggingface_hub)"
@@ -168,7 +198,7 @@ def read_manifest(location: str) -> dict[str, Any] | None:
             data = stream.read(DEFAULT_MAX_BYTES + 1)
     except FileNotFoundError:
         return None
-    except OSError as err:
+    except _storage_errors() as err:
         raise PoolError(f"{_url(fs, target)}: cannot be read ({_short(err)})") from None
     try:
         manifest = orjson.loads(data)
@@ -199,7 +229,7 @@ def is_pool(location: str) -> bool:
             elif relative.lower().endswith(_TRACE_ENDINGS):
                 return False
         return found
-    except (PoolError, OSError):
+    except (PoolError, *_storage_errors()):
         return False
 
 
@@ -215,7 +245,7 @@ def is_pool_source(location: str) -> bool:
         if fs.exists(f"{path}/{MANIFEST}"):
             return True
         return is_pool(location) and all(s.format == "parquet" for s in shards(location))
-    except (PoolError, OSError):
+    except (PoolError, *_storage_errors()):
         return False
 
 
@@ -258,7 +288,7 @@ def shards(location: str) -> list[Shard]:
             if kind:
                 return [Shard(url=_url(fs, path), format=kind[0], compressed=kind[1])]
         names = _listing(fs, path) if fs.isdir(path) else []
-    except OSError as err:
+    except _storage_errors() as err:
         raise PoolError(f"{_url(fs, path)}: cannot be listed ({_short(err)})") from None
     found = [Shard(url=_url(fs, f"{path}/{name}"), format=kind[0], compressed=kind[1])
              for name in names if (kind := _shard_kind(name))]
@@ -313,7 +343,7 @@ def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Tr
                 start += count
     except TraceError:
         raise
-    except _READ_ERRORS as err:
+    except _read_errors() as err:
         raise TraceError(shard.url, f"row {row}", f"cannot be read ({_short(err)})") from None
     raise TraceError(shard.url, f"row {row}", f"the shard has {start} rows")
 
@@ -336,7 +366,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
     fs, path = _fs(shard.url)
     try:
         stream = _open(fs, path)
-    except OSError as err:
+    except _storage_errors() as err:
         on_error(TraceError(shard.url, "rows 0 onward", f"cannot be opened ({_short(err)}); "
                             "the shard was skipped"))
         return
@@ -347,7 +377,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
         except TraceError as err:
             on_error(err)
             return
-        except _READ_ERRORS as err:
+        except _read_errors() as err:
             on_error(TraceError(shard.url, "rows 0 onward", "is not a readable Parquet file "
                                 f"({_short(err)}); the shard was skipped"))
             return
@@ -366,7 +396,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
                             continue
                         yield row, trace
                     done += table.num_rows
-            except _READ_ERRORS as err:
+            except _read_errors() as err:
                 on_error(TraceError(shard.url, _span(start + done, start + count - 1),
                                     f"row group {group} cannot be read ({_short(err)}); "
                                     f"{_rows(count - done)} skipped"))
@@ -522,7 +552,7 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
     fs, path = _fs(shard.url)
     try:
         raw = _open(fs, path)
-    except OSError as err:
+    except _storage_errors() as err:
         on_error(TraceError(shard.url, "rows 0 onward", f"cannot be opened ({_short(err)}); "
                             "the shard was skipped"))
         return
@@ -541,7 +571,7 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                 if only is not None:
                     on_error(TraceError(shard.url, f"row {only}", "the shard has fewer rows"))
                 return
-            except _READ_ERRORS as err:
+            except _read_errors() as err:
                 what = "is not a readable gzip file" if shard.compressed else "cannot be read"
                 on_error(TraceError(shard.url, f"row {row + 1} onward",
                                     f"{what} ({_short(err)}); the rest of the shard was skipped"))
@@ -622,7 +652,7 @@ def _lookup(fs: fsspec.AbstractFileSystem, ids_path: str, path: str,
                                             f"one ({str(name)[:80]!r})")
                         return Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
                                      compressed=kind[1]), row
-    except _READ_ERRORS as err:
+    except _read_errors() as err:
         raise PoolError(f"{_url(fs, ids_path)}: cannot be read ({_short(err)}); write the pool "
                         "again, or delete the file to look ids up in the shards") from None
     return None
@@ -646,7 +676,7 @@ def _shard_ids(shard: Shard) -> Iterator[tuple[int, str]]:
                 for offset, value in enumerate(column.to_pylist()):
                     yield start + offset, value
                 start += len(column)
-    except _READ_ERRORS:
+    except _read_errors():
         return
 
 
@@ -684,7 +714,7 @@ def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROW
                       progress, max_bytes)
     except PoolError:
         raise
-    except OSError as err:
+    except _storage_errors() as err:
         raise PoolError(f"{_url(fs, path)}: cannot be written ({_short(err)})") from None
 
 
