@@ -75,7 +75,8 @@ def test_the_model_is_sent_the_orchestrators_context_with_the_correction_in_plac
     assert "good enough. Stop" not in sent  # the decision it made at e13 is replaced
     assert "ROOT CAUSE: migration 0193" not in sent  # arrived after e13
     assert json.loads(messages[-2]["content"])["text"] == WAIT.text
-    assert messages[-1]["role"] == "user" and "nothing you ask for is run" in messages[-1]["content"]
+    assert messages[-1]["role"] == "user"
+    assert "nothing you ask for is run" in messages[-1]["content"]
     body = stub.received[0].body
     assert body["response_format"]["json_schema"]["strict"] is True
     assert body["max_completion_tokens"] == ReplayLimits().max_tokens
@@ -222,7 +223,8 @@ def test_orchviz_replay_says_what_failed_in_one_line_and_writes_nothing(tmp_path
     out = tmp_path / "branch.json"
     with OpenAIStub(script=[Reply(refusal="no")]) as stub:
         code = main(["replay", str(PREMATURE), "--event", "e13", "--decision", "wait",
-                     "--kind", "continue", "-o", str(out), "--judge-url", stub.url, "--judge-model", "m"])
+                     "--kind", "continue", "-o", str(out), "--judge-url", stub.url,
+                     "--judge-model", "m"])
     err = capsys.readouterr().err
     assert code == 1 and not out.exists()
     assert err.count("\n") == 1 and "refused" in err and "Traceback" not in err

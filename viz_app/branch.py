@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from viz_app.analysis import Analysis, analyze
@@ -251,47 +250,58 @@ def conversation(analysis: Analysis, event_id: str) -> list[dict[str, str]]:
 # -- asking the endpoint ---------------------------------------------------------------------------
 
 
-class _Capped(httpx.BaseTransport):
-    """An HTTP transport that stops reading a reply past `limit` bytes or past the deadline,
-    and remembers which (so the failure can say so)."""
+class _Cap:
+    """What a capped transport stops a reply at, and what stopped the last one ('size',
+    'deadline' or None)."""
 
     def __init__(self, limit: int, deadline: float):
-        self.inner = httpx.HTTPTransport()
         self.limit = limit
         self.deadline = deadline
         self.tripped: str | None = None
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self.inner.handle_request(request)
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.limit:
-            response.close()
-            self.tripped = "size"
-            raise httpx.ReadError("reply over the size limit", request=request)
-        return httpx.Response(status_code=response.status_code, headers=response.headers,
-                              stream=_CappedStream(self, response, request),
-                              extensions=response.extensions, request=request)
 
-    def close(self) -> None:
-        self.inner.close()
+def _capped_client(cap: _Cap) -> Any:
+    """An httpx client whose transport stops reading a reply past `cap.limit` bytes or past
+    its deadline, and records which in `cap` (so the failure can say so). httpx comes with the
+    openai package (the judge extra): imported only here."""
+    import httpx
 
+    class Stream(httpx.SyncByteStream):
+        def __init__(self, response: httpx.Response, request: httpx.Request):
+            self.response, self.request = response, request
 
-class _CappedStream(httpx.SyncByteStream):
-    def __init__(self, owner: _Capped, response: httpx.Response, request: httpx.Request):
-        self.owner, self.response, self.request = owner, response, request
+        def __iter__(self) -> Iterator[bytes]:
+            seen = 0
+            for chunk in self.response.stream:
+                seen += len(chunk)
+                if seen > cap.limit or time.monotonic() > cap.deadline:
+                    cap.tripped = "size" if seen > cap.limit else "deadline"
+                    self.response.close()
+                    raise httpx.ReadError("reply cut", request=self.request)
+                yield chunk
 
-    def __iter__(self) -> Iterator[bytes]:
-        seen = 0
-        for chunk in self.response.stream:
-            seen += len(chunk)
-            if seen > self.owner.limit or time.monotonic() > self.owner.deadline:
-                self.owner.tripped = "size" if seen > self.owner.limit else "deadline"
-                self.response.close()
-                raise httpx.ReadError("reply cut", request=self.request)
-            yield chunk
+        def close(self) -> None:
+            self.response.close()
 
-    def close(self) -> None:
-        self.response.close()
+    class Transport(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx.HTTPTransport()
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = self.inner.handle_request(request)
+            declared = response.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > cap.limit:
+                response.close()
+                cap.tripped = "size"
+                raise httpx.ReadError("reply over the size limit", request=request)
+            return httpx.Response(status_code=response.status_code, headers=response.headers,
+                                  stream=Stream(response, request),
+                                  extensions=response.extensions, request=request)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return httpx.Client(transport=Transport())
 
 
 class _Asker:
@@ -312,12 +322,12 @@ class _Asker:
         self.limits = limits
         self.started = time.monotonic()
         self.deadline = self.started + limits.deadline
-        self.transport = _Capped(limits.reply_bytes, self.deadline)
+        self.cap = _Cap(limits.reply_bytes, self.deadline)
         self.client = openai.OpenAI(
             base_url=endpoint.url, api_key=os.environ.get(endpoint.key_env) or NO_KEY,
             max_retries=0, timeout=endpoint.timeout,
             default_headers={"Accept-Encoding": "identity"},  # the byte cap counts what is read
-            http_client=httpx.Client(transport=self.transport))
+            http_client=_capped_client(self.cap))
         self.tokens = 0.0
 
     def close(self) -> None:
@@ -333,7 +343,7 @@ class _Asker:
         where = f"the endpoint at {self.endpoint.url}"
         if left <= 0:
             raise self._fail(f"{where} used the whole {self.limits.deadline:g} s deadline")
-        self.transport.tripped = None
+        self.cap.tripped = None
         try:
             reply = self.client.chat.completions.create(
                 model=self.endpoint.model, messages=messages,  # type: ignore[arg-type]
@@ -348,10 +358,10 @@ class _Asker:
             raise self._fail(f"{where} answered HTTP {err.status_code} "
                              f"({_brief(err.message)})") from None
         except openai.APIConnectionError:
-            if self.transport.tripped == "size":
+            if self.cap.tripped == "size":
                 raise self._fail(f"{where} sent a reply over {self.limits.reply_bytes:,} "
                                  "bytes") from None
-            if self.transport.tripped == "deadline":
+            if self.cap.tripped == "deadline":
                 raise self._fail(f"{where} was still replying at the "
                                  f"{self.limits.deadline:g} s deadline") from None
             raise self._fail(f"{where} cannot be reached") from None
