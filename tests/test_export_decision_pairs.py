@@ -87,6 +87,11 @@ def test_conversational_rows_are_the_agents_messages_and_one_assistant_turn(ws, 
     assert roles[0] == "user" and "assistant" in roles
     assert all(a != b for a, b in zip(roles, roles[1:]))  # turns alternate
     assert row["chosen"] == [{"role": "assistant", "content": MERGE}]
+    at_stop = rows_of(ws, trace, conversational=True)[1]  # its own merge came right before
+    assert at_stop["prompt"][-1]["role"] == "user"
+    assert at_stop["chosen"][0]["content"].startswith("[t=24] orchestrator aggregate: Root")
+    assert at_stop["chosen"][0]["content"].endswith("continue: wait for e15 (return from "
+                                                    "db_analyst)")
 
 
 def test_reviewers_who_chose_the_same_decision_in_their_own_words_each_make_a_row(ws, trace):

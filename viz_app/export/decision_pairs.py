@@ -18,7 +18,9 @@ reward-model shape, the prompt inside `chosen` and `rejected`).
   before deciding (its own events, and the spawns, messages and returns addressed to it), one
   line each as every prompt of orchviz writes events (`[t=12.5] orchestrator aggregate: ...`).
   At a pointer the event pointed at is included (the decision to stop comes after it).
-  Conversational: its own events are `assistant` turns, the rest `user` turns.
+  Conversational: its own events are `assistant` turns, the rest `user` turns; roles
+  alternate across prompt and answer (its own events right before the decision open both
+  answers' assistant turn, as `viz_app.export.prompts.alternate` does).
 - **Chosen and rejected.** Rejected is the decision made, in the orchestrator's own words (the
   event's recorded text) when the trace holds them, else the canonical form; chosen is the
   reviewer's own words for a merge, message, spawned task or final answer, else the canonical
@@ -77,6 +79,8 @@ class _Context:
         self.head = header(trace, options.prompt_with_system)
         self.conversational = options.conversational
         self._seen: dict[str, list[int]] = {}
+        self.last_turn = ""
+        """The assistant turn the last conversational prompt ended with (moved to the answers)."""
 
     def seen(self, agent: str) -> list[int]:
         """Positions of the events `agent` saw: its own, and those addressed to it (made for
@@ -99,12 +103,15 @@ class _Context:
             return self.head + "".join(self.lines[p] for p in positions)
         actor, order = self.analysis.actor, self.analysis.order
         messages: list[dict[str, str]] = [{"role": "user", "content": self.head}]
+        self.last_turn = ""
         for p in positions:
             role = "assistant" if actor[order[p].id] == agent else "user"
             if messages[-1]["role"] == role:
                 messages[-1]["content"] += self.lines[p]
             else:
                 messages.append({"role": role, "content": self.lines[p]})
+        if messages[-1]["role"] == "assistant":
+            self.last_turn = messages[-1]["content"]
         return messages
 
 
@@ -186,8 +193,14 @@ def _row(context: _Context, event_id: str, pair: DecisionPair, chosen: str, chos
     stop = analysis.position[node] + (1 if node != event_id else 0)
     prompt = context.prompt(pair.chosen.agent, stop)
     if context.conversational:
-        chosen_out: Any = [{"role": "assistant", "content": chosen}]
-        rejected_out: Any = [{"role": "assistant", "content": rejected}]
+        # roles alternate, as strict chat templates require: the agent's own events right
+        # before the decision join both answers' one assistant turn (`prompts.alternate`)
+        before = ""
+        if prompt and prompt[-1]["role"] == "assistant":
+            prompt = prompt[:-1]
+            before = context.last_turn
+        chosen_out: Any = [{"role": "assistant", "content": before + chosen}]
+        rejected_out: Any = [{"role": "assistant", "content": before + rejected}]
     else:
         chosen_out, rejected_out = chosen, rejected
     labels = [r for a in used for r in a.labels]
