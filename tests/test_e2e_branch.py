@@ -2,7 +2,7 @@
 demo 10's premature stop (e13) writes the decision it should have made (continue: wait for the
 database analyst) and presses Continue from here; the branch is saved, and on the Compare page
 it stands beside the original with the point of divergence marked and its requests shown as
-not run."""
+not run, and the pair "original vs branch" is judged."""
 
 from __future__ import annotations
 
@@ -63,6 +63,11 @@ def test_continue_from_here_puts_the_branch_beside_the_original_on_compare(
             page.locator(".js-plotly-plot").last.wait_for()
             assert page.locator("text=divergence").count() >= 1
             shot(page, "branch_03_compare_timeline")
+            page.get_by_text("B is better", exact=True).click()  # the pair judged
+            page.get_by_placeholder("B waits for the profiler's result", exact=False) \
+                .fill("The branch waits for the database analyst and finds the index.")
+            page.get_by_role("button", name="Save judgement").click()
+            page.get_by_text("Judgement saved.").wait_for()
         finally:
             context.close()
     branches = [r for r in ws.update_index().rows if r.trace_id != PREMATURE_ID]
@@ -70,3 +75,5 @@ def test_continue_from_here_puts_the_branch_beside_the_original_on_compare(
     fork = fork_of(ws.trace(branches[0].trace_id))
     assert (fork.forked_from, fork.fork_event) == (PREMATURE_ID, "e13")
     assert len(fork.replayed) == 3 and len(fork.requested) == 1
+    judged = ws.judgement(PREMATURE_ID, branches[0].trace_id, "ann")
+    assert judged is not None and judged.chosen == branches[0].trace_id

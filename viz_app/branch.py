@@ -80,7 +80,7 @@ class Replacement(BaseModel):
 
     kind: Decision = Field(description="Which decision it is: spawn, delegate, communicate, "
                            "aggregate, stop or continue.")
-    text: str = Field(max_length=20_000, description="The decision in the orchestrator's words: "
+    text: str = Field(max_length=100_000, description="The decision in the orchestrator's words: "
                       "the merge it should have written, why it continues, the message it "
                       "should have sent.")
     to: str = Field("", max_length=NAME_LIMIT, description="The agent it spawns, delegates to "
