@@ -368,3 +368,38 @@ def test_a_manifest_naming_a_file_outside_the_pool_is_refused(tmp_path):
     manifest.write_bytes(orjson.dumps({"shards": [{"path": "../../etc/x.parquet"}]}))
     with pytest.raises(PoolError, match="names a shard that is not one"):
         pool.shards(str(tmp_path / "pool"))
+
+
+@pytest.fixture
+def linked_pool(tmp_path):
+    """A pool folder of one shard and a symbolic link to a shard outside it."""
+    pool.write_pool(synth_traces(2), str(tmp_path / "pool"))
+    pool.write_pool(synth_traces(3)[2:], str(tmp_path / "elsewhere"))
+    (tmp_path / "pool" / "orchviz-pool.json").unlink()
+    (tmp_path / "pool" / "part-00001.parquet").symlink_to(
+        tmp_path / "elsewhere" / "part-00000.parquet")
+    yield tmp_path / "pool"
+    pool.follow_symlinks(False)
+
+
+def test_a_shard_linked_from_outside_the_pool_is_refused_in_one_sentence(linked_pool, tmp_path,
+                                                                        capsys):
+    code = main(["pool", "ls", str(linked_pool), "--db", str(tmp_path / "l.db")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1
+    assert err == (f"orchviz: {linked_pool}/part-00001.parquet: is a symbolic link to "
+                   f"{tmp_path / 'elsewhere' / 'part-00000.parquet'}, outside the pool's folder; "
+                   "it was not read (--follow-symlinks reads it)\n")
+
+
+def test_follow_symlinks_reads_a_shard_linked_from_outside(linked_pool, tmp_path, capsys):
+    assert main(["pool", "ls", str(linked_pool), "--db", str(tmp_path / "l.db"), "--json",
+                 "--follow-symlinks", "--workers", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 3
+
+
+def test_a_link_inside_the_pool_folder_is_read(tmp_path):
+    pool.write_pool(synth_traces(2), str(tmp_path / "pool"))
+    (tmp_path / "pool" / "orchviz-pool.json").unlink()
+    (tmp_path / "pool" / "again.parquet").symlink_to(tmp_path / "pool" / "part-00000.parquet")
+    assert len(pool.shards(str(tmp_path / "pool"))) == 2

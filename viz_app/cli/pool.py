@@ -35,16 +35,23 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:
-    """Add `--storage-option KEY=VALUE` (repeatable): fsspec options for the pool's storage."""
+    """Add `--storage-option KEY=VALUE` (repeatable): fsspec options for the pool's storage;
+    and `--follow-symlinks`."""
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read shards of a local pool that are symbolic links to files outside "
+                   "its folder (refused by default)")
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                    help="an fsspec option for the pool's storage, such as "
                    "endpoint_url=http://127.0.0.1:9000 or anon=true (repeat for more)")
 
 
-def apply_storage_options(location: str | list[str], options: list[str]) -> None:
+def apply_storage_options(location: str | list[str], options: list[str],
+                          follow_symlinks: bool = False) -> None:
     """Give the storage of the locations named (those on object storage: a folder needs no
     options) the `--storage-option` values; JSON values such as true or 3 are read as such,
-    anything else as text."""
+    anything else as text. `follow_symlinks`: read local shards that lead outside their pool's
+    folder."""
+    pool.follow_symlinks(follow_symlinks)
     parsed: dict[str, object] = {}
     for option in options:
         key, sep, value = option.partition("=")
@@ -123,7 +130,8 @@ def _source_traces(sources: list[str], fmt: str | None,
 
 def write(args: argparse.Namespace) -> int:
     """Write the pool; 1 when a source failed or nothing was written."""
-    apply_storage_options([args.output, *args.sources], args.storage_option)
+    apply_storage_options([args.output, *args.sources], args.storage_option,
+                          args.follow_symlinks)
     failed: list[TraceError] = []
     with tqdm(desc="writing pool", unit="trace", file=sys.stderr, disable=None) as bar:
         result = pool.write_pool(_source_traces(args.sources, args.fmt, failed), args.output,
@@ -157,7 +165,7 @@ def register_show(verbs: argparse._SubParsersAction) -> None:
 
 def show(args: argparse.Namespace) -> int:
     """Print the trace as JSON."""
-    apply_storage_options(args.pool, args.storage_option)
+    apply_storage_options(args.pool, args.storage_option, args.follow_symlinks)
     trace = pool.trace_by_id(args.pool, args.trace_id)
     sys.stdout.buffer.write(dump_trace(trace) + b"\n")
     return 0
@@ -178,7 +186,7 @@ def _pool_workspace(args: argparse.Namespace):
     from viz_app.settings import Settings, database_url
     from viz_app.workspace import Workspace
 
-    apply_storage_options(args.pool, args.storage_option)
+    apply_storage_options(args.pool, args.storage_option, args.follow_symlinks)
     return Workspace(Settings(traces=[], pools=[args.pool], db_url=database_url(args.db),
                               rubric=Path(args.rubric) if args.rubric else None))
 

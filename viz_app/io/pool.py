@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import gzip
 import io
+import os
 import re
 import sys
 import zlib
@@ -266,9 +267,33 @@ def _listing(fs: fsspec.AbstractFileSystem, path: str) -> list[str]:
     return sorted(names)
 
 
+_FOLLOW_SYMLINKS = [False]
+
+
+def follow_symlinks(allowed: bool = True) -> None:
+    """Let this process read a local pool's shards that are symbolic links to files outside
+    its folder (`--follow-symlinks`); by default such a shard is refused."""
+    _FOLLOW_SYMLINKS[0] = allowed
+
+
+def _refuse_outside(fs: fsspec.AbstractFileSystem, folder: str, found: list[Shard]) -> None:
+    """PoolError naming the first shard of a local pool whose real place (its symbolic links
+    followed) is outside the pool's folder, unless `follow_symlinks` allowed it: a pool copied
+    from elsewhere must not read the rest of the disk."""
+    if not _is_local(fs) or _FOLLOW_SYMLINKS[0]:
+        return
+    root = os.path.realpath(folder)
+    for shard in found:
+        real = os.path.realpath(shard.url)
+        if os.path.commonpath([root, real]) != root:
+            raise PoolError(f"{shard.url}: is a symbolic link to {real}, outside the pool's "
+                            "folder; it was not read (--follow-symlinks reads it)")
+
+
 def shards(location: str) -> list[Shard]:
     """The pool's shards, in a fixed order: the manifest's, else every shard file under the
-    folder sorted by path. Raises PoolError when the location holds none."""
+    folder sorted by path. Raises PoolError when the location holds none, or (see
+    `follow_symlinks`) when a local shard leads outside the pool's folder."""
     fs, path = _fs(location)
     manifest = read_manifest(location)
     if manifest is not None:
@@ -281,6 +306,7 @@ def shards(location: str) -> list[Shard]:
                                 f"({str(name)[:80]!r})")
             found.append(Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
                                compressed=kind[1]))
+        _refuse_outside(fs, path, found)
         return found
     try:
         if fs.isfile(path):
@@ -295,6 +321,8 @@ def shards(location: str) -> list[Shard]:
     if not found:
         raise PoolError(f"{_url(fs, path)}: is not a pool (no {MANIFEST} and no .parquet, "
                         ".jsonl or .jsonl.gz shards)")
+    if len(found) > 1 or found[0].url != _url(fs, path):  # a shard named itself is read
+        _refuse_outside(fs, path, found)
     return found
 
 
