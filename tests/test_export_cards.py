@@ -52,3 +52,19 @@ def test_pairwise_alpha_falls_as_judges_disagree(ws):
     ws.save_preference(a, b, a.trace_id, Reviewer(name="cy", via="cli"), "stops sooner", 3)
     split = pairwise_agreement(ws.labels.current_records())
     assert split.alpha is not None and split.alpha < 0.5 and split.reviewers == 3
+
+
+def test_a_folder_written_again_loads_its_new_rows_by_name(ws, tmp_path):
+    """datasets caches a folder loaded by name under its card's config: the config is named by
+    the rows, so a re-export (other options, more labels) never loads the cached old rows."""
+    cache = str(tmp_path / "one-users-cache")
+    folder = export_folder(tmp_path, "unpaired", "--min-reviewers", "2")
+    first = datasets.load_dataset(str(folder), split="train", cache_dir=cache)
+    assert front_matter(folder)["configs"][0]["config_name"].startswith("orchviz-")
+    export_folder(tmp_path, "unpaired", "--disputed", "mean")  # and the disputed aggregate
+    again = datasets.load_dataset(str(folder), split="train", cache_dir=cache)
+    assert again.num_rows > first.num_rows
+    facts = json.loads((folder / "orchviz_export.json").read_text())
+    assert again.num_rows == facts["rows"]
+    assert datasets.load_dataset(str(folder), split="train", cache_dir=cache)["label"] == \
+        again["label"]  # the same export loads the same rows again

@@ -97,14 +97,22 @@ def _array(values: list[Any]):
     if kind is dict:
         keys = tuple(first)
         if keys and all(type(v) is dict and tuple(v) == keys for v in values):
-            children = [_array([v[k] for v in values]) for k in keys]
-            if all(isinstance(c, pa.Array) for c in children):
+            try:
+                children = [_array([v[k] for v in values]) for k in keys]
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                # pyarrow infers a struct's field more leniently than a column of its own
+                # ([False, 0.0] is a double there and an error alone): its inference decides
+                children = []
+            if children and all(isinstance(c, pa.Array) for c in children):
                 return pa.StructArray.from_arrays(children, names=list(keys))
     elif kind is list:
         if all(type(v) is list for v in values):
             items = [x for v in values for x in v]
             if items and type(items[0]) in (dict, list):
-                inner = _array(items)
+                try:
+                    inner = _array(items)
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    inner = None  # as for a struct above: pyarrow's inference decides
                 if isinstance(inner, pa.Array):
                     offsets = pa.array(accumulate(map(len, values), initial=0), pa.int32())
                     return pa.ListArray.from_arrays(offsets, inner)
@@ -367,10 +375,12 @@ def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
     rubric = facts["rubric"] or {"name": "-", "version": "-", "sha256": "-"}
     import yaml
 
-    front = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
-             "    path: data/train-*.parquet"]
+    # the config is named by the rows' fingerprint (see `fingerprint`), and is the default
+    name = f"orchviz-{facts['fingerprint']}" if facts.get("fingerprint") else "default"
+    front = ["---", "configs:", f"- config_name: {name}", "  default: true", "  data_files:",
+             "  - split: train", "    path: data/train-*.parquet"]
     if facts.get("features"):
-        front += ["dataset_info:", "  features:"] + [
+        front += ["dataset_info:", f"  config_name: {name}", "  features:"] + [
             "  " + line for line in yaml.safe_dump(facts["features"], sort_keys=False,
                                                    allow_unicode=True).splitlines()]
     front += ["tags:", "- orchviz", "- reward-labels", f"- {facts['format']}", "---", ""]
@@ -531,6 +541,7 @@ def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[s
             facts: dict[str, Any]) -> list[Path]:
     """The state files, card and summary beside written data files; every file written."""
     facts = {**facts, "json_columns": as_json, "features": features(files.schema)}
+    facts["fingerprint"] = fingerprint(shards, files.schema, facts)
     written = list(shards)
     if files.stream is not None:
         written += _disk_state(files.arrow, files.schema, facts)
@@ -540,6 +551,29 @@ def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[s
     (target / SUMMARY).write_bytes(orjson.dumps({**facts, "files": names},
                                                 option=orjson.OPT_INDENT_2))
     return [*written, target / CARD, target / SUMMARY]
+
+
+FOOTER = 1 << 16
+"""Bytes read from the end of each shard for its fingerprint (its Parquet footer: the schema,
+row groups and every column chunk's statistics)."""
+
+
+def fingerprint(shards: Sequence[Path], schema, facts: dict[str, Any]) -> str:
+    """What tells one export's rows from another's, cheaply: the schema, the facts, and each
+    shard's size and footer. The card names its config by it, because `datasets` caches a
+    folder loaded by name under its config's name, not its files: a folder written again with
+    other rows, under a config of the same name, would load the old rows from the cache."""
+    import hashlib
+
+    found = hashlib.sha256(schema.to_string().encode())
+    found.update(orjson.dumps(facts, option=orjson.OPT_SORT_KEYS))
+    for shard in shards:
+        size = shard.stat().st_size
+        found.update(str(size).encode())
+        with shard.open("rb") as data:
+            data.seek(max(size - FOOTER, 0))
+            found.update(data.read())
+    return found.hexdigest()[:16]
 
 
 def write_hf_dataset(spool: Spool, folder: str | Path, facts: dict[str, Any]) -> list[Path]:
