@@ -206,3 +206,34 @@ def test_the_agreement_page_shows_who_corrected_and_how_alike(tmp_path, monkeypa
     table = next(d.value for d in at.dataframe if "corrected (share)" in d.value.columns)
     row = table[table["question"] == "merge_correction"].iloc[0]
     assert row["corrected (share)"].startswith("1.00") and row["similarity"].startswith("1.00")
+
+
+def test_a_lead_writes_the_final_correction_of_a_disputed_target_and_the_export_takes_it(
+        tmp_path):
+    from viz_app.export.consensus import ExportOptions
+    from viz_app.labels.campaign import CampaignSpec
+
+    ws = make_workspace(tmp_path, traces=[premature()])
+    ws.update_index()
+    lead = Reviewer(name="lee", via="cli")
+    ws.create_campaign(CampaignSpec(name="merges", questions=[
+        "aggregation_quality", "merge_correction"], per_target=2), lead)
+    words = {"ann": "Migration 0193 dropped the index.", "bob": None}
+    for who, text in words.items():
+        person = Reviewer(name=who, via="cli")
+        claim = ws.claim_next("merges", person)
+        while claim.event_id != "e12":
+            ws.submit(claim, {"task_outcome": "failure"} if claim.event_id is None
+                      else {"stopping_correctness": "correct"})
+            claim = ws.claim_next("merges", person)
+        fix = {"merge_correction": {"action": "merge", "text": text}} if text else {}
+        ws.submit(claim, {"aggregation_quality": 1, **fix})
+    final = "Migration 0193 dropped the coupon index; restore it."
+    ws.adjudicate("merges", PREMATURE_ID, "e12", {"merge_correction": {
+        "action": "merge", "text": final}}, lead, "ann saw the index; the fix is to restore it")
+    out = tmp_path / "final.jsonl"
+    result = ws.export("decision-pairs", out, traces={PREMATURE_ID: ws.trace(PREMATURE_ID)},
+                       options=ExportOptions(adjudicated_only=True))
+    rows = [__import__("orjson").loads(x) for x in out.read_bytes().splitlines()]
+    assert result.count == 1 and rows[0]["chosen"] == final
+    assert rows[0]["reviewers"] == ["lee"] and rows[0]["resolution"] == "adjudicated"
