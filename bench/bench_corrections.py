@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pickle
 import random
@@ -249,7 +250,7 @@ def main() -> int:
         seconds = bench_keyboard(args.targets)
         if seconds:
             ordered = sorted(seconds)
-            p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+            p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
             print("correction by keyboard (1, W, Ctrl+A, 57 characters typed, Ctrl+Enter -> the "
                   f"next target): {', '.join(f'{s:.2f}' for s in seconds)} s")
             print(f"median {statistics.median(seconds):.2f} s, p95 {p95:.2f} s over "
