@@ -79,6 +79,9 @@ class _Context:
         self.head = header(trace, options.prompt_with_system)
         self.conversational = options.conversational
         self._seen: dict[str, list[int]] = {}
+        self.provenance: dict[tuple, tuple[list, list]] = {}
+        """The labels and provenance entries of a target's rows, by the answers they rest on
+        (cleared at each target)."""
         self.last_turn = ""
         """The assistant turn the last conversational prompt ended with (moved to the answers)."""
 
@@ -203,7 +206,12 @@ def _row(context: _Context, event_id: str, pair: DecisionPair, chosen: str, chos
         rejected_out: Any = [{"role": "assistant", "content": before + rejected}]
     else:
         chosen_out, rejected_out = chosen, rejected
-    labels = [r for a in used for r in a.labels]
+    key = tuple(map(id, used))
+    held = context.provenance.get(key)
+    if held is None:  # the rows of one target share their labels: made once
+        labels = [r for a in used for r in a.labels]
+        held = context.provenance[key] = (labels, provenance(labels))
+    labels, entries = held
     reviewers = who or sorted({r["reviewer"] for r in labels
                                if r.get("source") != ADJUDICATION})
     return {"prompt": prompt, "chosen": chosen_out, "rejected": rejected_out,
@@ -211,11 +219,11 @@ def _row(context: _Context, event_id: str, pair: DecisionPair, chosen: str, chos
             "trace_id": context.trace.trace_id, "task_id": context.trace.task_id,
             "event_id": node, "corrected_at": event_id, "agent": pair.chosen.agent,
             "sub_decision": pair.chosen.sub_decision, "question": pair.question,
-            "origin": pair.origin, "chosen_decision": dumps(pair.chosen.model_dump()),
-            "rejected_decision": dumps(pair.rejected.model_dump()), "reviewers": reviewers,
+            "origin": pair.origin, "chosen_decision": dumps(pair.chosen.__dict__),
+            "rejected_decision": dumps(pair.rejected.__dict__), "reviewers": reviewers,
             "disputed": any(a.disputed for a in used),
             "resolution": ",".join(sorted({a.resolution for a in used})),
-            "provenance": provenance(labels)}
+            "provenance": entries}
 
 
 def _pairing(rubric: Rubric) -> set[str]:
@@ -268,6 +276,7 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
             position = context.analysis.position
             for event_id, answers in sorted(targets, key=lambda t: position.get(t[0], -1)):
                 if event_id in position:
+                    context.provenance.clear()
                     yield from _rows_of_target(context, rubric, event_id, answers, seen,
                                                identical)
         if identical:
