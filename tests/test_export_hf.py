@@ -95,8 +95,18 @@ def test_an_export_with_no_rows_is_still_a_dataset(tmp_path):
     make_workspace(tmp_path, traces=[premature()])
     folder = export_folder(tmp_path, "unpaired")
     assert json.loads((folder / "orchviz_export.json").read_text())["rows"] == 0
-    assert not (folder / "arrow").exists() and "no rows" in (folder / "README.md").read_text()
+    assert "no rows" in (folder / "README.md").read_text()
     assert read_export(None, folder) == []
+    assert datasets.load_from_disk(str(folder / "arrow")).num_rows == 0
+
+
+def test_an_empty_export_of_a_fixed_shape_loads_with_its_features(tmp_path):
+    make_workspace(tmp_path, traces=[premature()])
+    folder = export_folder(tmp_path, "verl")
+    empty = datasets.load_from_disk(str(folder / "arrow"))
+    assert empty.num_rows == 0
+    assert list(empty.features) == ["data_source", "prompt", "ability", "reward_model",
+                                     "extra_info"]
 
 
 def _folder_files(folder):

@@ -417,7 +417,8 @@ def card_text(facts: dict[str, Any], files: list[str], arrow: str) -> str:
              'rows = datasets.load_dataset("parquet", data_dir="FOLDER/data", split="train")',
              'rows = datasets.load_dataset("FOLDER", split="train")  # by this card\'s configs']
     body += ['rows = datasets.load_from_disk("FOLDER/arrow")'] if arrow == "written" else \
-        ["# no rows: there is nothing for load_from_disk (no arrow/ folder)"]
+        ['rows = datasets.load_from_disk("FOLDER/arrow")  # no rows: an empty dataset (the '
+         'load_dataset lines refuse a split with no rows)']
     body += ["```", ""]
     if facts["json_columns"]:
         body += ["Columns written as JSON text: "
@@ -508,8 +509,16 @@ class _DataFiles:
             self.seen += piece.num_rows
 
     def close(self) -> list[Path]:
-        """Close the files; the shards, under their names."""
+        """Close the files; the shards, under their names. With no rows, `arrow/` still
+        holds an empty stream of the schema, so `datasets.load_from_disk` reads an empty
+        dataset with its features."""
+        import pyarrow as pa
+
         self.out.close()
+        if self.stream is None:
+            self.arrow.mkdir(exist_ok=True)
+            self.sink = pa.OSFile(str(self.arrow / DATA_FILE), "wb")
+            self.stream = pa.ipc.new_stream(self.sink, self.schema)
         if self.stream is not None:
             self.stream.close()
             _trim(self.sink)
@@ -546,8 +555,8 @@ def _finish(target: Path, files: _DataFiles, shards: list[Path], as_json: list[s
     if files.stream is not None:
         written += _disk_state(files.arrow, files.schema, facts)
     names = [str(p.relative_to(target)) for p in written] + [CARD, SUMMARY]
-    (target / CARD).write_text(card_text(facts, names, "written" if files.stream is not None
-                                         else "no rows"), "utf-8")
+    (target / CARD).write_text(card_text(facts, names, "written" if files.seen else "no rows"),
+                               "utf-8")
     (target / SUMMARY).write_bytes(orjson.dumps({**facts, "files": names},
                                                 option=orjson.OPT_INDENT_2))
     return [*written, target / CARD, target / SUMMARY]
