@@ -345,7 +345,7 @@ KEYS_HELP = """
 | S | skip this target (it comes back after the others) |
 | Shift+N | next trace with a target you have not labelled |
 | ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
-| W | write the correction: the focus goes to its first field (Tab moves on, Ctrl+Enter saves) |
+| W | write the correction: the focus goes to its first field (Tab moves on; save as above) |
 | ? or H | this list |
 | Enter in the Reviewer box | keep the name; the next keys label |
 | Esc in a text box | leave the box; the next keys label |
