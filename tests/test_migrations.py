@@ -401,6 +401,23 @@ def test_db_current_of_a_missing_file_says_so_and_creates_none(tmp_path, capsys)
     assert not (tmp_path / "missing.db").exists()
 
 
+def test_a_version_row_behind_its_tables_is_one_sentence_and_changes_nothing(legacy_copy,
+                                                                            capsys):
+    connect(legacy_copy)
+    close(legacy_copy)
+    set_revision(legacy_copy, "0004")  # its tables are at head
+    path = make_url(legacy_copy).database
+    before = sqlite3.connect(path).execute("SELECT sql FROM sqlite_master").fetchall()
+    assert main(["db", "upgrade", "--db", legacy_copy]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert re.fullmatch(r"orchviz: the database \S+ records schema revision 0004 but its tables "
+                        r"are not at it, so upgrading them failed \(duplicate column name: \w+\) "
+                        r"and nothing was changed \(.*alembic_version.*\)\n", err)
+    assert rows(path, "alembic_version") == [{"version_num": "0004"}]
+    assert sqlite3.connect(path).execute("SELECT sql FROM sqlite_master").fetchall() == before
+
+
 @pytest.mark.parametrize("verb", ["current", "upgrade"])
 def test_db_of_a_newer_orchviz_prints_one_sentence_and_exits_1(legacy_copy, capsys, verb):
     connect(legacy_copy)

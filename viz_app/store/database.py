@@ -186,7 +186,17 @@ def upgrade(engine: Engine) -> SchemaState:
         before = _state(conn)  # again: another process may have migrated while we waited
         check(before)
         if not before.at_head:
-            _migrate(conn, before)
+            try:
+                _migrate(conn, before)
+            except DBAPIError as err:  # e.g. a version row behind its tables
+                conn.rollback()
+                reason = " ".join(str(err.orig).split())[:200]
+                raise SchemaError(
+                    f"the database {failures.where(engine.url)} records schema revision "
+                    f"{before.revision or '(none)'} but its tables are not at it, so upgrading "
+                    f"them failed ({reason}) and nothing was changed (restore it from a "
+                    "backup, or set its alembic_version row to the revision its tables are "
+                    "at)") from None
         conn.commit()
     return before
 
