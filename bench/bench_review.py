@@ -3,8 +3,9 @@ is on screen, and from a digit key until its answer shows checked.
 
 Starts `orchviz app` (as `bench_app.py` does) on the demo traces (or, with BIG=1, adds a
 20,000-event trace of 800 agents), creates a campaign asking `stopping_correctness` on every stop
-(one reviewer per target), opens `/review?campaign=NAME&reviewer=bench`, presses Ctrl+Enter to
-start and then, for every target: 1 (correct), Ctrl+Enter. The clock starts in the page at the
+(one reviewer per target), opens `/review?campaign=NAME`, types the name `bench` into the
+sidebar's Reviewer box and presses Enter, presses Ctrl+Enter to start and then, for every
+target: 1 (correct), Ctrl+Enter. The clock starts in the page at the
 `keydown` and stops in the first animation frame in which the other target's heading (or the
 done message) is in the DOM. The next step waits for the page to be idle.
 
@@ -38,8 +39,10 @@ from viz_app.workspace import Workspace  # noqa: E402
 
 NAME = "bench-stops"
 
+# on the window, capturing, and first (an init script): the page's key script stops the keys it
+# handles from going further
 STAMP = """window.__t0 = null;
-document.addEventListener('keydown', e => { if (!e.repeat && window.__t0 === null)
+window.addEventListener('keydown', e => { if (!e.repeat && window.__t0 === null)
     window.__t0 = performance.now(); }, true);"""
 
 TARGET_NOW = """() => {
@@ -104,7 +107,12 @@ def main() -> int:
             context = browser.new_context(viewport={"width": 1600, "height": 1000})
             context.add_init_script(STAMP)
             page = context.new_page()
-            page.goto(f"{base}/review?campaign={NAME}&reviewer=bench")
+            page.goto(f"{base}/review?campaign={NAME}")  # links carry no name: it is typed
+            wait_for_streamlit(page, timeout=180_000)
+            page.locator('[data-testid="stSidebar"]').get_by_role(
+                "textbox", name="Reviewer").click()
+            page.keyboard.type("bench")
+            page.keyboard.press("Enter")
             wait_for_streamlit(page, timeout=180_000)
             page.get_by_role("button", name="Start").wait_for(timeout=180_000)
             start = timed(page, "Control+Enter", NEXT_SHOWN, "")

@@ -25,18 +25,22 @@ box; the script marks that on the page's root)."""
 
 @cache
 def _script() -> str:
-    note = f"[class*='st-key-{TYPING_NOTE}']"
-    hidden = "html:not(.orchviz-typing) "
+    notes = ", ".join(f"html:not(.orchviz-typing) .st-key-{TYPING_NOTE}-{place}"
+                      for place in NOTE_PLACES)
     return ("<style>.st-key-orchviz-keyboard { display: none !important; }"
-            f" {hidden}{note}, {hidden}[data-testid='stLayoutWrapper']:has(> {note})"
-            " { display: none !important; }</style>"
+            f" {notes} {{ display: none !important; }}</style>"
             f"<script>{SCRIPT.read_text(encoding='utf-8')}</script>")
+
+
+NOTE_PLACES = ("form", "start", "switch")
+"""Where a page may draw a `typing_note`: the style sheet names each (a plain class selector
+costs the browser nothing per change of the page, where a pattern or `:has` did)."""
 
 
 def typing_note(key: str) -> None:
     """A note shown only while the focus is in a text box (the Reviewer name, a note): keys
-    type there, not label; Esc or a click on the page hands them back. `key` tells several
-    apart on one page."""
+    type there, not label; Esc or a click on the page hands them back. `key` is one of
+    `NOTE_PLACES`."""
     with st.container(key=f"{TYPING_NOTE}-{key}"):
         st.caption(":orange[:material/keyboard: The focus is in a text box: keys type there. "
                    "Press Esc or click the page to label by keys.]")

@@ -64,9 +64,9 @@ def test_create_without_questions_asks_the_required_ones_and_says_so(capsys, lib
     assert not {"message_necessity", "spawn_necessity", "delegation_fit"} & set(
         campaign.questions)
     assert "task_outcome" in campaign.questions
-    assert ("no --questions: the required questions are asked; message_necessity, "
-            "spawn_necessity, delegation_fit, missed_decision (optional) only when named with "
-            "--questions") in out
+    assert ("no --questions: the required questions are asked, with those on the same "
+            "targets; message_necessity, spawn_necessity, delegation_fit, missed_decision "
+            "(optional, on targets of their own) only when named with --questions") in out
 
 
 def test_create_takes_filters_and_a_gold_file(capsys, lib, db, tmp_path):

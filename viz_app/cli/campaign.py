@@ -277,9 +277,9 @@ def create_verb(args: argparse.Namespace) -> int:
           f"{terminal_text(campaign.rubric_version)} ({campaign.rubric_sha256[:12]})")
     left_out = [q for q in optional_questions(ws.rubric) if q not in campaign.questions]
     if not spec.questions and left_out:
-        print(f"no --questions: the required questions are asked; "
-              f"{terminal_text(', '.join(left_out))} (optional) only when named with "
-              "--questions")
+        print("no --questions: the required questions are asked, with those on the same "
+              f"targets; {terminal_text(', '.join(left_out))} (optional, on targets of their "
+              "own) only when named with --questions")
     return 0
 
 

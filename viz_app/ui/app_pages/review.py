@@ -367,11 +367,14 @@ with side:
     review_panel()
 
 with views:
-    if target is not None:  # what the question is about, beside it in the first screen
-        with st.container(key="review-evidence"):
-            target_evidence(trace, analysis, target, f"review:evidence:{claim.slot_id}")
+    # what the question is about, at the top beside it, in the first screen; drawn last, so
+    # the browser shows the next target's questions before it lays out the evidence
+    evidence = st.container(key="review-evidence")
     trace_views(trace, analysis, event_id=selected, agent=agent, on_event=select_event,
                 on_agent=select_agent, key="review:")
     with st.expander("Inspector", expanded=selected is not None and selected != claim.event_id):
         inspector(trace, analysis, event_id=selected, agent=agent, key="review:inspector",
                   on_choose=select_event)
+if target is not None:
+    with evidence:
+        target_evidence(trace, analysis, target, f"review:evidence:{claim.slot_id}")
