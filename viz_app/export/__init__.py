@@ -323,7 +323,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  rows=_steps_shape(unpaired_rows, "step"), framework="TRL",
                  options=PROMPTS | BOOL | CHAT, trainer="TRL 1.16 KTOTrainer",
                  texts=lengths.prompt_completion,
-                 limit=Limit(1024, "KTOConfig.max_length", "drops them")),
+                 limit=Limit(1024, "KTOConfig.max_length", "cuts them at the end, and drops those whose prompt alone fills it")),
     ExportFormat("preference", "TRL preference {prompt, chosen, rejected, margin}, one row per "
                  "judged pair of traces", "preference.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_preference, framework="TRL",
