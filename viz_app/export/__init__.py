@@ -336,7 +336,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "prompt inside each", "openrlhf-rm.jsonl", needs_traces=True,
                  unit="preference pairs", counts_rows=True, rows=_openrlhf_rm,
                  framework="OpenRLHF", options=PROMPTS | CHAT | PAIRS,
-                 trainer="OpenRLHF 0.11.0 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
+                 trainer="OpenRLHF 0.11.2 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
                  "the same columns)",
                  texts=lengths.chosen_rejected,
                  limit=Limit(512, "--data.max_len", "cuts them at the end")),
@@ -353,7 +353,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "openrlhf-decision-pairs.jsonl", needs_traces=True, unit="decision pairs",
                  counts_rows=True, rows=_openrlhf_decision_pairs, framework="OpenRLHF",
                  options=PROMPTS | CHAT,
-                 trainer="OpenRLHF 0.11.0 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
+                 trainer="OpenRLHF 0.11.2 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
                  "the same columns)",
                  texts=lengths.chosen_rejected,
                  limit=Limit(512, "--data.max_len", "cuts them at the end")),
