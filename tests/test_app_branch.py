@@ -89,6 +89,16 @@ def test_compare_says_where_a_branch_parts_and_that_its_requests_were_not_run(tm
     assert "e15" in set(a_side["event"]) and set(a_side["how"]) == {"recorded"}
 
 
+def test_compare_calls_no_figure_of_a_branch_better(tmp_path, monkeypatch):
+    branch = branch_of_demo_10()
+    ws = make_workspace(tmp_path, traces=[PREMATURE, branch.trace])
+    app_env(monkeypatch, ws)
+    at = open_page("app_pages/compare.py", a=PREMATURE_ID, b=branch.trace.trace_id)
+    figures = next(df.value for df in at.dataframe if "better" in df.value.columns)
+    assert (figures["B − A"] != "=").any() and set(figures["better"]) == {""}
+    assert any("none is called better" in m.value for m in at.markdown)
+
+
 def test_continue_from_here_saves_a_branch_with_the_configured_endpoint(tmp_path, monkeypatch):
     with OpenAIStub(script=list(TURNS)) as stub:
         ws = make_workspace(tmp_path, traces=[PREMATURE])

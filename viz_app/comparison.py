@@ -72,11 +72,13 @@ neither way is better)."""
 _UNITS = {"seconds": "s", "dollars": "$"}
 
 
-def figure_differences(a: Analysis, b: Analysis) -> list[FigureDiff]:
-    """The orchestration figures of two runs side by side."""
+def figure_differences(a: Analysis, b: Analysis, *, judged: bool = True) -> list[FigureDiff]:
+    """The orchestration figures of two runs side by side. `judged=False` (a branch beside its
+    original, whose requested work was never run) says no value is the better one: a shorter
+    makespan there is work left undone, not work done faster."""
     na, nb = figure_numbers(a.figures), figure_numbers(b.figures)
     return [FigureDiff(name=n, a=float(na[n]), b=float(nb[n]), unit=_UNITS.get(FIGURES[n], ""),
-                       lower_is_better=low) for n, low in COMPARED.items()]
+                       lower_is_better=low if judged else None) for n, low in COMPARED.items()]
 
 
 def _roots(analysis: Analysis) -> list[str]:

@@ -167,9 +167,10 @@ def _mark(frame: pd.DataFrame, diffs: list[FigureDiff]):
     return frame.style.apply(style, axis=1)
 
 
-diffs = figure_differences(analysis_a, analysis_b)
+diffs = figure_differences(analysis_a, analysis_b, judged=parted is None)
 st.markdown(f"**Figures** · {sum(d.differs for d in diffs)} of {len(diffs)} differ "
-            "(yellow; the better value in green where lower is better)")
+            + ("(yellow; none is called better: the branch's requested work was not run)"
+               if parted else "(yellow; the better value in green where lower is better)"))
 st.dataframe(_mark(_figure_table(diffs), diffs), hide_index=True, width="stretch",
              height=38 + 35 * len(diffs), key="compare:figures")
 
