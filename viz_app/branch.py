@@ -40,6 +40,7 @@ from viz_app.errors import OrchvizError
 from viz_app.labels.correction import Decision as CorrectedDecision
 from viz_app.model import DECISIONS, Decision, Event, Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits
+from viz_app.text import brief
 
 FORK_KEYS = ("forked_from", "fork_event")
 """The extra keys of a branch's edited event that link it to the original trace."""
@@ -356,7 +357,7 @@ class _Asker:
                              f"{min(self.endpoint.timeout, left):.3g} s") from None
         except openai.APIStatusError as err:
             raise self._fail(f"{where} answered HTTP {err.status_code} "
-                             f"({_brief(err.message)})") from None
+                             f"({brief(err.message, 160)})") from None
         except openai.APIConnectionError:
             if self.cap.tripped == "size":
                 raise self._fail(f"{where} sent a reply over {self.limits.reply_bytes:,} "
@@ -366,14 +367,14 @@ class _Asker:
                                  f"{self.limits.deadline:g} s deadline") from None
             raise self._fail(f"{where} cannot be reached") from None
         except openai.OpenAIError as err:
-            raise self._fail(f"the request to {where} failed ({_brief(err)})") from None
+            raise self._fail(f"the request to {where} failed ({brief(err, 160)})") from None
         if reply.usage is not None:
             self.tokens += float(reply.usage.total_tokens or 0)
         if not reply.choices:
             raise self._fail("the reply held no turn")
         choice = reply.choices[0]
         if getattr(choice.message, "refusal", None):
-            raise self._fail(f"the model refused ({_brief(choice.message.refusal)})")
+            raise self._fail(f"the model refused ({brief(choice.message.refusal, 160)})")
         if choice.finish_reason == "length":
             raise self._fail(f"the turn was cut at the {self.limits.max_tokens}-token limit")
         if choice.finish_reason == "content_filter":
@@ -397,10 +398,6 @@ def read_turn(content: str | None, fail: Callable[[str], BranchError]) -> Turn:
         raise fail(f"the reply does not fit the turn's format ({place}: {first['msg']})") \
             from None
 
-
-def _brief(text: object, limit: int = 160) -> str:
-    value = " ".join(str(text).split())
-    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
 # -- the branch -----------------------------------------------------------------------------------

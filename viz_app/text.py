@@ -64,6 +64,12 @@ def _shortened(value: str, limit: int | None) -> str:
     return value
 
 
+def brief(text: object, limit: int = 200) -> str:
+    """A message's or error's text on one line and at most `limit` characters, for a sentence
+    that quotes it (a model's refusal, an endpoint's error)."""
+    return _shortened(" ".join(str(text).split()), limit)
+
+
 def markdown_literal(text: object, limit: int | None = 80) -> str:
     """Trace text for Markdown, shown exactly as written: on one line (control, zero-width and
     bidi characters become spaces), shortened to `limit` characters (None: whole), every

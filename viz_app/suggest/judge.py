@@ -42,7 +42,7 @@ from viz_app.labels.rubric import LabelTarget, Question, Rubric, check_answer, t
 from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
 from viz_app.model import Trace
 from viz_app.suggest.context import TargetContext, target_context
-from viz_app.text import prompt_data
+from viz_app.text import brief, prompt_data
 
 VERSION = "1"
 """The judge's own version (how it asks and checks); the prompt's hash is kept apart."""
@@ -218,7 +218,7 @@ def read_answer(content: str | None, rubric: Rubric, analysis: Analysis, questio
     unknown = [e for e in answer.evidence if e not in analysis.trace.events_by_id]
     if unknown:
         raise Refused(f"the evidence names {len(unknown)} event(s) the trace does not have, "
-                      f"such as “{_brief(unknown[0], 40)}”")
+                      f"such as “{brief(unknown[0], 40)}”")
     return answer
 
 
@@ -334,19 +334,19 @@ class JudgeProducer:
                           ) from None
         except openai.APIStatusError as err:
             raise Refused(f"the judge at {self.url} answered HTTP {err.status_code}"
-                          f" ({_brief(err.message)})") from None
+                          f" ({brief(err.message)})") from None
         except openai.APIConnectionError:
             raise Refused(f"the judge at {self.url} cannot be reached") from None
         except (openai.OpenAIError, ValueError) as err:
             raise Refused(f"the judge at {self.url} sent a reply that is not a chat "
-                          f"completion ({_brief(type(err).__name__)})") from None
+                          f"completion ({brief(type(err).__name__)})") from None
         choices = getattr(reply, "choices", None)
         if not choices:
             raise Refused("the judge's reply has no answer")
         choice = choices[0]
         message = choice.message
         if getattr(message, "refusal", None):
-            raise Refused(f"the judge refused: {_brief(message.refusal)}")
+            raise Refused(f"the judge refused: {brief(message.refusal)}")
         if choice.finish_reason == "length":
             raise Refused("the answer was cut at the token limit")
         if choice.finish_reason == "content_filter":
@@ -414,8 +414,3 @@ def _within(seconds: float, call: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run(bounded())
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, bounded()).result()
-
-
-def _brief(text: object, limit: int = 200) -> str:
-    value = " ".join(str(text).split())
-    return value if len(value) <= limit else value[: limit - 1] + "…"
