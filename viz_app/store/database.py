@@ -17,7 +17,10 @@ at head costs one query and no lock.
 from __future__ import annotations
 
 import functools
+import random
+import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,9 +123,24 @@ def engine_for(url: str) -> Engine:
 def _sqlite_pragmas(connection, _record, *, seconds: float = BUSY_TIMEOUT) -> None:
     cursor = connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _write_ahead_log(cursor, seconds)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _write_ahead_log(cursor, seconds: float) -> None:
+    """Put the file in WAL mode. While another connection turns a fresh file to WAL, SQLite
+    answers "database is locked" at once, without waiting on the busy timeout (32 processes
+    opening one new file saw it), so the pragma is asked again, a few ms apart, until then."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005 + random.random() * 0.045)
 
 
 def sqlite_file(url: str) -> Path | None:
