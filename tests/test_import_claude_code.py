@@ -187,3 +187,42 @@ def test_the_same_run_with_and_without_its_subagents_folder_has_one_spawn_tree(
                                if e.agent != "main" or e.type in ("spawn", "return")]
     assert tree(with_folder) == tree(without_folder)
     assert analyze(with_folder).figures.depth == analyze(without_folder).figures.depth == 1
+
+
+# -- a sub-agent whose own context filled: its compaction is its own -------------------------------
+
+SUBCOMPACT = FIXTURES / "claude_code_subcompact"
+"""Session s-4444: main spawns general-purpose agent q9, whose transcript marks a
+`compact_boundary` (and gets the summary back as an `isCompactSummary` line) right after
+`subagents/agent-acompact-7c2.jsonl` ran; main's own transcript never compacts."""
+
+
+@pytest.fixture(scope="module")
+def subcompacted():
+    (trace,) = import_claude_code(SUBCOMPACT / "s-4444.jsonl")
+    return trace
+
+
+def test_a_sub_agents_own_compaction_is_an_event_of_that_sub_agent(subcompacted):
+    """Defect: every `agent-acompact-*` file was taken as a compaction of `main`."""
+    assert_reference_valid(subcompacted)
+    (compaction,) = [e for e in subcompacted.events if e.extras.get("kind") == "compaction"]
+    assert compaction.agent == "general-purpose-q9"
+    assert spawns(subcompacted) == [("main", "general-purpose-q9")]
+
+
+def test_the_summary_given_back_after_a_compaction_is_no_human_turn(subcompacted):
+    assert not [e for e in subcompacted.events if e.type == "human_intervention"
+                and e.agent != "main"]
+
+
+def test_a_compaction_file_read_alone_is_a_trace_of_its_own_not_the_session(tmp_path):
+    """Defect: read without its session, the file took the session's id (s-4444, the id of
+    another trace in the same library) and showed its compaction as agent `main`."""
+    alone = tmp_path / "agent-acompact-7c2.jsonl"
+    alone.write_bytes((SUBCOMPACT / "s-4444" / "subagents" / alone.name).read_bytes())
+    (trace,) = read_any(alone)
+    assert_reference_valid(trace)
+    assert trace.trace_id == "s-4444/agent-acompact-7c2"
+    assert {e.agent for e in trace.events} == {"acompact-7c2"}
+    assert "compaction_owner_unknown" in warning_codes(trace)

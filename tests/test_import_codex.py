@@ -134,3 +134,70 @@ def test_newer_flattened_lines_and_state_sentinels_are_read(tmp_path):
     (wrapped,) = import_codex(path)
     assert [(e.type, e.agent, e.t) for e in trace.events] == [
         (e.type, e.agent, e.t) for e in wrapped.events]
+
+
+# -- a child whose copy of its parent's history carries no mark of where it ends ----------------
+
+UNMARKED = FIXTURES / "codex_spawn_call"
+"""The root spawns Ada with a plain spawn_agent call (no collab event); Ada's rollout repeats the
+root's task, reasoning and spawn_agent call at the fork instant, with neither its session_meta
+written again nor UUIDv7 turn ids to say where the copy ends."""
+
+
+@pytest.fixture(scope="module")
+def unmarked():
+    (found,) = read_rollouts(UNMARKED)
+    return found
+
+
+def test_a_spawn_copied_from_the_parent_without_marks_makes_no_phantom_grandchild(unmarked):
+    """Defect: the copied spawn_agent call spawned a third agent at depth 2."""
+    assert_reference_valid(unmarked)
+    assert spawns(unmarked) == [("main", "Ada")]
+    assert len(analyze(unmarked).agents) == 2
+    assert analyze(unmarked).figures.depth == 1
+
+
+def test_the_child_begins_with_its_own_task_not_the_copied_one(unmarked):
+    own = [(e.type, e.content) for e in unmarked.events if e.agent == "Ada"]
+    assert own[0] == ("tool_call", '{"command":["pytest","-x","tests/test_clock.py"]}')
+    assert "fork_replay_skipped" in warning_codes(unmarked)
+
+
+def test_events_of_a_rollout_folder_take_their_lines_timestamps(unmarked):
+    assert [(e.agent, e.type, e.t) for e in unmarked.events if e.type != "human_intervention"] == [
+        ("main", "orchestrator_decision", 0.5), ("main", "spawn", 0.9),
+        ("main", "tool_call", 1.4), ("Ada", "tool_call", 2.9), ("Ada", "tool_result", 4.9),
+        ("Ada", "message", 6.9), ("Ada", "return", 7.0), ("main", "tool_result", 7.4),
+        ("main", "aggregate", 8.9), ("main", "orchestrator_decision", 9.0)]
+
+
+def test_a_spawns_collab_end_event_pairs_the_child_when_the_output_names_none(tmp_path):
+    """Newer rollouts keep `collab_agent_spawn_end` (extended persistence): its `new_thread_id`
+    says which child a spawn made, where pairing by order would swap them."""
+    import json
+    import shutil
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(FOLDER, folder)
+    path = next(folder.rglob(f"*{ROOT}.jsonl"))
+    lines = []
+    for raw in path.read_text("utf-8").splitlines():
+        value = json.loads(raw)
+        payload = value["payload"]
+        if payload.get("type") == "function_call_output" and payload["call_id"] in (
+                "call_s1", "call_s2"):
+            child = json.loads(payload["output"])["agent_id"]
+            payload["output"] = "spawned"
+            lines.append(json.dumps({**value, "payload": payload}))
+            value = {"timestamp": value["timestamp"], "type": "event_msg", "payload": {
+                "type": "collab_agent_spawn_end", "call_id": payload["call_id"],
+                "sender_thread_id": ROOT, "new_thread_id": child, "prompt": "",
+                "status": "pending_init"}}
+        lines.append(json.dumps(value))
+    lines[6], lines[7] = lines[7], lines[6]  # billing's spawn first: order would pair it with Ada
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    (trace,) = read_rollouts(folder)
+    assert [(e.to, e.content) for e in trace.events if e.type == "spawn"] == [
+        ("Bo", "Audit billing"), ("Ada", "Audit auth")]
+    assert not [w for w in analyze(trace).warnings if "collab" in w.message]

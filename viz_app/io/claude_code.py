@@ -7,7 +7,9 @@ transcript is absent it is rebuilt from the parent's `progress` lines (`agent_pr
 tool_use and tool_result blocks are tool_call and tool_result; the spawning tool's result is the
 sub-agent's return; the first main-thread text once every spawned sub-agent has returned (before
 the next human turn) is the aggregate, and the run's end is the stop. Automatic context
-compaction (`agent-acompact-*`) is an event of `main`, not a sub-agent. Usage (`message.usage`)
+compaction (`agent-acompact-*`) is an event of the agent whose transcript marks the
+`compact_boundary` that follows it (`main`, or a sub-agent compacted on its own), not a
+sub-agent; read alone, its file is a trace of its own. Usage (`message.usage`)
 is counted once per `message.id`, however many lines share it.
 """
 
@@ -97,13 +99,19 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
     progress_of: dict[str, str] = {}
     session = next((line["sessionId"] for line in lines if isinstance(line.get("sessionId"), str)),
                    "session")
+    boundaries: list[tuple[float, str | None]] = []
     for index, line in enumerate(lines):
         kind = line.get("type")
         if kind == "progress":
             _progress_line(line, index, progress, progress_of)
             continue
-        if kind in SKIPPED_TYPES:
+        if kind == "system" and line.get("subtype") == "compact_boundary":
+            at = parse_time(line.get("timestamp"))
+            if at is not None:
+                boundaries.append((at, _sidechain_of(line)))
             continue
+        if kind in SKIPPED_TYPES or line.get("isCompactSummary"):
+            continue  # a compaction's summary, given back to the agent: its compaction shows it
         if kind not in ("user", "assistant") or not isinstance(line.get("message"), dict):
             draft.skip(f"line type {kind!r}" if isinstance(kind, str) else "non-object line")
             continue
@@ -111,10 +119,7 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
         if t is None:
             draft.skip("line without a timestamp")
             continue
-        agent_id = None
-        if line.get("isSidechain"):
-            agent_id = line.get("agentId") if isinstance(line.get("agentId"), str) else "sidechain"
-        threads[agent_id].append((t, index, line))
+        threads[_sidechain_of(line)].append((t, index, line))
     for agent_id, rebuilt in progress.items():
         if agent_id not in threads:  # no transcript of its own: the parent's progress lines
             threads[agent_id] = rebuilt
@@ -133,21 +138,47 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
     for agent_id, thread in sorted(threads.items(), key=lambda kv: kv[0] is not None):
         _thread_events(draft, thread, names[agent_id], agent_id, calls, spawn_events, spawns)
     for agent_id, thread in sorted(compactions.items(), key=lambda kv: kv[1][0][0]):
-        _compaction(draft, agent_id, thread)
+        owner = _compacted(thread, boundaries, threads)
+        if owner is None and None not in threads:
+            owner = agent_id  # read without the transcript it compacted: whose is unknown
+            draft.note("compaction_owner_unknown", f"compaction {agent_id} is read without the "
+                       "transcript it compacted; it is shown as an agent of its own")
+        _compaction(draft, agent_id, thread, names.get(owner, owner or MAIN))
     _unspawned(draft, threads, names, spawn_events)
     _aggregates(draft)
     draft.conclude(MAIN, aggregate=False)
     trace_id = session
-    if None not in threads and len(threads) == 1:  # a sub-agent file read without its session
-        trace_id = f"{session}/agent-{next(iter(threads))}"
+    if None not in threads:  # a sub-agent's (or a compaction's) file read without its session
+        alone = next(iter(threads), None) or next(iter(compactions), None)
+        trace_id = f"{session}/agent-{alone}"
     return draft.build(label, NAME, trace_id=trace_id, task_id=_task(threads.get(None, [])),
                        system="claude-code", topology="centralized" if spawn_events else "harness")
 
 
 def is_compaction(agent_id: str | None) -> bool:
     """Whether a sidechain is automatic context compaction (`agent-acompact-*`), which Claude
-    Code runs as a sidechain of the main agent: one event of `main`, not a spawned agent."""
+    Code runs as a sidechain of the agent whose context it compacts: one event of that agent,
+    not a spawned agent."""
     return isinstance(agent_id, str) and agent_id.startswith("acompact")
+
+
+def _sidechain_of(line: dict[str, Any]) -> str | None:
+    """The sidechain a line belongs to (its `agentId`), None for the main thread."""
+    if not line.get("isSidechain"):
+        return None
+    return line.get("agentId") if isinstance(line.get("agentId"), str) else "sidechain"
+
+
+def _compacted(thread: list[tuple[float, int, dict[str, Any]]],
+               boundaries: list[tuple[float, str | None]],
+               threads: dict[str | None, list]) -> str | None:
+    """Whose context a compaction compacted: the transcript that marks a `compact_boundary`
+    first once the compaction has written its summary (the main thread's, or a sub-agent's own
+    when its context filled on its own); the main thread when no transcript marks one."""
+    done = thread[-1][0]
+    after = [(at, owner) for at, owner in boundaries
+             if at >= done - 1.0 and (owner is None or owner in threads)]
+    return min(after, key=lambda b: b[0])[1] if after else None
 
 
 def _progress_line(line: dict[str, Any], index: int,
@@ -174,9 +205,9 @@ def _progress_line(line: dict[str, Any], index: int,
 
 
 def _compaction(draft: TraceDraft, agent_id: str,
-                thread: list[tuple[float, int, dict[str, Any]]]) -> None:
-    """Automatic context compaction as one event of `main`: when it ran, what it cost, and the
-    summary it wrote."""
+                thread: list[tuple[float, int, dict[str, Any]]], agent: str) -> None:
+    """Automatic context compaction as one event of the agent it compacted: when it ran, what
+    it cost, and the summary it wrote."""
     texts = [b.get("text") for _, _, line in thread if line.get("type") == "assistant"
              for b in _blocks(line) if b.get("type") == "text" and isinstance(b.get("text"), str)]
     tokens, counted = 0.0, set()
@@ -185,7 +216,7 @@ def _compaction(draft: TraceDraft, agent_id: str,
         if line.get("type") == "assistant" and mid not in counted:
             counted.add(mid)
             tokens += _usage_tokens(line["message"]) or 0.0
-    draft.add(thread[0][0], "message", MAIN, from_=MAIN, kind="compaction", end_t=thread[-1][0],
+    draft.add(thread[0][0], "message", agent, from_=agent, kind="compaction", end_t=thread[-1][0],
               content=texts[-1] if texts else None, tokens=tokens or None,
               source_id=thread[0][2].get("uuid"), compaction_id=agent_id)
 

@@ -4,11 +4,13 @@
 Mapping: a root thread is the orchestrator `main`; a child thread (its `session_meta` names
 `source.subagent.thread_spawn.parent_thread_id`) is an agent named by its nickname or role; the
 parent's `spawn_agent` call is the spawn (paired with the child by the `agent_id` in the call's
-output, else by order), `send_input` a message to the child, `close_agent` a despawn, `wait` a
+output or by the `new_thread_id` of the `collab_agent_spawn_end` event that newer rollouts keep,
+else by order), `send_input` a message to the child, `close_agent` a despawn, `wait` a
 tool call; other `function_call` / `function_call_output` pairs (by `call_id`) are tool calls and
 results; a child's `task_complete` is its return to the parent; the root's last `task_complete`
 is the stop. `token_count` usage goes on the thread's latest model event. A folder of rollouts
-becomes one trace per root thread with its descendants.
+becomes one trace per root thread with its descendants; there a child's lines that repeat its
+parent's (a fork copies the parent's history) are known from the parent's own file and left out.
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ SKIPPED_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", 
                             "patch_apply_end", "turn_diff", "mcp_tool_call_begin",
                             "mcp_tool_call_end", "web_search_begin", "web_search_end",
                             "context_compacted", "entered_review_mode", "exited_review_mode",
-                            "error", "stream_error", "background_event", "plan_update"})
-"""event_msg kinds that repeat what response items say, or carry nothing orchviz shows."""
+                            "error", "stream_error", "background_event", "plan_update",
+                            "collab_agent_spawn_begin", "collab_agent_spawn_end",
+                            "collab_agent_interaction_begin", "collab_agent_interaction_end",
+                            "collab_waiting_begin", "collab_waiting_end", "collab_close_begin",
+                            "collab_close_end", "collab_resume_begin", "collab_resume_end"})
+"""event_msg kinds that repeat what response items say, or carry nothing orchviz shows (the
+collab events repeat the spawn_agent, send_input, wait and close_agent calls; a spawn's end
+event names the new thread, read in `_spawned_ids`)."""
 CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
 
 
@@ -221,6 +229,7 @@ def read_rollouts(folder: str | Path) -> list[Trace]:
     for thread in threads.values():
         if thread.parent and thread.parent in threads:
             children[thread.parent].append(thread)
+            _drop_copies(thread, threads[thread.parent])
     traces = []
     for thread in threads.values():
         if thread.parent in threads:
@@ -232,6 +241,36 @@ def read_rollouts(folder: str | Path) -> list[Trace]:
             stack.extend(children.get(child.id, []))
         traces.append(threads_trace(thread, family, thread.label))
     return traces
+
+
+def _fingerprint(kind: str, payload: dict[str, Any]) -> bytes:
+    return kind.encode() + b"\0" + orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def _drop_copies(child: Thread, parent: Thread) -> None:
+    """Leave out a child's lines copied from its parent's rollout, known by the parent file
+    itself rather than by marks the copy may lack: the leading lines (in file order) that
+    repeat one of the parent's lines word for word, timestamps aside, and any spawn_agent call
+    that repeats one of the parent's (same call_id): the child's session_meta names its
+    parent, so a spawn the parent made is never the child's own."""
+    seen = {_fingerprint(kind, payload) for _, _, kind, payload in parent.lines}
+    parent_spawns = {str(p.get("call_id")) for _, _, k, p in parent.lines
+                     if k == "response_item" and p.get("name") == "spawn_agent"}
+    in_order = sorted(child.lines, key=lambda line: line[1])
+    leading = 0
+    while leading < len(in_order) and _fingerprint(in_order[leading][2],
+                                                   in_order[leading][3]) in seen:
+        leading += 1
+    copied = {line[1] for line in in_order[:leading]}
+    copied |= {line[1] for line in in_order if line[2] == "response_item"
+               and line[3].get("name") == "spawn_agent"
+               and str(line[3].get("call_id")) in parent_spawns}
+    if not copied:
+        return
+    child.lines = [line for line in child.lines if line[1] not in copied]
+    child.notes.append(("fork_replay_skipped", f"{Path(child.label).name}: {len(copied)} "
+                        "lines copied from the parent thread are left out (boundary: the "
+                        "parent's own rollout)"))
 
 
 def is_rollout_folder(folder: str | Path) -> bool:
@@ -325,6 +364,10 @@ def _spawned_ids(thread: Thread) -> dict[str, str]:
             child = _output_agent_id(payload.get("output"))
             if child:
                 found[str(payload.get("call_id"))] = child
+    for _, _, kind, payload in thread.lines:  # upstream's own record of the spawn, kept when
+        if kind == "event_msg" and payload.get("type") == "collab_agent_spawn_end" \
+                and payload.get("new_thread_id"):  # the rollout persists extended events
+            found[str(payload.get("call_id"))] = str(payload["new_thread_id"])
     return found
 
 
