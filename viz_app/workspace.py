@@ -35,9 +35,12 @@ from viz_app.io.records import json_values
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.agreement import (SuggestionAgreement, question_agreement,
                                       suggestion_agreement)
+from viz_app.labels.attention import (LEARNED, contest, contests, first_answers,
+                                      latest_version, uncertainty)
 from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, CampaignSpec,
                                      CampaignStatus, Claim,
-                                     Disagreement, ReviewerStatus, campaign_questions,
+                                     Disagreement, PlannedTarget, ReviewerStatus,
+                                     campaign_questions,
                                      filter_rows, find_disagreements, gold_accuracy,
                                      gold_answers, label_target, plan_targets, sample_rows,
                                      unindexed)
@@ -108,6 +111,50 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
                 rubric, q, answers, analysis, target.event_id)):
             raise LabelError(ANSWER_FIRST + q.prompt)
     return answers
+
+
+def _uncertain(planned: Sequence[PlannedTarget], suggestions: Sequence[Suggestion]
+               ) -> dict[tuple[str, str], float]:
+    """The learned producer's doubt on each planned target; LabelError saying what to run when
+    it has none to give."""
+    asked = sorted({q for t in planned for q in t.questions})
+    mine = [s for s in suggestions if s.question in asked]
+    version = latest_version(mine, LEARNED)
+    if version is None:
+        raise LabelError(f"the learned producer has suggested no answer to {', '.join(asked)} "
+                         f"yet, so there is nothing to order by: run `orchviz suggest train "
+                         f"--question {asked[0]}` then `orchviz suggest --producer learned "
+                         "--traces DIR`, or choose another --order")
+    found = uncertainty(planned, mine, LEARNED)
+    if not found:
+        raise LabelError(f"the learned producer's latest version ({version[:12]}) suggested "
+                         f"nothing on this campaign's {len(planned)} targets, so there is "
+                         "nothing to order by: run `orchviz suggest --producer learned --traces "
+                         "DIR` over these traces, or choose another --order")
+    return found
+
+
+def _contested(rubric: Rubric, planned: Sequence[PlannedTarget],
+               suggestions: Sequence[Suggestion], first: Mapping[Any, Any],
+               silence: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """How contested each planned target is; LabelError when nothing could ever be (no
+    producer suggested on these targets' questions, or none disagrees and no target has a
+    second reviewer to follow a first)."""
+    asked = {q for t in planned for q in t.questions}
+    traces = {(t.trace_id, t.trace_sha256) for t in planned}
+    if not any(s.question in asked and (s.trace_id, s.trace_sha256) in traces
+               for s in suggestions):
+        raise LabelError(f"no producer has suggested an answer to {', '.join(sorted(asked))} "
+                         f"on this campaign's {len(planned)} targets, so nothing can be "
+                         "contested: run `orchviz suggest --traces DIR` (and a judge or the "
+                         "learned producer) first, or choose another --order")
+    found = contests(rubric, planned, suggestions, first, silence)
+    if not found and all(t.required < 2 for t in planned):
+        raise LabelError(f"nothing is contested on this campaign's {len(planned)} targets "
+                         "yet, and with one reviewer per target no second review can follow a "
+                         "first reviewer who contests a producer: give --per-target 2 or "
+                         "--agreement-share F, or run a second producer first")
+    return found
 
 
 class SuggestReport(BaseModel):
@@ -642,11 +689,27 @@ class Workspace:
         read = self._targets_of(len(chosen), progress) if unindexed(rubric, spec.questions) \
             else None
         planned = plan_targets(chosen, rubric, spec, gold, library=gold_rows, flags=flags,
-                               sampled=True, targets_of=read)
+                               sampled=True, targets_of=read,
+                               urgency=self._urgency(spec.order, rubric))
         made = (lambda done, total: progress(done, total, "targets")) if progress else None
         return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
                             questions=questions, created_by=lead.name, planned=planned,
                             progress=made)
+
+    def _urgency(self, order: str, rubric: Rubric) -> Any:
+        """For the `uncertain` and `contested` orders, the function that gives the planned
+        targets their urgencies (`viz_app.labels.attention`), refusing in one sentence (a
+        LabelError, nothing stored) when there is nothing to order by; None for other orders."""
+        if order not in ("uncertain", "contested"):
+            return None
+        suggestions = self.suggestion_store.all()
+        if order == "uncertain":
+            return lambda planned: _uncertain(planned, suggestions)
+        first = first_answers(self.labels.current_records())
+        from viz_app.suggest.rules import FINE
+
+        return lambda planned: _contested(rubric, planned, suggestions, first,
+                                          {RULES.name: FINE})
 
     def _campaign_pool(self, spec: CampaignSpec, library: Sequence[IndexRow]) -> str | None:
         """The pool a campaign draws from: the spec's (LabelError when the workspace lists no
@@ -742,7 +805,27 @@ class Workspace:
                                    seconds_spent=seconds_spent,
                                    identified_by=claim.reviewer.via, campaign=found.name,
                                    suggestions_visible=suggestions_visible)
-        return self.campaign_store.submit(claim, made)
+        raise_to = None
+        if found.order == "contested":  # a first reviewer at odds with a producer: ask again soon
+            raise_to = self._contested_again(found, held, trace, made)
+        return self.campaign_store.submit(claim, made, raise_to=raise_to)
+
+    def _contested_again(self, campaign: Campaign, held: Any, trace: Trace,
+                         made: Sequence[Label]) -> float | None:
+        """The priority the target's other open slots move to when its first reviewer in the
+        campaign (these labels, or an earlier save) and the producers disagree (below every
+        priority the campaign was created with, the most contested first), else None."""
+        from viz_app.suggest.rules import FINE
+
+        earlier = [r for r in self.labels.current_records(trace.trace_id,
+                                                          campaign=campaign.name)
+                   if (r["event_id"] or "") == held.event_id]
+        first = first_answers(earlier + [x.to_record() for x in made])
+        target = PlannedTarget(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+                               event_id=held.event_id, questions=held.questions)
+        found = contest(self.rubric, target, self.suggestion_store.all(trace.trace_id),
+                        first, {RULES.name: FINE})
+        return None if found is None else -1.0 - found
 
     def _pinned(self, campaign: Campaign) -> Rubric:
         rubric = self.rubric

@@ -39,12 +39,17 @@ retracts; a `reviewer` claims and saves targets."""
 
 ROLES: tuple[str, ...] = ("lead", "reviewer")
 
-QueueOrder = Literal["sample", "suggestions", "disagreement"]
+QueueOrder = Literal["sample", "suggestions", "disagreement", "uncertain", "contested"]
 """The order the queue hands out targets: the sample's own order (`sample`), targets that
-suggestions flag first (`suggestions`), or the targets kept for agreement (K of 2 or more)
-first, so agreement can be measured early (`disagreement`)."""
+suggestions flag first (`suggestions`), the targets kept for agreement (K of 2 or more)
+first, so agreement can be measured early (`disagreement`), the learned producer's least
+certain targets first (`uncertain`), or the targets where producers disagree with each other
+or with a first reviewer first (`contested`; `viz_app.labels.attention`)."""
 
-ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement")
+ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement", "uncertain", "contested")
+
+URGENT_ORDERS: tuple[str, ...] = ("uncertain", "contested")
+"""The orders that rank targets by an urgency (`PlannedTarget.urgency`, higher first)."""
 
 SampleKind = Literal["all", "random", "stratified", "groups"]
 
@@ -331,6 +336,9 @@ class PlannedTarget:
     """The task id (GRPO group) it belongs to."""
     flags: int = 0
     """How many suggestions point at it (for the `suggestions` order)."""
+    urgency: float | None = None
+    """How much the `uncertain` or `contested` order asks for it, higher first (None: nothing
+    to go on, after every target with one); `viz_app.labels.attention`."""
 
 
 def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:
@@ -539,7 +547,10 @@ def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
                  library: Sequence[IndexRow] | None = None,
                  flags: Mapping[tuple[str, str], int] | None = None,
                  sampled: bool = False,
-                 targets_of: TargetsOf | None = None) -> list[PlannedTarget]:
+                 targets_of: TargetsOf | None = None,
+                 urgency: Callable[[Sequence[PlannedTarget]],
+                                   Mapping[tuple[str, str], float]] | None = None
+                 ) -> list[PlannedTarget]:
     """Every target of a campaign, with its questions, K, gold answers and queue priority.
 
     `rows` are the filtered rows (free text already applied); they are sampled by the spec
@@ -548,7 +559,8 @@ def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
     answers mark the sampled targets they cover, and mix in the other targets they cover among
     `library` (default: `rows`), each once. The share kept for agreement and the queue order
     follow the spec (see `assign_agreement`, `prioritise`); `flags` counts suggestions per
-    (trace id, event id) for the `suggestions` order."""
+    (trace id, event id) for the `suggestions` order; `urgency` gives the planned targets'
+    urgencies for the `uncertain` and `contested` orders (`viz_app.labels.attention`)."""
     questions = campaign_questions(rubric, spec.questions)
     near = companions(rubric)
     chosen = list(rows) if sampled else sample_rows(rows, spec.sample)
@@ -589,6 +601,10 @@ def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
     if flags:
         for target in planned:
             target.flags = flags.get((target.trace_id, target.event_id), 0)
+    if urgency is not None:
+        found = urgency(planned)
+        for target in planned:
+            target.urgency = found.get((target.trace_id, target.event_id))
     prioritise(planned, spec.order)
     return planned
 
@@ -615,8 +631,15 @@ def assign_agreement(planned: Sequence[PlannedTarget], spec: CampaignSpec) -> No
 
 def prioritise(planned: Sequence[PlannedTarget], order: str) -> None:
     """Set each target's queue priority (lower first): its place in the sample; for
-    `suggestions`, targets that suggestions flag first (more flags first); for `disagreement`,
-    targets with more reviewers first. Ties keep the sample's order."""
+    `suggestions`, targets that suggestions flag first; for `disagreement`, targets with more
+    reviewers first; for `uncertain` and `contested`, targets with an urgency first, the most
+    urgent first. Ties keep the sample's order."""
+    if order in URGENT_ORDERS:
+        ranked = sorted(range(len(planned)), key=lambda i: (
+            planned[i].urgency is None, -(planned[i].urgency or 0.0), i))
+        for rank, index in enumerate(ranked):
+            planned[index].priority = float(rank)
+        return
     for place, target in enumerate(planned):
         if order == "suggestions":
             rank = 0 if target.flags else 1

@@ -509,10 +509,13 @@ class CampaignStore:
                                             claimed_at=None, token=None))
         return bool(done.rowcount)
 
-    def submit(self, claim: Claim, labels: Sequence[Label]) -> list[Label]:
+    def submit(self, claim: Claim, labels: Sequence[Label], *,
+               raise_to: float | None = None) -> list[Label]:
         """Save a claim's labels and mark its slot done, in one transaction; ClaimError for a
         claim the store did not issue, or labels off its target or campaign; LabelError (and
-        nothing saved) when the slot went to someone else or was saved already."""
+        nothing saved) when the slot went to someone else or was saved already. `raise_to`
+        moves the target's other slots not done yet up the queue to that priority (the
+        `contested` order, after a first reviewer at odds with a producer)."""
         c = slots.c
         with self._writing() as conn:
             held = self._held(conn, claim, lock=True)
@@ -531,6 +534,10 @@ class CampaignStore:
                 conn.execute(insert(labels_table), [label.to_row() for label in labels])
             conn.execute(update(slots).where(c.slot_id == claim.slot_id).values(
                 state="done", leased_until=None, completed_at=now()))
+            if raise_to is not None:
+                conn.execute(update(slots).where(
+                    c.target_id == held.target_id, c.slot_id != claim.slot_id,
+                    c.state != "done", c.priority > raise_to).values(priority=raise_to))
         return list(labels)
 
     # -- reading ------------------------------------------------------------------------------

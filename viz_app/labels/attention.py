@@ -1,0 +1,164 @@
+"""Where a campaign's queue asks first, pure: how unsure the learned producer is on a target (the
+`uncertain` order) and how far the producers and a first reviewer disagree there (the
+`contested` order). Each gives a target an *urgency*, higher first; a target with none goes after
+every target with one, in the sample's order (`labels.campaign.prioritise`).
+
+Both look only at suggestions made on the target's own trace version (`trace_sha256`) and only
+at the campaign's questions asked there. Neither urgency depends on *which* answer anyone gave or
+suggested, only on how sure or how split they are, so a reviewer who notices that a target came
+early learns that it is hard, never what was suggested (docs/campaigns.md, Queue orders and
+blind review).
+
+    urgency = uncertainty(planned, suggestions)            # {(trace id, event id): 0..0.5}
+    urgency = contests(rubric, planned, suggestions, first_answers(labels), silence=FINES)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from viz_app.labels.campaign import disputed
+from viz_app.labels.label import LabelRecord
+from viz_app.labels.rubric import Rubric
+from viz_app.labels.suggestion import Suggestion
+
+LEARNED = "learned"
+"""The learned producer's name (`orchviz suggest --producer learned`)."""
+
+Key = tuple[str, str]
+"""(trace id, event id or '' for the trace itself): a campaign target."""
+
+
+class Target(Protocol):
+    """What these functions read of a campaign target (`PlannedTarget`, the store's row)."""
+
+    trace_id: str
+    trace_sha256: str
+    event_id: str
+    questions: list[str]
+
+
+def producer_name(suggestion: Suggestion) -> str:
+    """A producer as a rater: its name, with the model a judge asked (two judge models are two
+    producers; two versions of one producer are one, its newest answer counting)."""
+    p = suggestion.producer
+    return f"{p.name} ({p.model})" if p.model else p.name
+
+
+def latest_version(suggestions: Iterable[Suggestion], producer: str = LEARNED) -> str | None:
+    """The version of a producer whose newest suggestion was stored last (a learned producer's
+    version is the hash of its training set, so only the time orders them); None when the
+    producer has made none."""
+    newest: dict[str, str] = {}
+    for s in suggestions:
+        if s.producer.name == producer:
+            newest[s.producer.version] = max(newest.get(s.producer.version, ""), s.created_at)
+    if not newest:
+        return None
+    return max(newest, key=lambda v: (newest[v], v))
+
+
+def doubt(confidence: float) -> float:
+    """How unsure a confidence is: 0.5 at 0.5 (a coin toss), 0 at 0 or 1. Symmetric on purpose:
+    a confidence below 0.5 in an answer is as sure as one above it in the other. Rounded to 9
+    places, so 0.8 and 0.2 tie exactly (a float's last bit must not order them by answer)."""
+    return round(0.5 - abs(confidence - 0.5), 9)
+
+
+def uncertainty(targets: Iterable[Target], suggestions: Iterable[Suggestion],
+                producer: str = LEARNED) -> dict[Key, float]:
+    """Per target, the `doubt` of the producer's (default: the learned one's) latest version
+    on it: of its least certain suggestion among the target's questions, on the target's trace
+    version. Targets it made no such suggestion on are left out."""
+    suggestions = list(suggestions)
+    version = latest_version(suggestions, producer)
+    confidence: dict[tuple[str, str, str, str], float] = {}
+    for s in suggestions:
+        if s.producer.name == producer and s.producer.version == version:
+            confidence[(s.trace_id, s.trace_sha256, s.event_id, s.question)] = s.confidence
+    found: dict[Key, float] = {}
+    for t in targets:
+        doubts = [doubt(c) for q in t.questions
+                  if (c := confidence.get((t.trace_id, t.trace_sha256, t.event_id, q)))
+                  is not None]
+        if doubts:
+            found[(t.trace_id, t.event_id)] = max(doubts)
+    return found
+
+
+def first_answers(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str, str], Any]:
+    """The first reviewer's answer per (trace id, trace version, event id, question): the
+    earliest current answer of a reviewer's own (`source` human: neither imported nor an
+    adjudication, which is made after reading a dispute)."""
+    first: dict[tuple[str, str, str, str], tuple[str, Any]] = {}
+    for label in labels:
+        if label.get("source", "human") != "human":
+            continue
+        key = (label["trace_id"], label.get("trace_sha256", ""), label["event_id"] or "",
+               label["question"])
+        at = label.get("created_at") or ""
+        if key not in first or at < first[key][0]:
+            first[key] = (at, label["value"])
+    return {k: v for k, (_, v) in first.items()}
+
+
+def opinions(target: Target, question: str, suggestions: Sequence[Suggestion],
+             first: Mapping[tuple[str, str, str, str], Any],
+             silence: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Who holds which answer to one question on one target: each producer's newest suggestion
+    there (on the target's trace version); a producer named in `silence` that made a suggestion
+    on this trace version but none here, the answer its silence stands for (the rules suggest
+    only faults: `rules.FINE`); and the first reviewer's answer, as `reviewer`."""
+    newest: dict[str, Suggestion] = {}
+    ran: set[str] = set()
+    for s in suggestions:
+        if s.trace_id != target.trace_id or s.trace_sha256 != target.trace_sha256:
+            continue
+        name = producer_name(s)
+        ran.add(name)
+        if s.event_id != target.event_id or s.question != question:
+            continue
+        held = newest.get(name)
+        if held is None or (s.created_at, s.producer.version) >= (held.created_at,
+                                                                  held.producer.version):
+            newest[name] = s
+    held_by = {name: s.value for name, s in newest.items()}
+    for name, answers in (silence or {}).items():
+        if name in ran and name not in held_by and question in answers:
+            held_by[name] = answers[question]
+    key = (target.trace_id, target.trace_sha256, target.event_id, question)
+    if key in first:
+        held_by["reviewer"] = first[key]
+    return held_by
+
+
+def contest(rubric: Rubric, target: Target, suggestions: Sequence[Suggestion],
+            first: Mapping[tuple[str, str, str, str], Any],
+            silence: Mapping[str, Mapping[str, Any]] | None = None) -> float | None:
+    """How contested a target is: over its questions, the largest spread of the `opinions`
+    (two producers, or a producer and the first reviewer) where they disagree
+    (`labels.campaign.disputed`: any difference on a category, a yes/no or an event; more than
+    a quarter of the span on a scale); None where they all agree or fewer than two hold one."""
+    spreads = []
+    for q in target.questions:
+        held = opinions(target, q, suggestions, first, silence)
+        found = disputed(rubric.question(q), list(held.values()))
+        if found is not None:
+            spreads.append(found)
+    return max(spreads) if spreads else None
+
+
+def contests(rubric: Rubric, targets: Iterable[Target], suggestions: Iterable[Suggestion],
+             first: Mapping[tuple[str, str, str, str], Any],
+             silence: Mapping[str, Mapping[str, Any]] | None = None) -> dict[Key, float]:
+    """`contest` of every target that is contested."""
+    by_trace: dict[str, list[Suggestion]] = {}
+    for s in suggestions:
+        by_trace.setdefault(s.trace_id, []).append(s)
+    found: dict[Key, float] = {}
+    for t in targets:
+        spread = contest(rubric, t, by_trace.get(t.trace_id, []), first, silence)
+        if spread is not None:
+            found[(t.trace_id, t.event_id)] = spread
+    return found
