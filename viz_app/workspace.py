@@ -349,6 +349,27 @@ class Workspace:
             raise TraceError(trace_id, "", "no trace with this id in the library")
         return read_at(*found)
 
+    def source_name(self, trace: Trace) -> str:
+        """Where a trace was read from, as anyone who sees it may read it: its file relative to
+        the library folder (or uploads folder) it is in, its shard relative to its pool, else
+        the file's name alone. Never the server's full path: a page shows it to every viewer."""
+        source = trace.source
+        if not source:
+            return ""
+        if "://" in source:  # a shard in object storage: relative to its pool's URL
+            for location in self.pools:
+                if source.startswith(location.rstrip("/") + "/"):
+                    return source[len(location.rstrip("/")) + 1:]
+            return source.rstrip("/").rsplit("/", 1)[-1]
+        path = Path(source).resolve()
+        roots = [*self.settings.traces, *self.settings.pools,
+                 *([self.settings.uploads] if self.settings.uploads else [])]
+        for root in roots:
+            root = Path(root).resolve()
+            if root != path and root in path.parents:
+                return path.relative_to(root).as_posix()
+        return path.name
+
     def read_traces(self, progress: IndexProgress | None = None) -> TraceSet:
         """Every trace under the workspace's folders (files as named, folders searched, globs
         expanded; not the uploads), read now rather than indexed: what a command reads its

@@ -45,7 +45,7 @@ def draw_header() -> None:
     st.caption(f"task **{markdown_literal(trace.task_id, 100)}** · "
                f"topology **{trace.topology or 'not given'}** · "
                f"format {markdown_literal(trace.source_format, 30)} · "
-               f"file {markdown_literal(trace.source, 200)}"
+               f"file {markdown_literal(workspace.source_name(trace), 200)}"
                + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
     rows = figure_rows(analysis.figures, HEADER_FIGURES)
     with st.container(horizontal=True, gap="small"):  # wraps rather than cut a figure's name
