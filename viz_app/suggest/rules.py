@@ -28,12 +28,13 @@ from typing import Any
 from rapidfuzz import fuzz, utils
 from rapidfuzz.distance import Indel
 
-from viz_app.analysis import Analysis, analyze
-from viz_app.labels.rubric import Rubric, targets
+from viz_app.analysis import Analysis, StopPoint, analyze
+from viz_app.labels.rubric import LabelTarget, Rubric, targets
 from viz_app.labels.suggestion import Producer, Suggestion
 from viz_app.model import Event, Trace
+from viz_app.suggest.overlap import Lexicon, content, is_figure, sentences
 
-VERSION = "2"
+VERSION = "3"
 """The rules' version: change it when a rule or threshold changes, so stored suggestions of the
 old rules stay apart from the new ones."""
 
@@ -70,8 +71,41 @@ SAME_SUBJECT = 40.0
 """rapidfuzz token_set_ratio (0-100), figures left out, at or above which two results speak
 about the same thing (so different figures in them disagree)."""
 
-DROPPED = 40.0
-"""rapidfuzz token_set_ratio (0-100) below which a merged result is absent from the output."""
+ABSENT = 0.2
+"""A merged result is absent from the output below this presence (0-1, `presence`): the
+IDF-weighted share of its distinctive content (what no other merged result says) the output
+carries, its best sentence counted when that scores higher."""
+
+PRESENT = 0.5
+"""A merge is judged for drops only when it keeps at least one other result at this presence
+(0-1) or more: an output that keeps none of its inputs is a rewrite, not a drop."""
+
+LOST_SHARE = 1 / 3
+"""At most this share of a merge's parts (one at least) may be absent for them to be drops: an
+output that leaves out more is a summary (a swarm's 34 file reports become "hot spots")."""
+
+SENTENCE_TOKENS = 4
+"""A sentence of a merged result counts on its own (`presence`) when it has at least this many
+distinctive content tokens: shorter ones match by accident."""
+
+READY = 0.9
+"""An earlier text held the final answer when it carries at least this weighted share (0-1) of
+the final answer's content tokens, every figure of it included."""
+
+READY_TOKENS = 3
+"""A final answer needs this many content tokens before an earlier text can be said to hold
+it ("Done." is held by everything)."""
+
+SAME_TASK = 0.6
+"""Two sibling tasks are the same sub-task at this IDF-weighted Jaccard similarity (0-1) of
+their content tokens or above (and no figure differs)."""
+
+ALIKE_TASK = 0.3
+"""Two sibling tasks this alike (0-1) are the same sub-task when their results also agree
+(`SAME_RESULT`): a paraphrased task shares fewer words."""
+
+SAME_RESULT = 0.6
+"""Two siblings' returns this alike (weighted Jaccard, 0-1) gave the same result."""
 
 DROP_WORDS = 8
 """A merged result needs this many words before its absence counts as a drop."""
@@ -150,6 +184,52 @@ def covered(part: str, whole: str) -> float:
     return fuzz.token_set_ratio(part, whole, processor=utils.default_process)
 
 
+@dataclass(frozen=True)
+class Merged:
+    """One sender's part of what an aggregate merged (a result split over several returns or
+    messages is one part), and how much of it the output carries."""
+
+    sender: str
+    events: tuple[Event, ...]
+    presence: float
+    """The IDF-weighted share of the part's distinctive content tokens (those no other sender's
+    part has) that the output has, or its best sentence's share when higher (0-1; 1 when the
+    part says nothing of its own)."""
+    words: int
+    missing: tuple[str, ...]
+    """Up to three of its distinctive words or figures the output lacks, as written."""
+
+    @property
+    def label(self) -> str:
+        """The part's event ids, for a sentence ("e5" or "e5+e6")."""
+        return "+".join(e.id for e in self.events[:3]) + ("+..." if len(self.events) > 3
+                                                            else "")
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A spawned child's closest earlier sibling of the same role: how alike their tasks and
+    their returns are."""
+
+    child: str
+    """The earlier sibling."""
+    spawn: Event
+    """The earlier sibling's spawn."""
+    basis: str
+    """Where the tasks were read: message, tools or spawn (`Context.task_of`)."""
+    task: float
+    """IDF-weighted Jaccard similarity of the two tasks' content tokens (0-1; 0 when a figure
+    of one is not in the other: shard 3 is not shard 4)."""
+    result: float
+    """The same similarity of what the two returned (0 when either returned nothing)."""
+
+    @property
+    def redundant(self) -> bool:
+        """The same sub-task: tasks alike (`SAME_TASK`), or less alike (`ALIKE_TASK`) with the
+        same result (`SAME_RESULT`)."""
+        return self.task >= SAME_TASK or (self.task >= ALIKE_TASK and self.result >= SAME_RESULT)
+
+
 # -- what the detectors share --------------------------------------------------------------
 
 
@@ -161,6 +241,10 @@ class Context:
     _ready: dict[tuple[str, str], tuple[Event, Event, list[Event]] | None] = field(
         default_factory=dict)
     """`answer_ready` per (agent, stop): late stop and over-spawning both ask."""
+    _merged: dict[str, list[Merged]] = field(default_factory=dict)
+    """`merged` per aggregate."""
+    _found: dict[str, list[Finding]] = field(default_factory=dict)
+    """`findings_of` per detector."""
 
     @property
     def trace(self) -> Trace:
@@ -254,42 +338,203 @@ class Context:
             return " ".join(calls), "tools"
         return spawn.text, "spawn"
 
+    @cached_property
+    def lexicon(self) -> Lexicon:
+        """Content-token weights over every event text of the trace (`overlap.Lexicon`)."""
+        return Lexicon(e.text for e in self.analysis.order if e.text)
+
+    def subtree(self, agent: str) -> list[str]:
+        """An agent and every agent below it in the spawn tree, the agent first."""
+        found, todo = [], [agent]
+        while todo:
+            a = todo.pop()
+            if a in found:
+                continue
+            found.append(a)
+            todo.extend(self.analysis.children.get(a, ()))
+        return found
+
+    def merged(self, aggregate_id: str) -> list[Merged]:
+        """An aggregate's inputs (its first `MAX_INPUTS`), one part per sender in the order
+        they arrived, each with its presence in the output."""
+        if aggregate_id in self._merged:
+            return self._merged[aggregate_id]
+        point = next(p for p in self.analysis.aggregates if p.event_id == aggregate_id)
+        out = content(self.event(aggregate_id).text)
+        parts: dict[str, list[Event]] = {}
+        for i in point.inputs[:MAX_INPUTS]:
+            e = self.event(i)
+            if e.text:
+                parts.setdefault(self.sender(e), []).append(e)
+        tokens = {who: frozenset().union(*(content(e.text) for e in evs))
+                  for who, evs in parts.items()}
+        lex = self.lexicon
+        found: list[Merged] = []
+        for who, evs in parts.items():
+            others = frozenset().union(*(t for w, t in tokens.items() if w != who))
+            own = tokens[who] - others
+            presence = lex.coverage(own, out)
+            for e in evs:
+                for sentence in sentences(e.text):
+                    mine = content(sentence) - others
+                    if len(mine) >= SENTENCE_TOKENS:
+                        presence = max(presence, lex.coverage(mine, out))
+            missing = sorted(own - out, key=lambda t: (-lex.weight(t), t))[:3]
+            found.append(Merged(who, tuple(evs), round(presence, 4),
+                                sum(words(e.text) for e in evs),
+                                tuple(_as_written(missing, " ".join(e.text for e in evs)))))
+        self._merged[aggregate_id] = found
+        return found
+
+    @cached_property
+    def twins(self) -> dict[str, Twin]:
+        """spawn id -> the child's closest earlier sibling (same parent, same role, at most
+        `DUPLICATE_WINDOW` back), for every spawn that has one."""
+        found: dict[str, Twin] = {}
+        for parent, handed in self.delegated.items():
+            spawns = [(child, e) for child, e in handed if e.type == "spawn"]
+            tasks = [self.task_of(parent, child, e) for child, e in spawns]
+            # a child's own number in its task names the child, not the task (researcher_2)
+            toks = [content(re.sub(re.escape(c), re.sub(r"\d+", "", c), t, flags=re.I))
+                    for (t, _), (c, _) in zip(tasks, spawns)]
+            results = [frozenset().union(*(content(r.text) for r in self.returns_of(c, parent)))
+                       for c, _ in spawns]
+            if len(spawns) < 2:
+                continue
+            # weights over the siblings of one role alone: what every one's task says is the
+            # template
+            roles = [(self.analysis.role_of(c), tasks[k][1]) for k, (c, _) in enumerate(spawns)]
+            lexicons = {
+                group: (Lexicon([toks[k] for k in range(len(spawns)) if roles[k] == group],
+                                template=True),
+                        Lexicon([results[k] for k in range(len(spawns))
+                                 if roles[k] == group and results[k]], template=True))
+                for group in set(roles)}
+            for k, (child, e) in enumerate(spawns):
+                best: Twin | None = None
+                role = self.analysis.role_of(child)
+                lex, rlex = lexicons[roles[k]]
+                for j in range(max(0, k - DUPLICATE_WINDOW), k):
+                    if tasks[j][1] != tasks[k][1] or self.analysis.role_of(spawns[j][0]) != role:
+                        continue
+                    a, b = toks[k], toks[j]
+                    if {t for t in a ^ b if is_figure(t)}:
+                        task = 0.0
+                    else:
+                        task = lex.similarity(a, b)
+                    result = rlex.similarity(results[k], results[j]) \
+                        if results[k] and results[j] else 0.0
+                    twin = Twin(spawns[j][0], spawns[j][1], tasks[k][1], round(task, 4),
+                                round(result, 4))
+                    if best is None or (twin.redundant, twin.task, twin.result) > \
+                            (best.redundant, best.task, best.result):
+                        best = twin
+                if best is not None:
+                    found[e.id] = best
+        return found
+
+    def findings_of(self, name: str) -> list[Finding]:
+        """What one detector finds in this trace (computed once)."""
+        if name not in self._found:
+            self._found[name] = DETECTORS[name](self)
+        return self._found[name]
+
+    def in_flight(self, agent: str, stop: Event
+                  ) -> tuple[list[Event], list[tuple[str, Event, int]]]:
+        """What an agent's stop left in flight: (the returns to it after the stop; for each
+        agent it spawned or delegated to before the stop, that had not returned, or that had
+        but whose own helpers still return to it after the stop: (that agent, the first event
+        of its subtree after the stop, how deep below the stopping agent that event is))."""
+        at = self.pos(stop.id)
+        answers = self.answers_to.get(agent, [])
+        late_returns = [r for r in answers if self.pos(r.id) > at and r.type == "return"]
+        late_from = {self.sender(r) for r in late_returns}
+        answered_at: dict[str, list[int]] = defaultdict(list)
+        for r in answers:
+            answered_at[self.sender(r)].append(self.pos(r.id))
+        depth = self.analysis.depth_of
+        working: list[tuple[str, Event, int]] = []
+        seen: set[str] = set()
+        for child, handed in self.delegated.get(agent, []):
+            start = self.pos(handed.id)
+            if start > at or child in late_from or child in seen:
+                continue
+            seen.add(child)
+            below = self.subtree(child)
+            firsts = [e for e in (self.first_after(a, at) for a in below) if e is not None]
+            if not firsts:
+                continue
+            first = min(firsts, key=lambda e: self.pos(e.id))
+            if any(start < p < at for p in answered_at.get(child, ())):
+                inner = set(below)
+                late_inside = [e for a in below[1:] for e in self.analysis.events_of.get(a, [])
+                               if e.type == "return" and e.to in inner and self.pos(e.id) > at]
+                if not late_inside:
+                    continue
+                first = min(late_inside, key=lambda e: self.pos(e.id))
+            who = self.analysis.actor[first.id]
+            level = max(1, depth.get(who, 1) - depth.get(agent, 0))
+            working.append((child, first, level))
+        return late_returns, working
+
     def answer_ready(self, agent: str, stop_id: str) -> tuple[Event, Event, list[Event]] | None:
-        """(the earliest return to the agent, or aggregate of it, that already held its final
-        answer, that final answer, the spawns and delegations it made between the two), when
-        there were any such; else None."""
+        """(the earliest message, return or aggregate of the agent's team, or to it, that
+        already held the final answer (`holds`), that final answer, the new work started between
+        the two: spawns, delegations, messages and aggregates of the team other than the final
+        answer), when there was such work; else None. Returns alone are not new work: they
+        finish what was asked before."""
         key = (agent, stop_id)
         if key in self._ready:
             return self._ready[key]
         self._ready[key] = None
         stop = self.event(stop_id)
         final = self.final_answer(agent, stop)
-        if final is None or final.type != "aggregate" or words(final.text) < MIN_WORDS:
+        if final is None or len(content(final.text)) < READY_TOKENS:
             return None
+        team = set(self.subtree(agent))
         end = self.pos(final.id)
-        candidates = [e for e in self.answers_to.get(agent, []) if e.type == "return"]
-        candidates += [e for e in self.analysis.events_of.get(agent, [])
-                       if e.type == "aggregate"]
-        candidates.sort(key=lambda e: self.pos(e.id))
-        for earlier in candidates:
-            if self.pos(earlier.id) >= end:
-                break
-            if words(earlier.text) < words(final.text) * 0.8 or \
-                    covered(final.text, earlier.text) < COVERED:
+        for earlier in self.analysis.order[:end]:
+            if earlier.type not in ("return", "message", "aggregate") or not earlier.text:
                 continue
-            rounds = [e for _, e in self.delegated.get(agent, [])
-                      if self.pos(earlier.id) < self.pos(e.id) < self.pos(stop_id)]
+            if self.analysis.actor[earlier.id] not in team and earlier.to not in team:
+                continue
+            if self.holds(earlier.text, final.text) < READY:
+                continue
+            rounds = [e for e in self.analysis.order[self.pos(earlier.id) + 1:end]
+                      if self._new_work(e, team)]
             if rounds:
                 self._ready[key] = (earlier, final, rounds)
             break
         return self._ready[key]
 
+    def _new_work(self, e: Event, team: set[str]) -> bool:
+        """Whether an event starts work in a team: a spawn or delegation by a member, a message
+        from or to one, an aggregate of one."""
+        if self.analysis.actor[e.id] not in team and e.to not in team:
+            return False
+        return (e.type in ("spawn", "message", "aggregate")
+                or (e.type == "orchestrator_decision" and e.decision == "delegate"))
+
+    def holds(self, earlier: str, final: str) -> float:
+        """How far an earlier text holds a final answer (0-1): the weighted share of the
+        answer's content tokens it has, 0 when it lacks one of the answer's figures."""
+        answer, had = content(final), content(earlier)
+        if any(is_figure(t) and t not in had for t in answer):
+            return 0.0
+        return self.lexicon.coverage(answer, had)
+
     def final_answer(self, agent: str, stop: Event) -> Event | None:
-        """What an agent answered when it stopped: its last aggregate at or before the stop,
-        else the stop itself when it carries text."""
+        """What an agent answered when it stopped: its last aggregate at or before the stop;
+        else its last message or return of a few words (a judge's verdict, an answer handed
+        up); else the stop itself when it carries text."""
         at = self.pos(stop.id)
-        for e in reversed(self.analysis.events_of.get(agent, [])):
-            if self.pos(e.id) <= at and e.type == "aggregate" and e.text:
+        mine = [e for e in self.analysis.events_of.get(self.analysis.actor[stop.id], [])
+                if self.pos(e.id) <= at and e.text]
+        for e in reversed(mine):
+            if e.type == "aggregate":
+                return e
+        for e in reversed(mine):
+            if e.type in ("message", "return") and len(content(e.text)) >= READY_TOKENS:
                 return e
         return stop if stop.text else None
 
@@ -298,29 +543,15 @@ class Context:
 
 
 def premature_stop(ctx: Context) -> list[Finding]:
-    """A stop while an agent the stopping agent spawned or delegated to has not returned (it
-    still works after the stop, or its return comes after it); stronger when the final answer
-    leaves out what a late return said."""
+    """A stop while work the stopping agent handed out is still in flight (`Context.in_flight`:
+    a return to it comes after the stop, or an agent it spawned or delegated to has not
+    returned and it or an agent below it still works after the stop); stronger when the final
+    answer leaves out what a late return said."""
     found: list[Finding] = []
     for point in ctx.analysis.stops:
         stop = ctx.event(point.event_id)
         agent, at = point.agent, ctx.pos(stop.id)
-        answers = ctx.answers_to.get(agent, [])
-        late_returns = [r for r in answers if ctx.pos(r.id) > at and r.type == "return"]
-        late_from = {ctx.sender(r) for r in late_returns}
-        answered_at: dict[str, list[int]] = defaultdict(list)
-        for r in answers:
-            answered_at[ctx.sender(r)].append(ctx.pos(r.id))
-        working: list[tuple[str, Event]] = []
-        for child, handed in ctx.delegated.get(agent, []):
-            start = ctx.pos(handed.id)
-            if start > at or child in late_from:
-                continue
-            if any(start < p < at for p in answered_at.get(child, ())):
-                continue
-            after = ctx.first_after(child, at)
-            if after is not None:
-                working.append((child, after))
+        late_returns, working = ctx.in_flight(agent, stop)
         if not late_returns and not working:
             continue
         final = ctx.final_answer(agent, stop)
@@ -339,12 +570,13 @@ def premature_stop(ctx: Context) -> list[Finding]:
                            f"{stop.id}")
             evidence = (stop.id, *(x.id for x in late_returns))
         else:
-            child, first = working[0]
+            child, first, _ = working[0]
             confidence = 0.6
-            names = ", ".join(c for c, _ in working[:5]) + (" ..." if len(working) > 5 else "")
+            names = ", ".join(c for c, _, _ in working[:5]) + (" ..." if len(working) > 5
+                                                                else "")
             explanation = (f"premature: the stop {stop.id} came while {names} had not returned "
                            f"({child} still worked at {first.id})")
-            evidence = (stop.id, *(e.id for _, e in working))
+            evidence = (stop.id, *(e.id for _, e, _ in working))
         found.append(Finding("premature_stop", stop.id, "stopping_correctness", "premature",
                              confidence, _ids(evidence), explanation))
     return found
@@ -354,8 +586,9 @@ def premature_stop(ctx: Context) -> list[Finding]:
 
 
 def late_stop(ctx: Context) -> list[Finding]:
-    """A stop whose final answer was already present in an earlier return or aggregate, with
-    new rounds of work (spawns, delegations) between that point and the stop."""
+    """A stop whose final answer was already held by an earlier message, return or aggregate of
+    the stopping agent's team (`Context.answer_ready`), with new work started between that
+    point and the final answer: spawns, delegations, messages, other aggregates."""
     found: list[Finding] = []
     for point in ctx.analysis.stops:
         ready = ctx.answer_ready(point.agent, point.event_id)
@@ -366,13 +599,21 @@ def late_stop(ctx: Context) -> list[Finding]:
         span = max(float(stop.t) - float(ctx.analysis.order[0].t), 1e-9)
         share = max(0.0, min(1.0, (float(stop.t) - float(earlier.t)) / span))
         confidence = round(min(0.85, 0.5 + 0.35 * share), 2)
-        explanation = (f"late: the final answer {final.id} was already in {earlier.id} at "
-                       f"t={float(earlier.t):g}; the {len(rounds)} spawn(s) or delegation(s) after "
-                       f"it ({rounds[0].id} ...) brought nothing the answer uses")
+        explanation = (f"late: the final answer {final.id} was already in {earlier.id} "
+                       f"({earlier.type} at t={float(earlier.t):g}); {_work(rounds)} after it "
+                       f"({rounds[0].id} ...) brought nothing the answer uses")
         found.append(Finding("late_stop", stop.id, "stopping_correctness", "late", confidence,
-                             _ids((stop.id, earlier.id, *(r.id for r in rounds), final.id)),
-                             explanation))
+                             _ids((stop.id, earlier.id, *(r.id for r in rounds[:10]),
+                                   final.id)), explanation))
     return found
+
+
+def _work(events: list[Event]) -> str:
+    """New work counted by kind, in words: "2 spawns, 3 messages"."""
+    kinds: dict[str, int] = defaultdict(int)
+    for e in events:
+        kinds["delegation" if e.type == "orchestrator_decision" else e.type] += 1
+    return ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in kinds.items())
 
 
 # -- O4: dropped or unfaithful merge ------------------------------------------------------------
@@ -451,22 +692,26 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
         inputs = [ctx.event(i) for i in point.inputs[:MAX_INPUTS] if ctx.event(i).text]
         if words(out) < MIN_WORDS or len(inputs) < 2:
             continue
-        scores = [(covered(r.text, out), r) for r in inputs]
-        quoted = [r for score, r in scores if score >= COVERED]
-        dropped = [r for score, r in scores if score < DROPPED and words(r.text) >= DROP_WORDS
-                   and not any(near_duplicate(r.text, q.text, NEAR_DUPLICATE) >= NEAR_DUPLICATE
-                               for q in quoted)]
-        if quoted and dropped:
-            first = dropped[0]
+        merged = ctx.merged(point.event_id)
+        kept = [m for m in merged if m.presence >= PRESENT]
+        roles = {ctx.analysis.role_of(m.sender) for m in kept}
+        lost = [m for m in merged if m.presence < ABSENT and m.words >= DROP_WORDS
+                and ctx.analysis.role_of(m.sender) in roles]
+        if kept and lost and len(lost) <= max(1.0, len(merged) * LOST_SHARE):
+            first, best = lost[0], max(kept, key=lambda m: m.presence)
+            missing = ", ".join(first.missing) or "its content"
             found.append(Finding(
-                "dropped_result", point.event_id, "aggregation_quality", 2, 0.5,
-                _ids((point.event_id, *(r.id for r in dropped), quoted[0].id)),
-                f"dropped: the output follows {quoted[0].id} closely but leaves out what "
-                f"{first.id} said"))
+                "dropped_result", point.event_id, "aggregation_quality", 2,
+                round(min(0.8, 0.5 + 0.3 * (ABSENT - first.presence) / ABSENT), 2),
+                _ids((point.event_id, *(e.id for m in lost for e in m.events),
+                      best.events[0].id)),
+                f"dropped: the output keeps what {best.label} said ({best.presence:.0%} of "
+                f"its own words and figures) but {first.presence:.0%} of what {first.label} "
+                f"said ({missing} are missing)"))
             found.append(Finding(
                 "dropped_result", point.event_id, "aggregation_issues", ["dropped_result"], 0.5,
-                _ids((point.event_id, *(r.id for r in dropped))),
-                f"dropped a result: {first.id}"))
+                _ids((point.event_id, *(e.id for m in lost for e in m.events))),
+                f"dropped a result: {first.label}"))
             continue
         stated = claims(out)
         conflict = None
@@ -534,8 +779,7 @@ def over_spawning(ctx: Context) -> list[Finding]:
     used = ctx.used_results
     for parent, handed in ctx.delegated.items():
         spawns = [(child, e) for child, e in handed if e.type == "spawn"]
-        tasks = [ctx.task_of(parent, child, e) for child, e in spawns]
-        for k, (child, e) in enumerate(spawns):
+        for child, e in spawns:
             if e.id in late_after:
                 earlier, stop = late_after[e.id]
                 found.append(Finding(
@@ -544,24 +788,16 @@ def over_spawning(ctx: Context) -> list[Finding]:
                     f"redundant: {child} was spawned after the answer was already in "
                     f"{earlier.id}"))
                 continue
-            task, basis = tasks[k]
-            if words(task) >= 1:
-                twin = None
-                for j in range(max(0, k - DUPLICATE_WINDOW), k):
-                    other, other_basis = tasks[j]
-                    if other_basis == basis and ctx.analysis.role_of(spawns[j][0]) == \
-                            ctx.analysis.role_of(child) and \
-                            near_duplicate(task, other, NEAR_DUPLICATE) >= NEAR_DUPLICATE:
-                        twin = spawns[j]
-                        break
-                if twin is not None:
-                    confidence = 0.45 if basis == "spawn" else 0.65
-                    found.append(Finding(
-                        "over_spawning", e.id, "spawn_necessity", "redundant", confidence,
-                        (e.id, twin[1].id),
-                        f"redundant: {child} was given the same task as {twin[0]} "
-                        f"({twin[1].id})"))
-                    continue
+            twin = ctx.twins.get(e.id)
+            if twin is not None and twin.redundant:
+                other, first = twin.child, twin.spawn
+                confidence = 0.45 if twin.basis == "spawn" else 0.65
+                how = (f"the same task as {other} ({first.id})" if twin.task >= SAME_TASK else
+                       f"a task like {other}'s ({first.id}) and it returned the same")
+                found.append(Finding(
+                    "over_spawning", e.id, "spawn_necessity", "redundant", confidence,
+                    (e.id, first.id), f"redundant: {child} was given {how}"))
+                continue
             returns = ctx.returns_of(child, parent)
             stop = ctx.stop_of(parent)
             if returns and stop is not None and parent in ctx.aggregators and all(
@@ -648,6 +884,19 @@ def _ids(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+def _as_written(tokens: list[str], text: str) -> list[str]:
+    """Content tokens as the text writes them (the first word that reads as each)."""
+    found = []
+    for token in tokens:
+        for raw in re.findall(r"[^\W_]+(?:[.,:][^\W_]+)*", text):
+            if content(raw) == frozenset({token}):
+                found.append(raw)
+                break
+        else:
+            found.append(token)
+    return found
+
+
 DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
     "premature_stop": premature_stop,
     "late_stop": late_stop,
@@ -659,16 +908,177 @@ DETECTORS: dict[str, Callable[[Context], list[Finding]]] = {
 """Every detector by name, in the order they run."""
 
 
+# -- raw signals, for a learned producer ---------------------------------------------------
+
+SIGNALS: tuple[str, ...] = (
+    "is_stop", "is_aggregate", "is_spawn", "is_message", "is_delegation",
+    "stop_inferred", "stop_returns_after", "stop_pending_agents", "stop_inflight_depth",
+    "stop_late_missing", "stop_answer_ready", "stop_ready_holds", "stop_work_after_ready",
+    "stop_time_after_ready",
+    "agg_inputs", "agg_parts", "agg_min_presence", "agg_max_presence",
+    "agg_lost_parts", "agg_min_token_set", "agg_conflict", "agg_caveat_dropped",
+    "spawn_siblings", "spawn_depth", "spawn_task_similarity", "spawn_result_similarity",
+    "spawn_after_ready", "spawn_result_unused",
+    "msg_repeat_similarity", "msg_ignored",
+    "deleg_redelegated",
+)
+"""The names `signals` returns, always all of them, in this order."""
+
+def context(analysis: Analysis) -> Context:
+    """The detectors' shared facts on one analysis, built once per analysis (kept on it, so
+    they go when it goes)."""
+    ctx = analysis.__dict__.get("_rules_context")
+    if ctx is None:
+        ctx = analysis.__dict__["_rules_context"] = Context(analysis)
+    return ctx
+
+
+def signals(source: Trace | Analysis, target: str | LabelTarget) -> dict[str, float]:
+    """The detectors' raw figures on one target, before any threshold: numbers a learned
+    producer can weigh (`SIGNALS` names them; every name is always there, 0.0 where it does
+    not apply). `source` is a trace or its analysis (pass the analysis when asking about many
+    targets of one trace: the shared work is done once per analysis); `target` an event id, a
+    `LabelTarget`, or '' for the trace itself (all zeros).
+
+    - `is_*`: 1.0 for what the event is (an aggregate that is also the stop has both).
+    - stop (`stopping_correctness`): `stop_inferred` 1.0 for a stop the analysis inferred;
+      `stop_returns_after` returns to the stopping agent after it; `stop_pending_agents` agents
+      it handed work to that had not returned and whose subtree still works after it (or whose
+      helpers still return to them); `stop_inflight_depth` how deep below the stopping agent
+      the deepest such work is (1 = its own child); `stop_late_missing` the largest share
+      (0-1) of a late return's content tokens the final answer lacks; `stop_answer_ready` 1.0
+      when an earlier message, return or aggregate held the final answer and new work followed;
+      `stop_ready_holds` how far the earliest earlier text held the final answer (0-1, the best
+      before the final); `stop_work_after_ready` spawns, delegations, messages and aggregates
+      started after the answer was ready; `stop_time_after_ready` the share of the run's time
+      from that point to the stop.
+    - aggregate (`aggregation_*`): `agg_inputs` inputs merged; `agg_parts` senders they came
+      from; `agg_min_presence` / `agg_max_presence` the lowest and highest presence (0-1) of a
+      sender's distinctive content in the output (`Merged.presence`; 1.0 with one part);
+      `agg_lost_parts` parts under `ABSENT`; `agg_min_token_set` the lowest rapidfuzz
+      token_set_ratio of an input to the output (0-1, the old rule's figure);
+      `agg_conflict` 1.0 when two inputs give one subject different figures and the output
+      repeats one without saying so; `agg_caveat_dropped` 1.0 when an input's caveat is lost.
+    - spawn (`spawn_necessity`): `spawn_siblings` children its parent spawned; `spawn_depth`
+      the child's depth; `spawn_task_similarity` / `spawn_result_similarity` its closest
+      earlier sibling's (`Twin`); `spawn_after_ready` 1.0 when spawned after the final answer
+      was in hand; `spawn_result_unused` 1.0 when no aggregate used what it returned.
+    - message (`message_necessity`): `msg_repeat_similarity` the highest word-level likeness
+      (0-1) to an earlier message to the same agent; `msg_ignored` 1.0 when the recipient has
+      no event after it.
+    - delegation (`delegation_fit`): `deleg_redelegated` 1.0 when the same task went to another
+      agent after this one answered.
+    """
+    analysis = source if isinstance(source, Analysis) else analyze(source)
+    ctx = context(analysis)
+    out = dict.fromkeys(SIGNALS, 0.0)
+    event_id = target.key if isinstance(target, LabelTarget) else target
+    if not event_id or event_id not in analysis.position:
+        return out
+    e = ctx.event(event_id)
+    stops = {p.event_id: p for p in analysis.stops}
+    aggregates = {p.event_id: p for p in analysis.aggregates}
+    link = analysis.link_of(e)
+    if event_id in stops:
+        out.update(_stop_signals(ctx, stops[event_id], e))
+    if event_id in aggregates:
+        out.update(_aggregate_signals(ctx, e))
+    if link is not None and link[0] == "spawn":
+        out.update(_spawn_signals(ctx, e, link[1], link[2]))
+    if e.type == "message" and e.to:
+        out.update(_message_signals(ctx, e))
+    if link is not None and link[0] == "delegate":
+        out["is_delegation"] = 1.0
+        out["deleg_redelegated"] = float(any(f.event_id == e.id for f in ctx.findings_of(
+            "wrong_delegate")))
+    return out
+
+
+def _stop_signals(ctx: Context, point: StopPoint, stop: Event) -> dict[str, float]:
+    late_returns, working = ctx.in_flight(point.agent, stop)
+    final = ctx.final_answer(point.agent, stop)
+    missing = 0.0
+    if final is not None:
+        out = content(final.text)
+        for r in late_returns:
+            missing = max(missing, 1.0 - ctx.lexicon.coverage(content(r.text), out))
+    ready = ctx.answer_ready(point.agent, point.event_id)
+    holds = 0.0
+    if final is not None and len(content(final.text)) >= READY_TOKENS:
+        team = set(ctx.subtree(point.agent))
+        for e in ctx.analysis.order[:ctx.pos(final.id)]:
+            if e.type in ("return", "message", "aggregate") and e.text and (
+                    ctx.analysis.actor[e.id] in team or e.to in team):
+                holds = max(holds, ctx.holds(e.text, final.text))
+    figures: dict[str, float] = {
+        "is_stop": 1.0, "stop_inferred": float(point.inferred),
+        "stop_returns_after": float(len(late_returns)),
+        "stop_pending_agents": float(len(working)),
+        "stop_inflight_depth": float(max((d for _, _, d in working), default=0)),
+        "stop_late_missing": round(missing, 4), "stop_ready_holds": round(holds, 4)}
+    if ready is not None:
+        earlier, _, rounds = ready
+        span = max(float(stop.t) - float(ctx.analysis.order[0].t), 1e-9)
+        figures.update(stop_answer_ready=1.0, stop_work_after_ready=float(len(rounds)),
+                       stop_time_after_ready=round(max(0.0, min(1.0, (
+                           float(stop.t) - float(earlier.t)) / span)), 4))
+    return figures
+
+
+def _aggregate_signals(ctx: Context, e: Event) -> dict[str, float]:
+    point = next(p for p in ctx.analysis.aggregates if p.event_id == e.id)
+    merged = ctx.merged(e.id)
+    inputs = [ctx.event(i).text for i in point.inputs[:MAX_INPUTS] if ctx.event(i).text]
+    kinds = {tuple(f.value) for f in ctx.findings_of("unfaithful_merge")
+             if f.event_id == e.id and f.question == "aggregation_issues"}
+    return {
+        "is_aggregate": 1.0, "agg_inputs": float(len(point.inputs)),
+        "agg_parts": float(len(merged)),
+        "agg_min_presence": min((m.presence for m in merged), default=1.0),
+        "agg_max_presence": max((m.presence for m in merged), default=1.0),
+        "agg_lost_parts": float(sum(m.presence < ABSENT for m in merged)),
+        "agg_min_token_set": min((covered(t, e.text) / 100.0 for t in inputs), default=1.0),
+        "agg_conflict": float(any("conflict_unresolved" in k for k in kinds)),
+        "agg_caveat_dropped": float(any("unfaithful_merge" in k for k in kinds)),
+    }
+
+
+def _spawn_signals(ctx: Context, e: Event, parent: str, child: str) -> dict[str, float]:
+    twin = ctx.twins.get(e.id)
+    late = {f.event_id for f in ctx.findings_of("over_spawning")
+            if "after the answer" in f.explanation}
+    unused = {f.event_id for f in ctx.findings_of("over_spawning")
+              if "never used" in f.explanation}
+    return {
+        "is_spawn": 1.0,
+        "spawn_siblings": float(sum(x.type == "spawn" for _, x in ctx.delegated.get(parent, []))),
+        "spawn_depth": float(ctx.analysis.depth_of.get(child, 0)),
+        "spawn_task_similarity": twin.task if twin else 0.0,
+        "spawn_result_similarity": twin.result if twin else 0.0,
+        "spawn_after_ready": float(e.id in late), "spawn_result_unused": float(e.id in unused)}
+
+
+def _message_signals(ctx: Context, e: Event) -> dict[str, float]:
+    at = ctx.pos(e.id)
+    earlier = [x for x in ctx.analysis.order[max(0, at - 2000):at]
+               if x.type == "message" and x.to == e.to][-DUPLICATE_WINDOW:]
+    repeat = max((near_duplicate(e.text, x.text) for x in earlier), default=0.0) \
+        if words(e.text) >= MIN_WORDS else 0.0
+    ignored = e.to in ctx.analysis.events_of and ctx.first_after(e.to, at) is None
+    return {"is_message": 1.0, "msg_repeat_similarity": round(repeat / 100.0, 4),
+            "msg_ignored": float(ignored)}
+
+
 # -- findings to suggestions ----------------------------------------------------------------
 
 
 def findings(trace: Trace, names: Iterable[str] | None = None) -> list[Finding]:
     """What the detectors (all, or those named) find in one trace; where two findings answer
     the same question on the same target, the more confident one."""
-    ctx = Context(analyze(trace))
+    ctx = context(analyze(trace))
     best: dict[tuple[str, str], Finding] = {}
     for name in names if names is not None else DETECTORS:
-        for f in DETECTORS[name](ctx):
+        for f in ctx.findings_of(name):
             key = (f.event_id, f.question)
             if key not in best or f.confidence > best[key].confidence:
                 best[key] = f
