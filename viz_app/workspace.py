@@ -44,7 +44,7 @@ from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, Campaig
                                      filter_rows, find_disagreements, gold_accuracy,
                                      gold_answers, label_target, plan_targets, sample_rows,
                                      unindexed)
-from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer
+from viz_app.labels.label import ImportReport, Label, LabelRecord, Progress, Reviewer, now
 from viz_app.labels.pairs import Preference, judgement, judgement_label, preference_of
 from viz_app.labels.suggestion import Suggestion, SuggestionFailure
 from viz_app.labels.rubric import (LabelTarget, Rubric, asked, default_rubric, load_rubric,
@@ -63,6 +63,7 @@ from viz_app.store.pool_index import Condition, PoolIndex, PoolUpdate, default_i
 if TYPE_CHECKING:
     from viz_app.branch import Branch, Replacement
     from viz_app.io.pool import Shard
+from viz_app.store.learned import LearnedModelStore
 from viz_app.store.suggestions import SuggestionStore
 from viz_app.suggest import SuggestError, produce
 from viz_app.suggest.rules import PRODUCER as RULES
@@ -160,7 +161,7 @@ def _contested(rubric: Rubric, planned: Sequence[PlannedTarget],
 class SuggestReport(BaseModel):
     """What one run of a producer over some traces did."""
 
-    producer: str = Field(description="`rules` or `judge`.")
+    producer: str = Field(description="`rules`, `judge` or `learned`.")
     traces: int = Field(0, description="Traces the producer ran on.")
     suggestions: int = Field(0, description="Suggestions it made.")
     added: int = Field(0, description="Suggestions stored now (the rest were stored before: "
@@ -1013,9 +1014,12 @@ class Workspace:
         return SuggestionStore(self.engine)
 
     def suggest(self, traces: Iterable[Trace] | Mapping[str, Trace], producer: str = "rules",
-                judge: Any = None, progress: IndexProgress | None = None) -> SuggestReport:
-        """Run a producer (`rules`, or `judge` with a `viz_app.suggest.judge.JudgeProducer`
-        given as `judge`) over traces under the workspace's rubric and store what it suggests;
+                judge: Any = None, progress: IndexProgress | None = None,
+                learned: Any = None) -> SuggestReport:
+        """Run a producer (`rules`; `judge` with a `viz_app.suggest.judge.JudgeProducer`
+        given as `judge`; `learned`, the newest stored model of each question unless a
+        `viz_app.suggest.learned.LearnedProducer` is given as `learned`) over traces under the
+        workspace's rubric and store what it suggests;
         a suggestion stored before (same producer version, trace version, target and question)
         is not stored again. Targets it failed on are recorded as failures, never as
         suggestions. `progress(done, total, trace_id)` is called as traces are done."""
@@ -1026,8 +1030,10 @@ class Workspace:
                 raise SuggestError("the judge producer needs a judge: give --judge-url and "
                                    "--judge-model")
             maker = judge
+        elif producer == "learned":
+            maker = learned if learned is not None else self.learned_producer()
         else:
-            raise SuggestError(f"unknown producer {producer!r} (known: rules, judge)")
+            raise SuggestError(f"unknown producer {producer!r} (known: rules, judge, learned)")
         items = list(traces.values() if isinstance(traces, Mapping) else traces)
         store, rubric = self.suggestion_store, self.rubric
         report = SuggestReport(producer=producer)
@@ -1053,6 +1059,50 @@ class Workspace:
         if progress is not None and items:
             progress(len(items), len(items), "")
         return report
+
+    @property
+    def learned_models(self) -> LearnedModelStore:
+        """The learned producer's stored models."""
+        return LearnedModelStore(self.engine)
+
+    def learned_producer(self, questions: Sequence[str] | None = None) -> Any:
+        """The learned producer of the newest stored model of each question (of those named);
+        LearnError when none is stored (or scikit-learn is missing)."""
+        from viz_app.suggest.learned import LearnedProducer, _sklearn
+
+        _sklearn()
+        for q in questions or ():
+            self.rubric.question(q)
+        return LearnedProducer(self.learned_models.newest(list(questions) if questions
+                                                          else None))
+
+    def train_producer(self, question: str, campaign: str | None = None, *,
+                       folds: int | None = None, resamples: int = 1000, seed: int = 0,
+                       created_by: str = "") -> tuple[Any, bool]:
+        """Fit the learned producer's model for one question from the team's blind labels
+        (adjudications first; of one campaign, or all), cross-validate it against held-out
+        human labels and store it under its training set's hash
+        (`viz_app.suggest.learned.train`; docs/suggestions.md). Returns the model and whether
+        it was stored now (False: the same training set was trained before). LearnError, one
+        sentence, when there are too few labels."""
+        from viz_app.suggest.learned import FOLDS, train
+
+        self.rubric.question(question)  # LabelError naming the questions there are
+        if campaign is not None:
+            self.campaign(campaign)  # one sentence when there is no such campaign
+        records = [r for r in self.labels.current_records(campaign=campaign)
+                   if r["question"] == question]
+        traces: dict[str, Trace | None] = {}
+        for trace_id in dict.fromkeys(r["trace_id"] for r in records):
+            try:
+                traces[trace_id] = self.trace(trace_id)
+            except OrchvizError:
+                traces[trace_id] = None
+        model = train(self.rubric, question, records,
+                      self.suggestion_store.all(question=question), traces,
+                      campaign=campaign or "", folds=folds or FOLDS, resamples=resamples,
+                      seed=seed, created_by=created_by, created_at=now())
+        return model, self.learned_models.add(model)
 
     def suggestions(self, trace_id: str, event_id: str | None = None,
                     question: str | None = None, producer: str | None = None

@@ -58,6 +58,36 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(run=agreement_verb)
+    p = sub.add_parser(
+        "train", help="fit the learned producer on the team's blind labels of one question",
+        description="Fit a calibrated classifier (scikit-learn: the `agreement` extra) on the "
+        "features of each target of one question (the rules' signals, pending and late "
+        "returns at a stop, how far an aggregate keeps each merged result, repeated "
+        "sub-tasks, fan-out, depth, tokens, timing), learning from blind human labels: an "
+        "adjudication replaces its target's answers; a target whose blind reviewers disagree "
+        "and that is not adjudicated is left out; imported labels and suggestions are never "
+        "learnt from. Reports its agreement with held-out human labels (folds of whole "
+        "traces: Krippendorff's alpha and Cohen's kappa with bootstrap 95% intervals) and "
+        "stores it under the hash of its training set; `orchviz suggest --producer learned` "
+        "then uses the newest model of each question (docs/suggestions.md, The learned "
+        "producer).")
+    p.add_argument("--question", metavar="Q", required=True,
+                   help="the question to learn (a categorical, scale or boolean question)")
+    p.add_argument("--campaign", metavar="C", help="learn from one campaign's labels only "
+                   "(default: every label in the store)")
+    add_traces_option(p, help="a folder (or file) of the labelled traces (default: the "
+                      "traces the store's index knows)")
+    p.add_argument("--db", default="orchviz.db",
+                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds, each a set of "
+                   "whole traces (default: 5; fewer when there are fewer traces)")
+    p.add_argument("--resamples", type=int, default=1000,
+                   help="bootstrap resamples of the targets (default: 1000)")
+    p.add_argument("--seed", type=int, default=0, help="the folds' and bootstrap's seed "
+                   "(default: 0)")
+    p.add_argument("--json", action="store_true", help="print the model's report as JSON")
+    p.set_defaults(run=train_verb)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -65,9 +95,14 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default="orchviz.db",
                    help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
     p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
-    p.add_argument("--producer", choices=("rules", "judge"), default="rules",
-                   help="rules (deterministic detectors, the default) or judge (a language "
-                   "model; needs --judge-url and --judge-model)")
+    p.add_argument("--producer", choices=("rules", "judge", "learned"), default="rules",
+                   help="rules (deterministic detectors, the default), judge (a language "
+                   "model; needs --judge-url and --judge-model) or learned (the newest model "
+                   "`orchviz suggest train` stored for each question)")
+    p.add_argument("--learned-question", metavar="Q", action="append",
+                   dest="learned_questions",
+                   help="learned: use only this question's model (repeat for more; default: "
+                   "the newest model of every question that has one)")
     p.add_argument("--judge-url", metavar="URL",
                    help="judge: the OpenAI-compatible endpoint (https://api.openai.com/v1, a "
                    "vLLM or Ollama server, a gateway)")
@@ -103,6 +138,8 @@ def run_verb(args: argparse.Namespace) -> int:
         raise OrchvizError("name the traces to suggest labels for: --traces DIR")
     judge = _judge(args) if args.producer == "judge" else None
     ws = Workspace.open(args.db, traces=args.traces, rubric=load_rubric(args.rubric))
+    if args.producer == "learned":
+        ws.learned_producer(args.learned_questions)  # no model, no scikit-learn: say so first
     found = ws.read_traces(progress_bar("reading traces"))
     say_unread(found.unread)
     bar: list[tqdm] = []
@@ -116,7 +153,10 @@ def run_verb(args: argparse.Namespace) -> int:
         if done >= total:
             bar[0].close()
 
-    report = ws.suggest(found.traces, producer=args.producer, judge=judge, progress=progress)
+    learned = ws.learned_producer(args.learned_questions) \
+        if args.producer == "learned" else None
+    report = ws.suggest(found.traces, producer=args.producer, judge=judge, progress=progress,
+                        learned=learned)
     print(terminal_text(report.text))
     for failure in report.failures[:FAILURES_SHOWN]:
         where = f"{failure.trace_id} {failure.event_id or 'trace'} {failure.question}".strip()
@@ -167,4 +207,39 @@ def agreement_verb(args: argparse.Namespace) -> int:
             for name, counts in zip(row.labels, row.confusion):
                 print(f"    {terminal_text(name)[:width - 1]:<{width}}"
                       + "".join(f"{c:>{width}}" for c in counts))
+    return 0
+
+
+def train_verb(args: argparse.Namespace) -> int:
+    """Fit, cross-validate and store the learned producer's model of one question."""
+    if args.resamples < 0:
+        raise OrchvizError("--resamples is a count: 0 or more")
+    if args.folds < 2:
+        raise OrchvizError("--folds is a count: 2 or more")
+    ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
+    if args.traces:
+        ws.update_index(progress_bar("indexing traces"))
+    model, added = ws.train_producer(args.question, args.campaign, folds=args.folds,
+                                     resamples=args.resamples, seed=args.seed)
+    if args.json:
+        print(model.model_dump_json(include={"model_id", "question", "campaign",
+                                             "features_version", "sklearn_version", "answers",
+                                             "features", "report"}, indent=2))
+        return 0
+    r = model.report
+    answers = ", ".join(f"{terminal_text(k)} {n}" for k, n in r.answers.items())
+    bases = ", ".join(f"{n} {k}" for k, n in sorted(r.bases.items()))
+    print(f"learned {terminal_text(model.question)} version {model.version}: {r.targets} "
+          f"targets ({answers}; {bases}); left out: {terminal_text(r.left_out.text())}")
+    print(f"held out ({r.folds} folds of whole traces), against {r.learned.pairs} blind "
+          f"answers on {r.learned.targets} targets: {_stat('alpha', r.learned.alpha)}  "
+          f"{_stat('kappa', r.learned.kappa)}"
+          + (f"  ({terminal_text(r.learned.note)})" if r.learned.note else ""))
+    print(f"reviewers among themselves on those targets ({r.reviewers.pairs} pairs): "
+          f"{_stat('alpha', r.reviewers.alpha)}  {_stat('kappa', r.reviewers.kappa)}")
+    print(f"held-out accuracy {r.accuracy:.3f}, mean confidence {r.mean_confidence:.3f}, "
+          f"Brier {r.brier:.3f}")
+    print(("stored" if added else "already stored (the same training set)")
+          + f"; suggest with it: orchviz suggest --producer learned --db {terminal_text(args.db)}"
+          " --traces DIR")
     return 0

@@ -239,3 +239,25 @@ suggestion_failures_table = Table(
 )
 """A producer that gave no suggestion for a target (a judge's timeout, refusal or invalid
 answer), and why: recorded, never turned into a suggestion."""
+
+
+learned_models_table = Table(
+    "learned_models", metadata,
+    Column("model_id", String(64), primary_key=True),
+    Column("question", String(64), nullable=False),
+    Column("campaign", String(256), nullable=False, server_default=""),
+    Column("features_version", String(16), nullable=False),
+    Column("sklearn_version", String(32), nullable=False),
+    Column("targets", Integer, nullable=False),
+    Column("training", Text, nullable=False),
+    Column("report", Text, nullable=False),
+    Column("created_by", String(256), nullable=False, server_default=""),
+    Column("created_at", String(32), nullable=False),
+    Index("learned_models_by_question", "question", "created_at"),
+)
+"""A learned producer's model (`orchviz suggest train`): `model_id` is the SHA-256 of its
+training set (the labels it learnt from, the features' version and the fitting settings), so the
+same labels give the same id and one more label a new one; `training` (JSON) holds the feature
+rows and answers it was fitted on, from which the estimator is fitted again when it is used (no
+pickled object is ever read back from the store); `report` (JSON) its cross-validated agreement
+with held-out human labels."""

@@ -1,12 +1,13 @@
 """Suggested labels: producers that propose an answer to a rubric question on one target of a
 trace, with a confidence, the events that are the evidence and a one-sentence explanation.
 
-Two producers exist: `rules` (deterministic detectors over the analysis, `viz_app.suggest.rules`)
-and a judge model (`viz_app.suggest.judge`). Suggestions are kept apart from labels (their own
+Three producers exist: `rules` (deterministic detectors over the analysis,
+`viz_app.suggest.rules`), a judge model (`viz_app.suggest.judge`) and a model learned from the
+team's own labels (`viz_app.suggest.learned`, over the features of `viz_app.suggest.features`). Suggestions are kept apart from labels (their own
 table, `viz_app.store.suggestions`); the Workspace stores them (`Workspace.suggest`).
 
 `produce(trace, rubric, producer)` is the one entry: `producer` is the name "rules" or any object
-with a `produce(trace, rubric) -> (suggestions, failures)` method (a judge).
+with a `produce(trace, rubric) -> (suggestions, failures)` method (a judge, a learned producer).
 """
 
 from __future__ import annotations

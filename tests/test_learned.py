@@ -1,0 +1,224 @@
+"""The learned producer: `orchviz suggest train` fits a calibrated model on the team's blind
+labels of one question (adjudications first, never suggestions or imported labels), reports its
+held-out agreement, stores it under its training set's hash, and `--producer learned` suggests
+with calibrated confidence and its top features as evidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+
+from factories import DEMO_DIR, REPO, make_workspace
+from viz_app.analysis import analyze
+from viz_app.cli import main
+from viz_app.labels.rubric import targets
+from viz_app.suggest.learned import MIN_PER_ANSWER, MIN_TARGETS, LearnError
+
+pytest.importorskip("sklearn", reason="the learned producer is the `agreement` extra")
+
+SPAWN = "spawn_necessity"
+EXPECTED = yaml.safe_load((REPO / "tests" / "fixtures" / "demo_expected_suggestions.yaml")
+                          .read_text("utf-8"))
+"""The demos' expected answers, written by a person reading the traces: the labels here."""
+
+
+def spawn_targets(ws):
+    """(trace, spawn event id, the expected answer) for every spawn of the demos."""
+    found = []
+    for trace in ws.read_traces().traces.values():
+        for t in targets(ws.rubric, analyze(trace)):
+            if SPAWN in t.questions:
+                answer = EXPECTED.get(trace.trace_id, {}).get(t.key, {}).get(SPAWN, "necessary")
+                found.append((trace, t.key, answer))
+    return found
+
+
+def labelled(tmp_path, limit=None):
+    """A workspace of the demos whose spawns a reviewer labelled blind (84 spawns: 66
+    necessary, 18 redundant), the first `limit` of them when given."""
+    ws = make_workspace(tmp_path, traces=[DEMO_DIR])
+    spawns = spawn_targets(ws)[:limit]
+    ws.labels.add([label for trace, key, answer in spawns
+                   for label in ws.labels.checked(trace, key, {SPAWN: answer}, "ann",
+                                                  suggestions_visible=False)])
+    return ws, spawns
+
+
+def train(ws, **kw):
+    return ws.train_producer(SPAWN, resamples=50, **kw)
+
+
+def test_too_few_labels_is_refused_in_one_sentence_saying_how_many_are_needed(tmp_path):
+    ws, _ = labelled(tmp_path, limit=12)
+    with pytest.raises(LearnError) as refused:
+        train(ws)
+    said = str(refused.value)
+    assert "has 12 usable labelled targets" in said and f"at least {MIN_TARGETS}" in said
+    assert f"at least {MIN_PER_ANSWER} of each" in said and "\n" not in said
+    assert ws.learned_models.all() == []
+
+
+def test_a_model_learns_from_the_blind_labels_and_reports_held_out_agreement(tmp_path):
+    ws, spawns = labelled(tmp_path)
+    model, added = train(ws)
+    report = model.report
+    assert added and report.targets == len(spawns) == 84
+    assert report.answers == {"necessary": 66, "redundant": 18}
+    assert report.folds >= 2 and report.learned.pairs == 84
+    assert report.learned.alpha.value is not None and report.learned.kappa.value is not None
+    assert report.learned.alpha.low <= report.learned.alpha.value <= report.learned.alpha.high
+    assert 0.0 <= report.accuracy <= 1.0 and 0.0 <= report.mean_confidence <= 1.0
+
+
+def test_the_same_training_set_gives_the_same_hash_and_is_stored_once(tmp_path):
+    ws, _ = labelled(tmp_path)
+    first, added = train(ws)
+    again, added_again = train(ws, seed=7)
+    assert again.model_id == first.model_id and added and not added_again
+    assert [m.model_id for m in ws.learned_models.all()] == [first.model_id]
+
+
+def test_one_more_label_gives_a_new_hash_even_when_it_agrees(tmp_path):
+    ws, spawns = labelled(tmp_path)
+    first, _ = train(ws)
+    trace, key, answer = spawns[0]
+    ws.labels.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
+    second, added = train(ws)
+    assert added and second.model_id != first.model_id
+    assert sorted(m.model_id for m in ws.learned_models.all()) == sorted(
+        [first.model_id, second.model_id])
+
+
+def test_suggestions_imported_labels_and_labels_made_with_suggestions_in_view_are_not_learnt(
+        tmp_path):
+    ws, spawns = labelled(tmp_path)
+    first, _ = train(ws)
+    ws.suggest(ws.read_traces().traces)  # the rules' suggestions, stored
+    trace, key, answer = spawns[1]
+    other = "harmful"
+    ws.labels.add(ws.labels.checked(trace, key, {SPAWN: other}, "importer", source="import"))
+    ws.labels.add(ws.labels.checked(trace, key, {SPAWN: other}, "cy",
+                                    suggestions_visible=True))
+    second, added = train(ws)
+    assert second.model_id == first.model_id and not added
+    assert second.report.left_out.imported == 1 and second.report.left_out.visible == 1
+    learnt = {i for row in second.rows for i in row.label_ids}
+    sources = {r["label_id"]: (r["source"], r["suggestions_visible"])
+               for r in ws.labels.current_records()}
+    assert {sources[i] for i in learnt} == {("human", False)}
+
+
+def test_a_disputed_target_is_left_out_and_an_adjudicated_one_takes_the_adjudication(tmp_path):
+    ws, spawns = labelled(tmp_path)
+    (t1, k1, a1), (t2, k2, a2) = spawns[0], spawns[1]
+    flip = {"necessary": "redundant", "redundant": "necessary"}
+    for trace, key, answer in ((t1, k1, a1), (t2, k2, a2)):
+        ws.labels.save_target(trace, key, {SPAWN: flip[answer]}, "bob",
+                              suggestions_visible=False)
+    ws.labels.add(ws.labels.checked(t2, k2, {SPAWN: flip[a2]}, "lead", source="adjudication"))
+    model, _ = train(ws)
+    rows = {(r.trace_id, r.event_id): r for r in model.rows}
+    assert model.report.left_out.disputed == 1 and (t1.trace_id, k1) not in rows
+    settled = rows[(t2.trace_id, k2)]
+    assert settled.basis == "adjudication" and settled.value == flip[a2]
+
+
+def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_version(
+        tmp_path):
+    ws, spawns = labelled(tmp_path)
+    model, _ = train(ws)
+    labels_before = len(ws.labels.current_records())
+    report = ws.suggest(ws.read_traces().traces, producer="learned")
+    made = [s for trace in {t.trace_id for t, _, _ in spawns}
+            for s in ws.suggestions(trace, producer="learned")]
+    assert report.suggestions == len(made) == len(spawns)
+    assert len(ws.labels.current_records()) == labels_before  # kept apart from the answers
+    for s in made:
+        assert 0.0 <= s.confidence <= 1.0
+        assert s.producer.version == model.version and s.question == SPAWN
+        assert s.evidence and s.evidence[0] == s.event_id
+        assert s.explanation.startswith(f"{s.value} (p ") and "because" in s.explanation
+
+
+def test_a_model_read_back_from_the_store_suggests_exactly_what_it_did_when_trained(tmp_path):
+    ws, _ = labelled(tmp_path)
+    trained, _ = train(ws)
+    [stored] = ws.learned_models.all()
+    trace = ws.read_traces().traces["demo-12-review-over-spawning"]
+    from viz_app.suggest.learned import LearnedProducer
+
+    fresh, _ = LearnedProducer([trained]).produce(trace, ws.rubric)
+    again, _ = LearnedProducer([stored]).produce(trace, ws.rubric)
+    assert [(s.event_id, s.value, s.confidence, s.explanation) for s in fresh] == \
+        [(s.event_id, s.value, s.confidence, s.explanation) for s in again]
+
+
+def test_a_tags_question_is_refused_in_one_sentence(tmp_path):
+    ws, _ = labelled(tmp_path, limit=1)
+    with pytest.raises(LearnError, match="aggregation_issues is a tags question"):
+        ws.train_producer("aggregation_issues")
+
+
+def test_without_scikit_learn_the_extra_to_install_is_named(tmp_path, monkeypatch):
+    ws, _ = labelled(tmp_path, limit=1)
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    with pytest.raises(LearnError, match=r"scikit-learn: pip install 'orchviz\[agreement\]'"):
+        train(ws)
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def test_train_has_help(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["suggest", "train", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--question Q" in out and "--campaign C" in out and "blind" in out
+
+
+def test_train_prints_the_version_and_held_out_alpha_and_suggest_uses_it(tmp_path, capsys):
+    ws, _ = labelled(tmp_path)
+    db = str(tmp_path / "orchviz.db")
+    assert main(["suggest", "train", "--db", db, "--traces", str(DEMO_DIR), "--question", SPAWN,
+                 "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    [model] = ws.learned_models.all()
+    assert f"version {model.version}" in out and "alpha" in out and "kappa" in out
+    assert main(["suggest", "--db", db, "--traces", str(DEMO_DIR), "--producer", "learned"]) == 0
+    assert "learned: 12 traces, 84 suggestions (84 new)" in capsys.readouterr().out
+
+
+def test_train_json_is_the_report(tmp_path, capsys):
+    labelled(tmp_path)
+    assert main(["suggest", "train", "--db", str(tmp_path / "orchviz.db"), "--traces",
+                 str(DEMO_DIR), "--question", SPAWN, "--resamples", "20", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["report"]["targets"] == 84 and len(found["model_id"]) == 64
+
+
+def test_train_says_when_the_labelled_traces_are_not_found(tmp_path, capsys):
+    labelled(tmp_path)
+    assert main(["suggest", "train", "--db", str(tmp_path / "orchviz.db"), "--question",
+                 SPAWN]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "84 whose trace is not found" in err
+
+
+def test_train_with_too_few_labels_is_one_line_and_exit_1(tmp_path, capsys):
+    labelled(tmp_path, limit=5)
+    assert main(["suggest", "train", "--db", str(tmp_path / "orchviz.db"), "--question",
+                 SPAWN]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"at least {MIN_TARGETS}" in err
+
+
+def test_suggest_learned_without_a_model_says_what_to_run(tmp_path, capsys):
+    make_workspace(tmp_path, traces=[DEMO_DIR])
+    assert main(["suggest", "--db", str(tmp_path / "orchviz.db"), "--traces", str(DEMO_DIR),
+                 "--producer", "learned"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "orchviz suggest train --question Q" in err
