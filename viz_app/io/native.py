@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from viz_app.errors import TraceError
+from viz_app.io.decode import TraceRecord, decode, to_model
 from viz_app.model import (EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Edge, Event, Trace, paused_gc,
                            share_shapes)
 
@@ -207,16 +208,41 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     """Parse and validate one trace from JSON bytes; `sha256`, when the caller knows the hash
     the trace is known by (a pool keeps it), spares hashing the bytes.
 
-    Text as orjson writes it (a pool's row, a file `write_trace` wrote) becomes models in one
-    call (`_as_orjson_wrote`). Other text: pydantic's parser builds the objects (one string
-    for each repeated short string), which are checked for what JSON readers could read
-    differently (a key twice in one object, a number that is not finite), then turned into
-    models a chunk at a time. Only when something fails does the slower path run, to say where
-    and why in plain words."""
+    Plain text (every key one orchviz reads, of the type it documents) is decoded by the
+    compiled path (`io.decode`) and its models built unvalidated. Other text (extra keys of
+    any kind): pydantic's parser builds the objects (one string for each repeated short
+    string), which are checked for what JSON readers could read differently (a key twice in
+    one object, a number that is not finite), then turned into models a chunk at a time. Only
+    when something fails does the slower path run, to say where and why in plain words."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    with paused_gc():
+        record = decode(data)
+        trace = None if record is None else to_model(record)
+    return _general(data, label, line, sha256, trace)
+
+
+def record_from_json(data: bytes, label: str, line: int | None = None, *,
+                     sha256: str = "") -> TraceRecord | Trace:
+    """One trace from JSON bytes, checked as `trace_from_json` checks it (the same errors),
+    as the compiled path's records where it reads the text (no model built: what the pool
+    index summarises), else as the models of the general path. Both read alike where the
+    analysis, the rubric's targets and the words read them."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    with paused_gc():
+        record = decode(data)
+    if record is None:
+        return _general(data, label, line, sha256, None)
+    _check_references(record, label, f"line {line}: " if line else "")
+    record._source = label
+    record._sha256 = sha256 or hashlib.sha256(data).hexdigest()
+    return record
+
+
+def _general(data: bytes, label: str, line: int | None, sha256: str,
+             trace: Trace | None) -> Trace:
     prefix = f"line {line}: " if line else ""
-    trace = _as_orjson_wrote(data) if len(data) <= WHOLE_BELOW else None
     tree = None
     if trace is None:
         try:
@@ -237,30 +263,6 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     else:  # the JSON parser already refused deeper nesting than MAX_NESTING
         _finish(trace, label, prefix, "orchviz", nesting_checked=True)
     trace._sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    return trace
-
-
-def _as_orjson_wrote(data: bytes) -> Trace | None:
-    """The trace in text as orjson writes it (a pool's row, a file `write_trace` wrote), its
-    models built by pydantic straight from the bytes in one call; None for any other text, or
-    one that does not validate (the general path then says why). Such text is its own proof
-    of holding no key twice and no number that is not finite: parsed and written back, it
-    gives the same bytes, and orjson writes neither."""
-    try:
-        with paused_gc():
-            again = orjson.dumps(orjson.loads(data),
-                                 option=orjson.OPT_INDENT_2 if data[1:2] == b"\n" else 0)
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return None
-    if again != (data[:-1] if data.endswith(b"\n") else data):
-        return None
-    del again
-    try:
-        with paused_gc():
-            trace = Trace.model_validate_json(data)
-    except ValidationError:
-        return None
-    share_shapes(trace.events, {})
     return trace
 
 

@@ -35,7 +35,8 @@ from fsspec.implementations.local import LocalFileSystem
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.native import DEFAULT_MAX_BYTES, limit_mb, size_mb, trace_from_json
+from viz_app.io.native import (DEFAULT_MAX_BYTES, limit_mb, record_from_json, size_mb,
+                              trace_from_json)
 from viz_app.model import Trace
 
 MANIFEST = "orchviz-pool.json"
@@ -330,15 +331,18 @@ def shards(location: str) -> list[Shard]:
 
 
 def read_shard(shard: Shard, on_error: Callable[[TraceError], None],
-               max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[tuple[int, Trace]]:
+               max_bytes: int = DEFAULT_MAX_BYTES,
+               records: bool = False) -> Iterator[tuple[int, Trace]]:
     """Every trace of a shard with its row (counted from 0). A row that does not validate, a
     row group or a shard that cannot be read (a truncated Parquet file, columns that are not a
     pool's, a broken gzip stream) is reported to `on_error` as a TraceError naming the shard and
-    the rows, and the rest is still read."""
+    the rows, and the rest is still read. `records`: each trace as the compiled read path's
+    records where it reads it (`native.record_from_json`; what the index summarises), else as
+    models."""
     if shard.format == "parquet":
-        yield from _parquet_rows(shard, on_error, max_bytes)
+        yield from _parquet_rows(shard, on_error, max_bytes, records)
     else:
-        yield from _jsonl_rows(shard, on_error, max_bytes, only=None)
+        yield from _jsonl_rows(shard, on_error, max_bytes, only=None, records=records)
 
 
 def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
@@ -390,7 +394,7 @@ def _parquet_columns(parquet: pq.ParquetFile, shard: Shard) -> list[str]:
 
 
 def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
-                  max_bytes: int) -> Iterator[tuple[int, Trace]]:
+                  max_bytes: int, records: bool = False) -> Iterator[tuple[int, Trace]]:
     fs, path = _fs(shard.url)
     try:
         stream = _open(fs, path)
@@ -418,7 +422,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
                     for offset, values in enumerate(table.to_pylist()):
                         row = start + done + offset
                         try:
-                            trace = _row_trace(values, row, shard, max_bytes)
+                            trace = _row_trace(values, row, shard, max_bytes, records)
                         except TraceError as err:
                             on_error(err)
                             continue
@@ -445,7 +449,8 @@ def _tables(parquet: pq.ParquetFile, group: int, columns: list[str]) -> Iterator
         yield pa.Table.from_batches([batch])
 
 
-def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -> Trace:
+def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
+               records: bool = False) -> Trace:
     """The trace in one row read from a shard (its columns' values), validated as a trace
     file is."""
     parts = []
@@ -468,7 +473,7 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -
                          f"the {limit_mb(max_bytes)} limit (set ORCHVIZ_MAX_BYTES to raise it)")
     sha = values.get("_sha256")
     known = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
-    trace = _validated(data, shard, row, sha256=known)
+    trace = _validated(data, shard, row, sha256=known, records=records)
     trace._sha256 = known
     fmt = values.get("_source_format")
     trace._source_format = fmt if isinstance(fmt, str) and fmt else "orchviz"
@@ -476,11 +481,12 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -
 
 
 def _validated(data: bytes, shard: Shard, row: int, line: int | None = None,
-               sha256: str = "") -> Trace:
+               sha256: str = "", records: bool = False) -> Trace:
     """A trace from its JSON bytes, validated as a trace file is; errors name shard and row
     (and, in JSON Lines, the line). `sha256`: the hash the row keeps, if any."""
+    read = record_from_json if records else trace_from_json
     try:
-        trace = trace_from_json(data, shard.url, line=line, sha256=sha256)
+        trace = read(data, shard.url, line=line, sha256=sha256)
     except TraceError as err:
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None
@@ -572,7 +578,7 @@ def _jsonl_lines(stream: BinaryIO, max_bytes: int) -> Iterator[Line]:
 
 
 def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes: int,
-                only: int | None) -> Iterator[tuple[int, Trace]]:
+                only: int | None, records: bool = False) -> Iterator[tuple[int, Trace]]:
     """The traces of a JSON Lines shard (row = line number - 1; blank lines hold none). With
     `only`, just that row: the lines before it are passed over unparsed. Lines that cannot be
     traces are named one sentence for each run of them; after `BAD_IN_A_ROW` lines in a row
@@ -628,7 +634,8 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                 bad_run += 1
             else:
                 try:
-                    trace = _validated(payload.rstrip(b"\r"), shard, row, line=row + 1)
+                    trace = _validated(payload.rstrip(b"\r"), shard, row, line=row + 1,
+                                       records=records)
                 except TraceError as err:
                     on_error(err)
                     bad_run += 1

@@ -316,7 +316,7 @@ def summarise_shard(shard: Shard, rubric: Rubric | None) -> tuple[list[dict], li
     with paused_gc():
         try:
             for row, trace in read_shard(shard, on_error=lambda err: failures.append(
-                    _failure(shard.url, err))):
+                    _failure(shard.url, err)), records=True):
                 try:
                     rows.append(summarise_trace(trace, shard.url, row, rubric))
                 except Exception as err:  # an analysis bug must not stop the rest

@@ -1,0 +1,181 @@
+"""The compiled read path (`viz_app.io.decode`): plain text decodes to records in C, anything else
+goes to the general path, and either way a trace loads, or is refused, exactly as before."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+
+import orjson
+import pytest
+
+from factories import demo_paths, example_dict, reference_validator
+from test_roundtrip import MUTATIONS, references_resolve
+from viz_app import TraceError
+from viz_app.analysis import analyze
+from viz_app.io.decode import EventRecord, TraceRecord, decode, to_model
+from viz_app.io.native import record_from_json, trace_from_dict, trace_from_json
+from viz_app.model import Event, Trace
+from viz_app.synth import synth_trace
+
+VALIDATOR = reference_validator()
+
+
+def plain(**event_keys) -> dict:
+    """The reference example, its first event given `event_keys`."""
+    raw = example_dict()
+    raw["events"][0].update(event_keys)
+    return raw
+
+
+def refusal(data: bytes, read=trace_from_json) -> TraceError:
+    with pytest.raises(TraceError) as caught:
+        read(data, "t.json")
+    return caught.value
+
+
+# -- what takes the compiled path ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", demo_paths(), ids=lambda p: p.stem)
+def test_every_demo_trace_takes_the_compiled_path_and_loads_as_before(path):
+    data = path.read_bytes()
+    assert isinstance(decode(data), TraceRecord)
+    loaded = trace_from_json(data, str(path))
+    assert loaded.to_dict() == json.loads(data)
+    assert loaded.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_the_extension_keys_orchviz_reads_take_the_compiled_path():
+    raw = plain(content="hi", end_t=5, tokens=3, cost_usd=0.5, model="m", llm_call_id=7,
+                response_id="r", prompt_token_ids=[1, 2])
+    record = decode(orjson.dumps(raw))
+    assert record is not None
+    assert record.events[0].extras == {k: raw["events"][0][k] for k in (
+        "content", "end_t", "tokens", "cost_usd", "model", "llm_call_id", "response_id",
+        "prompt_token_ids")}
+
+
+@pytest.mark.parametrize("key, value", [
+    ("usage", {"in": 1}), ("tokens", "12"), ("end_t", None), ("content", ["a"]),
+    ("decision", 3), ("tokens", True)],
+    ids=["unknown key", "tokens as text", "null end_t", "content as a list", "decision as a number",
+         "tokens as a boolean"])
+def test_other_extra_keys_take_the_general_path_and_are_kept_as_they_came(key, value):
+    raw = plain(**{key: value})
+    data = orjson.dumps(raw)
+    assert decode(data) is None
+    trace = trace_from_json(data, "t.json")
+    assert trace.events[0].extras[key] == value
+    assert trace.to_dict() == raw
+    assert isinstance(record_from_json(data, "t.json"), Trace)
+
+
+def test_a_key_twice_is_never_decoded_by_the_compiled_path():
+    data = orjson.dumps(plain(content="x")).replace(b'"content":"x"', b'"content":"x","content":"y"')
+    assert decode(data) is None
+    assert refusal(data).problem.startswith("the key 'content' comes twice")
+    assert refusal(data, record_from_json).problem.startswith("the key 'content' comes twice")
+
+
+def test_an_escaped_colon_sends_the_text_to_the_general_path():
+    data = orjson.dumps(plain(content="a:b")).replace(b'"a:b"', b'"a\\u003ab"')
+    assert decode(data) is None
+    assert trace_from_json(data, "t.json").events[0].content == "a:b"
+
+
+def test_colons_inside_strings_and_keys_are_no_duplicates_to_the_compiled_path():
+    raw = plain(content='{"a": 1, "a": 2} :: "t": x', role="r:1")
+    assert decode(json.dumps(raw, indent=2).encode()) is not None
+
+
+def test_a_number_beyond_the_finite_is_refused_on_the_compiled_path_too():
+    data = orjson.dumps(plain(tokens=5)).replace(b'"tokens":5', b'"tokens":1e400')
+    assert decode(data) is None
+    error = refusal(data)
+    assert (error.place, error.problem) == ("events[0].tokens",
+                                            "1e400 is not a finite number, which a trace cannot hold")
+
+
+@pytest.mark.parametrize("change, place, problem", [
+    (lambda r: r["events"].append(dict(r["events"][0])), "events[8].id", "duplicate event id"),
+    (lambda r: r["edges"].append({"src": "e1", "dst": "nowhere", "type": "causal"}),
+     "edges[8].dst", "the edge points at 'nowhere'"),
+], ids=["duplicate event id", "edge to no event"])
+def test_references_are_checked_on_the_compiled_path(change, place, problem):
+    raw = example_dict()
+    change(raw)
+    data = orjson.dumps(raw)
+    assert decode(data) is not None  # the schema holds: orchviz's own rules refuse it
+    for read in (trace_from_json, record_from_json):
+        error = refusal(data, read)
+        assert error.place == place and error.problem.startswith(problem)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_bytes_load_exactly_when_the_schema_accepts_them(seed):
+    """The mutation corpus of test_roundtrip, read as bytes: through the compiled path where
+    it decodes, else the general one."""
+    rng = random.Random(seed)
+    raw = example_dict()
+    for _ in range(rng.randint(1, 2)):
+        try:
+            rng.choice(MUTATIONS)(raw, rng)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+            pass
+    schema_ok = VALIDATOR.is_valid(raw)
+    data = orjson.dumps(raw)
+    for read in (trace_from_json, record_from_json):
+        try:
+            read(data, "<mutant>")
+            loaded = True
+        except TraceError:
+            loaded = False
+        assert loaded == (schema_ok and references_resolve(raw)), raw
+    try:
+        trace_from_dict(copy.deepcopy(raw), "<mutant>")
+        expected = None
+    except TraceError as err:
+        expected = str(err)
+    if expected is not None:  # the same sentence as the dict path says
+        with pytest.raises(TraceError) as caught:
+            trace_from_json(data, "<mutant>")
+        assert str(caught.value).split(": ", 1)[1] == expected.split(": ", 1)[1]
+
+
+# -- records and models -------------------------------------------------------------------------
+
+
+def test_records_read_as_the_models_read():
+    data = orjson.dumps(plain(end_t=-1, tokens=-2, cost_usd=0.25, decision="stop"))
+    record, model = decode(data), trace_from_json(data, "t.json")
+    for r, m in zip(record.events, model.events):
+        for name in ("id", "t", "type", "agent", "role", "from_", "to", "tool", "content_ref",
+                     "trusted", "content", "end_t", "tokens", "cost_usd", "model", "decision",
+                     "finish", "text", "extras"):
+            assert getattr(r, name) == getattr(m, name), name
+    assert (record.system, record.topology, record.metrics) == (model.system, model.topology,
+                                                                model.metrics)
+
+
+def test_a_record_and_its_model_hash_alike_without_bytes():
+    record = decode(orjson.dumps(example_dict()))
+    assert record.sha256 == to_model(record).sha256
+    assert record.to_dict() == example_dict()
+
+
+def test_models_built_from_records_are_the_models_validation_builds():
+    raw = synth_trace(6, 80, "hierarchical", seed=3)
+    built, validated = to_model(decode(orjson.dumps(raw))), Trace.model_validate(raw)
+    assert built == validated
+    assert built.to_dict() == validated.to_dict() == raw
+    assert all(type(e) is Event for e in built.events)
+
+
+def test_the_analysis_of_records_is_the_analysis_of_models():
+    data = orjson.dumps(synth_trace(30, 600, "swarm", seed=5))
+    record, model = record_from_json(data, "t.json"), trace_from_json(data, "t.json")
+    assert isinstance(record, TraceRecord) and isinstance(record.events[0], EventRecord)
+    assert analyze(record).figures == analyze(model).figures

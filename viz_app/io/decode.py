@@ -1,0 +1,335 @@
+"""The compiled read path: trace bytes decoded by msgspec straight into typed structs.
+
+`decode(data)` gives a `TraceRecord` (events, edges and the rest as msgspec structs, checked
+against the reference schema in C) when the text is plain: every key one the structs know
+(the schema's, and the extension keys orchviz reads, of the types it documents), no key twice,
+every number finite. For anything else it gives None, and the general path of `io.native` reads
+the text as it always did: it keeps every extra key, and it says in one sentence, naming the
+file and the place, why a text is refused. So the compiled path refuses nothing and accepts
+nothing on its own: it is a faster way to the same trace.
+
+The records quack like the pydantic models (`Event`, `Edge`, `Trace`): the analysis and the pool
+index read them without any model being built; `to_model` builds the models, unvalidated (they
+were checked here), for the app and the library API.
+
+Why the records are proof of what the text holds: msgspec refuses a number beyond the finite
+(1e400) and any key of a closed object that its struct does not name, but it keeps the last of
+a key given twice. Written back, the records hold one colon for each key they kept, and the
+colons inside their strings; the text holds one for each key it gave, and the same colons inside
+its strings. So the counts are equal exactly when no key was dropped, unless an escape spells a
+colon (`\\u003a`), which sends the text to the general path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any
+
+import msgspec
+import orjson
+import numpy as np
+from msgspec import UNSET, Meta, Struct, UnsetType, field
+
+from viz_app.model import (DECISIONS, Costs, Decision, Edge, EdgeType, Event, EventType,
+                           Topology, Trace, TraceWarning, _number)
+
+NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+Number = int | float
+Text = Annotated[str, Meta(min_length=1)]
+CallId = str | int
+_NONE: dict[str, Any] = {}
+
+_EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "llm_call_id",
+               "response_id", "call_id", "tool_call_id", "tool_use_id", "source_id",
+               "prompt_token_ids", "response_token_ids")
+"""The extension keys an `EventRecord` holds (`model.EXTENSION_KEYS`), in the order written."""
+
+
+class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
+    """One event as decoded: the schema's keys, then the extension keys orchviz reads, each of
+    the type orchviz documents (another type sends the trace to the general path, which keeps
+    it as it came). Reads like `model.Event`."""
+
+    id: Text
+    t: NonNegative
+    type: EventType
+    agent: Text
+    role: str | UnsetType = UNSET
+    from_: str | UnsetType = field(name="from", default=UNSET)
+    to: str | UnsetType = UNSET
+    tool: str | UnsetType = UNSET
+    content_ref: str | UnsetType = UNSET
+    trusted: bool | UnsetType = UNSET
+    content_: str | UnsetType = field(name="content", default=UNSET)
+    end_t_: Number | UnsetType = field(name="end_t", default=UNSET)
+    tokens_: Number | UnsetType = field(name="tokens", default=UNSET)
+    cost_usd_: Number | UnsetType = field(name="cost_usd", default=UNSET)
+    model_: str | UnsetType = field(name="model", default=UNSET)
+    decision_: str | UnsetType = field(name="decision", default=UNSET)
+    llm_call_id: CallId | UnsetType = UNSET
+    response_id: CallId | UnsetType = UNSET
+    call_id: CallId | UnsetType = UNSET
+    tool_call_id: CallId | UnsetType = UNSET
+    tool_use_id: CallId | UnsetType = UNSET
+    source_id: CallId | UnsetType = UNSET
+    prompt_token_ids: list[int] | UnsetType = UNSET
+    response_token_ids: list[int] | UnsetType = UNSET
+
+    # -- what `model.Event` reads, read the same way ----------------------------------------
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The extension keys given, by their names in the file."""
+        return {name: value for name, value in zip(_EXTENSIONS, _extension_values(self))
+                if value is not UNSET}
+
+    @property
+    def content(self) -> str | None:
+        value = self.content_
+        return None if value is UNSET else value
+
+    @property
+    def end_t(self) -> float | None:
+        value = self.end_t_
+        if value is UNSET:
+            return None
+        return float(value) if value >= self.t else None
+
+    @property
+    def tokens(self) -> float | None:
+        value = self.tokens_
+        return float(value) if value is not UNSET and value >= 0 else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        value = self.cost_usd_
+        return float(value) if value is not UNSET and value >= 0 else None
+
+    @property
+    def model(self) -> str | None:
+        value = self.model_
+        return None if value is UNSET else value
+
+    @property
+    def decision(self) -> str | None:
+        if self.type != "orchestrator_decision":
+            return None
+        value = self.decision_
+        return value if value in DECISIONS else None
+
+    @property
+    def finish(self) -> float:
+        end = self.end_t
+        return end if end is not None else float(self.t)
+
+    @property
+    def text(self) -> str:
+        return self.content or (self.content_ref or "")
+
+
+# an absent optional schema key reads None, as on `model.Event`
+for _name in ("role", "from_", "to", "tool", "content_ref", "trusted"):
+    _slot = getattr(EventRecord, _name)
+
+    def _read(self: EventRecord, _get=_slot.__get__) -> Any:
+        value = _get(self)
+        return None if value is UNSET else value
+
+    setattr(EventRecord, _name, property(_read, _slot.__set__))
+    setattr(EventRecord, "_raw_" + _name, _slot)
+
+
+def _extension_values(record: EventRecord) -> tuple[Any, ...]:
+    return (record.content_, record.end_t_, record.tokens_, record.cost_usd_, record.model_,
+            record.decision_, record.llm_call_id, record.response_id, record.call_id,
+            record.tool_call_id, record.tool_use_id, record.source_id, record.prompt_token_ids,
+            record.response_token_ids)
+
+
+class EdgeRecord(Struct, forbid_unknown_fields=True):
+    """A typed dependency between two events, as decoded (reads like `model.Edge`)."""
+
+    src: Text
+    dst: Text
+    type: EdgeType
+
+
+class CostsRecord(Struct):
+    """The run's costs as decoded: the channels the schema names (reads like `model.Costs`)."""
+
+    tokens: Number
+    wall_clock_s: Number
+
+
+class TraceRecord(Struct, omit_defaults=True, forbid_unknown_fields=True, dict=True):
+    """A whole trace as decoded (reads like `model.Trace` where the analysis and the index
+    read it). `costs` is kept as given (extra numeric channels are allowed) and checked in
+    `decode`."""
+
+    trace_id: Text
+    task_id: Text
+    events: Annotated[list[EventRecord], Meta(min_length=1)]
+    edges: list[EdgeRecord]
+    rewards: dict[str, Number]
+    costs_: dict[str, Number] = field(name="costs")
+    system_: str | UnsetType = field(name="system", default=UNSET)
+    topology_: Topology | UnsetType = field(name="topology", default=UNSET)
+    metrics_: dict[str, Number] | UnsetType = field(name="metrics", default=UNSET)
+
+    @property
+    def system(self) -> str | None:
+        return None if self.system_ is UNSET else self.system_
+
+    @property
+    def topology(self) -> str | None:
+        return None if self.topology_ is UNSET else self.topology_
+
+    @property
+    def metrics(self) -> dict[str, Number] | None:
+        return None if self.metrics_ is UNSET else self.metrics_
+
+    @property
+    def costs(self) -> CostsRecord:
+        return CostsRecord(self.costs_["tokens"], self.costs_["wall_clock_s"])
+
+    # set by readers and the analysis, not keys of the file (so not annotated: no fields)
+    _by_id = None
+    _analysis = None
+    _source = ""
+    _sha256 = ""
+    _source_format = "orchviz"
+
+    @property
+    def source(self) -> str:
+        """The file (or shard) the trace was read from."""
+        return self._source
+
+    @property
+    def source_format(self) -> str:
+        """The format the trace was read from: `orchviz` or the name of an importer."""
+        return self._source_format
+
+    @property
+    def sha256(self) -> str:
+        """The trace's hash, as `model.Trace.sha256` defines it: of the bytes it was read from
+        when its reader knows them, else of its canonical JSON."""
+        if not self._sha256:
+            canonical = orjson.dumps(self.to_dict(), option=orjson.OPT_SORT_KEYS)
+            self._sha256 = hashlib.sha256(canonical).hexdigest()
+        return self._sha256
+
+    def to_dict(self) -> dict[str, Any]:
+        """The trace as the reference schema writes it: only the keys the file gave."""
+        return msgspec.to_builtins(self)
+
+    @property
+    def events_by_id(self) -> dict[str, EventRecord]:
+        """Events keyed by id (built once per trace)."""
+        if self._by_id is None:
+            self._by_id = {e.id: e for e in self.events}
+        return self._by_id
+
+    def event(self, event_id: str) -> EventRecord:
+        """The event with this id; KeyError when there is none."""
+        return self.events_by_id[event_id]
+
+    @property
+    def reader_warnings(self) -> list[TraceWarning]:
+        return []
+
+
+_DECODER = msgspec.json.Decoder(TraceRecord)
+_ENCODER = msgspec.json.Encoder()
+_COSTS_REQUIRED = ("tokens", "wall_clock_s")
+_COSTS_NON_NEGATIVE = ("tokens", "wall_clock_s", "tool_calls", "messages")
+_COLON = ord(":")
+
+
+def colons(data: bytes) -> int:
+    """How many colons the bytes hold (numpy counts at memory speed; `bytes.count` is a
+    third as fast)."""
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == _COLON))
+
+
+def decode(data: bytes) -> TraceRecord | None:
+    """The trace the bytes hold, as records, when the text is plain (see the module's note);
+    None when only the general path can read it or say why not. References (duplicate event
+    ids, edges to no event) are not checked here: `io.native` checks them on either path."""
+    if b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data):
+        return None  # an escaped colon: the count below would not prove anything
+    try:
+        record = _DECODER.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    costs = record.costs_
+    for key in _COSTS_REQUIRED:
+        if key not in costs:
+            return None
+    for key in _COSTS_NON_NEGATIVE:
+        value = costs.get(key)
+        if value is not None and value < 0:
+            return None
+    if colons(_ENCODER.encode(record)) != colons(data):
+        return None
+    return record
+
+
+# -- records to models ---------------------------------------------------------------------------
+
+_SHAPES: dict[tuple[bool, ...], set[str]] = {}
+_OPTIONAL = ("role", "from_", "to", "tool", "content_ref", "trusted")
+_new, _set = object.__new__, object.__setattr__
+
+
+def to_model(record: TraceRecord) -> Trace:
+    """The pydantic `Trace` of a decoded record, its models built without validating again
+    (the record was checked): what the app and the library API hold."""
+    events = []
+    append = events.append
+    shapes = _SHAPES
+    for e in record.events:
+        role, from_, to, tool, ref, trusted = (e._raw_role, e._raw_from_, e._raw_to,
+                                                e._raw_tool, e._raw_content_ref,
+                                                e._raw_trusted)
+        key = (role is UNSET, from_ is UNSET, to is UNSET, tool is UNSET, ref is UNSET,
+               trusted is UNSET)
+        given = shapes.get(key)
+        if given is None:
+            given = shapes[key] = {"id", "t", "type", "agent"} | {
+                name for name, absent in zip(_OPTIONAL, key) if not absent}
+        model = _new(Event)
+        _set(model, "__dict__", {
+            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent,
+            "role": None if role is UNSET else role,
+            "from_": None if from_ is UNSET else from_,
+            "to": None if to is UNSET else to, "tool": None if tool is UNSET else tool,
+            "content_ref": None if ref is UNSET else ref,
+            "trusted": None if trusted is UNSET else trusted})
+        _set(model, "__pydantic_extra__", e.extras)
+        _set(model, "__pydantic_fields_set__", given)
+        _set(model, "__pydantic_private__", None)
+        append(model)
+    edges = []
+    for edge in record.edges:
+        model = _new(Edge)
+        _set(model, "__dict__", {"src": edge.src, "dst": edge.dst, "type": edge.type})
+        _set(model, "__pydantic_extra__", None)
+        _set(model, "__pydantic_fields_set__", _EDGE_FIELDS)
+        _set(model, "__pydantic_private__", None)
+        edges.append(model)
+    costs = Costs.model_construct(**record.costs_)
+    fields = {"trace_id": record.trace_id, "task_id": record.task_id,
+              "system": record.system, "topology": record.topology, "events": events,
+              "edges": edges, "rewards": record.rewards, "costs": costs,
+              "metrics": record.metrics}
+    trace = _new(Trace)
+    _set(trace, "__dict__", fields)
+    _set(trace, "__pydantic_extra__", None)
+    _set(trace, "__pydantic_fields_set__", {name for name, value in fields.items()
+                                            if value is not None})
+    _set(trace, "__pydantic_private__", None)
+    trace.model_post_init(None)
+    return trace
+
+
+_EDGE_FIELDS = {"src", "dst", "type"}
