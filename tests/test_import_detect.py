@@ -16,6 +16,7 @@ EXPECTED = {
     "otlp_openinference.jsonl": "otlp",
     "inspect_handoff.eval": "inspect_ai",
     "inspect_handoff.json": "inspect_ai",
+    "inspect_transcript_events.json": "inspect_ai",
     "whowhen_magentic.json": "whowhen",
     "whowhen_algorithm_generated.json": "whowhen",
     "whowhen_magentic_unterminated.json": "whowhen",
@@ -25,6 +26,7 @@ EXPECTED = {
     "agentlightning_rollout.json": "agentlightning",
     "mast_mad_records.json": "mast",
     "mast_human_labelled.json": "mast",
+    "mast_metagpt_run.json": "mast",
     "../example_trace.json": "orchviz",
 }
 

@@ -1,12 +1,15 @@
 """Inspect AI logs (.eval zip and .json) become one trace per sample: agent spans are agents,
 a tool event naming `agent` is a handoff."""
 
+import json
+
 import pytest
 from importing import (FIXTURES, assert_reference_valid, delegations, returns, spawns,
                        stop_agents, warning_codes)
 
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
+from viz_app.io.detect import detect_format, read_any
 from viz_app.io.inspect_ai import import_inspect
 
 
@@ -54,3 +57,58 @@ def test_a_truncated_eval_zip_is_refused_clearly():
     with pytest.raises(TraceError) as err:
         import_inspect(FIXTURES / "inspect_truncated.eval")
     assert "truncated" in err.value.problem
+
+
+# -- transcript events outside a full log ------------------------------------------------------
+
+EVENTS = FIXTURES / "inspect_transcript_events.json"
+"""A sample's events alone (a JSON list): a solver span holding agent `lead`, which runs agents
+`triager` (its model call in a nested generate span) and `fixer` in turn, then answers."""
+
+
+def test_transcript_events_outside_a_log_are_read_as_inspect():
+    """Defect: a list of events was refused as "in no format orchviz reads"."""
+    assert detect_format(EVENTS) == "inspect_ai"
+    (trace,) = read_any(EVENTS)
+    assert_reference_valid(trace)
+    assert spawns(trace) == [("lead", "triager"), ("lead", "fixer")]
+    assert returns(trace) == [("triager", "lead"), ("fixer", "lead")]
+
+
+def test_an_event_in_a_span_nested_in_an_agent_span_is_that_agents():
+    (trace,) = read_any(EVENTS)
+    assert [e.content for e in analyze(trace).events_of["triager"] if e.type == "message"] == [
+        "Issue 12 (data loss) is the worst."]
+
+
+def test_events_alone_take_their_final_score_as_reward():
+    (trace,) = read_any(EVENTS)
+    assert trace.rewards == {"score": 1.0}
+
+
+def test_events_one_a_line_read_like_the_list(tmp_path):
+    lines = tmp_path / "events.jsonl"
+    lines.write_text("".join(json.dumps(e) + "\n" for e in json.loads(EVENTS.read_text())))
+    (trace,) = read_any(lines)
+    (listed,) = read_any(EVENTS)
+    assert [(e.t, e.type, e.agent) for e in trace.events] == [
+        (e.t, e.type, e.agent) for e in listed.events]
+
+
+def test_a_sample_read_alone_keeps_its_id_and_scores(tmp_path):
+    log = json.loads((FIXTURES / "inspect_handoff.json").read_text())
+    alone = tmp_path / "1_epoch_1.json"
+    alone.write_text(json.dumps(log["samples"][0]))
+    (trace,) = read_any(alone)
+    assert_reference_valid(trace)
+    assert trace.trace_id == "inspect:q1:1"
+    assert spawns(trace) == [("supervisor", "researcher")]
+    assert trace.rewards == {"match": 1.0, "f1": 0.9}
+
+
+def test_a_list_that_is_not_all_events_is_refused_naming_the_item(tmp_path):
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps([*json.loads(EVENTS.read_text())[:5], {"note": "x"}]))
+    with pytest.raises(TraceError) as err:
+        import_inspect(mixed)
+    assert err.value.place == "item 6"

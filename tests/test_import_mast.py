@@ -8,6 +8,7 @@ from importing import FIXTURES, assert_reference_valid, delegations, returns, sp
 
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
+from viz_app.io.detect import detect_format, read_any
 from viz_app.io.mast import annotation_records, failure_modes, import_mast
 from viz_app.io.records import published
 
@@ -123,3 +124,44 @@ def test_a_list_with_something_else_in_it_is_refused_naming_the_record():
     with pytest.raises(TraceError) as err:
         import_mast(b'[{"mas_name": "AG2", "trace": "x"}, {"hello": 1}]', name="mixed.json")
     assert err.value.place.endswith("record 2")
+
+
+# -- MAST's raw run files: a MetaGPT log in `content` -------------------------------------------
+
+RUN = FIXTURES / "mast_metagpt_run.json"
+"""A raw ProgramDev run `{run_id, prompt, content, timestamp, cost, log_file}`: MetaGPT's log
+(loguru lines padded as `| INFO     |`) of SimpleCoder, SimpleTester, SimpleReviewer and
+SimpleTester again."""
+
+
+@pytest.fixture(scope="module")
+def run():
+    (trace,) = import_mast(RUN)
+    return trace
+
+
+def test_a_raw_run_file_is_detected_and_validates():
+    """Defect: such a file was refused, and read as a record its log was one message."""
+    assert detect_format(RUN) == "mast"
+    (trace,) = read_any(RUN)
+    assert_reference_valid(trace)
+    assert "mast_unparsed" not in warning_codes(trace)
+
+
+def test_a_raw_runs_roles_are_its_agents_and_its_turns_messages(run):
+    said = [(e.agent, e.to) for e in run.events if e.type == "message"]
+    assert said == [("SimpleCoder", "SimpleTester"), ("SimpleTester", "SimpleReviewer"),
+                    ("SimpleReviewer", "SimpleTester"), ("SimpleTester", None)]
+
+
+def test_a_turn_holds_what_the_role_wrote_not_the_loggers_bookkeeping(run):
+    (first, *_) = [e for e in run.events if e.type == "message"]
+    assert "def is_leap" in first.content and "Total running cost" not in first.content
+
+
+def test_a_raw_run_keeps_its_task_cost_and_file_but_publishes_no_labels(run):
+    assert run.task_id.startswith("Write a function is_leap(year)")
+    assert run.metrics == {"cost": 0.0042}
+    kept = run.events[0].extras["mast_run"]
+    assert kept["log_file"] == "logs/programdev/leap-year-3.log" and "content" not in kept
+    assert published(run) == [] and annotation_records(run, {"stopping_correctness"}) == []

@@ -1,5 +1,7 @@
 """Inspect AI evaluation logs: `.eval` (a zip with `header.json` and `samples/*.json`) or a
-`.json` log; one trace per sample.
+`.json` log; one trace per sample. Transcript events outside a full log read the same way, as
+one sample: a sample's JSON alone, a transcript (`{id, source_id, ..., events}`), a JSON list of
+events or one event a line.
 
 Mapping: `span_begin` / `span_end` events with `type: "agent"` give the agents (named by `name`);
 an agent span inside another agent's span is spawned by it and returns to it at `span_end`; events
@@ -14,12 +16,14 @@ from __future__ import annotations
 import io
 import zipfile
 import zlib
+from pathlib import Path
 from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import (DEFAULT_MAX_BYTES, Source, limit_mb, parse_json, read_source,
                                size_mb)
-from viz_app.io.records import TraceDraft, as_text, first_value, head_has, parse_time
+from viz_app.io.records import (TraceDraft, as_text, first_value, head_has, json_values,
+                                parse_time)
 from viz_app.model import Trace
 
 NAME = "inspect_ai"
@@ -32,8 +36,16 @@ GRADES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 MAIN = "main"
 
 
+EVENT_KINDS = frozenset({"sample_init", "sample_limit", "state", "store", "model", "tool",
+                         "approval", "input", "score", "score_edit", "error", "logger", "info",
+                         "span_begin", "span_end", "step", "subtask", "sandbox", "checkpoint",
+                         "compaction"})
+"""The `event` discriminator of Inspect's transcript events."""
+
+
 def detect(data: bytes, name: str = "") -> float:
-    """How sure it is that the bytes are an Inspect AI log (0 to 1)."""
+    """How sure it is that the bytes are an Inspect AI log, or transcript events outside a log
+    (a sample's, or a transcript's with its `events`, or the events alone) (0 to 1)."""
     if data[:4] == b"PK\x03\x04":
         try:
             names = zipfile.ZipFile(io.BytesIO(data)).namelist()
@@ -43,9 +55,22 @@ def detect(data: bytes, name: str = "") -> float:
     first = first_value(data)
     if isinstance(first, dict) and "eval" in first and ("samples" in first or "plan" in first):
         return 1.0
+    if isinstance(first, dict) and _is_event(first):
+        return 0.9  # JSON Lines of events
+    if isinstance(first, list) and first and all(_is_event(e) for e in first[:5]):
+        return 0.9
+    if isinstance(first, dict) and isinstance(first.get("events"), list) and first["events"] \
+            and all(_is_event(e) for e in first["events"][:5]):
+        return 0.9
     if first is None and head_has(data, b"eval", b"task", b"status"):
         return 0.7
+    if first is None and head_has(data, b"event", b"span_begin", b"timestamp"):
+        return 0.6
     return 0.0
+
+
+def _is_event(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("event") in EVENT_KINDS and "timestamp" in value
 
 
 def import_inspect(source: Source, *, name: str | None = None,
@@ -56,15 +81,34 @@ def import_inspect(source: Source, *, name: str | None = None,
     if data[:4] == b"PK\x03\x04":
         header, samples = _read_zip(data, label, max_bytes)
     else:
-        log = parse_json(data, label)
-        if not isinstance(log, dict) or "eval" not in log:
-            raise TraceError(label, "top level", "is not an Inspect AI log (no `eval` key)")
-        header, samples = log, [(f"samples[{i}]", s) for i, s in
-                                enumerate(log.get("samples") or [])]
+        values = json_values(data, label)
+        log = values[0][1] if len(values) == 1 else None
+        if isinstance(log, dict) and "eval" in log:
+            header, samples = log, [(f"samples[{i}]", s) for i, s in
+                                    enumerate(log.get("samples") or [])]
+        else:
+            header, samples = {}, [("events", _outside_a_log(values, label))]
     if not samples:
         raise TraceError(label, "", "the Inspect log holds no samples")
     ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
     return [_sample_trace(sample, ev, label, place) for place, sample in samples]
+
+
+def _outside_a_log(values: list[tuple[int, Any]], label: str) -> dict[str, Any]:
+    """Transcript events outside a full log, as a sample: a sample read alone (`id`, `epoch`,
+    `events`, `scores`), a transcript (`id`, `source_id`, `events`), a JSON list of events, or
+    one event a line. Its id is the record's, else the file's name."""
+    record = values[0][1] if len(values) == 1 else None
+    if isinstance(record, dict) and isinstance(record.get("events"), list):
+        return record
+    events = record if isinstance(record, list) else [value for _, value in values]
+    for number, value in ([(i, v) for i, v in enumerate(events)] if isinstance(record, list)
+                          else values):
+        if not _is_event(value):
+            place = f"item {number + 1}" if isinstance(record, list) else f"line {number}"
+            raise TraceError(label, place, "is neither an Inspect AI log (no `eval` key) nor "
+                             "an Inspect transcript event (`event` and `timestamp`)")
+    return {"id": Path(label).stem or "events", "events": events}
 
 
 def _read_zip(data: bytes, label: str,
@@ -203,12 +247,14 @@ def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Tr
             draft.skip(f"{kind!r} event")
     root = roots[0] if roots else MAIN
     draft.conclude(root)
-    draft.rewards.update(_scores(sample.get("scores")))
+    draft.rewards.update(_scores(sample.get("scores")) or _scores({
+        "score": e.get("score") for e in events  # events alone: their final score
+        if e.get("event") == "score" and not e.get("intermediate")}))
     task = as_text(ev.get("task")) or "inspect"
     sample_id = as_text(sample.get("id")) or place
     epoch = sample.get("epoch")
-    trace_id = f"{ev.get('eval_id') or ev.get('run_id') or task}:{sample_id}" + (
-        f":{epoch}" if epoch is not None else "")
+    source = ev.get("eval_id") or ev.get("run_id") or sample.get("source_id") or task
+    trace_id = f"{source}:{sample_id}" + (f":{epoch}" if epoch is not None else "")
     return draft.build(label, NAME, trace_id=trace_id, task_id=f"{task}/{sample_id}",
                        system=as_text(ev.get("model")) or "inspect-ai",
                        topology=draft.shape())

@@ -16,7 +16,10 @@ blocks), HyperAgent (`Planner's Response:`, `Subgoal:`, `Inner-Navigator-Assista
 from X Agent`, `Code Execution Output`), OpenManus (`Manus's thoughts`, `Activating tool`,
 `Tool ... completed`). A log no parser reads is kept whole as one message of the system (warning
 `mast_unparsed`), so the run and its labels are never lost. Runs have no clock: turn `i` is at
-`t = i` seconds. The record (without its trajectory) is kept verbatim on the first event;
+`t = i` seconds. MAST's raw run files (`{run_id, prompt, content, timestamp, cost, log_file}`,
+a MetaGPT log in `content`) read as the record they became, without failure modes (none came
+with them): its roles are the agents. The record (without its trajectory) is kept verbatim on
+the first event;
 `annotation_records` maps the failure modes to the rubric's questions (docs/importers.md).
 """
 
@@ -75,12 +78,26 @@ def _is_record(value: Any) -> bool:
     return isinstance(value, dict) and "mas_name" in value and "trace" in value
 
 
+RUN_KEYS = ("run_id", "timestamp", "cost", "log_file")
+"""What a raw run file keeps beside its task (`prompt`) and its log (`content`)."""
+
+
+def _is_run(value: Any) -> bool:
+    """Whether a value is one of MAST's raw run files (`{run_id, prompt, content, timestamp,
+    cost, log_file}`, the MetaGPT runs before they became MAD records)."""
+    return isinstance(value, dict) and "mas_name" not in value \
+        and isinstance(value.get("content"), str) and "prompt" in value \
+        and any(key in value for key in RUN_KEYS)
+
+
 def detect(data: bytes, name: str = "") -> float:
-    """How sure it is that the bytes are MAST / MAD records (0 to 1)."""
+    """How sure it is that the bytes are MAST / MAD records, or MAST's raw run files (0 to 1)."""
     first = first_value(data)
     head = first[0] if isinstance(first, list) and first else first
     if _is_record(head):
         return 1.0 if ("mast_annotation" in head or "annotations" in head) else 0.8
+    if _is_run(head):
+        return 0.9 if "run_id" in head and "log_file" in head else 0.7
     if first is None and head_has(data, b"mas_name", b"trace") and (
             head_has(data, b"mast_annotation") or head_has(data, b"benchmark_name")):
         return 0.8
@@ -94,17 +111,34 @@ def import_mast(source: Source, *, name: str | None = None) -> list[Trace]:
     for line, value in json_values(data, label):
         records = value if isinstance(value, list) else [value]
         for number, record in enumerate(records):
+            if _is_run(record):
+                traces.append(run_trace(record, label))
+                continue
             if not _is_record(record):
                 raise TraceError(label, f"line {line}, record {number + 1}", "is not a MAST "
-                                 "record (no `mas_name` and `trace`)")
+                                 "record (no `mas_name` and `trace`) nor a raw run (no "
+                                 "`prompt` and `content`)")
             traces.append(record_trace(record, label))
     if not traces:
         raise TraceError(label, "", "holds no MAST records")
     return traces
 
 
-def record_trace(record: dict[str, Any], label: str) -> Trace:
-    """One MAST / MAD record as a trace."""
+def run_trace(run: dict[str, Any], label: str) -> Trace:
+    """One raw run file as a trace, read as the MAD record it became: the system named by its
+    log (MetaGPT's logger names itself), `prompt` as the task, `content` as the log; it carries
+    no failure modes (none were published with it), its `cost` goes into the trace's metrics
+    and the rest of the file, without its log, is kept on the first event (`mast_run`)."""
+    content = run["content"]
+    system = "MetaGPT" if "metagpt." in content or "NEW MESSAGES:" in content else "mas"
+    record = {"mas_name": system, "trace_id": as_text(run.get("run_id")),
+              "trace": {"trajectory": {"prompt": run.get("prompt"), "content": content}}}
+    return record_trace(record, label, run={k: v for k, v in run.items() if k != "content"})
+
+
+def record_trace(record: dict[str, Any], label: str, *,
+                 run: dict[str, Any] | None = None) -> Trace:
+    """One MAST / MAD record as a trace (or a raw run file, given as `run`, read as one)."""
     draft = TraceDraft()
     system = as_text(record.get("mas_name")) or "mas"
     trajectory, task = _trajectory(record.get("trace"))
@@ -142,10 +176,16 @@ def record_trace(record: dict[str, Any], label: str) -> Trace:
             draft.add(i, "message", turn.agent, from_=turn.agent, to=turn.to, **keys)
     draft.conclude(root)
     first = min(draft.events, key=lambda e: e["t"])
-    kept = {k: v for k, v in record.items() if k != "trace"}
-    if isinstance(record.get("trace"), dict):
-        kept["trace"] = {k: v for k, v in record["trace"].items() if k != "trajectory"}
-    publish(first, ORIGIN, VERSION, kept, modes=failure_modes(record))
+    if run is not None:
+        first["mast_run"] = run
+        cost = run.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+            draft.metrics["cost"] = float(cost)
+    else:
+        kept = {k: v for k, v in record.items() if k != "trace"}
+        if isinstance(record.get("trace"), dict):
+            kept["trace"] = {k: v for k, v in record["trace"].items() if k != "trajectory"}
+        publish(first, ORIGIN, VERSION, kept, modes=failure_modes(record))
     trace_id = "-".join(str(p) for p in ("mast", system, record.get("benchmark_name"),
                                          record.get("trace_id")) if p not in (None, ""))
     task = task or _task_in(as_text(trajectory) or "")
@@ -309,13 +349,21 @@ def _chatdev(text: str) -> list[Turn]:
     return turns
 
 
-_METAGPT = re.compile(r"^.*?\| INFO \|.*? - (?P<name>[\w ]+)\((?P<profile>[^)]+)\): "
+_METAGPT = re.compile(r"^.*?\|\s*INFO\s*\|.*? - (?P<name>[\w ]+)\((?P<profile>[^)]+)\): "
                       r"(?P<rest>.*)$", re.M)
+"""A role's turn in MetaGPT's log (loguru pads the level: `| INFO     |`):
+`... | INFO | metagpt.roles.role:_act:391 - Alice(SimpleCoder): to do SimpleWriteCode(...)`;
+the role (`SimpleCoder`) is the agent, the persona (`Alice`) only its name in the log."""
 _METAGPT_NEW = re.compile(r"NEW MESSAGES:\s*\n+(?P<name>[\w()]+):[ \t]*\n", re.M)
 
 
+_LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \|\s*[A-Z]+\s*\|.*\n?", re.M)
+"""Any other line of MetaGPT's logger (costs, files saved): bookkeeping, not what a role said."""
+
+
 def _metagpt(text: str) -> list[Turn]:
-    turns = [Turn(m["name"].strip(), "message", (m["rest"] + "\n" + body).strip())
+    turns = [Turn(m["profile"].strip(), "message",
+                  (m["rest"] + "\n" + _LOGURU.sub("", body)).strip())
              for m, body in _blocks(text, _METAGPT)]
     if not turns:
         turns = [Turn(m["name"].split("(")[0], "message", body.split("\n---")[0].strip())
