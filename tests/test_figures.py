@@ -39,8 +39,35 @@ def test_the_reference_example_figures(example):
     assert (f.messages, f.tool_calls, f.makespan_s, f.tokens) == (1, 1, 7.0, 12000)
     # lifetimes: orchestrator 0-7, planner_1 1-3, executor_1 2-6 (its tool result at 5)
     assert f.parallelism == pytest.approx((7 + 2 + 4) / 7)
-    # the only work with a duration is the tool call waiting for its result
-    assert f.critical_path_s == pytest.approx(1.0)
+    # every event is a point in time: each one's work ran from its last input to it, and the
+    # chain through the planner's message, the executor's tool call and its return spans the run
+    assert f.critical_path_s == pytest.approx(7.0)
+    assert f.critical_path == ["e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8"]
+
+
+def test_a_trace_of_points_in_time_has_a_critical_path_as_long_as_its_chain():
+    """Imported traces often give no `end_t` at all: their chain of dependent events is still
+    the time the run took, never 0 s beside a makespan of minutes."""
+    raw = example_dict()
+    raw["events"] = [e for e in raw["events"] if e["id"] not in ("e5", "e6")]  # no tool call
+    raw["edges"] = [e for e in raw["edges"] if not {e["src"], e["dst"]} & {"e5", "e6"}]
+    raw["edges"].append({"src": "e4", "dst": "e7", "type": "causal"})
+    for event in raw["events"]:
+        event["t"] *= 60
+    f = analyze(as_trace(raw)).figures
+    assert f.makespan_s == 420
+    assert f.critical_path_s == pytest.approx(420)
+    assert f.critical_path == ["e1", "e2", "e3", "e4", "e7", "e8"]
+
+
+def test_stated_work_counts_only_from_its_start():
+    """An event that gives its `end_t` states when its work began (`t`): the wait before it
+    is no work of the chain."""
+    raw = example_dict()
+    for event in raw["events"]:
+        event["end_t"] = event["t"] + 0.5
+    f = analyze(as_trace(raw)).figures
+    assert f.critical_path_s == pytest.approx(f.critical_path.__len__() * 0.5)
 
 
 def test_the_reference_example_aggregate_merges_the_return_named_by_its_edge(example):

@@ -562,8 +562,12 @@ class Analysis:
     def critical(self) -> tuple[float, list[str]]:
         """(time covered by the work along the heaviest chain of dependent events, its ids).
 
-        Work that overlaps along the chain counts once (a chain's length is the union of its
-        events' work intervals), so the critical path never exceeds the makespan."""
+        An event's work is its `duration` (from `t` to `end_t`, or a tool call's wait for its
+        result). An event that gives no `end_t` (a point in time, as most imported traces give
+        every event) marks where work ended that began when the last of its dependencies
+        ended, since it could not begin before (a tool call's work then runs on to its result). Work that overlaps along the chain
+        counts once (a chain's length is the union of its events' work intervals), so the
+        critical path never exceeds the makespan."""
         order, pos, duration = self.order, self.position, self.duration
         preds: dict[int, list[int]] = defaultdict(list)  # by position: lists, not dicts, below
         for src, dst, _ in self.dependencies:
@@ -571,10 +575,14 @@ class Analysis:
         best = [0.0] * len(order)
         reach = [0.0] * len(order)
         via = [-1] * len(order)
+        ends = [e.t + duration[e.id] for e in order]
         for i, e in enumerate(order):  # time order is topological: every dependency runs forward
-            start, finish = float(e.t), e.t + duration[e.id]
+            finish, before = ends[i], preds.get(i, ())
+            start = float(e.t)
+            if before and e.end_t is None:  # no stated start of work: since its inputs
+                start = min(start, max(ends[u] for u in before))
             prior, length = -1, finish - start
-            for u in preds.get(i, ()):
+            for u in before:
                 candidate = best[u] + max(0.0, finish - max(start, reach[u]))
                 if candidate > length or prior < 0 and candidate >= length:
                     prior, length = u, candidate
