@@ -68,8 +68,9 @@ class Received:
 
     @property
     def prompt(self) -> str:
-        """The user message's text."""
-        return next(m["content"] for m in self.body["messages"] if m["role"] == "user")
+        """The last user message's text (the question asked; few-shot examples come before
+        it as earlier turns)."""
+        return [m["content"] for m in self.body["messages"] if m["role"] == "user"][-1]
 
     @property
     def system(self) -> str:
@@ -183,9 +184,10 @@ class OpenAIStub:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def reply_for(self, body: dict) -> Reply:
-        """The table's row for the question and target the request's prompt names."""
-        prompt = next((m.get("content", "") for m in body.get("messages", [])
-                       if m.get("role") == "user"), "")
+        """The table's row for the question and target the request's prompt names (its last
+        user turn: few-shot examples come before it)."""
+        prompt = ([m.get("content", "") for m in body.get("messages", [])
+                   if m.get("role") == "user"] or [""])[-1]
         question = QUESTION.search(prompt)
         data = DATA.search(prompt)
         target = (json.loads(data.group(1)).get("target") or "") if data else None

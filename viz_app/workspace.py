@@ -166,6 +166,9 @@ class SuggestReport(BaseModel):
     suggestions: int = Field(0, description="Suggestions it made.")
     added: int = Field(0, description="Suggestions stored now (the rest were stored before: "
                        "same producer version, trace version, target and question).")
+    skipped: int = Field(0, description="Questions on targets the producer (a judge) had "
+                         "answered before on the same trace version, as the same version, "
+                         "and was not asked again.")
     failures: list[SuggestionFailure] = Field(default_factory=list,
                                               description="Targets it gave nothing usable on.")
 
@@ -173,7 +176,9 @@ class SuggestReport(BaseModel):
     def text(self) -> str:
         """One line for people."""
         return (f"{self.producer}: {self.traces} traces, {self.suggestions} suggestions "
-                f"({self.added} new), {len(self.failures)} failures")
+                f"({self.added} new), {len(self.failures)} failures"
+                + (f", {self.skipped} answered before and not asked again"
+                   if self.skipped else ""))
 
 
 def read_label_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -1021,8 +1026,9 @@ class Workspace:
         `viz_app.suggest.learned.LearnedProducer` is given as `learned`) over traces under the
         workspace's rubric and store what it suggests;
         a suggestion stored before (same producer version, trace version, target and question)
-        is not stored again. Targets it failed on are recorded as failures, never as
-        suggestions. `progress(done, total, trace_id)` is called as traces are done."""
+        is not stored again, and a judge is not asked again where it made one (a failure is
+        asked again). Targets it failed on are recorded as failures, never as suggestions.
+        `progress(done, total, trace_id)` is called as traces are done."""
         if producer == "rules":
             maker: Any = "rules"
         elif producer == "judge":
@@ -1040,8 +1046,10 @@ class Workspace:
         for done, trace in enumerate(items):
             if progress is not None:
                 progress(done, len(items), trace.trace_id)
+            answered = self._answered(trace, maker)
+            report.skipped += len(answered)
             try:
-                made, failed = produce(trace, rubric, maker)
+                made, failed = produce(trace, rubric, maker, answered)
             except OrchvizError:
                 raise
             except Exception as err:  # one trace a producer trips on must not stop the rest
@@ -1103,6 +1111,59 @@ class Workspace:
                       campaign=campaign or "", folds=folds or FOLDS, resamples=resamples,
                       seed=seed, created_by=created_by, created_at=now())
         return model, self.learned_models.add(model)
+
+    def _answered(self, trace: Trace, maker: Any) -> set[tuple[str, str]]:
+        """(event id or '', question) a judge answered before on this trace version, as the
+        same producer (version, model and prompt hash, its examples included), among the
+        questions it asks now; empty for any other producer."""
+        producer = getattr(maker, "producer", None)
+        judged = getattr(maker, "judged", None)
+        if producer is None or judged is None or producer.name != "judge":
+            return set()
+        asked = set(judged(self.rubric))
+        return {(s.event_id, s.question)
+                for s in self.suggestion_store.all(trace_id=trace.trace_id, producer="judge")
+                if s.trace_sha256 == trace.sha256 and s.producer == producer
+                and s.question in asked}
+
+    def judge_examples(self, k: int, questions: Sequence[str] | None = None) -> list[Any]:
+        """Up to `k` few-shot examples per judged question (or per question named) for a
+        judge, from the leads' current adjudicated answers (`judge.choose_examples`), each with
+        its target's context as the judge's prompt shows it. An answer on a trace the library
+        no longer holds, or on another version of it, is left out. LabelError when no
+        question has one."""
+        from viz_app.suggest.judge import (JUDGED_KINDS, MAX_INPUTS, TEXT_LIMIT, Example,
+                                           choose_examples)
+        from viz_app.suggest.context import target_context
+
+        rubric = self.rubric
+        wanted = [q.id for q in rubric.questions if q.kind in JUDGED_KINDS
+                  and q.ask_when is None and (questions is None or q.id in questions)]
+        records = self.labels.current_records(adjudicated_only=True)
+        found: list[Example] = []
+        for record in choose_examples(records, wanted, k):
+            try:
+                trace = self.trace(record["trace_id"])
+            except OrchvizError:
+                continue
+            if record.get("trace_sha256") and record["trace_sha256"] != trace.sha256:
+                continue
+            analysis = analyze(trace)
+            key = record["event_id"] or ""
+            target = next((t for t in targets(rubric, analysis) if t.key == key), None)
+            if target is None:
+                continue
+            found.append(Example(question=rubric.question(record["question"]),
+                                 context=target_context(analysis, target,
+                                                        text_limit=TEXT_LIMIT,
+                                                        max_inputs=MAX_INPUTS),
+                                 value=record["value"]))
+        if k > 0 and not found:
+            raise LabelError(f"few-shot examples come from adjudicated labels, and none of "
+                             f"{', '.join(wanted)} has one on a trace of this library yet (a "
+                             "lead adjudicates a campaign's disagreements on the Adjudicate "
+                             "page); run without --few-shot")
+        return found
 
     def suggestions(self, trace_id: str, event_id: str | None = None,
                     question: str | None = None, producer: str | None = None

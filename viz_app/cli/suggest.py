@@ -116,10 +116,15 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-question", metavar="Q", action="append", dest="judge_questions",
                    help="judge: ask only this question (repeat for more; default: every "
                    "question with an answer to suggest, one request per target and question)")
+    p.add_argument("--few-shot", metavar="K", type=int, default=0,
+                   help="judge: show it up to K of the leads' adjudicated answers per question "
+                   "as examples, spread over the answers (part of its prompt hash: other "
+                   "examples make another version; default: none)")
 
 
-def _judge(args: argparse.Namespace):
-    """The judge the options describe; OrchvizError when it cannot be made."""
+def _judge(args: argparse.Namespace, ws: Workspace | None = None):
+    """The judge the options describe, its few-shot examples read from the workspace;
+    OrchvizError when it cannot be made."""
     if not args.judge_url or not args.judge_model:
         raise OrchvizError("--producer judge needs --judge-url and --judge-model")
     try:
@@ -128,18 +133,32 @@ def _judge(args: argparse.Namespace):
         raise OrchvizError(f"the judge is unavailable in this installation ({err})") from None
     if not args.judge_timeout > 0:
         raise OrchvizError("--judge-timeout is a number of seconds above 0")
+    few = getattr(args, "few_shot", 0) or 0
+    if few < 0:
+        raise OrchvizError("--few-shot is a count of examples: 0 or more")
+    examples = ws.judge_examples(few, args.judge_questions) if few and ws is not None else ()
     return JudgeProducer(args.judge_url, args.judge_model, args.judge_key_env,
-                         timeout=args.judge_timeout, questions=args.judge_questions)
+                         timeout=args.judge_timeout, questions=args.judge_questions,
+                         examples=examples)
 
 
 def run_verb(args: argparse.Namespace) -> int:
     """Read the traces, run the producer with a progress bar, store and summarise."""
     if not args.traces:
         raise OrchvizError("name the traces to suggest labels for: --traces DIR")
-    judge = _judge(args) if args.producer == "judge" else None
+    if args.producer == "judge":
+        _judge(args)  # a judge that cannot be made is refused before any trace is read
     ws = Workspace.open(args.db, traces=args.traces, rubric=load_rubric(args.rubric))
     if args.producer == "learned":
         ws.learned_producer(args.learned_questions)  # no model, no scikit-learn: say so first
+    judge = _judge(args, ws) if args.producer == "judge" else None
+    if judge is not None and judge.examples:
+        counts: dict[str, int] = {}
+        for example in judge.examples:
+            counts[example.question.id] = counts.get(example.question.id, 0) + 1
+        print(terminal_text(f"judge: {len(judge.examples)} few-shot examples ("
+                            + ", ".join(f"{q} {n}" for q, n in counts.items())
+                            + f"), prompt {judge.producer.prompt_sha256[:12]}"))
     found = ws.read_traces(progress_bar("reading traces"))
     say_unread(found.unread)
     bar: list[tqdm] = []

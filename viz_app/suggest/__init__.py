@@ -12,6 +12,7 @@ with a `produce(trace, rubric) -> (suggestions, failures)` method (a judge, a le
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from viz_app.errors import OrchvizError
@@ -31,13 +32,18 @@ class SuggestionProducer(Protocol):
                                                              list[SuggestionFailure]]: ...
 
 
-def produce(trace: Trace, rubric: Rubric, producer: str | Any = "rules"
+def produce(trace: Trace, rubric: Rubric, producer: str | Any = "rules",
+            answered: Collection[tuple[str, str]] = ()
             ) -> tuple[list[Suggestion], list[SuggestionFailure]]:
     """The suggestions a producer makes on one trace, and the targets it failed on.
-    `producer` is "rules" or an object with a `produce(trace, rubric)` method."""
+    `producer` is "rules" or an object with a `produce(trace, rubric)` method; `answered`
+    ((event id or '', question) the producer answered before on this trace version) is passed
+    on when there are any, for a producer that asks at a cost (the judge) to leave them out."""
     if isinstance(producer, str):
         if producer != "rules":
             raise SuggestError(f"unknown producer {producer!r}: name 'rules' or pass a judge")
         from viz_app.suggest import rules
         return rules.suggest(trace, rubric), []
+    if answered:
+        return producer.produce(trace, rubric, answered=answered)
     return producer.produce(trace, rubric)

@@ -19,6 +19,16 @@ never a suggestion.
 
 The API key is read from an environment variable (`OPENAI_API_KEY` by default), never given on
 a command line; a local server that needs none gets a placeholder.
+
+Re-running is cheap: given the targets it already answered on a trace version (`answered`:
+stored suggestions of the same producer, model and prompt hash), the judge asks only about the
+others (`Workspace.suggest` passes them). A failure is not an answer: it is asked again.
+
+Few-shot: `examples` (`Example`, chosen by `choose_examples` from the leads' adjudicated answers)
+are put before each question of theirs as earlier turns, each the prompt that target would get
+(its context escaped as any trace data is) and its adjudicated answer. They are part of the
+prompt, so of its hash: a judge with other examples is another producer version. An example
+from the trace being judged is left out of that trace's prompts (it would show the answer).
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ import hashlib
 import importlib
 import json
 import os
-from collections.abc import Coroutine, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
 from string import Template
@@ -73,9 +84,16 @@ def prompt_template() -> str:
     return files("viz_app.suggest").joinpath(PROMPT_FILE).read_text("utf-8")
 
 
-def prompt_sha256() -> str:
-    """SHA-256 of the prompt template's UTF-8 bytes."""
-    return hashlib.sha256(prompt_template().encode("utf-8")).hexdigest()
+def prompt_sha256(template: str | None = None, examples: Sequence[Example] = ()) -> str:
+    """SHA-256 of the prompt template's UTF-8 bytes; with few-shot examples, of the template
+    and every example turn as sent (`example_messages`), so other examples are another
+    version."""
+    template = template if template is not None else prompt_template()
+    if not examples:
+        return hashlib.sha256(template.encode("utf-8")).hexdigest()
+    turns = [example_messages(e, template) for e in examples]
+    shown = json.dumps(turns, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{template}\n=== examples ===\n{shown}".encode("utf-8")).hexdigest()
 
 
 def _parts(template: str) -> tuple[str, str]:
@@ -148,6 +166,60 @@ def build_messages(question: Question, context: TargetContext,
         choices=_choices_text(question), target=_target_text(context),
         context_note=_context_note(context), data=prompt_data(_data(context)))
     return [{"role": "system", "content": system}, {"role": "user", "content": filled}]
+
+
+# -- few-shot examples --------------------------------------------------------------------------
+
+
+EXAMPLE_EXPLANATION = "The team's adjudicated answer on this target."
+"""The explanation an example's answer turn gives (a lead's reason is not shown: it may quote
+the trace at length)."""
+
+
+class Example(BaseModel):
+    """One adjudicated answer shown to the judge before a question of its own: the target's
+    context, as the prompt of any target holds it, and the lead's final answer."""
+
+    model_config = {"frozen": True}
+
+    question: Question
+    context: TargetContext
+    value: Any
+
+
+def example_messages(example: Example, template: str | None = None) -> list[dict[str, str]]:
+    """An example as two chat turns: the user's prompt for its target (trace data delimited and
+    escaped, `build_messages`) and the assistant's answer in the format asked (`prompt_data`:
+    an event id answered is trace text too)."""
+    _, user = build_messages(example.question, example.context, template)
+    answer = {"value": example.value, "confidence": 1.0, "evidence": [],
+              "explanation": EXAMPLE_EXPLANATION}
+    return [user, {"role": "assistant", "content": prompt_data(answer)}]
+
+
+def choose_examples(records: Iterable[Mapping[str, Any]], questions: Sequence[str], k: int
+                    ) -> list[Mapping[str, Any]]:
+    """Up to `k` adjudicated label records per question (current adjudications, `source`
+    adjudication), spread over their answers: each answer's records in (trace, event) order,
+    taken in turn across the answers (in the order first met in that sort) until `k`. The same
+    records give the same choice."""
+    chosen: list[Mapping[str, Any]] = []
+    wanted = set(questions)
+    by_question: dict[str, dict[str, list[Mapping[str, Any]]]] = defaultdict(dict)
+    for record in sorted((r for r in records if r.get("source") == "adjudication"
+                          and r["question"] in wanted),
+                         key=lambda r: (r["trace_id"], r["event_id"] or "")):
+        by_question[record["question"]].setdefault(json.dumps(record["value"], sort_keys=True,
+                                                              default=str), []).append(record)
+    for question in questions:
+        groups = list(by_question.get(question, {}).values())
+        taken = 0
+        for turn in range(max((len(g) for g in groups), default=0)):
+            for group in groups:
+                if taken < k and turn < len(group):
+                    chosen.append(group[turn])
+                    taken += 1
+    return chosen
 
 
 def answer_schema(question: Question) -> dict[str, Any]:
@@ -234,11 +306,13 @@ class JudgeProducer:
     `timeout` is the deadline of each question's whole call in seconds (connecting, retries
     and reading included), `max_retries` the client's retries of a failed
     request; `temperature` is sent when given (some reasoning models refuse it);
-    `questions` limits the questions asked (default: every judged question of the rubric)."""
+    `questions` limits the questions asked (default: every judged question of the rubric);
+    `examples` are few-shot examples, each shown before the questions of its own question."""
 
     def __init__(self, url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
                  timeout: float = 60.0, max_retries: int = 2, temperature: float | None = None,
-                 max_tokens: int | None = None, questions: Sequence[str] | None = None):
+                 max_tokens: int | None = None, questions: Sequence[str] | None = None,
+                 examples: Sequence[Example] = ()):
         if not url.startswith(("http://", "https://")):
             raise OrchvizError(f"the judge's URL {url[:200]!r} is not an http(s) URL")
         if not model.strip():
@@ -252,9 +326,9 @@ class JudgeProducer:
         self.max_tokens = max_tokens
         self.questions = tuple(questions) if questions is not None else None
         self.template = prompt_template()
+        self.examples = tuple(examples)
         self.producer = Producer(name="judge", version=VERSION, model=model,
-                                 prompt_sha256=hashlib.sha256(
-                                     self.template.encode("utf-8")).hexdigest())
+                                 prompt_sha256=prompt_sha256(self.template, self.examples))
 
     def _openai(self):
         """The openai package (OrchvizError saying what to install without it)."""
@@ -279,10 +353,18 @@ class JudgeProducer:
                 raise OrchvizError(f"the judge does not suggest answers to {question_id} (free "
                                    "text and follow-up questions are left to the reviewer)")
 
-    def produce(self, trace: Trace, rubric: Rubric
+    def judged(self, rubric: Rubric) -> list[str]:
+        """The ids of the questions this judge answers (rubric order)."""
+        return [q.id for q in rubric.questions if q.kind in JUDGED_KINDS and q.ask_when is None
+                and (self.questions is None or q.id in self.questions)]
+
+    def produce(self, trace: Trace, rubric: Rubric,
+                answered: Collection[tuple[str, str]] = ()
                 ) -> tuple[list[Suggestion], list[SuggestionFailure]]:
-        """Ask the model every judged question on every target of the trace: the suggestions
-        it gave, and a failure for each question it gave none usable on."""
+        """Ask the model every judged question on every target of the trace but those
+        `answered` ((event id or '', question) it answered before on this trace version, as
+        this producer): the suggestions it gave, and a failure for each question it gave none
+        usable on."""
         self._check_questions(rubric)
         analysis = analyze(trace)
         made: list[Suggestion] = []
@@ -294,8 +376,10 @@ class JudgeProducer:
             context = target_context(analysis, target, text_limit=TEXT_LIMIT,
                                      max_inputs=MAX_INPUTS)
             for question in questions:
+                if (target.key, question.id) in answered:
+                    continue
                 try:
-                    answer = self._ask(rubric, analysis, question, target, context)
+                    answer = self._ask(rubric, analysis, question, target, context, trace)
                 except Refused as why:
                     failed.append(SuggestionFailure(
                         trace_id=trace.trace_id, trace_sha256=trace.sha256,
@@ -310,8 +394,18 @@ class JudgeProducer:
                     explanation=" ".join(answer.explanation.split())[:500]))
         return made, failed
 
+    def _messages(self, question: Question, context: TargetContext, trace: Trace
+                  ) -> list[dict[str, str]]:
+        """The system turn, the examples of this question (none from this trace), and the
+        question's own prompt."""
+        system, user = build_messages(question, context, self.template)
+        shown = [turn for e in self.examples
+                 if e.question.id == question.id and e.context.trace_id != trace.trace_id
+                 for turn in example_messages(e, self.template)]
+        return [system, *shown, user]
+
     def _ask(self, rubric: Rubric, analysis: Analysis, question: Question,
-             target: LabelTarget, context: TargetContext) -> JudgeAnswer:
+             target: LabelTarget, context: TargetContext, trace: Trace) -> JudgeAnswer:
         openai = self._openai()
         extra: dict[str, Any] = {}
         if self.temperature is not None:
@@ -319,7 +413,7 @@ class JudgeProducer:
         if self.max_tokens is not None:
             extra["max_completion_tokens"] = self.max_tokens
         request = {"model": self.model,
-                   "messages": build_messages(question, context, self.template),
+                   "messages": self._messages(question, context, trace),
                    "response_format": {"type": "json_schema", "json_schema": {
                        "name": "suggested_answer", "strict": True,
                        "schema": answer_schema(question)}}} | extra
