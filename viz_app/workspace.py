@@ -33,7 +33,8 @@ from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.io.records import json_values
 from viz_app.labels.bookmark import Bookmark
-from viz_app.labels.agreement import (SuggestionAgreement, question_agreement,
+from viz_app.labels.agreement import (AgreementHistory, SuggestionAgreement,
+                                      agreement_history, question_agreement,
                                       suggestion_agreement)
 from viz_app.labels.attention import (LEARNED, contest, contests, first_answers,
                                       latest_version, uncertainty)
@@ -1172,6 +1173,20 @@ class Workspace:
         all (None), for one question or all, by one producer or all."""
         return self.suggestion_store.all(trace_id=trace_id, event_id=event_id,
                                          question=question, producer=producer)
+
+    def agreement_history(self, question: str | None = None, *, resamples: int = 1000,
+                          seed: int = 0) -> AgreementHistory:
+        """Each producer version's agreement with the blind labels, in the order the versions
+        came (alpha and kappa with bootstrap 95 % intervals, each version alone), and the
+        versions whose alpha left their predecessor's interval
+        (`viz_app.labels.agreement.agreement_history`; docs/suggestions.md)."""
+        from viz_app.suggest.rules import FINE
+
+        if question is not None:
+            self.rubric.question(question)
+        return agreement_history(self.rubric, self.labels.current_records(),
+                                 self.suggestion_store.all(), question=question,
+                                 resamples=resamples, seed=seed, silence={RULES.name: FINE})
 
     def suggestion_agreement(self, question: str | None = None, *, resamples: int = 1000,
                              seed: int = 0) -> SuggestionAgreement:

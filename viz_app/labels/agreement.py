@@ -514,8 +514,8 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
 
 def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Suggestion],
                    resamples: int, seed: int,
-                   silent: Mapping[str, tuple[Any, set[tuple[str, str]]]]
-                   ) -> list[AgreementRow]:
+                   silent: Mapping[str, tuple[Any, set[tuple[str, str]]]],
+                   reviewers: bool = True) -> list[AgreementRow]:
     level = "ordinal" if q.kind in ORDINAL_KINDS else "nominal"
     human: dict[tuple[str, str], dict[str, tuple[str, Any]]] = defaultdict(dict)
     for label in blind:  # the blind labels of this question
@@ -560,6 +560,8 @@ def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Sugg
             pairs=len(pairs), alpha=alpha, kappa=kappa, labels=shown, confusion=confusion,
             note=note,
             versions=sorted({s.producer.version for s in newest[rater].values()})))
+    if not reviewers:
+        return rows
     pairs, units = [], {}
     for target, answers in human.items():
         names = sorted(answers)
@@ -574,6 +576,136 @@ def _question_rows(q: Question, blind: list[LabelRecord], suggestions: list[Sugg
                              alpha=alpha, kappa=kappa, labels=shown, confusion=confusion,
                              note=note))
     return rows
+
+
+# -- each producer version over time ----------------------------------------------------------
+
+
+class VersionPoint(BaseModel):
+    """One version of one producer on one question: its agreement with the blind labels, placed
+    in time at the moment its first suggestion was stored."""
+
+    question: str
+    rater: str = Field(description="The producer (a judge with its model), as in AgreementRow.")
+    version: str = Field(description="The producer's version; for a judge, the version and "
+                         "its prompt's hash (`1 · 3f2a...`): a new prompt is a new version.")
+    created_at: str = Field(description="When its first suggestion was stored (ISO 8601 UTC).")
+    targets: int
+    pairs: int
+    alpha: Interval
+    kappa: Interval
+    note: str = ""
+
+
+class VersionShift(BaseModel):
+    """A version whose alpha falls outside the previous version's 95 % interval."""
+
+    question: str
+    rater: str
+    version: str
+    previous: str
+    alpha: float
+    interval: Interval = Field(description="The previous version's alpha and interval.")
+    direction: str = Field(description="`below` or `above` the interval.")
+
+    @property
+    def text(self) -> str:
+        """One sentence for a lead."""
+        return (f"{self.rater} {short_version(self.version)} on {self.question}: alpha "
+                f"{self.alpha:.2f} is {self.direction} the previous version's "
+                f"({short_version(self.previous)}) 95 % interval [{self.interval.low:.2f}, "
+                f"{self.interval.high:.2f}]")
+
+
+class AgreementHistory(BaseModel):
+    """Each producer version's agreement with blind labels, oldest version first per producer
+    and question, and the versions that moved outside their predecessor's interval."""
+
+    points: list[VersionPoint]
+    shifts: list[VersionShift]
+    blind_labels: int
+    resamples: int
+    seed: int
+
+
+def short_version(version: str) -> str:
+    """A version as people read it: a hash cut to 12 characters (each part of a judge's)."""
+    return " · ".join(part[:12] for part in version.split(" · "))
+
+
+def _version(suggestion: Suggestion) -> str:
+    p = suggestion.producer
+    return f"{p.version} · {p.prompt_sha256}" if p.prompt_sha256 else p.version
+
+
+def agreement_history(rubric: Rubric, labels: Iterable[LabelRecord],
+                      suggestions: Iterable[Suggestion], *, question: str | None = None,
+                      resamples: int = RESAMPLES, seed: int = 0,
+                      silence: Mapping[str, Mapping[str, Any]] | None = None
+                      ) -> AgreementHistory:
+    """Each version of each producer measured alone against the blind labels (the blind labels
+    are decided with every suggestion, as `suggestion_agreement` does; a version's silence
+    counts only on the traces that version ran on), for each question (or the one named):
+    alpha and kappa with bootstrap 95 % intervals, placed at the time the version's first
+    suggestion was stored. A version whose alpha lies outside its predecessor's interval (the
+    previous version of the same producer, on the same question, that has an interval) is a
+    `VersionShift`: a lead learns that a retrained model or a new prompt moved."""
+    suggestions = list(suggestions)
+    questions = [rubric.question(question)] if question else \
+        [q for q in rubric.questions if q.kind in MEASURED_KINDS]
+    asked = {q.id for q in questions if q.kind in MEASURED_KINDS}
+    blind, _ = blind_labels((x for x in labels if x["question"] in asked), suggestions)
+    blind_of: dict[str, list[LabelRecord]] = defaultdict(list)
+    for label in blind:
+        blind_of[label["question"]].append(label)
+    by_version: dict[tuple[str, str], list[Suggestion]] = defaultdict(list)
+    for s in suggestions:
+        by_version[(_rater(s), _version(s))].append(s)
+    born = {key: min((s.created_at for s in found), default="")
+            for key, found in by_version.items()}
+    points: list[VersionPoint] = []
+    for q in (q for q in questions if q.id in asked):
+        for (rater, version), found in sorted(by_version.items(),
+                                              key=lambda kv: (kv[0][0], born[kv[0]], kv[0][1])):
+            mine = [s for s in found if s.question == q.id]
+            answers = (silence or {}).get(found[0].producer.name)
+            silent = {}
+            if answers is not None and q.id in answers:
+                silent[rater] = (answers[q.id], {(s.trace_id, s.trace_sha256) for s in found})
+            if not mine and not silent:
+                continue
+            rows = _question_rows(q, blind_of[q.id], mine, resamples, seed, silent,
+                                  reviewers=False)
+            for row in rows:
+                if row.pairs:
+                    points.append(VersionPoint(
+                        question=q.id, rater=rater, version=version,
+                        created_at=born[(rater, version)], targets=row.targets, pairs=row.pairs,
+                        alpha=row.alpha, kappa=row.kappa, note=row.note))
+    return AgreementHistory(points=points, shifts=version_shifts(points),
+                            blind_labels=len(blind), resamples=resamples, seed=seed)
+
+
+def version_shifts(points: Iterable[VersionPoint]) -> list[VersionShift]:
+    """The versions whose alpha lies outside the interval of the version before them (of the
+    same producer and question, in time order; a version without an interval is compared with
+    none, and the next one is compared with the last that had one)."""
+    shifts: list[VersionShift] = []
+    last: dict[tuple[str, str], VersionPoint] = {}
+    for point in sorted(points, key=lambda p: (p.question, p.rater, p.created_at, p.version)):
+        key = (point.question, point.rater)
+        before = last.get(key)
+        value = point.alpha.value
+        if before is not None and value is not None:
+            low, high = before.alpha.low, before.alpha.high
+            if low is not None and high is not None and not low <= value <= high:
+                shifts.append(VersionShift(question=point.question, rater=point.rater,
+                                           version=point.version, previous=before.version,
+                                           alpha=value, interval=before.alpha,
+                                           direction="below" if value < low else "above"))
+        if point.alpha.low is not None:
+            last[key] = point
+    return shifts
 
 
 # -- corrections: who corrected, and how alike their corrections are -------------------------

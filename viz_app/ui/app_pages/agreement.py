@@ -1,7 +1,8 @@
 """The agreement page: Krippendorff's alpha per question, how many targets two or more reviewers
 labelled, the targets they disagree on most (one click from their trace), how far each
 producer's suggestions agree with the labels made without them in view (alpha, kappa, 95 %
-intervals, a confusion matrix), and the exports. With sign-in configured only leads see it (it
+intervals, a confusion matrix), each producer version's alpha over time with a warning when a
+new version leaves the previous one's interval, and the exports. With sign-in configured only leads see it (it
 shows everyone's answers and lets them download every label); without, names are not verified
 and everyone is their own lead."""
 
@@ -15,6 +16,7 @@ import streamlit as st
 
 from viz_app.ui import session
 from viz_app.export import FORMATS, NEEDS_TRACES, export
+from viz_app.charts import agreement_history_figure
 from viz_app.labels.agreement import REVIEWERS, agreement, correction_agreements
 from viz_app.errors import RubricError
 from viz_app.text import markdown_literal
@@ -135,6 +137,32 @@ else:
         st.caption("Rows: the reviewers' answers; columns: the producer's"
                    + (" (between reviewers each pair counts both ways)."
                       if picked.rater == REVIEWERS else "."))
+
+    st.subheader("Each producer version over time")
+    history = session.workspace().agreement_history()
+    for shift in history.shifts:
+        st.warning(markdown_literal(shift.text, 400), icon=":material/trending_down:"
+                   if shift.direction == "below" else ":material/trending_up:")
+    asked = list(dict.fromkeys(p.question for p in history.points
+                               if p.alpha.value is not None))
+    if not asked:
+        st.caption("No producer version has an alpha against blind labels yet.")
+    else:
+        shown_q = st.selectbox("Question", asked, key="agreement_history_question",
+                               index=next((i for i, q in enumerate(asked)
+                                           if any(s.question == q for s in history.shifts)), 0))
+        among = next((r.alpha.value for r in producers.rows
+                      if r.question == shown_q and r.rater == REVIEWERS), None)
+        st.plotly_chart(agreement_history_figure(
+            history.points, shown_q, shifted={(s.rater, s.version) for s in history.shifts
+                                              if s.question == shown_q},
+            reviewers=among), key="agreement_history_chart", config={"displaylogo": False})
+        st.caption("Each version of a producer measured alone against the blind labels (a "
+                   "retrained learned model, a judge's new prompt or examples, new rules), at "
+                   "the time its first suggestion was stored, with its bootstrap 95 % "
+                   f"interval ({history.resamples:,} resamples of the targets). A ring marks a "
+                   "version whose alpha is outside the interval of the version before it; "
+                   "versions may be measured on different targets (hover for the counts).")
 
 st.subheader("Download the labels")
 formats = [f for f in FORMATS.values() if f.reads == "labels" and not f.needs_traces]
