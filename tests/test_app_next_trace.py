@@ -4,10 +4,17 @@ is read ahead while the reviewer works on this one, and Shift+N opens it."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import APP, PREMATURE, PREMATURE_ID, app_env, copy_demos, make_workspace
+from factories import (APP, PREMATURE, PREMATURE_ID, app_env, copy_demos, example_trace,
+                       make_workspace)
 from test_library_pool import pool_workspace
+from viz_app.io.native import write_trace
+from viz_app.ui import session
+from viz_app.workspace import Workspace
 
 
 def run(trace: str, reviewer: str | None = None) -> AppTest:
@@ -42,3 +49,98 @@ def test_a_trace_file_listed_by_itself_is_named_by_its_file_name(tmp_path):
     workspace = make_workspace(tmp_path, traces=[PREMATURE])
     trace = workspace.trace(PREMATURE_ID)
     assert workspace.source_name(trace) == PREMATURE.name
+
+
+@pytest.fixture
+def three_traces(tmp_path, monkeypatch) -> Workspace:
+    """The app on a library of three traces, a, b and c, in that order."""
+    workspace = make_workspace(tmp_path, traces=[example_trace(t, task_id=f"task of {t}")
+                                                 for t in ("trace-a", "trace-b", "trace-c")])
+    workspace.update_index()
+    return app_env(monkeypatch, workspace)
+
+
+def app_workspace() -> Workspace:
+    """The Workspace the app's pages ran with (one per process and settings, as on a server)."""
+    return session.workspace()
+
+
+def next_trace(at: AppTest) -> AppTest:
+    key = next(b.key for b in at.button if b.key and b.key.endswith(":next_trace"))
+    return at.button(key=key).click().run()
+
+
+def title(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("### ")).removeprefix("### ")
+
+
+def test_the_trace_page_reads_the_next_trace_ahead_and_shift_n_opens_it(three_traces):
+    at = run("trace-a", reviewer="ann")
+    cache = app_workspace().trace_cache
+    assert cache.wait()
+    assert cache.cached(app_workspace().trace_source("trace-b")) and not cache.failures
+    at = next_trace(at)
+    assert not at.exception and title(at).replace("\\", "") == "trace-b"
+    assert at.query_params["trace"] == "trace-b"
+
+
+def test_nobody_named_reads_nothing_ahead(three_traces):
+    run("trace-a")
+    assert app_workspace().trace_cache.wait()
+    assert not app_workspace().trace_cache.cached(app_workspace().trace_source("trace-b"))
+
+
+def test_a_next_trace_changed_on_disk_after_it_was_read_ahead_shows_as_it_is_now(three_traces):
+    at = run("trace-a", reviewer="ann")
+    assert app_workspace().trace_cache.wait()
+    path, _ = three_traces.find("trace-b")
+    write_trace(example_trace("trace-b", task_id="rewritten since"), path)
+    at = next_trace(at)
+    assert "task **rewritten since**" in header(at)
+
+
+def test_a_next_trace_that_cannot_be_read_says_so_when_it_is_opened(three_traces):
+    path, _ = three_traces.find("trace-b")
+    stat = path.stat()
+    size = stat.st_size  # spoilt in place, its size and time kept: the index cannot tell
+    path.write_bytes(b"{" + b" " * (size - 1))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    at = run("trace-a", reviewer="ann")
+    assert not at.exception and not at.error  # the failed read ahead costs the page nothing
+    assert app_workspace().trace_cache.wait() and app_workspace().trace_cache.failures
+    at = next_trace(at)
+    assert not at.exception
+    said = at.error[0].value.replace("\\", "")
+    assert said.startswith("The trace could not be loaded:") and path.name in said
+
+
+def test_the_review_page_reads_ahead_the_trace_of_the_target_likely_next(tmp_path, monkeypatch):
+    from test_app_review import LEAD, STOPS, review, start
+    from factories import DROPPED, DROPPED_ID, PREMATURE
+    from viz_app.labels.campaign import CampaignSpec
+
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
+    workspace.update_index()
+    workspace.create_campaign(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
+    at = start(review("ann"))
+    held = at.session_state["_review"]["claim"]
+    upcoming = workspace.upcoming_trace(STOPS, "ann")
+    assert upcoming is not None and upcoming != held.trace_id  # one stop in each trace
+    assert app_workspace().trace_cache.wait()
+    assert app_workspace().trace_cache.cached(app_workspace().trace_source(upcoming))
+    assert not at.exception and {held.trace_id, upcoming} == {PREMATURE_ID, DROPPED_ID}
+
+
+def test_the_target_likely_next_is_only_looked_at_not_reserved(tmp_path):
+    from test_app_review import ANN, LEAD, STOPS
+    from factories import DROPPED
+    from viz_app.labels.campaign import CampaignSpec
+
+    workspace = make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
+    workspace.update_index()
+    workspace.create_campaign(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
+    first = workspace.claim_next(STOPS, ANN)
+    upcoming = workspace.upcoming_trace(STOPS, "ann")
+    assert upcoming is not None and upcoming != first.trace_id
+    bob = ANN.model_copy(update={"name": "bob"})  # ann's look ahead left it free for bob
+    assert workspace.claim_next(STOPS, bob).trace_id == upcoming

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from viz_app.export.consensus import ExportOptions
 from viz_app.io.detect import published_label_records, read_any, read_at
 from viz_app.io.files import trace_files
 from viz_app.io.records import json_values
+from viz_app.io.trace_cache import TraceCache, TraceSource, file_stamp
 from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.agreement import (AgreementHistory, SuggestionAgreement,
                                       agreement_history, question_agreement,
@@ -71,6 +72,14 @@ from viz_app.suggest.rules import PRODUCER as RULES
 
 BRANCHES = "branches"
 """The uploads folder's subfolder where continued traces are saved (`Workspace.continue_from`)."""
+
+
+def _analysed(trace: Trace) -> None:
+    """What every page of a trace draws from, computed before a page gets the trace (a read
+    ahead does it on its own thread)."""
+    analysis = analyze(trace)
+    analysis.communication  # noqa: B018
+    analysis.figures  # noqa: B018
 
 
 class TraceSet(BaseModel):
@@ -205,6 +214,8 @@ class Workspace:
         self.bookmarks = BookmarkStore(self.engine)
         self._rubric: Rubric | None = rubric
         self._pool_indexes: dict[str, PoolIndex] = {}
+        self.trace_cache = TraceCache(prepare=_analysed)
+        """Traces read once per version for every page, and read ahead (`load`, `read_ahead`)."""
         self.rubric_error: RubricError | None = None
         if rubric is None:
             try:
@@ -355,6 +366,39 @@ class Workspace:
         if found is None:
             raise TraceError(trace_id, "", "no trace with this id in the library")
         return read_at(*found)
+
+    def trace_source(self, trace_id: str) -> TraceSource | None:
+        """Where a trace of the library or of a pool is, with how to tell its version and read
+        it; None when no index knows the id."""
+        from viz_app.io.pool import read_trace
+        from viz_app.store.pool_index import shard_stamp
+
+        pooled = self.pool_locate(trace_id)
+        if pooled is not None:
+            shard, row = pooled
+            return TraceSource(("pool", shard.url, row), lambda: shard_stamp(shard),
+                               lambda: read_trace(shard, row))
+        found = self.find(trace_id)
+        if found is None:
+            return None
+        path, position = found
+        return TraceSource(("file", str(path), position), lambda: file_stamp(path),
+                           lambda: read_at(path, position))
+
+    def load(self, trace_id: str) -> Trace | None:
+        """A trace of the library or of a pool by id, analysed, read once per version of its
+        file and kept (a few, for everyone: `trace_cache`); None when no index knows the id.
+        TraceError (or OSError) when it cannot be read. Treat it as read-only: it is shared."""
+        source = self.trace_source(trace_id)
+        return self.trace_cache.get(source) if source is not None else None
+
+    def read_ahead(self, trace_ids: Callable[[], Iterable[str | None]],
+                   then: Callable[[Trace], object] | None = None) -> bool:
+        """Read the traces `trace_ids()` names (it is called on the background thread: finding
+        what comes next may ask the database) while the caller goes on, so that `load` finds
+        them ready; `then(trace)` runs there on each. Never raises and never waits: a trace
+        that cannot be read is read again by `load`, which says why."""
+        return self.trace_cache.ahead(lambda: [self.trace_source(t) for t in trace_ids() if t], then)
 
     def source_name(self, trace: Trace) -> str:
         """Where a trace was read from, as anyone who sees it may read it: its file relative to
@@ -790,6 +834,11 @@ class Workspace:
         or None when nothing is left for them. A claim never says whether its target is gold,
         nor what anyone else answered."""
         return self.campaign_store.claim_next(campaign, reviewer)
+
+    def upcoming_trace(self, campaign: str, reviewer: str) -> str | None:
+        """The trace of the target this reviewer will most likely be given after the one they
+        hold (`CampaignStore.upcoming`: nothing is reserved): what the review page reads ahead."""
+        return self.campaign_store.upcoming(campaign, reviewer)
 
     def renew(self, claim: Claim) -> Claim:
         """Extend a claim's reservation by the campaign's lease; LabelError when it went to

@@ -424,6 +424,17 @@ class CampaignStore:
                      leased_until=float(found.leased_until), reviewer=reviewer,
                      assisted=bool(found.assisted), token=found.token)
 
+    def upcoming(self, campaign: str, reviewer: str) -> str | None:
+        """The trace of the target a claim would most likely give this reviewer after the one
+        they hold (the first open slot free to them), read only: nothing is leased, and others
+        may claim it first. What the review page reads ahead; None when there is none."""
+        with self.engine.connect() as conn:
+            found = conn.execute(_CAMPAIGN, {"name": campaign}).first()
+            if found is None or found.closed_at is not None:
+                return None
+            row = conn.execute(_OPEN, {"cid": found.campaign_id, "who": reviewer}).first()
+        return row.trace_id if row is not None else None
+
     def check(self, claim: Claim) -> HeldSlot:
         """The store's own record of the reservation a claim names, read outside any write:
         ClaimError when the claim is not one the store issued as it is given, LabelError

@@ -4,17 +4,20 @@ reviewer, and what is selected (kept in step with the URL, so a link opens the s
 Pages get everything through here and hand domain objects to `components`; this module calls the
 Workspace and the domain modules (`analysis`, `charts`) and draws nothing but the reviewer box.
 
-Caching, keyed by the file's hash (so an edited file is read again): a parsed, analysed trace is
-read-only and shared by every session (`st.cache_resource`); its figures are `st.cache_data`, a
-copy per caller because a view may draw a highlight onto its own copy, and each session keeps the
-figures it is looking at in its session state, so a rerun does not copy them again.
+Caching: a parsed, analysed trace is read-only and shared by every session, kept by the
+Workspace per version of its file (`Workspace.load`: an edited file is read again), which also
+reads ahead the trace a page will most likely open next (`read_ahead`). Its figures are
+`st.cache_data`, a copy per caller because a view may draw a highlight onto its own copy, and
+each session keeps the figures it is looking at in its session state, so a rerun does not copy
+them again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,8 +32,6 @@ from sqlalchemy import Engine
 from viz_app import charts
 from viz_app.analysis import analyze
 from viz_app.errors import OrchvizError
-from viz_app.io.detect import read_at
-from viz_app.io.pool import Shard, read_trace
 from viz_app.labels.label import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
@@ -73,23 +74,46 @@ def index(progress: IndexProgress | None = None) -> IndexResult:
 # -- traces and figures ----------------------------------------------------------------------
 
 
-def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes: the key of everything cached about it."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def find_and_load(trace_id: str) -> Trace | None:
+    """A trace of the library or of a pool by id, analysed, read once per version of its file
+    for every session (`Workspace.load`, which finds it ready when it was read ahead); None
+    when no index knows it (raises TraceError when it is known but cannot be read)."""
+    return workspace().load(trace_id)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _parsed(path: str, position: int, digest: str) -> Trace:
-    # A parsed trace is read-only and large, so every session shares one copy (st.cache_data
-    # would unpickle a copy per session: for 20,000 events, 0.4 s and about 100 MB each).
-    del digest  # part of the cache key only
-    trace = read_at(path, position)
-    analyze(trace).communication  # noqa: B018  (analysed once, before any session reads it)
-    return trace
+def read_ahead(reason: tuple, trace_ids: Callable[[], Iterable[str | None]]) -> None:
+    """Read the traces `trace_ids()` names, and draw their tree and timeline as a page opens
+    them, on the Workspace's background thread while this page waits for the reviewer
+    (`Workspace.read_ahead`): Shift+N, or a save onto another trace, then finds them ready.
+    Asked once per `reason` in a row (a page's rerun on the same trace asks nothing again).
+    Never raises, never waits."""
+    if st.session_state.get(_READ_AHEAD) == reason:
+        return
+    st.session_state[_READ_AHEAD] = reason
+    workspace().read_ahead(trace_ids, then=_first_figures)
+
+
+_READ_AHEAD = "_read_ahead"
+
+
+def _first_figures(trace: Trace) -> None:
+    """The figures a page first draws of a trace opened without a selection (the caches that
+    `tree_figure` and `timeline_figure` read): on the read-ahead thread."""
+    _tree(trace_key(trace), "tokens", (), None, None, trace)
+    _timeline(trace_key(trace), None, False, trace)
+
+
+class _ReadAheadQuiet(logging.Filter):
+    """Streamlit's caches warn "missing ScriptRunContext" on every call from a thread of no
+    page run: the read-ahead thread is one on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not threading.current_thread().name.startswith("orchviz-read-ahead")
+
+
+for _name in ("streamlit.runtime.scriptrunner_utils.script_run_context",
+              "streamlit.runtime.caching.cache_data_api"):
+    logging.getLogger(_name).addFilter(_ReadAheadQuiet())
 
 
 def _memo() -> dict[tuple, Any]:
@@ -109,38 +133,6 @@ def _remember(key: tuple, make: Callable[[], Any]) -> Any:
     while len(memo) > _MEMO_SIZE:
         memo.pop(next(iter(memo)))
     return value
-
-
-def load(path: str | Path, position: int) -> Trace:
-    """The trace at a position of a file, parsed once per file content (raises TraceError)."""
-    path = str(path)
-    return _parsed(path, position, file_digest(path))
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _pool_parsed(shard_json: str, row: int, stamp: str) -> Trace:
-    del stamp  # part of the cache key only: a rewritten shard is read again
-    trace = read_trace(Shard.model_validate_json(shard_json), row)
-    analyze(trace).communication  # noqa: B018  (analysed once, before any session reads it)
-    return trace
-
-
-def pool_load(shard: Shard, row: int) -> Trace:
-    """The trace at a row of a pool's shard (only its row group is read), parsed once per
-    shard version (raises TraceError)."""
-    from viz_app.store.pool_index import shard_stamp
-
-    return _pool_parsed(shard.model_dump_json(), row, shard_stamp(shard))
-
-
-def find_and_load(trace_id: str) -> Trace | None:
-    """A trace of the library or of a pool by id, loaded (cached); None when no index knows
-    it (raises TraceError when it is known but cannot be read)."""
-    pooled = workspace().pool_locate(trace_id)
-    if pooled is not None:
-        return pool_load(*pooled)
-    found = workspace().find(trace_id)
-    return load(*found) if found is not None else None
 
 
 def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,

@@ -378,3 +378,7 @@ with views:
 if target is not None:
     with evidence:
         target_evidence(trace, analysis, target, f"review:evidence:{claim.slot_id}")
+# the trace of the target that most likely comes next, read while the reviewer answers this one
+session.read_ahead(("upcoming", name, reviewer.name, claim.slot_id),
+                   lambda ws=workspace, campaign=name, who=reviewer.name:
+                   [ws.upcoming_trace(campaign, who)])

@@ -155,3 +155,7 @@ with views:
 with header:
     draw_header()
 views_ready()
+if reviewer is not None:  # Shift+N's trace, read while the reviewer works on this one
+    session.read_ahead(("next", session.trace_key(trace), reviewer.name),
+                       lambda ws=workspace, who=reviewer.name, after=trace.trace_id:
+                       [ws.next_unlabelled(who, after=after)])
