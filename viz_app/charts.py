@@ -856,14 +856,16 @@ def agreement_history_figure(points: Iterable, question: str, *,
                  + f"<br>{p.targets} targets, {p.pairs} pairs<br>since "
                  f"{plotly_text(p.created_at[:16].replace('T', ' '))} UTC" for p in line]
         fig.add_trace(go.Scatter(
-            x=[when(p.created_at) for p in line], y=value, mode="lines+markers+text",
-            textposition="middle right", textfont=dict(size=11, color="#444444"),
+            x=[when(p.created_at) for p in line], y=value, mode="lines+markers",
             name=plotly_text(rater, 40), line=dict(color=colour, width=2),
             marker=dict(size=9, color=colour),
             error_y=dict(type="data", symmetric=False, array=high, arrayminus=low,
                          color=colour, thickness=1.5, width=6),
-            text=[plotly_text(short_version(p.version)[:8]) for p in line],
             hovertext=hover, hoverinfo="text"))
+        for p in line:  # the version beside its point, clear of the error bar and the ring
+            fig.add_annotation(x=when(p.created_at), y=p.alpha.value, showarrow=False,
+                               text=plotly_text(short_version(p.version)[:8]), xanchor="left",
+                               xshift=14, yshift=8, font=dict(size=11, color=colour))
     moved = [p for p in mine if (p.rater, p.version) in set(shifted)]
     if moved:
         fig.add_trace(go.Scatter(
