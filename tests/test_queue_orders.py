@@ -161,6 +161,14 @@ def ws(tmp_path):
     return make_workspace(tmp_path, traces=[copy_demos(tmp_path / "lib")])
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db(request, tmp_path):
+    """The workspace on a SQLite file, and on PostgreSQL where the fixture gives one (a claim
+    there is one statement of its own, `PG_CLAIM`)."""
+    db = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    return make_workspace(tmp_path, traces=[copy_demos(tmp_path / "lib")], db=db)
+
+
 def traces(ws) -> list:
     return sorted((ws.trace(r.trace_id) for r in ws.update_index().rows),
                   key=lambda t: t.trace_id)
@@ -250,6 +258,24 @@ def test_a_first_reviewer_at_odds_with_a_producer_brings_the_second_review_forwa
             break
     assert claim.trace_id == found[6].trace_id
     assert ws.claim_next(campaign.name, BOB).trace_id == found[6].trace_id
+
+
+def test_the_second_slot_moves_ahead_in_the_saves_own_transaction(any_db):
+    ws = any_db  # on PostgreSQL the database is shared with other tests: read this campaign's
+    found = traces(ws)
+    ws.suggestion_store.add([on_trace(found[6], "failure")])
+    campaign = create(ws, "contested", per_target=2)
+    before = {r["slot_id"]: r["priority"] for r in ws.campaign_store.slot_rows(campaign)}
+    while (claim := ws.claim_next(campaign.name, ANN)) is not None:
+        ws.submit(claim, {OUTCOME: "success"})
+        if claim.trace_id == found[6].trace_id:
+            break
+    after = {r["slot_id"]: (r["priority"], r["target_id"], r["state"])
+             for r in ws.campaign_store.slot_rows(campaign)}
+    [moved] = [sid for sid, (p, target, state) in after.items()
+               if target == claim.target_id and state == "open"]
+    assert after[moved][0] == -2.0 and before[moved] >= 0
+    assert after[moved][0] < min(before.values())
 
 
 def test_a_first_reviewer_who_agrees_with_the_producers_changes_nothing(ws):
