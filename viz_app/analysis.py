@@ -2,7 +2,14 @@
 
 `analyze(trace)` returns one `Analysis` per trace (kept on the trace, so every view and verb
 shares it). The cheap structural pass runs at once, because loading reports its warnings; graphs,
-the critical path and the figures are built on first use.
+the critical path and the figures are built on first use. Each figure is a property computed
+here and nowhere else: `Figures` (the trace page, `orchviz inspect`) and `summary.Summary` (a
+row of the library and of the pool index) read the same properties. The networkx graphs
+(`spawn_tree`, `communication`, `event_dag`) are built, and networkx imported, only when a view
+or an export asks for them: a summary needs none.
+
+The analysis reads a trace's models (`model.Trace`) or the compiled read path's records
+(`io.decode.TraceRecord`) alike.
 """
 
 from __future__ import annotations
@@ -12,12 +19,14 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from functools import cached_property
 from operator import attrgetter
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import networkx as nx
 from pydantic import BaseModel, Field
 
 from viz_app.model import Event, Trace, TraceWarning, paused_gc
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _T, _ID = attrgetter("t"), attrgetter("id")
 
@@ -400,6 +409,8 @@ class Analysis:
     @cached_property
     def spawn_tree(self) -> nx.DiGraph:
         """Agents as nodes (with role and depth), parent -> child edges with the spawn event."""
+        import networkx as nx
+
         tree = nx.DiGraph()
         for agent in self.agents:
             tree.add_node(agent, role=self.role_of(agent), depth=self.depth_of[agent])
@@ -482,6 +493,8 @@ class Analysis:
     def communication(self) -> nx.DiGraph:
         """Who spawned, delegated to, messaged and returned to whom: edge attributes count each
         kind, and `weight` counts them all."""
+        import networkx as nx
+
         graph = nx.DiGraph()
         graph.add_nodes_from(self.agents)
         for e in self.order:
@@ -544,6 +557,8 @@ class Analysis:
     @cached_property
     def event_dag(self) -> nx.DiGraph:
         """The event DAG: events as nodes, `dependencies` as edges with their `type`."""
+        import networkx as nx
+
         dag = nx.DiGraph()
         dag.add_nodes_from(self.position)
         dag.add_edges_from((src, dst, {"type": kind}) for src, dst, kind in self.dependencies)
@@ -664,20 +679,29 @@ class Analysis:
         return float(sum(n for n in self._event_numbers[1] if n is not None))
 
     @cached_property
+    def fanouts(self) -> list[int]:
+        """How many children each agent that spawned any spawned, in tree order."""
+        return [len(kids) for kids in self.children.values() if kids]
+
+    @cached_property
+    def type_counts(self) -> Counter[str]:
+        """How many events of each type the trace has."""
+        return Counter(e.type for e in self.order)
+
+    @cached_property
     def figures(self) -> Figures:
         """The trace's orchestration figures."""
         with paused_gc():
             return self._figures()
 
     def _figures(self) -> Figures:
-        fanouts = [len(kids) for kids in self.children.values() if kids]
+        fanouts, types = self.fanouts, self.type_counts
         critical_s, chain = self.critical
         return Figures(
             trace_id=self.trace.trace_id, events=len(self.order), agents=len(self.agents),
             depth=self.depth, max_fanout=max(fanouts, default=0),
             mean_fanout=sum(fanouts) / len(fanouts) if fanouts else 0.0,
-            messages=sum(e.type == "message" for e in self.order),
-            tool_calls=sum(e.type == "tool_call" for e in self.order),
+            messages=types["message"], tool_calls=types["tool_call"],
             makespan_s=self.makespan, parallelism=self.parallelism,
             critical_path_s=critical_s, critical_path=chain, tokens=self.tokens,
             cost_usd=self.cost_usd, aggregates=self.aggregates, stops=self.stops,

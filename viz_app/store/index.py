@@ -21,15 +21,13 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine, and_, delete, select
 
-from viz_app.analysis import analyze
 from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files, read_any
-from viz_app.labels.rubric import Rubric, counted, targets
+from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 from viz_app.store.tables import trace_index
+from viz_app.summary import SEARCH_TEXT_LIMIT, search_text, summarise  # noqa: F401 (search_text: the index's words)
 
-SEARCH_TEXT_LIMIT = 200_000
-"""Characters of event content kept per trace for search (agent names always fit before it)."""
 
 
 class IndexRow(BaseModel):
@@ -245,43 +243,19 @@ _EMPTY = {c.name: None for c in trace_index.columns if c.name != "id"}
 
 def trace_record(trace: Trace, rubric: Rubric | None,
                  text_limit: int = SEARCH_TEXT_LIMIT) -> dict:
-    """What an index keeps of one trace: its figures, its targets under the rubric (JSON, or
-    None without one) and its search text (up to `text_limit` characters); the pool index
-    (`store.pool_index`) keeps the same."""
-    figures = analyze(trace).figures
-    found = None if rubric is None else {
-        t.key: t.required for t in targets(rubric, analyze(trace)) if counted(t)}
+    """What the folder index keeps of one trace: its summary (`summary.summarise`, which the
+    pool index keeps too), its targets as JSON and the rubric they are under."""
+    found = summarise(trace, rubric, text_limit)
     return {
-        "trace_id": trace.trace_id, "task_id": trace.task_id, "system": trace.system or "",
-        "topology": trace.topology or "", "source_format": trace.source_format,
-        "events": figures.events, "agents": figures.agents, "depth": figures.depth,
-        "makespan_s": figures.makespan_s, "parallelism": figures.parallelism,
-        "tokens": figures.tokens, "cost_usd": figures.cost_usd, "sha256": trace.sha256,
-        "warnings": len(figures.warnings), "search_text": search_text(trace, text_limit), "error": None,
-        "targets": None if found is None else json.dumps(found),
+        "trace_id": found.trace_id, "task_id": found.task_id, "system": found.system,
+        "topology": found.topology, "source_format": found.source_format,
+        "events": found.events, "agents": found.agents, "depth": found.depth,
+        "makespan_s": found.makespan_s, "parallelism": found.parallelism,
+        "tokens": found.tokens, "cost_usd": found.cost_usd, "sha256": found.sha256,
+        "warnings": found.warnings, "search_text": found.text, "error": None,
+        "targets": None if found.targets is None else json.dumps(found.targets),
         "rubric_sha": None if rubric is None else rubric.sha256,
     }
-
-
-def search_text(trace: Trace, limit: int = SEARCH_TEXT_LIMIT) -> str:
-    """The lower-cased text a search looks in: ids, task, system, agent names, roles, tools, then
-    event content up to `limit` characters in all."""
-    analysis = analyze(trace)
-    head = [trace.trace_id, trace.task_id, trace.system or "", trace.topology or "",
-            trace.source_format]
-    head += analysis.agents
-    head += sorted({analysis.role_of(a) for a in analysis.agents})
-    head += sorted({e.tool for e in trace.events if e.tool})
-    text = "\n".join(head)
-    budget = max(0, limit - len(text))
-    parts = []
-    for event in analysis.order:
-        if budget <= 0:
-            break
-        piece = event.text[:budget]
-        parts.append(piece)
-        budget -= len(piece) + 1
-    return (text + "\n" + "\n".join(parts)).lower()
 
 
 def _like_escape(term: str) -> str:

@@ -51,10 +51,10 @@ from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, StoreError, TraceError
 from viz_app.io.pool import Shard, read_shard, read_trace
-from viz_app.analysis import analyze, forget
-from viz_app.labels.rubric import Rubric, counted, targets
+from viz_app.analysis import forget
+from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace, paused_gc
-from viz_app.store.index import search_text
+from viz_app.summary import summarise
 
 POOL_TEXT_LIMIT = 20_000
 """Characters of a trace's text (ids, agents, tools, then event content) kept in the word index."""
@@ -271,26 +271,21 @@ _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology"
 
 
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
-    """The index's row of one trace (with its `text` for the word index, and `packed`, the
-    text compressed, kept so that FTS5 can delete its words). Its figures are the
-    trace's `Analysis` properties that its `Figures` are made of, read without the parts the
-    index does not keep (the critical path); its targets and words are what the folder index
-    keeps (`labels.rubric.targets`, `store.index.search_text`)."""
-    analysis = analyze(trace)
-    text = search_text(trace, POOL_TEXT_LIMIT)
-    found = None if rubric is None else {
-        t.key: t.required for t in targets(rubric, analysis) if counted(t)}
+    """The index's row of one trace: its summary (`summary.summarise`, which the folder index
+    keeps too), with its `text` for the word index and `packed`, the text compressed, kept so
+    that FTS5 can delete its words. The trace may be the compiled read path's records."""
+    found = summarise(trace, rubric, POOL_TEXT_LIMIT)
+    text = found.text
     return {
-        "trace_id": trace.trace_id, "shard": shard, "position": row,
-        "task_id": trace.task_id, "system": trace.system or "",
-        "topology": trace.topology or "", "source_format": trace.source_format,
-        "events": len(analysis.order), "agents": len(analysis.agents), "depth": analysis.depth,
-        "makespan_s": analysis.makespan, "parallelism": analysis.parallelism,
-        "tokens": analysis.tokens, "cost_usd": analysis.cost_usd,
-        "rewards": {k: float(v) for k, v in (trace.rewards or {}).items()},
-        "targets": None if found is None else json.dumps(found),
-        "target_count": None if found is None else len(found), "sha256": trace.sha256,
-        "warnings": len(analysis.warnings), "text": text,
+        "trace_id": found.trace_id, "shard": shard, "position": row,
+        "task_id": found.task_id, "system": found.system, "topology": found.topology,
+        "source_format": found.source_format, "events": found.events, "agents": found.agents,
+        "depth": found.depth, "max_fanout": found.max_fanout, "makespan_s": found.makespan_s,
+        "parallelism": found.parallelism, "critical_path_s": found.critical_path_s,
+        "tokens": found.tokens, "cost_usd": found.cost_usd, "rewards": found.rewards,
+        "targets": None if found.targets is None else json.dumps(found.targets),
+        "target_count": None if found.targets is None else len(found.targets),
+        "sha256": found.sha256, "warnings": found.warnings, "text": text,
         "packed": zlib.compress(text.encode(), 1),  # in the worker: the writer is one process
     }
 

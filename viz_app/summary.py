@@ -1,0 +1,99 @@
+"""One summary of a trace: what a row of the library (a folder's or a pool's index) shows of it.
+
+`summarise(trace, rubric)` is the one pass over a trace's events that gives its figures (each
+read from its `Analysis`, where it is computed and nowhere else), its label targets under a
+rubric and its words for search. The folder index (`store.index`) and the pool index
+(`store.pool_index`) keep what it gives; the trace page's `Figures` read the same analysis. It
+reads the compiled read path's records (`io.decode`) as well as models, and builds no graph.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from viz_app.analysis import Analysis, analyze
+from viz_app.labels.rubric import Rubric, counted, targets
+
+if TYPE_CHECKING:
+    from viz_app.model import Trace
+
+SEARCH_TEXT_LIMIT = 200_000
+"""Characters of event content kept per trace for search (agent names always fit before it)."""
+
+
+class Summary(msgspec.Struct, frozen=True):
+    """What the library shows of one trace, without reading it again."""
+
+    trace_id: str
+    task_id: str
+    system: str
+    """'' when the trace does not say."""
+    topology: str
+    """'' when the trace does not say."""
+    source_format: str
+    sha256: str
+    events: int
+    agents: int
+    """Agents (tools are not agents)."""
+    depth: int
+    """Depth of the spawn tree; a lone root is 0."""
+    max_fanout: int
+    """Most children any agent spawned."""
+    makespan_s: float
+    parallelism: float
+    critical_path_s: float
+    tokens: float
+    cost_usd: float
+    warnings: int
+    rewards: dict[str, float]
+    targets: dict[str, list[str]] | None
+    """Target key -> the questions that must be answered; None when read without a rubric."""
+    text: str
+    """The lower-cased words a search looks in (`search_text`)."""
+
+
+def summarise(trace: Trace, rubric: Rubric | None = None,
+              text_limit: int = SEARCH_TEXT_LIMIT) -> Summary:
+    """The summary of a trace (its `Analysis` is kept on it, as `analyze` keeps it)."""
+    analysis = analyze(trace)
+    fanouts = analysis.fanouts
+    return Summary(
+        trace_id=trace.trace_id, task_id=trace.task_id, system=trace.system or "",
+        topology=trace.topology or "", source_format=trace.source_format,
+        sha256=trace.sha256, events=len(analysis.order), agents=len(analysis.agents),
+        depth=analysis.depth, max_fanout=max(fanouts, default=0),
+        makespan_s=analysis.makespan, parallelism=analysis.parallelism,
+        critical_path_s=analysis.critical[0], tokens=analysis.tokens,
+        cost_usd=analysis.cost_usd, warnings=len(analysis.warnings),
+        rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
+        targets=None if rubric is None else target_questions(rubric, analysis),
+        text=search_text(trace, text_limit))
+
+
+def target_questions(rubric: Rubric, analysis: Analysis) -> dict[str, list[str]]:
+    """The targets that count towards progress (`labels.rubric.counted`), by key, with the
+    questions each must have answered."""
+    return {t.key: t.required for t in targets(rubric, analysis) if counted(t)}
+
+
+def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:
+    """The lower-cased text a search looks in: ids, task, system, agent names, roles, tools, then
+    event content up to `limit` characters in all."""
+    analysis = analyze(trace)
+    head = [trace.trace_id, trace.task_id, trace.system or "", trace.topology or "",
+            trace.source_format]
+    head += analysis.agents
+    head += sorted({analysis.role_of(a) for a in analysis.agents})
+    head += sorted({e.tool for e in trace.events if e.tool})
+    text = "\n".join(head)
+    budget = max(0, limit - len(text))
+    parts = []
+    for event in analysis.order:
+        if budget <= 0:
+            break
+        piece = event.text[:budget]
+        parts.append(piece)
+        budget -= len(piece) + 1
+    return (text + "\n" + "\n".join(parts)).lower()
