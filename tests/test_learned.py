@@ -222,3 +222,52 @@ def test_suggest_learned_without_a_model_says_what_to_run(tmp_path, capsys):
                  "--producer", "learned"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "orchviz suggest train --question Q" in err
+
+
+# -- a campaign's labels -----------------------------------------------------------------------
+
+
+def test_a_campaign_s_model_learns_from_its_claims_and_its_lead_s_adjudication_only(tmp_path):
+    from viz_app.labels.campaign import CampaignSpec, Sample
+    from viz_app.labels.label import Reviewer
+
+    ws, spawns = labelled(tmp_path)  # ann's labels outside any campaign
+    lead = Reviewer(name="lead", via="cli")
+    campaign = ws.create_campaign(CampaignSpec(name="spawns", questions=[SPAWN],
+                                               sample=Sample(n=12), per_target=2), lead)
+    expected = {(t.trace_id, k): a for t, k, a in spawns}
+    flip = {"necessary": "redundant", "redundant": "necessary"}
+    disputed = None
+    for who in ("bea", "cal"):
+        person = Reviewer(name=who, via="self-declared")
+        while (claim := ws.claim_next(campaign.name, person)) is not None:
+            answer = expected[(claim.trace_id, claim.event_id or "")]
+            if who == "cal" and disputed is None:
+                disputed, answer = (claim.trace_id, claim.event_id), flip[answer]
+            ws.submit(claim, {SPAWN: answer})
+    ws.adjudicate(campaign.name, *disputed, {SPAWN: flip[expected[disputed]]}, lead,
+                  "the task was given twice")
+    model, _ = train(ws, campaign=campaign.name)
+    learnt = {i for row in model.rows for i in row.label_ids}
+    in_campaign = {r["label_id"] for r in ws.labels.current_records(campaign=campaign.name)}
+    assert model.campaign == campaign.name and learnt <= in_campaign
+    assert len(model.rows) == len(spawns)
+    settled = next(r for r in model.rows if (r.trace_id, r.event_id) == disputed)
+    assert settled.basis == "adjudication" and settled.value == flip[expected[disputed]]
+    assert model.model_id != train(ws)[0].model_id
+
+
+def test_an_explanation_holds_no_text_of_the_trace(tmp_path):
+    from viz_app.io.native import trace_from_dict
+    from viz_app.suggest.learned import LearnedProducer
+    from viz_app.synth import hostile_trace
+
+    ws, _ = labelled(tmp_path)
+    model, _ = train(ws)
+    hostile = trace_from_dict(hostile_trace(), "hostile.json")
+    made, _ = LearnedProducer([model]).produce(hostile, ws.rubric)
+    assert made
+    texts = {x for e in hostile.events for x in (e.text, e.agent, e.to or "") if len(x) >= 6}
+    for s in made:
+        assert s.explanation.isascii() and not any(t in s.explanation for t in texts)
+        assert "<" not in s.explanation and "\x1b" not in s.explanation

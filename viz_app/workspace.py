@@ -1136,13 +1136,15 @@ class Workspace:
 
     def train_producer(self, question: str, campaign: str | None = None, *,
                        folds: int | None = None, resamples: int = 1000, seed: int = 0,
-                       created_by: str = "") -> tuple[Any, bool]:
+                       created_by: str = "", progress: IndexProgress | None = None
+                       ) -> tuple[Any, bool]:
         """Fit the learned producer's model for one question from the team's blind labels
         (adjudications first; of one campaign, or all), cross-validate it against held-out
         human labels and store it under its training set's hash
         (`viz_app.suggest.learned.train`; docs/suggestions.md). Returns the model and whether
         it was stored now (False: the same training set was trained before). LearnError, one
-        sentence, when there are too few labels."""
+        sentence, when there are too few labels. `progress(done, total, trace_id)` is called
+        as the labelled targets' traces are read and their features computed."""
         from viz_app.suggest.learned import FOLDS, train
 
         self.rubric.question(question)  # LabelError naming the questions there are
@@ -1151,7 +1153,10 @@ class Workspace:
         records = [r for r in self.labels.current_records(campaign=campaign)
                    if r["question"] == question]
         traces: dict[str, Trace | None] = {}
-        for trace_id in dict.fromkeys(r["trace_id"] for r in records):
+        ids = list(dict.fromkeys(r["trace_id"] for r in records))
+        for done, trace_id in enumerate(ids):
+            if progress is not None:
+                progress(done, 2 * len(ids), trace_id)
             try:
                 traces[trace_id] = self.trace(trace_id)
             except OrchvizError:
@@ -1159,7 +1164,11 @@ class Workspace:
         model = train(self.rubric, question, records,
                       self.suggestion_store.all(question=question), traces,
                       campaign=campaign or "", folds=folds or FOLDS, resamples=resamples,
-                      seed=seed, created_by=created_by, created_at=now())
+                      seed=seed, created_by=created_by, created_at=now(),
+                      progress=None if progress is None else
+                      lambda done, total, trace_id: progress(
+                          len(ids) + round(done * len(ids) / max(1, total)), 2 * len(ids),
+                          trace_id))
         return model, self.learned_models.add(model)
 
     def _answered(self, trace: Trace, maker: Any) -> set[tuple[str, str]]:

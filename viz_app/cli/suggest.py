@@ -239,7 +239,8 @@ def train_verb(args: argparse.Namespace) -> int:
     if args.traces:
         ws.update_index(progress_bar("indexing traces"))
     model, added = ws.train_producer(args.question, args.campaign, folds=args.folds,
-                                     resamples=args.resamples, seed=args.seed)
+                                     resamples=args.resamples, seed=args.seed,
+                                     progress=progress_bar("reading labelled traces"))
     if args.json:
         print(model.model_dump_json(include={"model_id", "question", "campaign",
                                              "features_version", "sklearn_version", "answers",

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -315,7 +315,8 @@ def contributions(estimator, row: np.ndarray, answer: int) -> np.ndarray:
 
 
 def feature_table(rubric: Rubric, question: str, truths_: Sequence[Truth],
-                  traces: Mapping[str, Trace | None], left: LeftOut
+                  traces: Mapping[str, Trace | None], left: LeftOut,
+                  progress: Callable[[int, int, str], None] | None = None
                   ) -> tuple[list[Truth], list[FeatureRow]]:
     """The features of each labelled target, on the version of the trace it was labelled on;
     targets whose trace is missing, changed or no longer asks the question are counted in
@@ -323,7 +324,9 @@ def feature_table(rubric: Rubric, question: str, truths_: Sequence[Truth],
     kept: list[Truth] = []
     rows: list[FeatureRow] = []
     computed: dict[str, dict[str, FeatureRow]] = {}
-    for truth in truths_:
+    for done, truth in enumerate(truths_):
+        if progress is not None:
+            progress(done, len(truths_), truth.trace_id)
         trace = traces.get(truth.trace_id)
         if trace is None:
             left.missing_trace += 1
@@ -339,17 +342,21 @@ def feature_table(rubric: Rubric, question: str, truths_: Sequence[Truth],
             continue
         kept.append(truth)
         rows.append(row)
+    if progress is not None and truths_:
+        progress(len(truths_), len(truths_), "")
     return kept, rows
 
 
 def train(rubric: Rubric, question: str, labels: Iterable[LabelRecord],
           suggestions: Iterable[Suggestion], traces: Mapping[str, Trace | None], *,
           campaign: str = "", folds: int = FOLDS, resamples: int = 1000, seed: int = 0,
-          created_by: str = "", created_at: str = "") -> LearnedModel:
+          created_by: str = "", created_at: str = "",
+          progress: Callable[[int, int, str], None] | None = None) -> LearnedModel:
     """Fit and cross-validate a model for one question from current label records (every
     source: what is learnt from is chosen here), the stored suggestions (to tell which labels
     were blind) and the labelled traces by id (None where unreadable). LearnError, one
-    sentence, when the question cannot be learnt or there are too few labels."""
+    sentence, when the question cannot be learnt or there are too few labels.
+    `progress(done, total, trace_id)` is called as the targets' features are computed."""
     sklearn = _sklearn()
     q = rubric.question(question)
     if q.kind not in TRAINABLE_KINDS or not q.choices:
@@ -357,7 +364,7 @@ def train(rubric: Rubric, question: str, labels: Iterable[LabelRecord],
                          f"one answer from a fixed list ({', '.join(TRAINABLE_KINDS)} questions)")
     suggestions = list(suggestions)
     found, human, left = truths(question, labels, suggestions)
-    kept, feature_rows = feature_table(rubric, question, found, traces, left)
+    kept, feature_rows = feature_table(rubric, question, found, traces, left, progress)
     codes = {orjson.dumps(c.value).decode(): i for i, c in enumerate(q.choices)}
     counts = Counter(orjson.dumps(t.value).decode() for t in kept)
     rare = {k: n for k, n in counts.items() if n < MIN_PER_ANSWER or k not in codes}
