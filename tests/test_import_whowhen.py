@@ -172,3 +172,16 @@ def test_a_published_annotation_is_checked_against_the_workspaces_own_rubric(mag
     (label,) = workspace.labels.all()
     assert (label.rubric_version, label.rubric_sha256) == ("team-1", rubric.sha256)
     assert rubric.sha256 != default_rubric().sha256
+
+
+def test_two_runs_of_one_question_are_two_traces(tmp_path):
+    """Defect: the trace id was the question's, and the dataset asks a question in several runs
+    (45 of its 184), so importing it made one trace of several."""
+    hc, ag = tmp_path / "Hand-Crafted", tmp_path / "Algorithm-Generated"
+    hc.mkdir(), ag.mkdir()
+    for name in ("3.json", "7.json"):
+        (ag / name).write_bytes((FIXTURES / "whowhen_algorithm_generated.json").read_bytes())
+    (hc / "3.json").write_bytes((FIXTURES / "whowhen_magentic.json").read_bytes())
+    found = [import_whowhen(p)[0] for p in (ag / "3.json", ag / "7.json", hc / "3.json")]
+    assert [t.trace_id for t in found] == ["whowhen-ag-3", "whowhen-ag-7", "whowhen-hc-3"]
+    assert found[0].task_id == found[1].task_id == "ag-rain-7"

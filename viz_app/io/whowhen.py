@@ -22,6 +22,7 @@ maps it to the rubric's questions (see docs/importers.md).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from viz_app.errors import TraceError
@@ -155,11 +156,20 @@ def task_trace(task: dict[str, Any], label: str) -> Trace:
         if event["type"] == "aggregate" and truth is not None:
             event["ground_truth"] = as_text(truth)
     _annotate(draft, task, steps)
-    trace_id = task_id or _slug(question) or "whowhen"
-    return draft.build(label, NAME, trace_id=f"whowhen-{trace_id}",
+    return draft.build(label, NAME, trace_id=run_id(task, label, task_id or _slug(question)),
                        task_id=task_id or _slug(question) or "whowhen",
                        system="magentic-one" if orchestrator else "captainagent-groupchat",
                        topology="centralized" if orchestrator else "unknown")
+
+
+def run_id(task: dict[str, Any], label: str, task_id: str) -> str:
+    """The trace id of one run: its subset and file (`whowhen-ag-12` for
+    `Algorithm-Generated/12.json`), since the dataset runs one question several times (45 of
+    its 184 runs share their `question_ID` with another); the question itself for bytes
+    without a file name."""
+    short = "hc" if subset(task) == "Hand-Crafted" else "ag"
+    name = Path(label).stem if label and not label.startswith("<") else ""
+    return f"whowhen-{short}-{_slug(name) or task_id or 'run'}"
 
 
 def _conclude_group_chat(draft: TraceDraft, steps: list[dict[str, Any] | None]) -> None:
