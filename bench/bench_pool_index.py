@@ -1,6 +1,7 @@
-"""Benchmark of the pool index: indexing throughput against a bare parse, and queries at scale.
+"""Benchmark of the pool index: indexing throughput against a bare parse, how it scales over
+workers, and queries at scale.
 
-Run: python bench/bench_pool_index.py [--traces 100000] [--rows 1000000] [--workers 2]
+Run: python bench/bench_pool_index.py [--traces 100000] [--rows 1000000] [--workers 2] [--ray]
 
 Part 1 writes a pool of `--traces` synthetic traces of about 100 events (a few hundred traces
 from `synth.synth_trace`, each written under many ids, tasks and rewards) straight as Parquet
@@ -11,17 +12,27 @@ parse (reading the shards' columns and `orjson.loads` of every JSON column: the 
 reader must do), what each step of `summarise_shard` costs per trace on the first shard
 (reading and validating, the analysis figures, the label targets, the words), and indexing
 (`PoolIndex.update` with one worker: validation, analysis, targets under the default rubric,
-the DuckDB rows and the FTS5 words); then indexing with `--workers` processes (give
-`--shard-rows` so that there are several shards per worker: a shard is the unit of work). Both wall time and CPU seconds (of this process and its workers) are printed: on a
-shared machine the CPU seconds are the figure to compare. Targets: indexing within 2x of the
-bare parse on one core, and near-linear speed-up over cores.
+the DuckDB rows and the FTS5 words).
+
+Scaling: indexing on one core, on `--workers` processes and (`--ray`) on a local Ray of as
+many CPUs, in turns (`--turns`, best of each: a shared machine's load varies), each run's wall
+time and CPU seconds (this process; its workers), the load average around it, and the costs
+`PoolUpdate.costs` measured in the run: per trace, the workers' CPU (reading, decoding and
+summarising; making and pickling the batch) and this process's serial part (unpickling, the
+DuckDB rows, the FTS5 words), and the fixed part (publishing the file, forgetting old words).
+From them, the time for N cores is projected: on one machine the writer shares the cores,
+T(N) = n * max((s + w) / N, w) + fixed; on a Ray cluster of C CPUs with the writer on a
+machine of its own, T(C) = n * max(s / C, w) + fixed, where s is the workers' CPU and w the
+writer's serial part per trace. Target: 2 workers at least 1.8x one core.
+
+`--write-pool DIR` writes the pool into DIR (kept) and stops: for an end-to-end run of
+`orchviz pool index DIR` (the million-trace figure in docs/pools.md).
 
 Part 2 puts `--rows` summary rows straight into a fresh index (DuckDB rows and FTS5 words made
-here, not by reading traces: indexing a million traces would take hours on a laptop), each
-pointing at a real shard and row of part 1's pool, and measures from a fresh `PoolIndex`: the
-library's first page (count + page), a search (count + first page), a filter plus count, and
-opening one trace (locate + read its row group). Targets: < 1 s, < 1 s, < 0.5 s, < 2 s.
-`--rows 0` runs part 1 only.
+here, not by reading traces), each pointing at a real shard and row of part 1's pool, and
+measures from a fresh `PoolIndex`: the library's first page (count + page), a search (count +
+first page), a filter plus count, and opening one trace (locate + read its row group).
+Targets: < 1 s, < 1 s, < 0.5 s, < 2 s. `--rows 0` runs part 1 only.
 """
 
 from __future__ import annotations
@@ -156,17 +167,76 @@ def breakdown(location: str) -> dict[str, float]:
     return {name: seconds * 1000 / count for name, seconds in spent.items()}
 
 
-def indexing(location: str, folder: Path, workers: int) -> tuple[float, float, int]:
-    """Wall and CPU seconds (this process and its workers) to index the pool from scratch on
-    `workers` processes, and the traces indexed."""
+def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = None) -> dict:
+    """One index of the pool from scratch (inline, on `workers` processes, or on Ray): its
+    wall seconds, CPU seconds of this process and of its ended children, the load average
+    before and after, and the update's own costs."""
     shutil.rmtree(folder, ignore_errors=True)
     index = PoolIndex(folder / "pool.duckdb", location)
-    cpu = cpu_seconds()
-    done = index.update(pool.shards(location), rubric=default_rubric(), workers=workers)
-    cpu = cpu_seconds() - cpu
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = os.getloadavg()[0]
+    done = index.update(pool.shards(location), rubric=default_rubric(), workers=workers, ray=ray)
+    own2 = resource.getrusage(resource.RUSAGE_SELF)
+    children2 = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.failures == 0, index.failures(3)
     index.close()
-    return done.seconds, cpu, done.traces
+    return {"engine": done.engine, "wall": done.seconds, "traces": done.traces,
+            "pieces": done.pieces, "costs": done.costs, "load": (load, os.getloadavg()[0]),
+            "own_cpu": own2.ru_utime + own2.ru_stime - own.ru_utime - own.ru_stime,
+            "children_cpu": (children2.ru_utime + children2.ru_stime - children.ru_utime
+                             - children.ru_stime)}
+
+
+def describe(run: dict, one: float | None) -> str:
+    c, n = run["costs"], run["traces"]
+    workers = c["summarise_cpu"] + c["pack_cpu"]
+    writer = c["writer_cpu"]
+    speed = f", {one / run['wall']:.2f}x one core" if one else ""
+    return (f"{run['engine']:>9}: {run['wall']:6.1f} s wall{speed}; {n / run['wall']:,.0f} "
+            f"traces/s; CPU s: this process {run['own_cpu']:.1f}, children "
+            f"{run['children_cpu']:.1f}; read+summarise+pack {workers:.1f} "
+            f"({workers * 1000 / n:.3f} ms/trace), writer CPU {writer:.1f} "
+            f"({writer * 1000 / n:.3f} ms/trace), waited {c['wait']:.1f}, "
+            f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}")
+
+
+def costs_table(run: dict) -> str:
+    """Per trace, milliseconds of each step of a run (the workers' CPU; this process's wall)."""
+    c, n = run["costs"], run["traces"]
+    lines = [f"  per trace, ms ({run['engine']}, {n:,} traces, {run['pieces']} pieces):"]
+    for key, what in (("summarise_cpu", "read + decode + summarise (worker CPU)"),
+                      ("pack_cpu", "batch table + pickle (worker CPU)"),
+                      ("receive", "unpickle (writer)"), ("write_rows", "DuckDB rows (writer)"),
+                      ("write_words", "FTS5 words + copies (writer)"),
+                      ("writer_cpu", "writer CPU over the three steps above"),
+                      ("wait", "writer waiting for the next piece")):
+        unit = "CPU" if key.endswith("_cpu") else "wall"
+        lines.append(f"    {what:<42} {c[key] * 1000 / n:8.3f} ({unit})")
+    lines.append(f"  fixed, s: publish {c['publish']:.2f}, forget {c['forget']:.2f}, rest "
+                 f"{run['wall'] - sum(c[k] for k in ('receive', 'write_rows', 'write_words', 'wait', 'publish', 'forget')):.2f}")
+    return "\n".join(lines)
+
+
+def projection(run: dict, traces: int = 1_000_000) -> str:
+    """The time to index `traces` on N cores from a run's per-trace costs (see the docstring)."""
+    c, n = run["costs"], run["traces"]
+    s = (c["summarise_cpu"] + c["pack_cpu"]) / n
+    w = c["writer_cpu"] / n
+    fixed = (c["publish"] + c["forget"]) * traces / n  # both grow with the index
+    lines = [f"  projection from the {run['engine']} run (s = {s * 1000:.3f} ms/trace of worker "
+             f"CPU, w = {w * 1000:.3f} ms/trace of the writer's CPU):"]
+    for cores in (1, 2, 4, 8, 16):
+        t = traces * max((s + w) / cores, w) + fixed
+        lines.append(f"    one machine, {cores:>2} cores: {traces:,} traces in {t:7.0f} s "
+                     f"({traces / t:,.0f} traces/s; {traces * s / cores / t:.0%} of it the "
+                     "workers' part)")
+    for cores in (64,):
+        t = traces * max(s / cores, w) + fixed
+        bound = "the writer" if w > s / cores else "the workers"
+        lines.append(f"    Ray cluster of {cores} CPUs, the writer on its own core: {traces:,} "
+                     f"traces in {t:.0f} s ({traces / t:,.0f} traces/s, bound by {bound})")
+    return "\n".join(lines)
 
 
 def big_index(folder: Path, rows: int, shards: list[pool.Shard], shard_rows: int) -> PoolIndex:
@@ -228,11 +298,21 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1,
                         help="index with 1 and with --workers processes this many times, in "
                         "turns, and give the best of each (a shared machine's load varies)")
+    parser.add_argument("--ray", action="store_true",
+                        help="index on a local Ray of --workers CPUs too (orchviz[ray])")
+    parser.add_argument("--write-pool", metavar="DIR", default=None,
+                        help="only write the pool of --traces into DIR (kept), and stop")
     parser.add_argument("--no-sha", action="store_true",
                         help="write no _sha256 column values (a pool written by another tool)")
     args = parser.parse_args()
     print(machine())
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.write_pool:
+        seconds, text_bytes = timed(lambda: write_pool(Path(args.write_pool), args.traces,
+                                                       args.shard_rows, not args.no_sha))
+        print(f"pool: {args.traces:,} traces, {text_bytes / 1e9:.1f} GB of JSON text, written "
+              f"to {args.write_pool} in {seconds:.0f} s")
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-pool-"))
     try:
         location = str(work / "pool")
@@ -252,24 +332,35 @@ def main() -> None:
         print(f"per trace, CPU ms (first shard): bare parse {parse_one * 1000 / first:.2f}; "
               + ", ".join(f"{name} {ms:.2f}" for name, ms in steps.items())
               + f"; summarise_shard {summarise_one * 1000 / first:.2f}")
-        ones, manys = [], []
-        for _ in range(max(1, args.turns)):
-            ones.append(indexing(location, work / "one", 1))
-            one, one_cpu, count = ones[-1]
-            print(f"index, 1 core: {one:.1f} s, {one_cpu:.1f} CPU s, {count / one_cpu:,.0f} "
-                  f"traces per CPU second ({one_cpu / parse_cpu:.1f}x the bare parse in CPU "
-                  f"seconds, {one / parse:.1f}x in wall time; target 2x)")
-            print(f"load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-            manys.append(indexing(location, work / "many", args.workers))
-            many, many_cpu, _ = manys[-1]
-            print(f"index, {args.workers} workers: {many:.1f} s, {many_cpu:.1f} CPU s in all, "
-                  f"{count / many:,.0f} traces/s (speed-up {one / many:.2f}x over 1 core in "
-                  "wall time)")
-            print(f"load average now: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        if len(ones) > 1:
-            one, many = min(r[0] for r in ones), min(r[0] for r in manys)
-            print(f"best of {len(ones)} in turns: 1 core {one:.1f} s, {args.workers} workers "
-                  f"{many:.1f} s: speed-up {one / many:.2f}x")
+        if args.ray:
+            import ray
+
+            seconds, _ = timed(lambda: ray.init(num_cpus=args.workers, include_dashboard=False,
+                                                logging_level="ERROR", log_to_driver=False))
+            print(f"ray.init (a local Ray of {args.workers} CPUs): {seconds:.1f} s")
+        engines = [("one", 1, None), ("many", args.workers, None)]
+        if args.ray:
+            engines.append(("ray", args.workers, "auto"))
+        runs: dict[str, list[dict]] = {name: [] for name, _, _ in engines}
+        for turn in range(max(1, args.turns)):
+            for name, workers, ray_address in engines:
+                runs[name].append(indexing(location, work / name, workers, ray_address))
+                one = runs["one"][-1]["wall"] if name != "one" else None
+                print(f"turn {turn + 1}: {describe(runs[name][-1], one)}", flush=True)
+        best = {name: min(found, key=lambda r: r["wall"]) for name, found in runs.items()}
+        one = best["one"]
+        print(f"index, 1 core: {one['traces'] / one['own_cpu']:,.0f} traces per CPU second "
+              f"({one['own_cpu'] / parse_cpu:.1f}x the bare parse in CPU seconds, "
+              f"{one['wall'] / parse:.1f}x in wall time; target 2x)")
+        print(f"best of {max(1, args.turns)} in turns: 1 core {one['wall']:.1f} s; "
+              + "; ".join(f"{best[name]['engine']} ({workers}) {best[name]['wall']:.1f} s: "
+                          f"{one['wall'] / best[name]['wall']:.2f}x"
+                          for name, workers, _ in engines[1:]))
+        for name in best:
+            print(costs_table(best[name]))
+        print(projection(best["many"]))
+        if args.ray:
+            ray.shutdown()
         size = sum(p.stat().st_size for p in (work / "one").iterdir())
         print(f"index files: {size / 1e6:.0f} MB for {text_bytes / 1e6:.0f} MB of traces")
 

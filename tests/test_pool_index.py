@@ -153,6 +153,91 @@ def test_a_process_pool_gives_the_same_index_as_reading_inline(tmp_path, written
     assert snapshot(pooled) == snapshot(inline)
 
 
+def in_index_order(index: PoolIndex) -> list[tuple[str, str, int]]:
+    """Every row's trace id and place, in the index's own order (its doc numbers)."""
+    return [(r.trace_id, os.path.basename(r.shard), r.row) for r in index.page(limit=10_000)]
+
+
+def test_workers_number_the_rows_as_reading_inline_does(tmp_path, written):
+    """Pieces are written in the pool's order whichever worker finishes first, so the index's
+    order (a page with no sort) is the same on one core and on many."""
+    location, _ = written
+    inline, _ = indexed(tmp_path / "a", location, workers=1)
+    pooled, done = indexed(tmp_path / "b", location, workers=2)
+    assert done.engine == "processes" and done.pieces > len(pool.shards(location))
+    assert in_index_order(pooled) == in_index_order(inline) == [
+        (f"rollout-{i:03d}", f"part-{i // 6:05d}.parquet", i % 6) for i in range(24)]
+
+
+def test_a_shard_of_many_row_groups_is_shared_out_in_pieces(tmp_path):
+    """One large shard, two workers: both get pieces of it, and the index holds each row
+    once, its words, and the shard's row with all its traces."""
+    traces = pool_traces(40)
+    location = str(tmp_path / "pool")
+    pool.write_pool(traces, location, shard_rows=40, row_group_rows=2)
+    inline, _ = indexed(tmp_path / "a", location, workers=1)
+    pooled, done = indexed(tmp_path / "b", location, workers=2)
+    assert (done.engine, done.shards, done.traces, done.failures) == ("processes", 1, 40, 0)
+    assert done.pieces >= 6  # about PIECES_PER_WORKER a worker
+    assert snapshot(pooled) == snapshot(inline)
+    assert in_index_order(pooled) == in_index_order(inline)
+    assert pooled.count(search="rollout-039") == 1 and pooled.count(search="rollout") == 40
+    with pooled._duck() as con:
+        assert con.execute("SELECT traces, failures FROM shards").fetchall() == [(40, 0)]
+    again = pooled.update(pool.shards(location), rubric=default_rubric(), workers=2,
+                          rebuild=True)
+    assert again.traces == 40 and pooled.count(search="rollout") == 40
+
+
+def test_a_rewritten_shard_read_in_pieces_replaces_its_rows_once(tmp_path):
+    location = str(tmp_path / "pool")
+    pool.write_pool(pool_traces(40), location, shard_rows=20, row_group_rows=2)
+    index, _ = indexed(tmp_path, location, workers=2)
+    shard = pool.shards(location)[1]
+    pq.write_table(pq.read_table(shard.url).slice(0, 15), shard.url, row_group_size=2)
+    again = index.update(pool.shards(location), rubric=default_rubric(), workers=2)
+    assert (again.read, again.traces) == (1, 35) and again.pieces > 1
+    assert index.count(search="rollout") == 35 and index.locate("rollout-036") is None
+    assert index.locate("rollout-034") is not None and index._words_exact()
+
+
+def test_a_bad_row_in_a_later_piece_is_named_by_its_row_in_the_shard(tmp_path):
+    location = tmp_path / "pool"
+    pool.write_pool(pool_traces(24), str(location), shard_rows=24, row_group_rows=2)
+    shard = pool.shards(str(location))[0]
+    table = pq.read_table(shard.url)
+    events = table.column("events").to_pylist()
+    events[21] = "[{\"id\": \"e1\"}]"  # an event with no time, type or agent
+    table = table.set_column(table.schema.get_field_index("events"), "events",
+                             pa.array(events, pa.string()))
+    pq.write_table(table, shard.url, row_group_size=2)
+    index, done = indexed(tmp_path, str(location), workers=2)
+    assert done.pieces > 1 and (done.traces, done.failures) == (23, 1)
+    failure = index.failures()[0]
+    assert failure.row == 21 and "row 21" in failure.error and "events[0]" in failure.error
+    assert index.locate("rollout-021") is None and index.locate("rollout-022") is not None
+
+
+def test_pieces_cover_every_row_group_once_in_order(tmp_path, written):
+    from viz_app.store.pool_index import plan
+
+    location, _ = written  # 4 shards of 6 rows, row groups of 2
+    shards = pool.shards(location)
+    assert [(p.shard, p.groups) for p in plan(shards, 1)] == [(s, None) for s in shards]
+    pieces = plan(shards, 2)
+    for shard in shards:
+        mine = [p for p in pieces if p.shard == shard]
+        assert [p.groups for p in mine][0][0] == 0 and mine[-1].groups[1] == 3
+        assert all(a.groups[1] == b.groups[0] for a, b in zip(mine, mine[1:]))
+        assert [(p.first, p.last) for p in mine] == [(i == 0, i == len(mine) - 1)
+                                                    for i in range(len(mine))]
+        assert sum(p.rows for p in mine) == 6
+    assert [p.shard for p in pieces] == sorted((p.shard for p in pieces),
+                                              key=shards.index)  # the pool's order
+    jsonl = pool.Shard(url=str(tmp_path / "x.jsonl.gz"), format="jsonl", compressed=True)
+    assert [(p.groups, p.first, p.last) for p in plan([jsonl], 8)] == [(None, True, True)]
+
+
 def test_ray_in_local_mode_gives_the_same_index_as_the_process_pool(tmp_path, written):
     try:
         import ray
@@ -165,8 +250,11 @@ def test_ray_in_local_mode_gives_the_same_index_as_the_process_pool(tmp_path, wr
         on_ray, done = indexed(tmp_path / "b", location, ray="auto")
     finally:
         ray.shutdown()
-    assert done.engine == "ray" and done.traces == 24
+    assert done.engine == "ray" and done.traces == 24 and done.pieces > 4
     assert snapshot(on_ray) == snapshot(pooled)
+    assert in_index_order(on_ray) == in_index_order(pooled)
+    assert on_ray.count(search="rollout-023") == 1 and on_ray._words_exact()
+    assert done.costs["summarise_cpu"] > 0 and done.costs["write_words"] > 0
 
 
 # -- queries ------------------------------------------------------------------------------------

@@ -331,18 +331,37 @@ def shards(location: str) -> list[Shard]:
 
 
 def read_shard(shard: Shard, on_error: Callable[[TraceError], None],
-               max_bytes: int = DEFAULT_MAX_BYTES,
-               records: bool = False) -> Iterator[tuple[int, Trace]]:
+               max_bytes: int = DEFAULT_MAX_BYTES, records: bool = False,
+               groups: tuple[int, int] | None = None) -> Iterator[tuple[int, Trace]]:
     """Every trace of a shard with its row (counted from 0). A row that does not validate, a
     row group or a shard that cannot be read (a truncated Parquet file, columns that are not a
     pool's, a broken gzip stream) is reported to `on_error` as a TraceError naming the shard and
     the rows, and the rest is still read. `records`: each trace as the compiled read path's
     records where it reads it (`native.record_from_json`; what the index summarises), else as
-    models."""
+    models. `groups` (first, end) reads only those row groups of a Parquet shard
+    (`row_groups` gives their sizes), rows still counted from the shard's start: the pieces
+    that processes share a large shard in."""
     if shard.format == "parquet":
-        yield from _parquet_rows(shard, on_error, max_bytes, records)
+        yield from _parquet_rows(shard, on_error, max_bytes, records, groups)
     else:
         yield from _jsonl_rows(shard, on_error, max_bytes, only=None, records=records)
+
+
+def row_groups(shard: Shard) -> list[int] | None:
+    """The number of rows of each row group of a Parquet shard, from its footer alone; None
+    for a JSON Lines shard, or one whose footer cannot be read or that lacks a pool's columns
+    (reading it whole says why, once)."""
+    if shard.format != "parquet":
+        return None
+    try:
+        fs, path = _fs(shard.url)
+        with _open(fs, path) as stream:
+            parquet = _parquet(stream)
+            _parquet_columns(parquet, shard)
+            metadata = parquet.metadata
+            return [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    except Exception:  # noqa: BLE001  (any failure: the whole shard is read, and says why)
+        return None
 
 
 def read_trace(shard: Shard, row: int, max_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
@@ -394,7 +413,8 @@ def _parquet_columns(parquet: pq.ParquetFile, shard: Shard) -> list[str]:
 
 
 def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
-                  max_bytes: int, records: bool = False) -> Iterator[tuple[int, Trace]]:
+                  max_bytes: int, records: bool = False,
+                  groups: tuple[int, int] | None = None) -> Iterator[tuple[int, Trace]]:
     fs, path = _fs(shard.url)
     try:
         stream = _open(fs, path)
@@ -414,8 +434,12 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
                                 f"({_short(err)}); the shard was skipped"))
             return
         start = 0
-        for group in range(parquet.num_row_groups):
+        first, end = groups if groups is not None else (0, parquet.num_row_groups)
+        for group in range(min(end, parquet.num_row_groups)):
             count = parquet.metadata.row_group(group).num_rows
+            if group < first:
+                start += count
+                continue
             done = 0
             try:
                 for table in _tables(parquet, group, columns):

@@ -37,7 +37,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 import threading
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,7 +50,7 @@ import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, StoreError, TraceError
-from viz_app.io.pool import Shard, read_shard, read_trace
+from viz_app.io.pool import Shard, read_shard, read_trace, row_groups
 from viz_app.analysis import forget
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace, paused_gc
@@ -255,6 +255,16 @@ class PoolUpdate(BaseModel):
     failures: int = Field(0, description="Failures in the index now.")
     seconds: float = Field(0.0, description="Wall time of the update.")
     engine: str = Field("inline", description="inline, processes, or ray.")
+    pieces: int = Field(0, description="Units of work the shards read were shared out in "
+                        "(whole shards, or runs of a Parquet shard's row groups).")
+    costs: dict[str, float] = Field(default_factory=dict, description=(
+        "Seconds spent, by step: `summarise_cpu` (CPU, where the pieces were read: reading, "
+        "decoding and summarising), `pack_cpu` (CPU there: the rows' table, and pickling it to "
+        "send), `receive` (this process: unpickling), `wait` (this process waiting for the "
+        "next piece), `write_rows` (DuckDB), `write_words` (FTS5 and the words' copies), "
+        "`publish` (checkpoint, sync, swap), `forget` (the words of replaced rows): wall "
+        "seconds of this process; and `writer_cpu`, its CPU seconds over receiving and "
+        "writing (on a busy machine, its wall seconds there include waiting for a core)."))
 
 
 class Bin(BaseModel):
@@ -299,10 +309,12 @@ def _failure(shard: str, err: Exception) -> dict:
     return {"shard": shard, "row": int(found.group(1)) if found else -1, "error": str(err)}
 
 
-def summarise_shard(shard: Shard, rubric: Rubric | None) -> tuple[list[dict], list[dict]]:
+def summarise_shard(shard: Shard, rubric: Rubric | None, groups: tuple[int, int] | None = None
+                    ) -> tuple[list[dict], list[dict]]:
     """Every trace of a shard summarised (`summarise_trace`), and every row or the whole shard
     that could not be read, as failure records (shard, row, error). Pure: reads the shard,
-    writes nothing; the same function runs in this process, a process pool or Ray.
+    writes nothing; the same function runs in this process, a process pool or Ray. `groups`
+    (first, end) summarises only those row groups of a Parquet shard (a `Piece` of it).
 
     The cyclic garbage collector rests meanwhile: each trace is freed (`forget`) as soon as
     it is summarised, so it would find nothing, yet it would scan every trace's objects."""
@@ -311,7 +323,7 @@ def summarise_shard(shard: Shard, rubric: Rubric | None) -> tuple[list[dict], li
     with paused_gc():
         try:
             for row, trace in read_shard(shard, on_error=lambda err: failures.append(
-                    _failure(shard.url, err)), records=True):
+                    _failure(shard.url, err)), records=True, groups=groups):
                 try:
                     rows.append(summarise_trace(trace, shard.url, row, rubric))
                 except Exception as err:  # an analysis bug must not stop the rest
@@ -326,9 +338,115 @@ def summarise_shard(shard: Shard, rubric: Rubric | None) -> tuple[list[dict], li
     return rows, failures
 
 
-def _summarise_pickled(data: bytes) -> bytes:
-    shard, rubric = pickle.loads(data)
-    return pickle.dumps((shard, *summarise_shard(shard, rubric)))
+# -- the unit of work: a piece of a shard, and the batch of rows it gives -------------------------
+
+PIECE_ROWS = 1_024
+"""Rows of a Parquet shard one task reads at most (whole row groups, so a row group of more is a
+piece of its own). A pool's shards hold 10,000 traces: shared out in pieces, the work balances
+over the workers whatever the shards' sizes, and what a worker sends back is a few tens of MB."""
+PIECES_PER_WORKER = 4
+"""Fewer pieces than this per worker and they are made smaller (down to a row group): the last
+piece each worker reads is then a small part of the whole."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A unit of indexing work: a whole shard, or a run of a Parquet shard's row groups. The
+    pieces of a shard are indexed one after the other, in order: its old rows go at the first,
+    its row in `shards` comes with the last."""
+
+    shard: Shard
+    groups: tuple[int, int] | None = None
+    """The row groups (first, end) it reads; None: the whole shard."""
+    rows: int = 0
+    """Rows it holds, as its footer says (0 when not known)."""
+    first: bool = True
+    last: bool = True
+
+
+def plan(todo: Sequence[Shard], parallel: int) -> list[Piece]:
+    """The pieces the shards are read in, in the shards' order, then the rows': whole shards
+    when reading in this process (`parallel` 1) or for a JSON Lines shard (gzip cannot seek, so
+    a piece would read the stream from its start), else runs of row groups of about PIECE_ROWS
+    rows, fewer when there are fewer than PIECES_PER_WORKER pieces a worker. The footers are
+    read on a few threads (on object storage each is a request)."""
+    if parallel <= 1:
+        return [Piece(s) for s in todo]
+    parquet = [s for s in todo if s.format == "parquet"]
+    if parquet:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(16, len(parquet))) as threads:
+            sizes = dict(zip([s.url for s in parquet], threads.map(row_groups, parquet)))
+    else:
+        sizes = {}
+    total = sum(sum(sizes.get(s.url) or [0]) for s in todo)
+    target = max(1, min(PIECE_ROWS, -(-total // (PIECES_PER_WORKER * parallel))))
+    pieces: list[Piece] = []
+    for shard in todo:
+        groups = sizes.get(shard.url)
+        if not groups:  # JSON Lines, a footer that cannot be read (reading it says why), empty
+            pieces.append(Piece(shard))
+            continue
+        runs: list[tuple[int, int, int]] = []
+        start, rows = 0, 0
+        for g, count in enumerate(groups):
+            rows += count
+            if rows >= target or g == len(groups) - 1:
+                runs.append((start, g + 1, rows))
+                start, rows = g + 1, 0
+        pieces += [Piece(shard, (a, b), n, first=i == 0, last=i == len(runs) - 1)
+                   for i, (a, b, n) in enumerate(runs)]
+    return pieces
+
+
+@dataclass
+class Batch:
+    """What a piece gives the writer: its rows as an Arrow table (every column of `traces`
+    but `doc`, numbered by the writer), their words and the words' compressed copies, its
+    failures, and what reading it cost where it was read."""
+
+    piece: Piece
+    table: pa.Table
+    texts: list[str]
+    packed: list[bytes]
+    failures: list[dict]
+    rewards: list[str]
+    """The reward channels its rows carry."""
+    summarise_cpu: float = 0.0
+    """CPU seconds of reading, decoding and summarising its traces (`summarise_shard`)."""
+    pack_cpu: float = 0.0
+    """CPU seconds of making its table (and, in a worker, of pickling the batch)."""
+
+
+def summarise_piece(piece: Piece, rubric: Rubric | None) -> Batch:
+    """A piece summarised (`summarise_shard` over its row groups) into a Batch: pure, the
+    same in this process, a worker process or a Ray task."""
+    started = time.process_time()
+    rows, failures = summarise_shard(piece.shard, rubric, piece.groups)
+    summarised = time.process_time()
+    table = pa.table({f.name: pa.array([list(r["rewards"].items()) for r in rows] if
+                                       f.name == "rewards" else [r[f.name] for r in rows],
+                                       f.type) for f in _BATCH_TYPES}, schema=_BATCH_TYPES)
+    rewards = sorted({k for r in rows for k in r["rewards"]})
+    return Batch(piece, table, [r["text"] for r in rows], [r["packed"] for r in rows],
+                 failures, rewards, summarised - started, time.process_time() - summarised)
+
+
+def _summarise_pickled(data: bytes) -> tuple[bytes, float]:
+    """summarise_piece in a worker: its arguments and its Batch travel pickled (with the CPU
+    seconds the pickling took, which the batch cannot hold)."""
+    piece, rubric = pickle.loads(data)
+    batch = summarise_piece(piece, rubric)
+    started = time.process_time()
+    payload = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+    return payload, time.process_time() - started
+
+
+def _unpickled(result: tuple[bytes, float]) -> Batch:
+    batch = pickle.loads(result[0])
+    batch.pack_cpu += result[1]
+    return batch
 
 
 def shard_stamp(shard: Shard) -> str:
@@ -398,6 +516,8 @@ _TRACE_TYPES = pa.schema([
     ("parallelism", pa.float64()), ("tokens", pa.float64()), ("cost_usd", pa.float64()),
     ("rewards", pa.map_(pa.string(), pa.float64())), ("targets", pa.string()),
     ("target_count", pa.int32()), ("sha256", pa.string()), ("warnings", pa.int32())])
+_BATCH_TYPES = _TRACE_TYPES.remove(0)
+"""A piece's rows as its Batch holds them: every column but `doc`."""
 
 Progress = Callable[[int, int, str], None]
 """Called as `progress(done, total, shard)` while shards are indexed."""
@@ -449,6 +569,67 @@ def _disk_full(folder: Path) -> bool:
         return shutil.disk_usage(folder).free < 256 * 1024
     except OSError:
         return False
+
+
+WORDS_COMMIT = 4_096
+"""Traces whose words the word index takes in one transaction: FTS5 writes a segment at each
+commit and merges segments as they add up, so fewer, larger ones cost less."""
+
+
+class _WordWriter:
+    """An update's words going into the word index: in transactions of WORDS_COMMIT traces,
+    not synced to disk one by one (SQLite's WAL with `synchronous=NORMAL`: a process killed
+    midway loses nothing committed); `finish` commits the rest with a sync that makes every
+    word written durable, before the DuckDB file that points at them is made live."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.pending = 0
+        PoolIndex._set_dirty(db)
+        db.commit()
+        db.execute("PRAGMA synchronous=NORMAL")
+
+    def add(self, docs: range, texts: list[str], packed: list[bytes]) -> None:
+        if not docs:
+            return
+        self.db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", zip(docs, texts))
+        self.db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)", zip(docs, packed))
+        self.pending += len(docs)
+        if self.pending >= WORDS_COMMIT:
+            self.db.commit()
+            self.pending = 0
+
+    def finish(self) -> None:
+        self.db.commit()
+        self.db.execute("PRAGMA synchronous=FULL")
+        PoolIndex._set_dirty(self.db)  # a commit with FULL syncs the WAL: every word before it
+        self.db.commit()
+
+
+def _parallelism(workers: int | None, ray: str | None) -> int:
+    """How many workers share the pieces: `workers` (default: every core), or on Ray the CPUs
+    of the cluster (known once it is joined; pieces are made for at least 2)."""
+    if ray is not None:
+        try:
+            import ray as ray_module
+
+            if ray_module.is_initialized():
+                return max(2, int(ray_module.cluster_resources().get("CPU", 2)))
+        except ImportError:
+            pass
+        return max(2, os.cpu_count() or 1)
+    return max(1, workers or os.cpu_count() or 1)
+
+
+def _waited(batches: Iterator[Batch], costs: dict[str, float]) -> Iterator[Batch]:
+    """The batches, with the time this process waited for each counted."""
+    while True:
+        started, received = time.perf_counter(), costs["receive"]
+        batch = next(batches, None)
+        costs["wait"] += time.perf_counter() - started - (costs["receive"] - received)
+        if batch is None:
+            return
+        yield batch
 
 
 class PoolIndex:
@@ -801,28 +982,55 @@ class PoolIndex:
             else:
                 forget = self._drop(con, gone)
             result.engine = "inline"
+            costs = dict.fromkeys(("summarise_cpu", "pack_cpu", "receive", "wait",
+                                   "write_rows", "write_words", "writer_cpu"), 0.0)
             if todo:
                 if ray is not None:
-                    result.engine, summaries = "ray", _ray_summaries(todo, rubric, ray)
-                elif (workers or os.cpu_count() or 1) > 1 and len(todo) > 1:
+                    _ray_init(ray)
+                parallel = _parallelism(workers, ray)
+                pieces = plan(todo, parallel)
+                result.pieces = len(pieces)
+                if ray is not None:
+                    result.engine, batches = "ray", _ray_summaries(pieces, rubric, ray, costs)
+                elif parallel > 1 and len(pieces) > 1:
                     result.engine = "processes"
-                    summaries = _process_summaries(todo, rubric, workers or os.cpu_count() or 1)
+                    batches = _process_summaries(pieces, rubric, parallel, costs)
                 else:
-                    summaries = ((s, *summarise_shard(s, rubric)) for s in todo)
+                    batches = (summarise_piece(p, rubric) for p in pieces)
                 if progress is not None:
                     progress(0, len(todo), "")
-                for done, (shard, rows, failures) in enumerate(summaries, start=1):
-                    forget += self._write(con, shard, stamps[shard.url], rubric_sha, rows,
-                                          failures, next_doc)
-                    next_doc += len(rows)
-                    if progress is not None:
-                        progress(done, len(todo), shard.url)
+                done, counts = 0, [0, 0]
+                with self._words() as words:
+                    for batch in _waited(batches, costs):
+                        piece = batch.piece
+                        costs["summarise_cpu"] += batch.summarise_cpu
+                        costs["pack_cpu"] += batch.pack_cpu
+                        if piece.first:
+                            counts = [0, 0]
+                        counts[0] += batch.table.num_rows
+                        counts[1] += len(batch.failures)
+                        forget += self._write(con, batch, stamps[piece.shard.url], rubric_sha,
+                                              next_doc, words, counts, costs)
+                        next_doc += batch.table.num_rows
+                        if piece.last:
+                            done += 1
+                        if progress is not None:
+                            progress(done, len(todo), piece.shard.url)
+                    started, cpu = time.perf_counter(), time.process_time()
+                    words.finish()
+                    costs["write_words"] += time.perf_counter() - started
+                    costs["writer_cpu"] += time.process_time() - cpu
+            result.costs = costs
             self._set_meta(con, "next_doc", str(next_doc))
             self._set_meta(con, "stale_words",
                            str(stale + len(forget) - self._kept_texts(forget)))
             result.traces = con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
             result.failures = con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
+            published = time.perf_counter()
+        result.costs["publish"] = time.perf_counter() - published
+        started = time.perf_counter()
         self._forget_words(forget, clean=True)
+        result.costs["forget"] = time.perf_counter() - started
         return result
 
     def _drop(self, con: duckdb.DuckDBPyConnection, urls: Sequence[str]) -> list[int]:
@@ -900,40 +1108,47 @@ class PoolIndex:
                 db.execute("DELETE FROM state WHERE key = 'dirty'")
         return missing
 
-    def _write(self, con: duckdb.DuckDBPyConnection, shard: Shard, stamp: str,
-               rubric_sha: str, rows: list[dict], failures: list[dict], first: int
-               ) -> list[int]:
-        """Write a shard's rows into the file being written (`con`), numbered from `first`,
-        and their words into the word index (marked dirty: the live file lacks them). Returns
-        the docs of the shard's rows it replaced."""
-        dropped = self._drop(con, [shard.url])
-        docs = list(range(first, first + len(rows)))
-        if rows:
-            columns = {"doc": docs, "rewards": [list(r["rewards"].items()) for r in rows]}
-            table = pa.table({
-                f.name: pa.array(columns[f.name] if f.name in columns
-                                 else [r[f.name] for r in rows], f.type)
-                for f in _TRACE_TYPES}, schema=_TRACE_TYPES)
+    def _write(self, con: duckdb.DuckDBPyConnection, batch: Batch, stamp: str,
+               rubric_sha: str, first: int, words: _WordWriter, counts: list[int],
+               costs: dict[str, float]) -> list[int]:
+        """Write a piece's rows into the file being written (`con`), numbered from `first`,
+        and their words into the word index (marked dirty: the live file lacks them). Its
+        shard's old rows go with its first piece, and its row in `shards` (with `counts`,
+        its traces and failures) comes with its last. Returns the docs of the rows it
+        replaced."""
+        started, cpu = time.perf_counter(), time.process_time()
+        piece = batch.piece
+        shard = piece.shard
+        dropped = self._drop(con, [shard.url]) if piece.first else []
+        count = batch.table.num_rows
+        if count:
+            table = batch.table.add_column(0, "doc", pa.array(range(first, first + count),
+                                                                pa.int64()))
             con.register("batch", table)
             con.execute(f"INSERT INTO traces SELECT {', '.join(_TRACE_TYPES.names)} FROM batch")
             con.unregister("batch")
-        if failures:
+        if batch.failures:
             con.executemany("INSERT INTO failures VALUES (?, ?, ?)",
-                            [[f["shard"], f["row"], f["error"]] for f in failures])
-        con.execute("INSERT INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [shard.url, shard.format, bool(shard.compressed), stamp, rubric_sha,
-                     len(rows), len(failures), time.time()])
+                            [[f["shard"], f["row"], f["error"]] for f in batch.failures])
+        if piece.last:
+            con.execute("INSERT INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [shard.url, shard.format, bool(shard.compressed), stamp, rubric_sha,
+                         counts[0], counts[1], time.time()])
         names = set(json.loads(self._meta(con, "reward_names") or "[]"))
-        if any(set(r["rewards"]) - names for r in rows):
-            names.update(k for r in rows for k in r["rewards"])
-            self._set_meta(con, "reward_names", json.dumps(sorted(names)))
-        with self._text() as db:
-            self._set_dirty(db)
-            db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)",
-                           zip(docs, (r["text"] for r in rows)))
-            db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)",
-                           zip(docs, (r["packed"] for r in rows)))
+        if set(batch.rewards) - names:
+            self._set_meta(con, "reward_names", json.dumps(sorted(names | set(batch.rewards))))
+        written = time.perf_counter()
+        words.add(range(first, first + count), batch.texts, batch.packed)
+        costs["write_rows"] += written - started
+        costs["write_words"] += time.perf_counter() - written
+        costs["writer_cpu"] += time.process_time() - cpu
         return dropped
+
+    @contextmanager
+    def _words(self) -> Iterator[_WordWriter]:
+        """The word index, taking an update's words (see `_WordWriter`)."""
+        with self._text() as db:
+            yield _WordWriter(db)
 
     # -- queries ----------------------------------------------------------------------------------
 
@@ -1200,33 +1415,56 @@ def _pool_row(record: dict) -> PoolRow:
         sha256=record["sha256"], warnings=record["warnings"])
 
 
-# -- running summarise_shard over many shards ---------------------------------------------------
+# -- running summarise_piece over many pieces ---------------------------------------------------
 
 
-def _process_summaries(todo: Sequence[Shard], rubric: Rubric | None,
-                       workers: int) -> Iterator[tuple[Shard, list[dict], list[dict]]]:
-    """summarise_shard over the shards on a pool of `workers` processes, at most two shards per
-    worker in flight so memory stays bounded. Processes are forked from a single-threaded
-    program (a command) and spawned from a threaded one (the app's server), where a fork may
-    copy a lock another thread holds."""
-    pending = list(reversed(todo))
+def _process_summaries(pieces: Sequence[Piece], rubric: Rubric | None, workers: int,
+                       costs: dict[str, float]) -> Iterator[Batch]:
+    """summarise_piece over the pieces on a pool of `workers` processes, the batches given in
+    the pieces' order (so docs are numbered as when reading inline), with at most three pieces
+    a worker sent out and not yet written, so memory stays bounded. Processes are forked from
+    a single-threaded program (a command) and spawned from a threaded one (the app's server),
+    where a fork may copy a lock another thread holds."""
     method = "fork" if threading.active_count() == 1 and os.name == "posix" else "spawn"
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+    with ProcessPoolExecutor(max_workers=min(workers, len(pieces)),
                              mp_context=get_context(method), initializer=_die_with,
                              initargs=(os.getpid(),)) as pool:
-        running = set()
-        while pending or running:
-            while pending and len(running) < 2 * workers:
-                running.add(pool.submit(_summarise_pickled,
-                                        pickle.dumps((pending.pop(), rubric))))
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                try:
-                    yield pickle.loads(future.result())
-                except BrokenProcessPool:
-                    raise OrchvizError("a process indexing the pool stopped before it finished "
-                                       "(out of memory?); the shards indexed so far are kept: "
-                                       "index again, or with --workers 1 to see why") from None
+        yield from _in_order(pieces, 3 * workers, lambda piece: pool.submit(
+            _summarise_pickled, pickle.dumps((piece, rubric))), _result, costs)
+
+
+def _result(future) -> tuple[bytes, float]:
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise OrchvizError("a process indexing the pool stopped before it finished "
+                           "(out of memory?); the shards indexed so far are kept: "
+                           "index again, or with --workers 1 to see why") from None
+
+
+def _in_order(pieces: Sequence[Piece], window: int, submit: Callable[[Piece], Any],
+              result: Callable[[Any], tuple[bytes, float]], costs: dict[str, float]
+              ) -> Iterator[Batch]:
+    """Each piece sent out by `submit`, `window` at most ahead of the one being written, and
+    its batch (`result` of what submit gave, unpickled) given in the pieces' order."""
+    from collections import deque
+
+    sent: deque = deque()
+    left = iter(pieces)
+    for piece in left:
+        sent.append(submit(piece))
+        if len(sent) >= window:
+            break
+    while sent:
+        found = result(sent.popleft())
+        for piece in left:  # the next piece goes out before this one's batch is written
+            sent.append(submit(piece))
+            break
+        started, cpu = time.perf_counter(), time.process_time()
+        batch = _unpickled(found)
+        costs["receive"] += time.perf_counter() - started
+        costs["writer_cpu"] += time.process_time() - cpu
+        yield batch
 
 
 def _die_with(parent: int) -> None:
@@ -1258,11 +1496,10 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="orchviz-parent-watch", daemon=True).start()
 
 
-def _ray_summaries(todo: Sequence[Shard], rubric: Rubric | None,
-                   address: str) -> Iterator[tuple[Shard, list[dict], list[dict]]]:
-    """summarise_shard over the shards with Ray Data: `address` "auto" joins the cluster this
-    machine knows of (RAY_ADDRESS, or one started by `ray start`) or starts a local one; any
-    other value is a cluster's address. A Ray already initialised in this process is used."""
+def _ray_init(address: str) -> None:
+    """Join Ray: `address` "auto" joins the cluster this machine knows of (RAY_ADDRESS, or one
+    started by `ray start`) or starts a local one; any other value is a cluster's address. A
+    Ray already initialised in this process is used."""
     try:
         import ray
     except ImportError:
@@ -1273,10 +1510,30 @@ def _ray_summaries(todo: Sequence[Shard], rubric: Rubric | None,
                      log_to_driver=False, include_dashboard=False)
         except Exception as err:  # an address that does not answer
             raise OrchvizError(f"cannot reach the Ray cluster at {address} ({err})") from None
-    ds = ray.data.from_items([{"task": pickle.dumps((s, rubric))} for s in todo],
-                             override_num_blocks=len(todo))
-    ds = ds.map(lambda item: {"result": _summarise_pickled(item["task"])})
-    for item in ds.iter_rows():
-        yield pickle.loads(item["result"])
 
 
+def _ray_summaries(pieces: Sequence[Piece], rubric: Rubric | None, address: str,
+                   costs: dict[str, float]) -> Iterator[Batch]:
+    """summarise_piece over the pieces as Ray tasks of one CPU each, at most two pieces a CPU
+    of the cluster sent out and not yet written, the batches given in the pieces' order. (Ray
+    tasks rather than Ray Data: the order is kept, the memory bounded by the window, and the
+    batches travel as they are, not turned into Ray Data's blocks.)"""
+    import ray
+
+    _ray_init(address)
+    task = ray.remote(num_cpus=1)(_summarise_pickled)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    yield from _in_order(pieces, 2 * cpus, lambda piece: task.remote(
+        pickle.dumps((piece, rubric))), _ray_result, costs)
+
+
+def _ray_result(ref) -> tuple[bytes, float]:
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise OrchvizError(f"a Ray task indexing the pool failed ({first}); the shards "
+                           "indexed so far are kept: index again, or without --ray to see "
+                           "why") from None
