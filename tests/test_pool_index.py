@@ -218,6 +218,18 @@ def test_a_bad_row_in_a_later_piece_is_named_by_its_row_in_the_shard(tmp_path):
     assert index.locate("rollout-021") is None and index.locate("rollout-022") is not None
 
 
+def test_a_large_shard_of_other_columns_is_one_failure_on_many_workers(tmp_path, written):
+    location, _ = written
+    other = pa.table({"prompt": [f"p{i}" for i in range(40)], "reward": [0.5] * 40})
+    pq.write_table(other, Path(location) / "other.parquet", row_group_size=2)
+    shards = pool.shards(location) + [pool.Shard(url=str(Path(location) / "other.parquet"),
+                                                 format="parquet", compressed=False)]
+    index = PoolIndex(tmp_path / "index" / "pool.duckdb", location)
+    done = index.update(shards, rubric=default_rubric(), workers=2)
+    assert (done.traces, done.failures) == (24, 1)
+    assert "no column 'trace_id'" in index.failures()[0].error
+
+
 def test_pieces_cover_every_row_group_once_in_order(tmp_path, written):
     from viz_app.store.pool_index import plan
 
