@@ -28,7 +28,7 @@ from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
 from viz_app.labels.correction import LATER_THAN_RECORDED
 from viz_app.labels.label import Label, Reviewer, progress_of
-from viz_app.labels.rubric import LabelTarget, Question, Rubric, asked, targets
+from viz_app.labels.rubric import LabelTarget, Question, Rubric, asked
 from viz_app.labels.suggestion import Suggestion
 from viz_app.model import Event, Trace
 from viz_app.store.labels import LabelStore
@@ -117,7 +117,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     _show_flash(base)
 
     found = _remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
-                        lambda: targets(rubric, analysis))
+                        lambda: workspace.targets(trace))
     mine = store.answers(trace.trace_id, reviewer.name)
     progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
     st.progress(progress.labelled / progress.total if progress.total else 1.0,

@@ -19,7 +19,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
