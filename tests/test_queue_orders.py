@@ -70,11 +70,19 @@ def test_uncertain_hands_out_the_confidence_nearest_a_half_first_then_the_rest_i
 
 
 def test_uncertain_places_a_target_by_how_sure_not_by_what_is_suggested():
-    # r1 and r2 are as unsure (0.3 from a half) in opposite answers: the sample's order decides
+    # r1 and r2 are as sure (0.6) of opposite answers: the sample's order decides
     for first, second in (("success", "failure"), ("failure", "success")):
-        found = [suggest("r1", first, 0.8), suggest("r2", second, 0.2),
+        found = [suggest("r1", first, 0.6), suggest("r2", second, 0.6),
                  suggest("r0", "success", 0.95)]
         assert queue("uncertain", found)[:3] == ["r1", "r2", "r0"]
+
+
+def test_with_three_answers_a_confidence_below_a_half_is_the_least_certain():
+    # the learned producer's confidence is the probability of its most probable answer: with
+    # three answers 0.4 is less sure than 0.5 (a distance from 0.5 would put it after)
+    found = [suggest("r1", "success", 0.5), suggest("r2", "partial", 0.4),
+             suggest("r3", "failure", 0.62)]
+    assert queue("uncertain", found)[:3] == ["r2", "r1", "r3"]
 
 
 def test_uncertain_reads_only_the_learned_producers_latest_version():
@@ -96,6 +104,17 @@ def test_a_target_with_several_questions_is_as_uncertain_as_its_least_certain_on
     found = [suggest("r0", "late", 0.95, event_id="e2", question="stopping_correctness"),
              suggest("r0", 3, 0.6, event_id="e2", question="aggregation_quality")]
     assert uncertainty([target], found) == {("r0", "e2"): pytest.approx(0.4)}
+
+
+def test_each_questions_latest_model_counts_though_another_question_was_trained_later():
+    # one learned model per question, each its own version (its training set's hash)
+    target = PlannedTarget(trace_id="r0", trace_sha256="hr0", event_id="e2",
+                           questions=["stopping_correctness", "aggregation_quality"])
+    found = [suggest("r0", "late", 0.55, event_id="e2", question="stopping_correctness",
+                     producer=learned("stops"), at="2026-01-01T00:00:00Z"),
+             suggest("r0", 3, 0.9, event_id="e2", question="aggregation_quality",
+                     producer=learned("merges"), at="2026-03-01T00:00:00Z")]
+    assert uncertainty([target], found) == {("r0", "e2"): pytest.approx(0.45)}
 
 
 # -- contested (pure) --------------------------------------------------------------------------
@@ -218,7 +237,7 @@ def test_an_uncertain_campaign_hands_out_the_least_certain_targets_first(ws):
                              on_trace(found[5], "partial", 0.9)])
     campaign = create(ws, "uncertain")
     handed = claimed(ws, campaign, ANN)
-    assert handed[:3] == [found[7].trace_id, found[2].trace_id, found[5].trace_id]
+    assert handed[:3] == [found[2].trace_id, found[7].trace_id, found[5].trace_id]
     assert len(handed) == 12
 
 
@@ -299,3 +318,22 @@ def test_orchviz_campaign_create_refuses_an_uncertain_order_in_one_line(capsys, 
     assert code == 1 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert "orchviz suggest train --question task_outcome" in err
+
+
+def test_with_the_learned_producer_trained_and_run_the_queue_asks_its_least_sure_first(tmp_path):
+    pytest.importorskip("sklearn", reason="the learned producer is the `agreement` extra")
+    from test_learned import SPAWN, labelled
+
+    ws, _ = labelled(tmp_path)
+    ws.train_producer(SPAWN, resamples=20)
+    ws.suggest(ws.read_traces().traces, producer="learned")
+    campaign = ws.create_campaign(CampaignSpec(name="unsure", questions=[SPAWN],
+                                               order="uncertain"), LEAD)
+    sure = {(s.trace_id, s.event_id): s.confidence for s in ws.suggestion_store.all()
+            if s.producer.name == "learned"}
+    handed = []
+    while (claim := ws.claim_next(campaign.name, ANN)) is not None and len(handed) < 12:
+        handed.append(sure[(claim.trace_id, claim.event_id)])
+        ws.skip(claim, "only the order is checked here")
+    assert handed == sorted(handed) and handed[0] == min(sure.values())
+    assert len(set(sure.values())) > 1  # the model is not equally sure everywhere

@@ -117,24 +117,25 @@ def answers_to_save(rubric: Rubric, target: LabelTarget,
     return answers
 
 
-def _uncertain(planned: Sequence[PlannedTarget], suggestions: Sequence[Suggestion]
-               ) -> dict[tuple[str, str], float]:
+def _uncertain(rubric: Rubric, planned: Sequence[PlannedTarget],
+               suggestions: Sequence[Suggestion]) -> dict[tuple[str, str], float]:
     """The learned producer's doubt on each planned target; LabelError saying what to run when
-    it has none to give."""
-    asked = sorted({q for t in planned for q in t.questions})
+    it has none to give (naming the campaign's questions that are no follow-up)."""
+    asked = {q for t in planned for q in t.questions}
+    named = [q.id for q in rubric.questions if q.id in asked and q.ask_when is None] or \
+        sorted(asked)
     mine = [s for s in suggestions if s.question in asked]
-    version = latest_version(mine, LEARNED)
-    if version is None:
-        raise LabelError(f"the learned producer has suggested no answer to {', '.join(asked)} "
+    if latest_version(mine, LEARNED) is None:
+        raise LabelError(f"the learned producer has suggested no answer to {', '.join(named)} "
                          f"yet, so there is nothing to order by: run `orchviz suggest train "
-                         f"--question {asked[0]}` then `orchviz suggest --producer learned "
+                         f"--question {named[0]}` then `orchviz suggest --producer learned "
                          "--traces DIR`, or choose another --order")
     found = uncertainty(planned, mine, LEARNED)
     if not found:
-        raise LabelError(f"the learned producer's latest version ({version[:12]}) suggested "
-                         f"nothing on this campaign's {len(planned)} targets, so there is "
-                         "nothing to order by: run `orchviz suggest --producer learned --traces "
-                         "DIR` over these traces, or choose another --order")
+        raise LabelError(f"the learned producer's latest models of {', '.join(named)} "
+                         f"suggested nothing on this campaign's {len(planned)} targets, so "
+                         "there is nothing to order by: run `orchviz suggest --producer learned "
+                         "--traces DIR` over these traces, or choose another --order")
     return found
 
 
@@ -790,7 +791,7 @@ class Workspace:
             return None
         suggestions = self.suggestion_store.all()
         if order == "uncertain":
-            return lambda planned: _uncertain(planned, suggestions)
+            return lambda planned: _uncertain(rubric, planned, suggestions)
         first = first_answers(self.labels.current_records())
         from viz_app.suggest.rules import FINE
 

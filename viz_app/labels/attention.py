@@ -9,7 +9,7 @@ suggested, only on how sure or how split they are, so a reviewer who notices tha
 early learns that it is hard, never what was suggested (docs/campaigns.md, Queue orders and
 blind review).
 
-    urgency = uncertainty(planned, suggestions)            # {(trace id, event id): 0..0.5}
+    urgency = uncertainty(planned, suggestions)            # {(trace id, event id): 0..1}
     urgency = contests(rubric, planned, suggestions, first_answers(labels), silence=FINES)
 """
 
@@ -46,13 +46,14 @@ def producer_name(suggestion: Suggestion) -> str:
     return f"{p.name} ({p.model})" if p.model else p.name
 
 
-def latest_version(suggestions: Iterable[Suggestion], producer: str = LEARNED) -> str | None:
-    """The version of a producer whose newest suggestion was stored last (a learned producer's
-    version is the hash of its training set, so only the time orders them); None when the
-    producer has made none."""
+def latest_version(suggestions: Iterable[Suggestion], producer: str = LEARNED,
+                   question: str | None = None) -> str | None:
+    """The version of a producer (on one question, or any) whose newest suggestion was stored
+    last (a learned producer's version is the hash of its training set, one model per question,
+    so only the time orders them); None when the producer has made none."""
     newest: dict[str, str] = {}
     for s in suggestions:
-        if s.producer.name == producer:
+        if s.producer.name == producer and (question is None or s.question == question):
             newest[s.producer.version] = max(newest.get(s.producer.version, ""), s.created_at)
     if not newest:
         return None
@@ -60,22 +61,26 @@ def latest_version(suggestions: Iterable[Suggestion], producer: str = LEARNED) -
 
 
 def doubt(confidence: float) -> float:
-    """How unsure a confidence is: 0.5 at 0.5 (a coin toss), 0 at 0 or 1. Symmetric on purpose:
-    a confidence below 0.5 in an answer is as sure as one above it in the other. Rounded to 9
-    places, so 0.8 and 0.2 tie exactly (a float's last bit must not order them by answer)."""
-    return round(0.5 - abs(confidence - 0.5), 9)
+    """How unsure a suggestion is: 1 - its confidence. The learned producer's confidence is the
+    calibrated probability of the answer it suggests, its most probable one, so on a yes/no
+    question it is 0.5 or more and the nearest to 0.5 is the least certain; with three answers
+    0.34 is less certain than 0.5, which a distance from 0.5 would get wrong. It says how sure,
+    never which answer. Rounded to 9 places (a float's last bit must not order two targets)."""
+    return round(1.0 - confidence, 9)
 
 
 def uncertainty(targets: Iterable[Target], suggestions: Iterable[Suggestion],
                 producer: str = LEARNED) -> dict[Key, float]:
     """Per target, the `doubt` of the producer's (default: the learned one's) latest version
-    on it: of its least certain suggestion among the target's questions, on the target's trace
-    version. Targets it made no such suggestion on are left out."""
-    suggestions = list(suggestions)
-    version = latest_version(suggestions, producer)
+    of each question's (its model of that question) on it: of its least certain suggestion
+    among the target's questions, on the target's trace version. Targets it made no such
+    suggestion on are left out."""
+    suggestions = [s for s in suggestions if s.producer.name == producer]
+    latest = {q: latest_version(suggestions, producer, q) for q in {s.question
+                                                                      for s in suggestions}}
     confidence: dict[tuple[str, str, str, str], float] = {}
     for s in suggestions:
-        if s.producer.name == producer and s.producer.version == version:
+        if s.producer.version == latest[s.question]:
             confidence[(s.trace_id, s.trace_sha256, s.event_id, s.question)] = s.confidence
     found: dict[Key, float] = {}
     for t in targets:
