@@ -47,6 +47,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import duckdb
@@ -58,7 +59,7 @@ from viz_app.analysis import analyze, forget
 from viz_app.io import pool
 from viz_app.labels.rubric import counted, default_rubric, targets
 from viz_app.model import TOPOLOGIES, paused_gc
-from viz_app.store.index import search_text
+from viz_app.summary import search_text
 from viz_app.store.pool_index import POOL_TEXT_LIMIT, Condition, PoolIndex, summarise_shard
 from viz_app.synth import synth_trace
 from timing import best_of, machine
@@ -135,33 +136,43 @@ def shard_ratio(location: str) -> tuple[float, float]:
 
 def breakdown(location: str) -> dict[str, float]:
     """CPU milliseconds per trace of each step of `summarise_shard` on the first shard (the
-    collector paused, as there): reading and validating a row (`read_shard`), the analysis
-    figures the index keeps, the label targets, the words (`search_text`)."""
+    collector paused, as there): reading a row and decoding it into records (`read_shard` with
+    `records=True`: the compiled read path), the analysis's structural pass (agents, actors,
+    spawn tree, warnings), the figures of the summary (makespan, parallelism, depth, fan-out,
+    tokens, cost), the critical path, the label targets, the words (`search_text`) and the
+    rest of the row (its words compressed)."""
     shard = pool.shards(location)[0]
     rubric = default_rubric()
-    spent = dict.fromkeys(("read + validate", "analysis", "targets", "words"), 0.0)
+    steps = ("read + decode", "structure", "figures", "critical path", "targets", "words",
+             "row")
+    spent = dict.fromkeys(steps, 0.0)
     count = 0
     clock = time.process_time
     with paused_gc():
-        rows = pool.read_shard(shard, on_error=print)
+        rows = pool.read_shard(shard, on_error=print, records=True)
         while True:
             started = clock()
             found = next(rows, None)
-            spent["read + validate"] += clock() - started
+            spent["read + decode"] += clock() - started
             if found is None:
                 break
             trace = found[1]
-            started = clock()
+            marks = [clock()]
             a = analyze(trace)
-            (len(a.order), len(a.agents), a.depth, a.makespan, a.parallelism, a.tokens,
-             a.cost_usd, len(a.warnings))
-            middle = clock()
+            marks.append(clock())
+            (len(a.order), len(a.agents), a.depth, a.fanouts, a.makespan, a.parallelism,
+             a.tokens, a.cost_usd, len(a.warnings))
+            marks.append(clock())
+            a.critical
+            marks.append(clock())
             {t.key: t.required for t in targets(rubric, a) if counted(t)}
-            late = clock()
-            search_text(trace, POOL_TEXT_LIMIT)
-            spent["analysis"] += middle - started
-            spent["targets"] += late - middle
-            spent["words"] += clock() - late
+            marks.append(clock())
+            text = search_text(trace, POOL_TEXT_LIMIT)
+            marks.append(clock())
+            zlib.compress(text.encode(), 1)
+            marks.append(clock())
+            for name, start, end in zip(steps[1:], marks, marks[1:]):
+                spent[name] += end - start
             forget(trace)
             count += 1
     return {name: seconds * 1000 / count for name, seconds in spent.items()}

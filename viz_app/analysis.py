@@ -580,30 +580,35 @@ class Analysis:
         An event's work is its `duration` (from `t` to `end_t`, or a tool call's wait for its
         result). An event that gives no `end_t` (a point in time, as most imported traces give
         every event) marks where work ended that began when the last of its dependencies
-        ended, since it could not begin before (a tool call's work then runs on to its result). Work that overlaps along the chain
-        counts once (a chain's length is the union of its events' work intervals), so the
-        critical path never exceeds the makespan."""
+        ended, since it could not begin before (a tool call's work then runs on to its
+        result). Work that overlaps along the chain counts once (a chain's length is the union
+        of its events' work intervals), so the critical path never exceeds the makespan."""
         order, pos, duration = self.order, self.position, self.duration
         preds: dict[int, list[int]] = defaultdict(list)  # by position: lists, not dicts, below
         for src, dst, _ in self.dependencies:
             preds[pos[dst]].append(pos[src])
-        best = [0.0] * len(order)
-        reach = [0.0] * len(order)
-        via = [-1] * len(order)
         ends = [e.t + duration[e.id] for e in order]
-        for i, e in enumerate(order):  # time order is topological: every dependency runs forward
-            finish, before = ends[i], preds.get(i, ())
-            start = float(e.t)
-            if before and e.end_t is None:  # no stated start of work: since its inputs
-                start = min(start, max(ends[u] for u in before))
+        best = [end - e.t for end, e in zip(ends, order)]  # an event's own work, by itself
+        reach = list(ends)  # where the work along its heaviest chain ends
+        via = [-1] * len(order)
+        no_end = [e.end_t is None for e in order] if preds else ()
+        for i, before in sorted(preds.items()):  # in time order, which is topological
+            finish, start = ends[i], float(order[i].t)
+            if no_end[i]:  # no stated start of work: since its inputs
+                latest = max([ends[u] for u in before])
+                if latest < start:
+                    start = latest
             prior, length = -1, finish - start
-            for u in before:
-                candidate = best[u] + max(0.0, finish - max(start, reach[u]))
+            for u in before:  # every dependency runs forward in time: u < i
+                lower = reach[u]
+                gain = finish - (start if start > lower else lower)
+                candidate = best[u] + gain if gain > 0 else best[u]
                 if candidate > length or prior < 0 and candidate >= length:
                     prior, length = u, candidate
             best[i] = length
-            reach[i] = max(finish, reach[prior]) if prior >= 0 else finish
-            via[i] = prior
+            if prior >= 0:
+                reach[i] = reach[prior] if reach[prior] > finish else finish
+                via[i] = prior
         end = max(range(len(order) - 1, -1, -1), key=best.__getitem__)  # latest of the heaviest
         chain: list[str] = []
         node = end

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from viz_app.analysis import Analysis, analyze
-from viz_app.labels.rubric import Rubric, counted, targets
+from viz_app.analysis import analyze
+from viz_app.labels.rubric import Rubric, required_questions
 
 if TYPE_CHECKING:
     from viz_app.model import Trace
@@ -68,14 +68,8 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
         critical_path_s=analysis.critical[0], tokens=analysis.tokens,
         cost_usd=analysis.cost_usd, warnings=len(analysis.warnings),
         rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
-        targets=None if rubric is None else target_questions(rubric, analysis),
+        targets=None if rubric is None else required_questions(rubric, analysis),
         text=search_text(trace, text_limit))
-
-
-def target_questions(rubric: Rubric, analysis: Analysis) -> dict[str, list[str]]:
-    """The targets that count towards progress (`labels.rubric.counted`), by key, with the
-    questions each must have answered."""
-    return {t.key: t.required for t in targets(rubric, analysis) if counted(t)}
 
 
 def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:

@@ -23,21 +23,21 @@ colon (`\\u003a`), which sends the text to the general path.
 from __future__ import annotations
 
 import hashlib
+from operator import attrgetter
 from typing import Annotated, Any
 
 import msgspec
 import orjson
 import numpy as np
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+from msgspec import Meta, Struct, field
 
-from viz_app.model import (DECISIONS, Costs, Decision, Edge, EdgeType, Event, EventType,
-                           Topology, Trace, TraceWarning, _number)
+from viz_app.model import (DECISIONS, Costs, Edge, EdgeType, Event, EventType, Topology, Trace,
+                           TraceWarning)
 
 NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
 Number = int | float
 Text = Annotated[str, Meta(min_length=1)]
 CallId = str | int
-_NONE: dict[str, Any] = {}
 
 _EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "llm_call_id",
                "response_id", "call_id", "tool_call_id", "tool_use_id", "source_id",
@@ -48,32 +48,33 @@ _EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "l
 class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
     """One event as decoded: the schema's keys, then the extension keys orchviz reads, each of
     the type orchviz documents (another type sends the trace to the general path, which keeps
-    it as it came). Reads like `model.Event`."""
+    it as it came). An absent key reads None (an explicit null is refused, as the schema does).
+    Reads like `model.Event`."""
 
     id: Text
     t: NonNegative
     type: EventType
     agent: Text
-    role: str | UnsetType = UNSET
-    from_: str | UnsetType = field(name="from", default=UNSET)
-    to: str | UnsetType = UNSET
-    tool: str | UnsetType = UNSET
-    content_ref: str | UnsetType = UNSET
-    trusted: bool | UnsetType = UNSET
-    content_: str | UnsetType = field(name="content", default=UNSET)
-    end_t_: Number | UnsetType = field(name="end_t", default=UNSET)
-    tokens_: Number | UnsetType = field(name="tokens", default=UNSET)
-    cost_usd_: Number | UnsetType = field(name="cost_usd", default=UNSET)
-    model_: str | UnsetType = field(name="model", default=UNSET)
-    decision_: str | UnsetType = field(name="decision", default=UNSET)
-    llm_call_id: CallId | UnsetType = UNSET
-    response_id: CallId | UnsetType = UNSET
-    call_id: CallId | UnsetType = UNSET
-    tool_call_id: CallId | UnsetType = UNSET
-    tool_use_id: CallId | UnsetType = UNSET
-    source_id: CallId | UnsetType = UNSET
-    prompt_token_ids: list[int] | UnsetType = UNSET
-    response_token_ids: list[int] | UnsetType = UNSET
+    role: str = None  # type: ignore[assignment]
+    from_: str = field(name="from", default=None)  # type: ignore[assignment]
+    to: str = None  # type: ignore[assignment]
+    tool: str = None  # type: ignore[assignment]
+    content_ref: str = None  # type: ignore[assignment]
+    trusted: bool = None  # type: ignore[assignment]
+    content: str = None  # type: ignore[assignment]
+    end_t_: Number = field(name="end_t", default=None)  # type: ignore[assignment]
+    tokens_: Number = field(name="tokens", default=None)  # type: ignore[assignment]
+    cost_usd_: Number = field(name="cost_usd", default=None)  # type: ignore[assignment]
+    model: str = None  # type: ignore[assignment]
+    decision_: str = field(name="decision", default=None)  # type: ignore[assignment]
+    llm_call_id: CallId = None  # type: ignore[assignment]
+    response_id: CallId = None  # type: ignore[assignment]
+    call_id: CallId = None  # type: ignore[assignment]
+    tool_call_id: CallId = None  # type: ignore[assignment]
+    tool_use_id: CallId = None  # type: ignore[assignment]
+    source_id: CallId = None  # type: ignore[assignment]
+    prompt_token_ids: list[int] = None  # type: ignore[assignment]
+    response_token_ids: list[int] = None  # type: ignore[assignment]
 
     # -- what `model.Event` reads, read the same way ----------------------------------------
 
@@ -81,34 +82,22 @@ class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
     def extras(self) -> dict[str, Any]:
         """The extension keys given, by their names in the file."""
         return {name: value for name, value in zip(_EXTENSIONS, _extension_values(self))
-                if value is not UNSET}
-
-    @property
-    def content(self) -> str | None:
-        value = self.content_
-        return None if value is UNSET else value
+                if value is not None}
 
     @property
     def end_t(self) -> float | None:
         value = self.end_t_
-        if value is UNSET:
-            return None
-        return float(value) if value >= self.t else None
+        return float(value) if value is not None and value >= self.t else None
 
     @property
     def tokens(self) -> float | None:
         value = self.tokens_
-        return float(value) if value is not UNSET and value >= 0 else None
+        return float(value) if value is not None and value >= 0 else None
 
     @property
     def cost_usd(self) -> float | None:
         value = self.cost_usd_
-        return float(value) if value is not UNSET and value >= 0 else None
-
-    @property
-    def model(self) -> str | None:
-        value = self.model_
-        return None if value is UNSET else value
+        return float(value) if value is not None and value >= 0 else None
 
     @property
     def decision(self) -> str | None:
@@ -124,26 +113,13 @@ class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
 
     @property
     def text(self) -> str:
-        return self.content or (self.content_ref or "")
+        return self.content or self.content_ref or ""
 
 
-# an absent optional schema key reads None, as on `model.Event`
-for _name in ("role", "from_", "to", "tool", "content_ref", "trusted"):
-    _slot = getattr(EventRecord, _name)
-
-    def _read(self: EventRecord, _get=_slot.__get__) -> Any:
-        value = _get(self)
-        return None if value is UNSET else value
-
-    setattr(EventRecord, _name, property(_read, _slot.__set__))
-    setattr(EventRecord, "_raw_" + _name, _slot)
-
-
-def _extension_values(record: EventRecord) -> tuple[Any, ...]:
-    return (record.content_, record.end_t_, record.tokens_, record.cost_usd_, record.model_,
-            record.decision_, record.llm_call_id, record.response_id, record.call_id,
-            record.tool_call_id, record.tool_use_id, record.source_id, record.prompt_token_ids,
-            record.response_token_ids)
+_extension_values = attrgetter(
+    "content", "end_t_", "tokens_", "cost_usd_", "model", "decision_", "llm_call_id",
+    "response_id", "call_id", "tool_call_id", "tool_use_id", "source_id", "prompt_token_ids",
+    "response_token_ids")
 
 
 class EdgeRecord(Struct, forbid_unknown_fields=True):
@@ -172,21 +148,9 @@ class TraceRecord(Struct, omit_defaults=True, forbid_unknown_fields=True, dict=T
     edges: list[EdgeRecord]
     rewards: dict[str, Number]
     costs_: dict[str, Number] = field(name="costs")
-    system_: str | UnsetType = field(name="system", default=UNSET)
-    topology_: Topology | UnsetType = field(name="topology", default=UNSET)
-    metrics_: dict[str, Number] | UnsetType = field(name="metrics", default=UNSET)
-
-    @property
-    def system(self) -> str | None:
-        return None if self.system_ is UNSET else self.system_
-
-    @property
-    def topology(self) -> str | None:
-        return None if self.topology_ is UNSET else self.topology_
-
-    @property
-    def metrics(self) -> dict[str, Number] | None:
-        return None if self.metrics_ is UNSET else self.metrics_
+    system: str = None  # type: ignore[assignment]
+    topology: Topology = None  # type: ignore[assignment]
+    metrics: dict[str, Number] = None  # type: ignore[assignment]
 
     @property
     def costs(self) -> CostsRecord:
@@ -278,6 +242,7 @@ def decode(data: bytes) -> TraceRecord | None:
 
 _SHAPES: dict[tuple[bool, ...], set[str]] = {}
 _OPTIONAL = ("role", "from_", "to", "tool", "content_ref", "trusted")
+_optional_values = attrgetter(*_OPTIONAL)
 _new, _set = object.__new__, object.__setattr__
 
 
@@ -288,23 +253,17 @@ def to_model(record: TraceRecord) -> Trace:
     append = events.append
     shapes = _SHAPES
     for e in record.events:
-        role, from_, to, tool, ref, trusted = (e._raw_role, e._raw_from_, e._raw_to,
-                                                e._raw_tool, e._raw_content_ref,
-                                                e._raw_trusted)
-        key = (role is UNSET, from_ is UNSET, to is UNSET, tool is UNSET, ref is UNSET,
-               trusted is UNSET)
+        role, from_, to, tool, ref, trusted = _optional_values(e)
+        key = (role is None, from_ is None, to is None, tool is None, ref is None,
+               trusted is None)
         given = shapes.get(key)
         if given is None:
             given = shapes[key] = {"id", "t", "type", "agent"} | {
                 name for name, absent in zip(_OPTIONAL, key) if not absent}
         model = _new(Event)
         _set(model, "__dict__", {
-            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent,
-            "role": None if role is UNSET else role,
-            "from_": None if from_ is UNSET else from_,
-            "to": None if to is UNSET else to, "tool": None if tool is UNSET else tool,
-            "content_ref": None if ref is UNSET else ref,
-            "trusted": None if trusted is UNSET else trusted})
+            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent, "role": role,
+            "from_": from_, "to": to, "tool": tool, "content_ref": ref, "trusted": trusted})
         _set(model, "__pydantic_extra__", e.extras)
         _set(model, "__pydantic_fields_set__", given)
         _set(model, "__pydantic_private__", None)

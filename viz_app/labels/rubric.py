@@ -386,10 +386,27 @@ def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
 def targets(rubric: Rubric, analysis: Analysis) -> list[LabelTarget]:
     """Everything to label in one trace: its events in time order (each once, with every
     question that targets it), then the trace itself."""
-    found: dict[str, LabelTarget] = {}
+    events, actor = analysis.trace.events_by_id, analysis.actor
+    return [LabelTarget(event_id=None, t=None, agent=None, **found)
+            if event_id is None else
+            LabelTarget(event_id=event_id, t=float(events[event_id].t), agent=actor[event_id],
+                        **found)
+            for event_id, found in _targets(rubric, analysis)]
+
+
+def required_questions(rubric: Rubric, analysis: Analysis) -> dict[str, list[str]]:
+    """The targets that count towards progress (`counted`), by key, each with the questions
+    that must be answered: what an index keeps of `targets`, found without building them."""
+    return {event_id or "": found["required"] for event_id, found in _targets(rubric, analysis)
+            if found["required"]}
+
+
+def _targets(rubric: Rubric, analysis: Analysis) -> list[tuple[str | None, dict[str, Any]]]:
+    """(event id, or None for the trace; the target's kinds, questions, required questions and
+    facts) for each target of `targets`, in its order."""
+    found: dict[str, dict[str, Any]] = {}
     trace_questions: list[str] = []
     trace_required: list[str] = []
-    events, actor = analysis.trace.events_by_id, analysis.actor
     for q in rubric.questions:
         required = not q.optional and q.ask_when is None
         if isinstance(q.target, TraceTarget):
@@ -401,23 +418,22 @@ def targets(rubric: Rubric, analysis: Analysis) -> list[LabelTarget]:
         for event_id, facts in _events_for(q.target, analysis):
             item = found.get(event_id)
             if item is None:
-                item = found[event_id] = LabelTarget(
-                    event_id=event_id, kinds=[], t=float(events[event_id].t),
-                    agent=actor[event_id], questions=[], required=[])
-            if kind not in item.kinds:
-                item.kinds.append(kind)
-            item.questions.append(q.id)
+                item = found[event_id] = {"kinds": [], "questions": [], "required": []}
+            if kind not in item["kinds"]:
+                item["kinds"].append(kind)
+            item["questions"].append(q.id)
             if required:
-                item.required.append(q.id)
+                item["required"].append(q.id)
             if facts and facts.get("inferred"):
-                item.inferred = True
+                item["inferred"] = True
             if facts and facts.get("inputs"):
-                item.inputs = facts["inputs"]
+                item["inputs"] = facts["inputs"]
     position = analysis.position
-    ordered = sorted(found.values(), key=lambda x: position[x.event_id])
+    ordered: list[tuple[str | None, dict[str, Any]]] = sorted(
+        found.items(), key=lambda item: position[item[0]])
     if trace_questions:
-        ordered.append(LabelTarget(event_id=None, kinds=["trace"], t=None, agent=None,
-                                   questions=trace_questions, required=trace_required))
+        ordered.append((None, {"kinds": ["trace"], "questions": trace_questions,
+                               "required": trace_required}))
     return ordered
 
 
