@@ -8,6 +8,7 @@ from importing import (FIXTURES, assert_reference_valid, returns, spawns, stop_a
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.codex import import_codex, read_rollouts
+from viz_app.io.detect import read_any
 
 FOLDER = FIXTURES / "codex_rollouts"
 ROOT = "0197a3b0-0000-7000-8000-000000000001"
@@ -201,3 +202,22 @@ def test_a_spawns_collab_end_event_pairs_the_child_when_the_output_names_none(tm
     assert [(e.to, e.content) for e in trace.events if e.type == "spawn"] == [
         ("Bo", "Audit billing"), ("Ada", "Audit auth")]
     assert not [w for w in analyze(trace).warnings if "collab" in w.message]
+
+
+def test_a_folder_whose_session_meta_lines_pass_64_kb_is_still_one_trace(tmp_path):
+    """Defect: the folder was told a rollout folder by the first 64 KB of a file, and a
+    session_meta carrying the session's instructions is longer: each thread became a trace of
+    its own, the child shown as `main`."""
+    import json
+    import shutil
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(UNMARKED, folder)
+    for path in folder.rglob("*.jsonl"):
+        lines = path.read_text("utf-8").splitlines()
+        meta = json.loads(lines[0])
+        meta["payload"]["base_instructions"] = {"text": "You are Codex, a coding agent. " * 3000}
+        lines[0] = json.dumps(meta)
+        path.write_text("\n".join(lines) + "\n", "utf-8")
+    (trace,) = read_any(folder)
+    assert spawns(trace) == [("main", "Ada")]

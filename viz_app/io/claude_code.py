@@ -488,7 +488,7 @@ def is_subagent_file(path: Path) -> bool:
 def _session_of(path: Path) -> str | None:
     try:
         with path.open("rb") as handle:
-            first = first_value(handle.read(65536))
+            first = first_value(handle.readline(1 << 20))  # a first line can pass 64 KB
     except OSError:
         return None
     session = first.get("sessionId") if isinstance(first, dict) else None
@@ -502,6 +502,8 @@ def is_project(folder: str | Path) -> bool:
         try:
             with path.open("rb") as handle:
                 head = handle.read(65536)
+                if b"\n" not in head:  # a first line past 64 KB: the rest of it
+                    head += handle.readline(1 << 20)
         except OSError:
             continue
         if detect(head, path.name) >= 0.9:

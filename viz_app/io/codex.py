@@ -273,12 +273,18 @@ def _drop_copies(child: Thread, parent: Thread) -> None:
                         "parent's own rollout)"))
 
 
+FIRST_LINE_LIMIT = 1 << 20
+"""Bytes of a file's first line read to tell its format: a `session_meta` line carries the
+session's whole instructions and can run past 64 KB."""
+
+
 def is_rollout_folder(folder: str | Path) -> bool:
-    """Whether a folder holds Codex rollouts (looks at a few of its .jsonl files)."""
+    """Whether a folder holds Codex rollouts (looks at the first line of a few of its .jsonl
+    files)."""
     for path in sorted(Path(folder).rglob("*.jsonl"))[:5]:
         try:
             with path.open("rb") as handle:
-                if detect(handle.read(65536), path.name) >= 1.0:
+                if detect(handle.readline(FIRST_LINE_LIMIT), path.name) >= 1.0:
                     return True
         except OSError:
             continue
