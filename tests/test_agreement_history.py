@@ -154,3 +154,18 @@ def test_the_workspace_measures_the_stored_versions(tmp_path):
     [point] = ws.agreement_history(STOP, resamples=50).points
     assert (point.rater, point.version, point.pairs) == ("learned", "v1", 1)
     assert point.created_at
+
+
+def test_orchviz_suggest_agreement_versions_prints_each_version_and_warns(tmp_path, capsys):
+    from test_app_agreement_history import workspace_with_versions
+    from viz_app.cli import main
+
+    workspace_with_versions(tmp_path)
+    code = main(["suggest", "agreement", "--versions", "--db", str(tmp_path / "orchviz.db"),
+                 "--question", "task_outcome", "--resamples", "200"])
+    out, err = capsys.readouterr()
+    lines = [x for x in out.splitlines() if x.startswith("  ")]
+    assert code == 0 and "task_outcome · learned" in out
+    assert [x.split()[0] for x in lines] == ["3f0c9a1e77d2", "8b41d07c2a90", "c7e2f5aa1b34"]
+    assert lines[2].endswith("<- moved") and not lines[1].endswith("<- moved")
+    assert err.startswith("warning: learned c7e2f5aa1b34 on task_outcome: alpha ")

@@ -57,6 +57,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="bootstrap resamples of the targets (default: 1000)")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
+    p.add_argument("--versions", action="store_true",
+                   help="each producer version measured alone, oldest first, and the versions "
+                   "whose alpha left the previous version's 95%% interval (the Agreement "
+                   "page's chart over time)")
     p.set_defaults(run=agreement_verb)
     p = sub.add_parser(
         "train", help="fit the learned producer on the team's blind labels of one question",
@@ -194,11 +198,42 @@ def _stat(name: str, found) -> str:
     return f"{name} {found.value:.3f} [{found.low:.3f}, {found.high:.3f}]"
 
 
+def _versions(ws: Workspace, args: argparse.Namespace) -> int:
+    """Print each producer version's agreement with blind labels, oldest first, and the
+    versions that left their predecessor's interval (on stderr too: a script notices)."""
+    from viz_app.labels.agreement import short_version
+
+    history = ws.agreement_history(args.question, resamples=args.resamples, seed=args.seed)
+    if args.json:
+        print(history.model_dump_json(indent=2))
+        return 0
+    print(f"{history.blind_labels} blind labels; each producer version measured alone; 95% "
+          f"intervals from {history.resamples} resamples of the targets (seed {history.seed})")
+    if not history.points:
+        print("no producer version has a blind answer to compare with yet")
+    shown = None
+    for point in sorted(history.points, key=lambda p: (p.question, p.rater, p.created_at)):
+        if (point.question, point.rater) != shown:
+            shown = (point.question, point.rater)
+            print(f"\n{terminal_text(point.question)} · {terminal_text(point.rater)}")
+        moved = any((s.question, s.rater, s.version) == (point.question, point.rater,
+                                                         point.version)
+                    for s in history.shifts)
+        print(f"  {terminal_text(short_version(point.version)):<28} since "
+              f"{terminal_text(point.created_at[:16].replace('T', ' '))}  {point.targets:>5} "
+              f"targets  {_stat('alpha', point.alpha)}" + ("  <- moved" if moved else ""))
+    for shift in history.shifts:
+        print(f"warning: {terminal_text(shift.text)}", file=sys.stderr)
+    return 0
+
+
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print each producer's agreement with blind human labels, per question."""
     if args.resamples < 0:
         raise OrchvizError("--resamples is a count: 0 or more")
     ws = Workspace.open(args.db, rubric=load_rubric(args.rubric))
+    if args.versions:
+        return _versions(ws, args)
     report = ws.suggestion_agreement(args.question, resamples=args.resamples, seed=args.seed)
     if args.json:
         print(report.model_dump_json(indent=2))
