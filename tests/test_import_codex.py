@@ -221,3 +221,15 @@ def test_a_folder_whose_session_meta_lines_pass_64_kb_is_still_one_trace(tmp_pat
         path.write_text("\n".join(lines) + "\n", "utf-8")
     (trace,) = read_any(folder)
     assert spawns(trace) == [("main", "Ada")]
+
+
+def test_a_child_rollout_read_without_its_parent_leaves_the_copy_out_too():
+    """Defect: read alone (as a library reads each file), the child kept the copy: the
+    parent's spawn_agent call made a phantom agent and the copied lines sat at t = 0."""
+    (alone,) = import_codex(next(UNMARKED.rglob("*8bbb*.jsonl")))
+    assert_reference_valid(alone)
+    assert spawns(alone) == []
+    assert [(e.type, e.t) for e in alone.events if e.type != "orchestrator_decision"] == [
+        ("human_intervention", 0.0), ("tool_call", 1.7), ("tool_result", 3.7),
+        ("message", 5.7)]
+    assert "fork_replay_skipped" in warning_codes(alone)

@@ -159,9 +159,10 @@ def _replayed(rows: list[tuple[float | None, int, str, dict[str, Any]]], own: di
               thread: Thread) -> range:
     """The rows (in file order) that a forked thread's rollout copied from its parent. They
     begin at the parent's replayed `session_meta` and end at the thread's own `session_meta`
-    written again, else before its first turn whose UUIDv7 id is not older than the thread,
-    else (no such marks) with the burst of lines stamped at the fork instant, a guess the trace
-    warns about. A thread that names no parent replays nothing."""
+    written again, else before the turn that gives the thread the task of a copied spawn_agent
+    call, else before its first turn whose UUIDv7 id is not older than the thread, else (no such
+    marks) with the burst of lines stamped at the fork instant, a guess the trace warns about. A
+    thread that names no parent replays nothing."""
     if not (own.get("forked_from_id") or thread.parent):
         return range(0)
     metas = [i for i, row in enumerate(rows) if row[2] == "session_meta"]
@@ -170,8 +171,12 @@ def _replayed(rows: list[tuple[float | None, int, str, dict[str, Any]]], own: di
                   and (foreign is None or i > foreign)), None)
     if foreign is not None and again is not None:
         return _noted(thread, range(foreign, again + 1), "its session_meta written again")
-    born = uuid7_time(thread.id) or parse_time(own.get("timestamp"))
     start = foreign if foreign is not None else 0
+    delivered = _task_delivered(rows, start)
+    if delivered is not None:
+        return _noted(thread, range(start, delivered), "its task, as the parent's copied "
+                      "spawn_agent call gave it") if delivered > start else range(0)
+    born = uuid7_time(thread.id) or parse_time(own.get("timestamp"))
     for i in range(start, len(rows)):
         kind, payload = rows[i][2], rows[i][3]
         if kind == "turn_context" or (kind == "event_msg" and payload.get("type") in (
@@ -192,6 +197,39 @@ def _replayed(rows: list[tuple[float | None, int, str, dict[str, Any]]], own: di
                          "history copied from the parent ends is not marked; the lines stamped "
                          "within a second of the fork are taken as the copy"))
     return _noted(thread, range(foreign, end), "the burst stamped at the fork")
+
+
+TURN_STARTS = ("task_started", "turn_started")
+
+
+def _task_delivered(rows: list[tuple[float | None, int, str, dict[str, Any]]],
+                    start: int) -> int | None:
+    """Where a child's own history begins, known from the copy itself: the copy holds the
+    parent's spawn_agent call that made this child, and the child's first own turn receives
+    that call's message as its task. The row of the turn that opens with it (its turn_context,
+    if one comes just before), else None (no copied spawn's message reaches the child)."""
+    asked: set[str] = set()
+    last_call = start
+    for i in range(start, len(rows)):
+        kind, payload = rows[i][2], rows[i][3]
+        if kind != "response_item":
+            continue
+        if payload.get("name") == "spawn_agent":
+            args = _args(payload)
+            text = as_text(args.get("message") or args.get("task"))
+            if text:
+                asked.add(" ".join(text.split()))
+                last_call = i
+        elif asked and payload.get("type") == "message" and payload.get("role") == "user":
+            text = _message_text(payload)
+            if text and " ".join(text.split()) in asked:
+                k = i
+                while k - 1 > last_call and (rows[k - 1][2] == "turn_context" or (
+                        rows[k - 1][2] == "event_msg"
+                        and rows[k - 1][3].get("type") in TURN_STARTS)):
+                    k -= 1
+                return k
+    return None
 
 
 def _noted(thread: Thread, rows: range, how: str) -> range:
