@@ -265,6 +265,17 @@ def test_a_contested_campaign_hands_out_where_producers_disagree_first(ws):
     assert claimed(ws, campaign, ANN)[0] == found[9].trace_id
 
 
+def test_a_contested_target_is_never_offered_to_a_reviewer_who_answered_it_before(ws):
+    found = traces(ws)
+    ws.save_answers(found[3], None, {OUTCOME: "success"}, ANN, suggestions_visible=False)
+    ws.suggestion_store.add([on_trace(found[3], "failure")])
+    campaign = create(ws, "contested", per_target=2)
+    assert ws.claim_next(campaign.name, BOB).trace_id == found[3].trace_id  # first in the queue
+    handed = claimed(ws, campaign, ANN)
+    assert found[3].trace_id not in handed and len(handed) == 11
+    assert ws.campaign_progress(campaign.name, "ann").reviewer_skipped == 0
+
+
 def test_a_first_reviewer_at_odds_with_a_producer_brings_the_second_review_forward(ws):
     found = traces(ws)
     ws.suggestion_store.add([on_trace(found[6], "failure")])

@@ -38,8 +38,8 @@ from viz_app.labels.bookmark import Bookmark
 from viz_app.labels.agreement import (AgreementHistory, SuggestionAgreement,
                                       agreement_history, question_agreement,
                                       suggestion_agreement)
-from viz_app.labels.attention import (LEARNED, contest, contests, first_answers,
-                                      latest_version, uncertainty)
+from viz_app.labels.attention import (LEARNED, contest, contests, earlier_reviewers,
+                                      first_answers, latest_version, uncertainty)
 from viz_app.labels.campaign import (SPREAD, Campaign, CampaignProgress, CampaignSpec,
                                      CampaignStatus, Claim,
                                      Disagreement, PlannedTarget, ReviewerStatus,
@@ -792,11 +792,19 @@ class Workspace:
         suggestions = self.suggestion_store.all()
         if order == "uncertain":
             return lambda planned: _uncertain(rubric, planned, suggestions)
-        first = first_answers(self.labels.current_records())
+        records = self.labels.current_records()
+        first, earlier = first_answers(records), earlier_reviewers(records)
         from viz_app.suggest.rules import FINE
 
-        return lambda planned: _contested(rubric, planned, suggestions, first,
-                                          {RULES.name: FINE})
+        def contested(planned: Sequence[PlannedTarget]) -> dict[tuple[str, str], float]:
+            found = _contested(rubric, planned, suggestions, first, {RULES.name: FINE})
+            for t in planned:  # those who answered a contested target before never get it
+                if (t.trace_id, t.event_id) in found:
+                    t.kept_from = sorted(earlier.get((t.trace_id, t.trace_sha256, t.event_id),
+                                                     ()))
+            return found
+
+        return contested
 
     def _campaign_pool(self, spec: CampaignSpec, library: Sequence[IndexRow]) -> str | None:
         """The pool a campaign draws from: the spec's (LabelError when the workspace lists no

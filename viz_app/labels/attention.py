@@ -108,6 +108,18 @@ def first_answers(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str, st
     return {k: v for k, (_, v) in first.items()}
 
 
+def earlier_reviewers(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str], set[str]]:
+    """Per (trace id, trace version, event id), the reviewers with a current answer of their own
+    there (`source` human), any question: who would learn something from a contested target
+    coming early, since they know their own answer."""
+    found: dict[tuple[str, str, str], set[str]] = {}
+    for label in labels:
+        if label.get("source", "human") == "human":
+            key = (label["trace_id"], label.get("trace_sha256", ""), label["event_id"] or "")
+            found.setdefault(key, set()).add(label["reviewer"])
+    return found
+
+
 def opinions(target: Target, question: str, suggestions: Sequence[Suggestion],
              first: Mapping[tuple[str, str, str, str], Any],
              silence: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:

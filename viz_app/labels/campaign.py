@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -339,6 +339,9 @@ class PlannedTarget:
     urgency: float | None = None
     """How much the `uncertain` or `contested` order asks for it, higher first (None: nothing
     to go on, after every target with one); `viz_app.labels.attention`."""
+    kept_from: list[str] = field(default_factory=list)
+    """Reviewers never offered it in this campaign: under the `contested` order, those who
+    answered it before (its coming early would tell them an answer differs from theirs)."""
 
 
 def campaign_questions(rubric: Rubric, wanted: Sequence[str] = ()) -> list[str]:

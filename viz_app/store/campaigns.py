@@ -138,6 +138,11 @@ FOR UPDATE SKIP LOCKED, leased and returned with its target and token (the one i
 reviewer held it already, else a new one). The same choice as `_claim`'s statements make on
 SQLite, where a statement cannot lock rows."""
 
+KEPT_FROM = ("kept from this reviewer by the contested order: they answered it before, and its "
+             "coming early would tell them another answer differs from theirs")
+"""The reason of a skip row the store writes when a campaign is created, for a target never to
+be offered to a reviewer (`PlannedTarget.kept_from`); not counted as a skip of theirs."""
+
 NOT_ISSUED = ("this claim is not one the campaign store issued (its slot, target, trace, event, "
               "questions, campaign or token differ from the reservation's); nothing was saved")
 """What a claim made or changed outside the store is told."""
@@ -288,6 +293,16 @@ class CampaignStore:
                          for r in ids for k in range(r.required))
             self._insert_many(conn, slots, SLOT_COLUMNS, slot_rows, lambda done: progress(
                 len(planned) + done, total) if progress else None)
+            kept = [t for t in planned if t.kept_from]
+            if kept:  # the claim's own rule keeps a skipped target from its reviewer
+                place = {(r.trace_id, r.event_id): r.target_id for r in conn.execute(
+                    select(targets.c.target_id, targets.c.trace_id, targets.c.event_id)
+                    .where(targets.c.campaign_id == campaign_id))}
+                conn.execute(insert(campaign_skips_table), [
+                    {"campaign_id": campaign_id,
+                     "target_id": place[(t.trace_id, t.event_id)], "reviewer": who,
+                     "reason": KEPT_FROM, "created_at": stamp}
+                    for t in kept for who in t.kept_from])
 
     def get(self, name: str, *, count: bool = True) -> Campaign:
         """The campaign of this name (with its number of targets unless `count` is False: a
@@ -615,7 +630,8 @@ class CampaignStore:
             query = select(c.reviewer, c.state, c.leased_until).where(
                 c.campaign_id == campaign.campaign_id, c.reviewer.is_not(None))
             skips = select(s.reviewer, func.count()).where(
-                s.campaign_id == campaign.campaign_id).group_by(s.reviewer)
+                s.campaign_id == campaign.campaign_id, s.reason != KEPT_FROM
+            ).group_by(s.reviewer)
             if only is not None:
                 query = query.where(c.reviewer == only)
                 skips = skips.where(s.reviewer == only)
