@@ -8,7 +8,7 @@ from importing import (FIXTURES, assert_reference_valid, returns, spawns, stop_a
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.codex import import_codex, read_rollouts
-from viz_app.io.detect import read_any
+from viz_app.io.detect import library_files, read_any
 
 FOLDER = FIXTURES / "codex_rollouts"
 ROOT = "0197a3b0-0000-7000-8000-000000000001"
@@ -68,11 +68,21 @@ def test_events_point_back_to_file_and_line(trace):
     assert all(":" in e.extras.get("source_id", ":") for e in trace.events)
 
 
-def test_a_single_rollout_file_imports_alone():
+def test_an_uploaded_rollout_imports_alone():
     path = next(FOLDER.rglob(f"*{ROOT}.jsonl"))
-    (alone,) = import_codex(path)
+    (alone,) = import_codex(path.read_bytes(), name=path.name)
     assert {e.agent for e in alone.events} == {"main"}
     assert len(spawns(alone)) == 2
+
+
+def test_a_root_rollout_read_from_its_folder_brings_its_children(trace):
+    """As a library reads a sessions folder, file by file: the root's file is the whole run and
+    its children's files are not traces of their own."""
+    path = next(FOLDER.rglob(f"*{ROOT}.jsonl"))
+    (whole,) = import_codex(path)
+    assert [(e.type, e.agent, e.t) for e in whole.events] == [
+        (e.type, e.agent, e.t) for e in trace.events]
+    assert [p.name for p in library_files([FOLDER])] == [path.name]
 
 
 def test_a_cut_rollout_is_refused_with_its_line(tmp_path):
@@ -132,7 +142,7 @@ def test_newer_flattened_lines_and_state_sentinels_are_read(tmp_path):
     flat = tmp_path / path.name
     flat.write_text("\n".join(lines) + "\n", "utf-8")
     (trace,) = import_codex(flat)
-    (wrapped,) = import_codex(path)
+    (wrapped,) = import_codex(path.read_bytes(), name=path.name)
     assert [(e.type, e.agent, e.t) for e in trace.events] == [
         (e.type, e.agent, e.t) for e in wrapped.events]
 

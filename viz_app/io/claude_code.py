@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from viz_app.errors import TraceError
+from viz_app.io.files import source_path
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import (NOT_ANSWERS, TraceDraft, as_text, first_value, json_lines,
                                 parse_time)
@@ -55,26 +56,13 @@ def import_claude_code(source: Source, *, name: str | None = None,
     given)."""
     data, label = read_source(source, name)
     if subagent_files is None:
-        path = _path_of(source, name, len(data))
+        path = source_path(source, name, len(data))
         subagent_files = subagent_files_of(path) if path is not None else []
     lines = list(_lines(data, label))
     for extra in subagent_files:
         more, more_label = read_source(extra)
         lines.extend(_lines(more, more_label))
     return [session_trace(lines, label)]
-
-
-def _path_of(source: Source, name: str | None, size: int) -> Path | None:
-    """The file a transcript was read from: the path given, or the file its bytes' name names
-    (what `read_any` passes on) when that file holds as many bytes; None for an upload."""
-    if not isinstance(source, bytes):
-        return Path(source)
-    try:
-        path = Path(name) if name else None
-        return path if path is not None and path.is_file() and path.stat().st_size == size \
-            else None
-    except OSError:
-        return None
 
 
 def _lines(data: bytes, label: str) -> Iterable[dict[str, Any]]:

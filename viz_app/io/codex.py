@@ -15,6 +15,7 @@ parent's (a fork copies the parent's history) are known from the parent's own fi
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import orjson
 
 from viz_app.errors import TraceError
+from viz_app.io.files import source_path
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import TraceDraft, as_text, first_value, json_lines, parse_time
 from viz_app.model import Trace
@@ -43,6 +45,9 @@ SKIPPED_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", 
 collab events repeat the spawn_agent, send_input, wait and close_agent calls; a spawn's end
 event names the new thread, read in `_spawned_ids`)."""
 CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
+FIRST_LINE_LIMIT = 1 << 20
+"""Bytes of a file's first line read to tell its format: a `session_meta` line carries the
+session's whole instructions and can run past 64 KB."""
 
 
 @dataclass
@@ -247,10 +252,76 @@ def _thread_spawn(source: Any) -> dict[str, Any] | None:
 
 
 def import_codex(source: Source, *, name: str | None = None) -> list[Trace]:
-    """One rollout file as a trace (its thread alone)."""
+    """One rollout file as a trace: its thread, with every thread descended from it whose
+    rollout is in the same folder (as a library reads a sessions folder, file by file; a
+    child's own file is then read with its root, see `is_child_file`)."""
     data, label = read_source(source, name)
     thread = read_thread(data, label)
-    return [threads_trace(thread, [], label)]
+    path = source_path(source, name, len(data))
+    family = _descendants(thread, path.parent) if path is not None else []
+    return [threads_trace(thread, family, label)]
+
+
+def _descendants(root: Thread, folder: Path) -> list[Thread]:
+    """The threads descended from a root whose rollouts sit in a folder, each read with the
+    lines it copied from its parent left out."""
+    heads = _heads(str(folder), _stamp(folder))
+    read: dict[str, Thread] = {root.id: root}
+    family: list[Thread] = []
+    waiting = [root.id]
+    while waiting:
+        parent = waiting.pop(0)
+        for thread_id, (file, named) in heads.items():
+            if named != parent or thread_id in read:
+                continue
+            try:
+                data, label = read_source(Path(file))
+                child = read_thread(data, label)
+            except (OSError, TraceError):
+                continue  # read on its own, the child's file says what is wrong with it
+            _drop_copies(child, read[parent])
+            read[child.id] = child
+            family.append(child)
+            waiting.append(child.id)
+    return family
+
+
+def _stamp(folder: Path) -> int:
+    try:
+        return folder.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@functools.lru_cache(maxsize=64)
+def _heads(folder: str, stamp: int) -> dict[str, tuple[str, str | None]]:
+    """Thread id -> (file, parent thread id) of the rollouts in a folder, from their first
+    lines; kept while the folder's listing is unchanged (`stamp`: its modification time), since
+    a library reads a sessions folder file by file."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        try:
+            with path.open("rb") as handle:
+                first = first_value(handle.readline(FIRST_LINE_LIMIT))
+        except OSError:
+            continue
+        kind, payload = _shape(first)
+        if kind != "session_meta" or not payload or not payload.get("id"):
+            continue
+        spawn = _thread_spawn(payload.get("source"))
+        parent = as_text((spawn or {}).get("parent_thread_id") or payload.get("parent_thread_id"))
+        found[str(payload["id"])] = (str(path), parent)
+    return found
+
+
+def is_child_file(path: Path) -> bool:
+    """Whether a file is the rollout of a child thread whose parent's rollout is in the same
+    folder (so it is read with its root, not on its own)."""
+    if not (path.name.startswith("rollout-") and path.name.endswith(".jsonl")):
+        return False
+    heads = _heads(str(path.parent), _stamp(path.parent))
+    mine = next((parent for file, parent in heads.values() if file == str(path)), None)
+    return mine is not None and mine in heads
 
 
 def read_rollouts(folder: str | Path) -> list[Trace]:
@@ -309,11 +380,6 @@ def _drop_copies(child: Thread, parent: Thread) -> None:
     child.notes.append(("fork_replay_skipped", f"{Path(child.label).name}: {len(copied)} "
                         "lines copied from the parent thread are left out (boundary: the "
                         "parent's own rollout)"))
-
-
-FIRST_LINE_LIMIT = 1 << 20
-"""Bytes of a file's first line read to tell its format: a `session_meta` line carries the
-session's whole instructions and can run past 64 KB."""
 
 
 def is_rollout_folder(folder: str | Path) -> bool:

@@ -185,8 +185,8 @@ def read_folder(folder: str | Path, *, fmt: str | None = None,
         return codex.read_rollouts(folder)
     traces: list[Trace] = []
     for path in trace_files([folder]):
-        if claude_code.is_subagent_file(path):
-            continue  # read with its session
+        if claude_code.is_subagent_file(path) or codex.is_child_file(path):
+            continue  # read with its session, or its root thread
         try:
             traces.extend(read_any(path, fmt=chosen, on_format=on_format, on_error=on_error))
         except TraceError as err:
@@ -201,7 +201,7 @@ def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:
     folder may not exist yet)."""
     existing = [Path(f) for f in folders if Path(f).exists()]
     return [p.resolve() for p in trace_files(existing)
-            if not claude_code.is_subagent_file(p)]
+            if not (claude_code.is_subagent_file(p) or codex.is_child_file(p))]
 
 
 def read_at(path: str | os.PathLike, position: int) -> Trace:

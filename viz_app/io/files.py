@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,3 +34,17 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
         else:
             found[path] = None
     return list(found)
+
+
+def source_path(source: bytes | str | os.PathLike, name: str | None, size: int) -> Path | None:
+    """The file a source was read from: the path given, or the file its bytes' name names
+    (what `read_any` passes on) when that file holds as many bytes; None for an upload. An
+    importer that reads a file's neighbours (a session's sub-agent files) needs it."""
+    if not isinstance(source, bytes):
+        return Path(source)
+    try:
+        path = Path(name) if name else None
+        return path if path is not None and path.is_file() and path.stat().st_size == size \
+            else None
+    except OSError:
+        return None
