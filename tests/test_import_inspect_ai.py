@@ -112,3 +112,12 @@ def test_a_list_that_is_not_all_events_is_refused_naming_the_item(tmp_path):
     with pytest.raises(TraceError) as err:
         import_inspect(mixed)
     assert err.value.place == "item 6"
+
+
+def test_a_general_log_of_events_is_not_taken_for_inspect(tmp_path):
+    log = tmp_path / "service.jsonl"
+    log.write_text('{"event": "error", "timestamp": "2025-06-02T09:00:00Z", "msg": "x"}\n'
+                   '{"event": "info", "timestamp": "2025-06-02T09:00:01Z", "msg": "y"}\n')
+    with pytest.raises(TraceError) as err:
+        detect_format(log)
+    assert "no format orchviz reads" in err.value.problem

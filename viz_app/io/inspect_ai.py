@@ -41,6 +41,9 @@ EVENT_KINDS = frozenset({"sample_init", "sample_limit", "state", "store", "model
                          "span_begin", "span_end", "step", "subtask", "sandbox", "checkpoint",
                          "compaction"})
 """The `event` discriminator of Inspect's transcript events."""
+TELLING_KINDS = EVENT_KINDS - {"error", "info", "logger", "input", "score", "step"}
+"""Event kinds no general log writes: a list or lines of events is Inspect's when one of these
+opens it (a log of `{"event": "error", "timestamp": ...}` is not)."""
 
 
 def detect(data: bytes, name: str = "") -> float:
@@ -55,12 +58,12 @@ def detect(data: bytes, name: str = "") -> float:
     first = first_value(data)
     if isinstance(first, dict) and "eval" in first and ("samples" in first or "plan" in first):
         return 1.0
-    if isinstance(first, dict) and _is_event(first):
+    if isinstance(first, dict) and _is_event(first) and first["event"] in TELLING_KINDS:
         return 0.9  # JSON Lines of events
-    if isinstance(first, list) and first and all(_is_event(e) for e in first[:5]):
-        return 0.9
-    if isinstance(first, dict) and isinstance(first.get("events"), list) and first["events"] \
-            and all(_is_event(e) for e in first["events"][:5]):
+    events = first if isinstance(first, list) else (
+        first.get("events") if isinstance(first, dict) else None)
+    if isinstance(events, list) and events and all(_is_event(e) for e in events[:5]) \
+            and any(e["event"] in TELLING_KINDS for e in events[:5]):
         return 0.9
     if first is None and head_has(data, b"eval", b"task", b"status"):
         return 0.7
