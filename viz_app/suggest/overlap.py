@@ -45,7 +45,10 @@ def _normal(token: str) -> str:
     costly read alike; released and release too)."""
     token = token.lower()
     if any(ch.isdigit() for ch in token):
-        return re.sub(r"(?<=\d),(?=\d)", "", token).rstrip(".,:")
+        token = re.sub(r"(?<=\d),(?=\d)", "", token).rstrip(".,:")
+        if re.fullmatch(r"\d+\.\d+", token):  # 21.0 and 21 are one figure
+            token = token.rstrip("0").rstrip(".")
+        return token
     if token.endswith("s") and len(token) > 3 and not token.endswith("ss"):
         token = token[:-1]
     return token[:6]
@@ -57,8 +60,9 @@ def content(text: str) -> frozenset[str]:
     out."""
     found = set()
     for raw in _TOKEN.findall(text or ""):
-        if raw.lower() in STOPWORDS and not (len(raw) == 1 and raw.isupper()):
-            continue  # a capital letter alone names something: option (A), plan B
+        if raw.lower() in STOPWORDS and not (len(raw) == 1 and raw.isupper()
+                                             and raw not in "AI"):
+            continue  # a capital letter alone names something: option (C), plan B
         found.add(_normal(raw))
     return frozenset(found)
 
@@ -71,6 +75,20 @@ def sentences(text: str) -> list[str]:
 def is_figure(token: str) -> bool:
     """Whether a token holds a digit."""
     return any(ch.isdigit() for ch in token)
+
+
+_YEAR = re.compile(r"(19|20)\d\d")
+
+
+def is_number(token: str) -> bool:
+    """Whether a token is a number as written (it starts with a digit: 84.8, 3000, 2.5x), not
+    a name with a digit in it (p99, v2, gpt-4o)."""
+    return token[:1].isdigit()
+
+
+def is_year(token: str) -> bool:
+    """Whether a token is a bare year (1900-2099): when something was said, not what."""
+    return bool(_YEAR.fullmatch(token))
 
 
 class Lexicon:

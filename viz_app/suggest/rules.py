@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -32,7 +32,8 @@ from viz_app.analysis import Analysis, StopPoint, analyze
 from viz_app.labels.rubric import LabelTarget, Rubric, targets
 from viz_app.labels.suggestion import Producer, Suggestion
 from viz_app.model import Event, Trace
-from viz_app.suggest.overlap import Lexicon, content, is_figure, sentences
+from viz_app.suggest.overlap import (STOPWORDS, Lexicon, content, is_figure, is_number,
+                                     is_year, sentences)
 
 VERSION = "3"
 """The rules' version: change it when a rule or threshold changes, so stored suggestions of the
@@ -71,7 +72,7 @@ SAME_SUBJECT = 40.0
 """rapidfuzz token_set_ratio (0-100), figures left out, at or above which two results speak
 about the same thing (so different figures in them disagree)."""
 
-ABSENT = 0.2
+ABSENT = 0.4
 """A merged result is absent from the output below this presence (0-1, `presence`): the
 IDF-weighted share of its distinctive content (what no other merged result says) the output
 carries, its best sentence counted when that scores higher."""
@@ -84,28 +85,44 @@ LOST_SHARE = 1 / 3
 """At most this share of a merge's parts (one at least) may be absent for them to be drops: an
 output that leaves out more is a summary (a swarm's 34 file reports become "hot spots")."""
 
-SENTENCE_TOKENS = 4
+SENTENCE_TOKENS = 3
 """A sentence of a merged result counts on its own (`presence`) when it has at least this many
 distinctive content tokens: shorter ones match by accident."""
+
+OWN_TOKENS = 2
+"""A merged result with fewer distinctive content tokens than this says nothing of its own
+("Confirmed: ..." beside the result it confirms): it cannot be dropped."""
 
 READY = 0.9
 """An earlier text held the final answer when it carries at least this weighted share (0-1) of
 the final answer's content tokens, every figure of it included."""
 
+READY_FIGURES = 2
+"""A final answer stating this many figures or more is held by an earlier text that states
+them all, whatever its wording (`Context.holds`)."""
+
+READY_WORDS = 0.5
+"""An earlier text stating every figure of a final answer held it only with at least this
+weighted share (0-1) of the answer's content tokens too."""
+
 READY_TOKENS = 3
 """A final answer needs this many content tokens before an earlier text can be said to hold
 it ("Done." is held by everything)."""
 
-SAME_TASK = 0.6
-"""Two sibling tasks are the same sub-task at this IDF-weighted Jaccard similarity (0-1) of
-their content tokens or above (and no figure differs)."""
+SAME_TASK = 0.8
+"""Two sibling tasks are the same sub-task at this similarity (0-1) or above: weighted Jaccard
+of their content tokens, each weighted by its rarity among the siblings' tasks (a template
+every sibling shares weighs nothing), no figure differing."""
 
-ALIKE_TASK = 0.3
-"""Two sibling tasks this alike (0-1) are the same sub-task when their results also agree
-(`SAME_RESULT`): a paraphrased task shares fewer words."""
+SUBJECT_SHARE = 0.25
+"""Two siblings' tasks share a subject when they share a word that at most this share of the
+siblings' tasks have (two at least): "LCO" in "Find the price of LCO" and "Look up LCO's
+cost", not the template's "price". Tasks sharing a subject are the same sub-task when their
+results also agree (`SAME_RESULT`): a paraphrased task shares few words."""
 
 SAME_RESULT = 0.6
-"""Two siblings' returns this alike (weighted Jaccard, 0-1) gave the same result."""
+"""Two siblings' returns at least this alike (`_result_likeness`, 0-1) gave the same
+result."""
 
 DROP_WORDS = 8
 """A merged result needs this many words before its absence counts as a drop."""
@@ -193,8 +210,11 @@ class Merged:
     events: tuple[Event, ...]
     presence: float
     """The IDF-weighted share of the part's distinctive content tokens (those no other sender's
-    part has) that the output has, or its best sentence's share when higher (0-1; 1 when the
-    part says nothing of its own)."""
+    part has) that the output has, or its best sentence's share when higher (0-1); 1 when the
+    part says nothing of its own (`OWN_TOKENS`) or the output states every number it states,
+    bare years aside, or when it states none every token with a digit (a paraphrase, a
+    summary of a long result keep the numbers; a year is when a source said it; p99 beside
+    84.8 is a name, v2.3.0 alone is the finding)."""
     words: int
     missing: tuple[str, ...]
     """Up to three of its distinctive words or figures the output lacks, as written."""
@@ -218,16 +238,20 @@ class Twin:
     basis: str
     """Where the tasks were read: message, tools or spawn (`Context.task_of`)."""
     task: float
-    """IDF-weighted Jaccard similarity of the two tasks' content tokens (0-1; 0 when a figure
-    of one is not in the other: shard 3 is not shard 4)."""
+    """Weighted Jaccard similarity of the two tasks' content tokens, each token weighted by
+    its rarity among the siblings' tasks (`Lexicon(template=True)`) (0-1; 0 when both name
+    figures and not the same ones: shard 3 is not shard 4)."""
     result: float
-    """The same similarity of what the two returned (0 when either returned nothing)."""
+    """How alike what the two returned is (`_result_likeness`, 0-1)."""
+
+    subject: bool
+    """Whether the two tasks share a subject (`SUBJECT_SHARE`)."""
 
     @property
     def redundant(self) -> bool:
-        """The same sub-task: tasks alike (`SAME_TASK`), or less alike (`ALIKE_TASK`) with the
-        same result (`SAME_RESULT`)."""
-        return self.task >= SAME_TASK or (self.task >= ALIKE_TASK and self.result >= SAME_RESULT)
+        """The same sub-task: tasks alike (`SAME_TASK`), or sharing a subject with the same
+        result (`SAME_RESULT`)."""
+        return self.task >= SAME_TASK or (self.subject and self.result >= SAME_RESULT)
 
 
 # -- what the detectors share --------------------------------------------------------------
@@ -373,12 +397,17 @@ class Context:
         for who, evs in parts.items():
             others = frozenset().union(*(t for w, t in tokens.items() if w != who))
             own = tokens[who] - others
-            presence = lex.coverage(own, out)
-            for e in evs:
-                for sentence in sentences(e.text):
-                    mine = content(sentence) - others
-                    if len(mine) >= SENTENCE_TOKENS:
-                        presence = max(presence, lex.coverage(mine, out))
+            figures = {t for t in tokens[who] if is_number(t) and not is_year(t)} or \
+                {t for t in tokens[who] if is_figure(t) and not is_year(t)}
+            if len(own) < OWN_TOKENS or (figures and figures <= out):
+                presence = 1.0  # nothing of its own, or every finding's figure is there
+            else:
+                presence = lex.coverage(own, out)
+                for e in evs:
+                    for sentence in sentences(e.text):
+                        mine = content(sentence) - others
+                        if len(mine) >= SENTENCE_TOKENS:
+                            presence = max(presence, lex.coverage(mine, out))
             missing = sorted(own - out, key=lambda t: (-lex.weight(t), t))[:3]
             found.append(Merged(who, tuple(evs), round(presence, 4),
                                 sum(words(e.text) for e in evs),
@@ -410,22 +439,27 @@ class Context:
                         Lexicon([results[k] for k in range(len(spawns))
                                  if roles[k] == group and results[k]], template=True))
                 for group in set(roles)}
+            df = {group: Counter(t for k in range(len(spawns)) if roles[k] == group
+                                 for t in toks[k]) for group in set(roles)}
             for k, (child, e) in enumerate(spawns):
                 best: Twin | None = None
                 role = self.analysis.role_of(child)
                 lex, rlex = lexicons[roles[k]]
+                rare = max(2, int(SUBJECT_SHARE * sum(g == roles[k] for g in roles)))
                 for j in range(max(0, k - DUPLICATE_WINDOW), k):
                     if tasks[j][1] != tasks[k][1] or self.analysis.role_of(spawns[j][0]) != role:
                         continue
                     a, b = toks[k], toks[j]
-                    if {t for t in a ^ b if is_figure(t)}:
+                    figures_a = {t for t in a if is_figure(t)}
+                    figures_b = {t for t in b if is_figure(t)}
+                    if figures_a and figures_b and figures_a != figures_b:
                         task = 0.0
                     else:
                         task = lex.similarity(a, b)
-                    result = rlex.similarity(results[k], results[j]) \
-                        if results[k] and results[j] else 0.0
+                    result = _result_likeness(rlex, results[k], results[j])
+                    subject = any(df[roles[k]][t] <= rare for t in a & b)
                     twin = Twin(spawns[j][0], spawns[j][1], tasks[k][1], round(task, 4),
-                                round(result, 4))
+                                round(result, 4), subject)
                     if best is None or (twin.redundant, twin.task, twin.result) > \
                             (best.redundant, best.task, best.result):
                         best = twin
@@ -479,10 +513,9 @@ class Context:
 
     def answer_ready(self, agent: str, stop_id: str) -> tuple[Event, Event, list[Event]] | None:
         """(the earliest message, return or aggregate of the agent's team, or to it, that
-        already held the final answer (`holds`), that final answer, the new work started between
-        the two: spawns, delegations, messages and aggregates of the team other than the final
-        answer), when there was such work; else None. Returns alone are not new work: they
-        finish what was asked before."""
+        already held the final answer (`ready`), that final answer, the new work started
+        between the two (`_new_work`)), when there was such work; else None. Returns alone are
+        not new work: they finish what was asked before."""
         key = (agent, stop_id)
         if key in self._ready:
             return self._ready[key]
@@ -498,30 +531,51 @@ class Context:
                 continue
             if self.analysis.actor[earlier.id] not in team and earlier.to not in team:
                 continue
-            if self.holds(earlier.text, final.text) < READY:
+            if not self.ready(earlier.text, final.text):
                 continue
             rounds = [e for e in self.analysis.order[self.pos(earlier.id) + 1:end]
-                      if self._new_work(e, team)]
+                      if self._new_work(e, team, agent)]
             if rounds:
                 self._ready[key] = (earlier, final, rounds)
             break
         return self._ready[key]
 
-    def _new_work(self, e: Event, team: set[str]) -> bool:
-        """Whether an event starts work in a team: a spawn or delegation by a member, a message
-        from or to one, an aggregate of one."""
-        if self.analysis.actor[e.id] not in team and e.to not in team:
+    def _new_work(self, e: Event, team: set[str], agent: str) -> bool:
+        """Whether an event starts work in an agent's team: a spawn or delegation by a member,
+        a message from or to one, another aggregate of the agent's own (a member's aggregate
+        merges work asked for before)."""
+        actor = self.analysis.actor[e.id]
+        if actor not in team and e.to not in team:
             return False
-        return (e.type in ("spawn", "message", "aggregate")
+        if e.type == "aggregate":
+            return actor == agent
+        return (e.type in ("spawn", "message")
                 or (e.type == "orchestrator_decision" and e.decision == "delegate"))
 
     def holds(self, earlier: str, final: str) -> float:
-        """How far an earlier text holds a final answer (0-1): the weighted share of the
-        answer's content tokens it has, 0 when it lacks one of the answer's figures."""
+        """How far an earlier text holds a final answer (0-1). An answer stating
+        `READY_FIGURES` figures or more is held as far as its figures are (the share the
+        earlier text states: the wording may change, the figures do not); another, by the
+        weighted share of its content tokens the earlier text has, 0 when it lacks one of the
+        answer's figures."""
         answer, had = content(final), content(earlier)
-        if any(is_figure(t) and t not in had for t in answer):
+        figures = [t for t in answer if is_figure(t)]
+        if len(figures) >= READY_FIGURES:
+            return sum(t in had for t in figures) / len(figures)
+        if any(t not in had for t in figures):
             return 0.0
         return self.lexicon.coverage(answer, had)
+
+    def ready(self, earlier: str, final: str) -> bool:
+        """Whether an earlier text held a final answer: every figure of an answer with
+        `READY_FIGURES` or more, and `READY_WORDS` of its weighted content (the figures alone
+        may be an argument on the way to it); else `READY` of its weighted content."""
+        held = self.holds(earlier, final)
+        answer = content(final)
+        if sum(is_figure(t) for t in answer) >= READY_FIGURES:
+            return held >= 1.0 and \
+                self.lexicon.coverage(answer, content(earlier)) >= READY_WORDS
+        return held >= READY
 
     def final_answer(self, agent: str, stop: Event) -> Event | None:
         """What an agent answered when it stopped: its last aggregate at or before the stop;
@@ -596,6 +650,8 @@ def late_stop(ctx: Context) -> list[Finding]:
             continue
         earlier, final, rounds = ready
         stop = ctx.event(point.event_id)
+        if any(ctx.in_flight(point.agent, stop)):
+            continue  # work still in flight: the stop came too early, not too late
         span = max(float(stop.t) - float(ctx.analysis.order[0].t), 1e-9)
         share = max(0.0, min(1.0, (float(stop.t) - float(earlier.t)) / span))
         confidence = round(min(0.85, 0.5 + 0.35 * share), 2)
@@ -666,6 +722,24 @@ def _disagree(a: dict[str, set[str]], b: dict[str, set[str]]) -> list[tuple[str,
             and not any(_same_figure(y, z) for z in a[key])]
 
 
+def _named(text: str, figure: str) -> str:
+    """What the sentence stating a figure is about: the nearest name before the figure (a
+    word starting with a capital, not a function word: Redis, LFP, Lagos, Python), else the
+    sentence's first content word, lower-cased; '' when the figure is not found."""
+    for sentence in sentences(text):
+        said = [w.strip("()[]{},;:.!?'\"") for w in sentence.split()]
+        at = next((i for i, w in enumerate(said) if _figure(w) == figure), None)
+        if at is None:
+            continue
+        before = [w for w in said[:at] if w and w.lower() not in STOPWORDS
+                  and not any(ch.isdigit() for ch in w)]
+        for w in reversed(before):
+            if w[0].isupper():
+                return w.lower()
+        return before[0].lower() if before else ""
+    return ""
+
+
 def _hedged(text: str) -> bool:
     """Whether a text says that sources disagree."""
     return bool(_HEDGE.search(text))
@@ -692,12 +766,33 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
         inputs = [ctx.event(i) for i in point.inputs[:MAX_INPUTS] if ctx.event(i).text]
         if words(out) < MIN_WORDS or len(inputs) < 2:
             continue
+        stated = claims(out)
+        conflict = None
+        if stated and not _hedged(out):
+            said = [(r, claims(r.text)) for r in inputs]
+            for (a, ca), (b, cb) in _pairs(said):
+                if ctx.sender(a) == ctx.sender(b):
+                    continue  # one agent's later result corrects its earlier one
+                for key, x, y in _disagree(ca, cb):
+                    if same_subject(a.text, b.text) < SAME_SUBJECT:
+                        break
+                    if _named(a.text, x) != _named(b.text, y):
+                        continue  # Redis's latency and MongoDB's are two facts, not one
+                    out_says = stated.get(key, set())
+                    has_x = any(_same_figure(x, z) for z in out_says)
+                    has_y = any(_same_figure(y, z) for z in out_says)
+                    if has_x != has_y:
+                        conflict = (a, b, key, x, y) if has_x else (b, a, key, y, x)
+                        break
+                if conflict:
+                    break
         merged = ctx.merged(point.event_id)
         kept = [m for m in merged if m.presence >= PRESENT]
         roles = {ctx.analysis.role_of(m.sender) for m in kept}
         lost = [m for m in merged if m.presence < ABSENT and m.words >= DROP_WORDS
                 and ctx.analysis.role_of(m.sender) in roles]
-        if kept and lost and len(lost) <= max(1.0, len(merged) * LOST_SHARE):
+        if conflict is None and kept and lost and \
+                len(lost) <= max(1.0, len(merged) * LOST_SHARE):
             first, best = lost[0], max(kept, key=lambda m: m.presence)
             missing = ", ".join(first.missing) or "its content"
             found.append(Finding(
@@ -713,22 +808,6 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
                 _ids((point.event_id, *(e.id for m in lost for e in m.events))),
                 f"dropped a result: {first.label}"))
             continue
-        stated = claims(out)
-        conflict = None
-        if stated and not _hedged(out):
-            said = [(r, claims(r.text)) for r in inputs]
-            for (a, ca), (b, cb) in _pairs(said):
-                for key, x, y in _disagree(ca, cb):
-                    if same_subject(a.text, b.text) < SAME_SUBJECT:
-                        break
-                    out_says = stated.get(key, set())
-                    has_x = any(_same_figure(x, z) for z in out_says)
-                    has_y = any(_same_figure(y, z) for z in out_says)
-                    if has_x != has_y:
-                        conflict = (a, b, key, x, y) if has_x else (b, a, key, y, x)
-                        break
-                if conflict:
-                    break
         if conflict is None and not _hedged(out) and not _CAVEAT.search(out):
             for r in inputs:
                 caveat = _CAVEAT.search(r.text)
@@ -771,7 +850,7 @@ def over_spawning(ctx: Context) -> list[Finding]:
     late_after: dict[str, tuple[Event, Event]] = {}
     for point in ctx.analysis.stops:
         ready = ctx.answer_ready(point.agent, point.event_id)
-        if ready is not None:
+        if ready is not None and not any(ctx.in_flight(point.agent, ctx.event(point.event_id))):
             earlier, _, rounds = ready
             for r in rounds:
                 if r.type == "spawn":
@@ -793,7 +872,8 @@ def over_spawning(ctx: Context) -> list[Finding]:
                 other, first = twin.child, twin.spawn
                 confidence = 0.45 if twin.basis == "spawn" else 0.65
                 how = (f"the same task as {other} ({first.id})" if twin.task >= SAME_TASK else
-                       f"a task like {other}'s ({first.id}) and it returned the same")
+                       f"a task on the same subject as {other}'s ({first.id}) and returned "
+                       f"the same figures")
                 found.append(Finding(
                     "over_spawning", e.id, "spawn_necessity", "redundant", confidence,
                     (e.id, first.id), f"redundant: {child} was given {how}"))
@@ -882,6 +962,20 @@ def _pairs(items: list) -> Iterable[tuple]:
 def _ids(ids: Iterable[str]) -> tuple[str, ...]:
     """Event ids once each, in the order given."""
     return tuple(dict.fromkeys(ids))
+
+
+def _result_likeness(lex: Lexicon, a: frozenset[str], b: frozenset[str]) -> float:
+    """How alike two siblings' returns are (0-1): the Jaccard similarity of the figures of two
+    characters or more they state when both state some (the same figures worded otherwise are
+    the same result);
+    else the weighted Jaccard of their content tokens; 0 when either returned nothing."""
+    if not a or not b:
+        return 0.0
+    fa = {t for t in a if is_figure(t) and len(t) > 1}  # "part 1 of 3" is no finding
+    fb = {t for t in b if is_figure(t) and len(t) > 1}
+    if fa and fb:
+        return len(fa & fb) / len(fa | fb)
+    return lex.similarity(a, b)
 
 
 def _as_written(tokens: list[str], text: str) -> list[str]:
