@@ -454,6 +454,17 @@ def test_pool_index_and_ls_on_the_command_line(tmp_path, written, capsys):
     assert err.startswith("orchviz: ") and err.count("\n") == 1
 
 
+def test_pool_index_says_where_the_time_went_when_asked(tmp_path, written, capsys):
+    location, _ = written
+    assert main(["pool", "index", location, "--db", str(tmp_path / "labels.db"), "--workers",
+                 "2", "--timings"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert "(processes)" in said[0] and said[1].startswith("timings: ")
+    workers = re.search(r"workers' CPU (\d+\.\d+) ms reading", said[1])
+    writer = re.search(r"this process (\d+\.\d+) ms of CPU writing", said[1])
+    assert float(workers.group(1)) > 0 and float(writer.group(1)) > 0
+
+
 def test_terminal_output_of_ls_is_escaped(tmp_path, capsys):
     hostile = example_trace("evil-\x1b[31m-id", task_id="task-\x1b]0;x\x07")
     pool.write_pool([hostile], str(tmp_path / "pool"))

@@ -226,6 +226,9 @@ def register_index(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes to read shards with (default: every core; 1 reads here)")
     p.add_argument("--rebuild", action="store_true", help="read every shard again")
+    p.add_argument("--timings", action="store_true",
+                   help="say where the time went: the workers' CPU per trace (reading and "
+                   "summarising), this process's writing, its waiting (docs/pools.md)")
     _add_workspace_options(p)
     add_storage_option(p)
     p.set_defaults(run=index)
@@ -253,7 +256,23 @@ def index(args: argparse.Namespace) -> int:
           f"{done.skipped} unchanged, {done.removed} gone) in {done.seconds:.1f} s "
           f"({done.engine}); {done.failures} failures; index: "
           f"{terminal_text(pool_index.path)}")
+    if args.timings:
+        print(timings(done))
     return 0
+
+
+def timings(done) -> str:
+    """Where an update's time went (`PoolUpdate.costs`), per trace read, in one line."""
+    c, n = done.costs, max(1, done.traces)
+    if not c:
+        return "timings: nothing was read"
+    ms = lambda key: c.get(key, 0.0) * 1000 / n  # noqa: E731
+    return (f"timings: {done.pieces} pieces; per trace, workers' CPU {ms('summarise_cpu'):.3f} "
+            f"ms reading and summarising + {ms('pack_cpu'):.3f} ms packing; this process "
+            f"{ms('writer_cpu'):.3f} ms of CPU writing ({ms('receive'):.3f} ms receiving, "
+            f"{ms('write_rows'):.3f} ms rows, {ms('write_words'):.3f} ms words, wall), "
+            f"{ms('wait'):.3f} ms waiting for pieces; publish {c.get('publish', 0):.1f} s, "
+            f"forget {c.get('forget', 0):.1f} s")
 
 
 def register_ls(verbs: argparse._SubParsersAction) -> None:
