@@ -140,7 +140,7 @@ def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_
         assert 0.0 <= s.confidence <= 1.0
         assert s.producer.version == model.version and s.question == SPAWN
         assert s.evidence and s.evidence[0] == s.event_id
-        assert s.explanation.startswith(f"{s.value} (p ") and "because" in s.explanation
+        assert s.explanation.startswith(f"{s.value}: ") and "(weight " in s.explanation
 
 
 def test_a_model_read_back_from_the_store_suggests_exactly_what_it_did_when_trained(tmp_path):

@@ -492,7 +492,7 @@ class LearnedProducer:
 def _suggestion(trace: Trace, model: LearnedModel, key: str, row: FeatureRow,
                 values: np.ndarray, answer: int, p: float, pushed: np.ndarray) -> Suggestion:
     order = [i for i in np.argsort(-pushed) if pushed[i] > 0][:TOP_FEATURES]
-    named = [f"{shown(model.features[i], values[i])} ({pushed[i]:+.2f})" for i in order]
+    named = [f"{shown(model.features[i], values[i])} (weight {pushed[i]:+.2f})" for i in order]
     evidence = [key] if key else []
     for i in order:
         evidence += row[model.features[i]].events if model.features[i] in row else ()
@@ -502,4 +502,4 @@ def _suggestion(trace: Trace, model: LearnedModel, key: str, row: FeatureRow,
         trace_id=trace.trace_id, trace_sha256=trace.sha256, event_id=key,
         question=model.question, value=value, confidence=round(min(1.0, max(0.0, p)), 4),
         producer=model.producer, evidence=tuple(dict.fromkeys(evidence)),
-        explanation=f"{value} (p {p:.2f}), mostly because: {because}")
+        explanation=f"{value}: {because}")
