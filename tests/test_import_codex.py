@@ -243,3 +243,47 @@ def test_a_child_rollout_read_without_its_parent_leaves_the_copy_out_too():
         ("human_intervention", 0.0), ("tool_call", 1.7), ("tool_result", 3.7),
         ("message", 5.7)]
     assert "fork_replay_skipped" in warning_codes(alone)
+
+
+def _parent_without_spawn_call(tmp_path, collab_end: bool):
+    """The unmarked folder with the root's spawn_agent call removed: its spawn recorded by
+    upstream's `collab_agent_spawn_end` event only, or by nothing at all."""
+    import json
+    import shutil
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(UNMARKED, folder)
+    path = next(folder.rglob("*8aaa*.jsonl"))
+    lines = []
+    for raw in path.read_text("utf-8").splitlines():
+        value = json.loads(raw)
+        payload = value["payload"]
+        if payload.get("call_id") == "call_spawn":
+            if payload["type"] == "function_call" or not collab_end:
+                continue
+            value = {"timestamp": value["timestamp"], "type": "event_msg", "payload": {
+                "type": "collab_agent_spawn_end", "call_id": "call_spawn",
+                "sender_thread_id": path.stem[-36:],
+                "new_thread_id": "019904b8-254c-7000-8bbb-0000000000b2",
+                "new_agent_nickname": "Ada", "new_agent_role": "worker",
+                "prompt": "Find which clock test is flaky and why", "status": "pending_init"}}
+        lines.append(json.dumps(value))
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    (trace,) = read_rollouts(folder)
+    return trace
+
+
+def test_a_spawn_only_upstreams_collab_event_records_is_a_spawn(tmp_path):
+    trace = _parent_without_spawn_call(tmp_path, collab_end=True)
+    assert_reference_valid(trace)
+    (spawn,) = [e for e in trace.events if e.type == "spawn"]
+    assert (spawn.agent, spawn.to, spawn.content) == ("main", "Ada",
+                                                      "Find which clock test is flaky and why")
+    assert analyze(trace).figures.depth == 1
+
+
+def test_a_child_whose_spawn_nothing_records_hangs_under_its_parent(tmp_path):
+    trace = _parent_without_spawn_call(tmp_path, collab_end=False)
+    assert_reference_valid(trace)
+    assert spawns(trace) == [("main", "Ada")] and returns(trace) == [("Ada", "main")]
+    assert "unclaimed_child" in warning_codes(trace)

@@ -427,10 +427,29 @@ def threads_trace(root: Thread, family: list[Thread], label: str) -> Trace:
                              is_root=thread is root)
         if thread is root:
             stop_at = end
+    _unclaimed(draft, family, names, spawn_of)
     draft.conclude("main", stop_at=stop_at)
     return draft.build(label, NAME, trace_id=root.id, task_id=_task(root), system="codex-cli",
                        topology="hierarchical" if any(t.parent != root.id for t in family)
                        else ("centralized" if family else "harness"))
+
+
+def _unclaimed(draft: TraceDraft, family: list[Thread], names: dict[str, str],
+               spawn_of: dict[str, dict[str, Any]]) -> None:
+    """A child thread whose spawn no line of its parent records still hangs under its parent
+    (its session_meta names it), spawned when its own rollout begins."""
+    for child in family:
+        name = names[child.id]
+        if name in spawn_of or not child.lines or child.parent not in names:
+            continue
+        spawn = spawn_of[name] = draft.add(child.lines[0][0], "spawn", names[child.parent],
+                                           to=name, role=child.role or "agent",
+                                           inferred_by="importer")
+        for event in [e for e in draft.events if e["type"] == "return" and e["agent"] == name]:
+            draft.link(spawn, event, "return")
+        draft.note("unclaimed_child", f"{Path(child.label).name}: no spawn of this thread is "
+                   f"recorded in its parent's rollout; it is shown as spawned by "
+                   f"{names[child.parent]} when its own rollout begins")
 
 
 def _task(root: Thread) -> str:
@@ -526,6 +545,10 @@ def _thread_events(draft: TraceDraft, thread: Thread, names: dict[str, str],
                                  content=as_text(payload.get("last_agent_message")))
                 if agent in spawn_of:
                     draft.link(spawn_of[agent], back, "return")
+        elif kind == "event_msg" and item == "collab_agent_spawn_end" \
+                and str(payload.get("call_id")) not in calls and payload.get("new_thread_id"):
+            last_model_event = _spawn_end(draft, t, agent, payload, by_id, names, spawn_of,
+                                          calls, model, source)
         elif kind == "event_msg" and item in SKIPPED_EVENTS:
             continue
         elif kind == "response_item" and item == "message":
@@ -562,6 +585,25 @@ def _thread_events(draft: TraceDraft, thread: Thread, names: dict[str, str],
         else:
             draft.skip(f"{kind} {item!r}" if item else f"line type {kind!r}")
     return completed
+
+
+def _spawn_end(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
+               by_id: dict[str, Thread], names: dict[str, str],
+               spawn_of: dict[str, dict[str, Any]], calls: dict[str, dict[str, Any]],
+               model: str | None, source: str) -> dict[str, Any]:
+    """A spawn that only upstream's own `collab_agent_spawn_end` event records (no spawn_agent
+    call of its call_id in the rollout)."""
+    said = str(payload["new_thread_id"])
+    child = by_id.get(said)
+    child_name = names[child.id] if child else (as_text(payload.get("new_agent_nickname"))
+                                                or f"agent-{said[:8]}")
+    call_id = str(payload.get("call_id") or source)
+    event = draft.add(t, "spawn", agent, to=child_name,
+                      role=as_text(payload.get("new_agent_role")) or (child.role if child else None)
+                      or "agent", content=as_text(payload.get("prompt")) or None,
+                      call_id=call_id, model=model, source_id=source)
+    spawn_of[child_name] = calls[call_id] = event
+    return event
 
 
 def _call(draft: TraceDraft, t: float, agent: str, payload: dict[str, Any],
