@@ -76,3 +76,28 @@ def test_script_payloads_in_an_imported_session_never_run(app_server, page, tmp_
     assert page.evaluate(f"() => [window, ...Array.from(document.querySelectorAll('iframe'))"
                          f".map(f => f.contentWindow)].some(w => w && w.{HOSTILE_MARKER})") is False
     shot(page, "import-hostile-tree")
+
+
+@pytest.mark.browser
+def test_a_codex_sessions_folder_in_the_library_opens_each_root_with_its_children(
+        app_server, page, tmp_path):
+    """The library reads its folders file by file: a child rollout is read with its root
+    thread, whose tree holds the child once, without the phantom of its copied spawn call."""
+    import shutil
+
+    library = tmp_path / "library"
+    shutil.copytree(FIXTURES / "codex_spawn_call", library / "sessions")
+    base = app_server(make_workspace(tmp_path, traces=[library]))
+    page.goto(f"{base}/trace?trace=019904b8-2100-7000-8aaa-0000000000a1")
+    wait_for_streamlit(page, timeout=60_000)
+    page.get_by_text("format codex", exact=False).first.wait_for(timeout=30_000)
+    tree = page.locator(".js-plotly-plot").first
+    tree.wait_for(timeout=30_000)
+    labels = tree.locator("text").all_text_contents()
+    assert "main" in " ".join(labels) and "Ada" in " ".join(labels)
+    assert not [t for t in labels if t.startswith("agent-")]
+    shot(page, "import-codex-tree")
+    page.goto(f"{base}/trace?trace=019904b8-254c-7000-8bbb-0000000000b2")
+    wait_for_streamlit(page, timeout=60_000)
+    page.get_by_text("019904b8-254c", exact=False).first.wait_for(timeout=30_000)
+    assert page.get_by_text("format codex", exact=False).count() == 0  # not a trace of its own
