@@ -52,7 +52,14 @@ def test_the_folder_index_and_the_pool_index_keep_one_summary():
                 "cost_usd", "sha256", "warnings", "targets"):
         assert folder[key] == pooled[key], key
     assert json.loads(pooled["targets"])
-    assert pooled["critical_path_s"] == analyze(trace).figures.critical_path_s
+
+
+def test_the_pool_index_summarises_without_walking_the_critical_path():
+    path = demo_paths()[0]
+    trace = trace_from_json(path.read_bytes(), str(path))
+    summarise_trace(trace, "s", 0, RUBRIC)
+    assert not {"critical", "dependencies"} & set(vars(analyze(trace)))
+    assert summarise(trace).critical_path_s == analyze(trace).figures.critical_path_s
 
 
 def test_a_summary_builds_no_graph():

@@ -43,7 +43,8 @@ class Summary(msgspec.Struct, frozen=True):
     """Most children any agent spawned."""
     makespan_s: float
     parallelism: float
-    critical_path_s: float
+    critical_path_s: float | None
+    """None when not asked for (`summarise(critical_path=False)`): the pool index keeps none."""
     tokens: float
     cost_usd: float
     warnings: int
@@ -55,8 +56,10 @@ class Summary(msgspec.Struct, frozen=True):
 
 
 def summarise(trace: Trace, rubric: Rubric | None = None,
-              text_limit: int = SEARCH_TEXT_LIMIT) -> Summary:
-    """The summary of a trace (its `Analysis` is kept on it, as `analyze` keeps it)."""
+              text_limit: int = SEARCH_TEXT_LIMIT, critical_path: bool = True) -> Summary:
+    """The summary of a trace (its `Analysis` is kept on it, as `analyze` keeps it).
+    `critical_path=False` leaves out the critical path, the dearest figure (the event
+    dependencies it walks cost as much as the rest of the figures)."""
     analysis = analyze(trace)
     fanouts = analysis.fanouts
     return Summary(
@@ -65,7 +68,8 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
         sha256=trace.sha256, events=len(analysis.order), agents=len(analysis.agents),
         depth=analysis.depth, max_fanout=max(fanouts, default=0),
         makespan_s=analysis.makespan, parallelism=analysis.parallelism,
-        critical_path_s=analysis.critical[0], tokens=analysis.tokens,
+        critical_path_s=analysis.critical[0] if critical_path else None,
+        tokens=analysis.tokens,
         cost_usd=analysis.cost_usd, warnings=len(analysis.warnings),
         rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
         targets=None if rubric is None else required_questions(rubric, analysis),

@@ -23,6 +23,7 @@ colon (`\\u003a`), which sends the text to the general path.
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from operator import attrgetter
 from typing import Annotated, Any
 
@@ -215,11 +216,29 @@ def colons(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == _COLON))
 
 
+_BACKSLASH, _ESCAPE = ord("\\"), np.frombuffer(b"u003", dtype=np.uint8)
+
+
+def _colons_unless_escaped(data: bytes) -> int | None:
+    """How many colons the bytes hold; None when an escape may spell one (`\\u003a`, or any
+    `\\u003` to be quick): the text's colons then do not say how many its strings hold."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    slashes = np.flatnonzero(text[:-4] == _BACKSLASH)
+    if len(slashes):
+        spelled = text[slashes + 1] == _ESCAPE[0]
+        for k in (2, 3, 4):
+            spelled &= text[slashes + k] == _ESCAPE[k - 1]
+        if spelled.any():
+            return None
+    return int(np.count_nonzero(text == _COLON))
+
+
 def decode(data: bytes) -> TraceRecord | None:
     """The trace the bytes hold, as records, when the text is plain (see the module's note);
     None when only the general path can read it or say why not. References (duplicate event
     ids, edges to no event) are not checked here: `io.native` checks them on either path."""
-    if b"\\u003" in data and (b"\\u003a" in data or b"\\u003A" in data):
+    given = _colons_unless_escaped(data)
+    if given is None:
         return None  # an escaped colon: the count below would not prove anything
     try:
         record = _DECODER.decode(data)
@@ -233,7 +252,7 @@ def decode(data: bytes) -> TraceRecord | None:
         value = costs.get(key)
         if value is not None and value < 0:
             return None
-    if colons(_ENCODER.encode(record)) != colons(data):
+    if colons(_ENCODER.encode(record)) != given:
         return None
     return record
 
@@ -244,6 +263,7 @@ _SHAPES: dict[tuple[bool, ...], set[str]] = {}
 _OPTIONAL = ("role", "from_", "to", "tool", "content_ref", "trusted")
 _optional_values = attrgetter(*_OPTIONAL)
 _new, _set = object.__new__, object.__setattr__
+to_builtins = msgspec.to_builtins
 
 
 def to_model(record: TraceRecord) -> Trace:
@@ -264,7 +284,10 @@ def to_model(record: TraceRecord) -> Trace:
         _set(model, "__dict__", {
             "id": e.id, "t": e.t, "type": e.type, "agent": e.agent, "role": role,
             "from_": from_, "to": to, "tool": tool, "content_ref": ref, "trusted": trusted})
-        _set(model, "__pydantic_extra__", e.extras)
+        # the keys given, in field order (msgspec, in C): the schema's first, then the extras
+        given_keys = to_builtins(e)
+        _set(model, "__pydantic_extra__", dict(islice(given_keys.items(), len(given), None))
+             if len(given_keys) > len(given) else {})
         _set(model, "__pydantic_fields_set__", given)
         _set(model, "__pydantic_private__", None)
         append(model)

@@ -465,12 +465,25 @@ def _parquet(stream: BinaryIO) -> pq.ParquetFile:
 
 
 def _tables(parquet: pq.ParquetFile, group: int, columns: list[str]) -> Iterator[pa.Table]:
-    """A row group's rows: the whole group at once, or a few rows at a time when it is large."""
+    """A row group's rows: the whole group at once, or a few rows at a time when it is large.
+    Its JSON text columns are read as bytes, which the decoder reads (as Python strings they
+    would be decoded from UTF-8 only to be encoded again)."""
     if parquet.metadata.row_group(group).total_byte_size <= STREAM_ABOVE:
-        yield parquet.read_row_group(group, columns=columns)
+        yield _json_as_bytes(parquet.read_row_group(group, columns=columns))
         return
     for batch in parquet.iter_batches(batch_size=8, row_groups=[group], columns=columns):
-        yield pa.Table.from_batches([batch])
+        yield _json_as_bytes(pa.Table.from_batches([batch]))
+
+
+def _json_as_bytes(table: pa.Table) -> pa.Table:
+    """The table, its JSON columns of text cast to binary (the same buffers: no copy)."""
+    for index, field in enumerate(table.schema):
+        if field.name in JSON_COLUMNS and pa.types.is_string(field.type):
+            table = table.set_column(index, field.name, table.column(index).cast(pa.binary()))
+        elif field.name in JSON_COLUMNS and pa.types.is_large_string(field.type):
+            table = table.set_column(index, field.name,
+                                     table.column(index).cast(pa.large_binary()))
+    return table
 
 
 def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
@@ -482,8 +495,8 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
         value = values.get(name)
         if value is None:
             continue
-        if name in JSON_COLUMNS and isinstance(value, str):
-            raw = value.encode()
+        if name in JSON_COLUMNS and isinstance(value, (bytes, str)):
+            raw = value if isinstance(value, bytes) else value.encode()
         else:
             try:
                 raw = orjson.dumps(_plain(value))

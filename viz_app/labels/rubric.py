@@ -397,18 +397,22 @@ def targets(rubric: Rubric, analysis: Analysis) -> list[LabelTarget]:
 def required_questions(rubric: Rubric, analysis: Analysis) -> dict[str, list[str]]:
     """The targets that count towards progress (`counted`), by key, each with the questions
     that must be answered: what an index keeps of `targets`, found without building them."""
-    return {event_id or "": found["required"] for event_id, found in _targets(rubric, analysis)
-            if found["required"]}
+    return {event_id or "": found["required"]
+            for event_id, found in _targets(rubric, analysis, only_required=True)}
 
 
-def _targets(rubric: Rubric, analysis: Analysis) -> list[tuple[str | None, dict[str, Any]]]:
+def _targets(rubric: Rubric, analysis: Analysis, only_required: bool = False
+             ) -> list[tuple[str | None, dict[str, Any]]]:
     """(event id, or None for the trace; the target's kinds, questions, required questions and
-    facts) for each target of `targets`, in its order."""
+    facts) for each target of `targets`, in its order; `only_required`: only the targets with
+    a required question, found from those questions alone (what counts towards progress)."""
     found: dict[str, dict[str, Any]] = {}
     trace_questions: list[str] = []
     trace_required: list[str] = []
     for q in rubric.questions:
         required = not q.optional and q.ask_when is None
+        if only_required and not required:
+            continue
         if isinstance(q.target, TraceTarget):
             trace_questions.append(q.id)
             if required:

@@ -283,16 +283,17 @@ _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology"
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
     """The index's row of one trace: its summary (`summary.summarise`, which the folder index
     keeps too), with its `text` for the word index and `packed`, the text compressed, kept so
-    that FTS5 can delete its words. The trace may be the compiled read path's records."""
-    found = summarise(trace, rubric, POOL_TEXT_LIMIT)
+    that FTS5 can delete its words. The trace may be the compiled read path's records. The
+    index keeps no critical path (it would cost as much as every other figure together), so
+    none is computed."""
+    found = summarise(trace, rubric, POOL_TEXT_LIMIT, critical_path=False)
     text = found.text
     return {
         "trace_id": found.trace_id, "shard": shard, "position": row,
         "task_id": found.task_id, "system": found.system, "topology": found.topology,
         "source_format": found.source_format, "events": found.events, "agents": found.agents,
         "depth": found.depth, "max_fanout": found.max_fanout, "makespan_s": found.makespan_s,
-        "parallelism": found.parallelism, "critical_path_s": found.critical_path_s,
-        "tokens": found.tokens, "cost_usd": found.cost_usd, "rewards": found.rewards,
+        "parallelism": found.parallelism, "tokens": found.tokens, "cost_usd": found.cost_usd, "rewards": found.rewards,
         "targets": None if found.targets is None else json.dumps(found.targets),
         "target_count": None if found.targets is None else len(found.targets),
         "sha256": found.sha256, "warnings": found.warnings, "text": text,
