@@ -287,3 +287,21 @@ def test_a_child_whose_spawn_nothing_records_hangs_under_its_parent(tmp_path):
     assert_reference_valid(trace)
     assert spawns(trace) == [("main", "Ada")] and returns(trace) == [("Ada", "main")]
     assert "unclaimed_child" in warning_codes(trace)
+
+
+def test_a_childs_turn_context_like_its_parents_still_names_its_model(tmp_path):
+    import json
+    import shutil
+
+    folder = tmp_path / "sessions"
+    shutil.copytree(UNMARKED, folder)
+    turn = {"type": "turn_context", "payload": {"cwd": "/repo", "model": "gpt-5-codex"}}
+    for path in folder.rglob("*.jsonl"):  # each thread's turn opens with the same turn_context
+        lines = path.read_text("utf-8").splitlines()
+        at = 1 if "8aaa" in path.name else 4  # the root's first line, the child's own task
+        stamp = json.loads(lines[at])["timestamp"]
+        lines.insert(at, json.dumps({"timestamp": stamp, **turn}))
+        path.write_text("\n".join(lines) + "\n", "utf-8")
+    (trace,) = read_rollouts(folder)
+    assert {e.extras.get("model") for e in trace.events
+            if e.agent == "Ada" and e.type == "message"} == {"gpt-5-codex"}

@@ -370,7 +370,8 @@ def _drop_copies(child: Thread, parent: Thread) -> None:
     while leading < len(in_order) and _fingerprint(in_order[leading][2],
                                                    in_order[leading][3]) in seen:
         leading += 1
-    copied = {line[1] for line in in_order[:leading]}
+    copied = {line[1] for line in in_order[:leading]
+              if line[2] != "turn_context"}  # it only names the model: the child's own may match
     copied |= {line[1] for line in in_order if line[2] == "response_item"
                and line[3].get("name") == "spawn_agent"
                and str(line[3].get("call_id")) in parent_spawns}
