@@ -305,3 +305,20 @@ def test_a_childs_turn_context_like_its_parents_still_names_its_model(tmp_path):
     (trace,) = read_rollouts(folder)
     assert {e.extras.get("model") for e in trace.events
             if e.agent == "Ada" and e.type == "message"} == {"gpt-5-codex"}
+
+
+def test_rollouts_that_name_each_other_as_parents_both_stay_in_the_library(tmp_path):
+    import json
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    ids = ("019904b8-2100-7000-8aaa-0000000000c1", "019904b8-2100-7000-8aaa-0000000000c2")
+    for me, other in (ids, ids[::-1]):
+        meta = {"timestamp": "2025-09-01T10:00:00.000Z", "type": "session_meta", "payload": {
+            "id": me, "source": {"subagent": {"thread_spawn": {"parent_thread_id": other}}}}}
+        said = {"timestamp": "2025-09-01T10:00:01.000Z", "type": "response_item", "payload": {
+            "type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                 "text": "hi"}]}}
+        (folder / f"rollout-2025-09-01T10-00-00-{me}.jsonl").write_text(
+            json.dumps(meta) + "\n" + json.dumps(said) + "\n")
+    assert len(library_files([folder])) == 2

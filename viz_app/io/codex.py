@@ -320,8 +320,15 @@ def is_child_file(path: Path) -> bool:
     if not (path.name.startswith("rollout-") and path.name.endswith(".jsonl")):
         return False
     heads = _heads(str(path.parent), _stamp(path.parent))
-    mine = next((parent for file, parent in heads.values() if file == str(path)), None)
-    return mine is not None and mine in heads
+    mine = next((thread for thread, (file, _) in heads.items() if file == str(path)), None)
+    seen: set[str] = set()
+    while mine is not None and mine not in seen:  # up to a root: parents in a loop claim none
+        seen.add(mine)
+        parent = heads[mine][1]
+        if parent is None or parent not in heads:
+            return len(seen) > 1
+        mine = parent
+    return False
 
 
 def read_rollouts(folder: str | Path) -> list[Trace]:
