@@ -4,6 +4,7 @@ is read ahead while the reviewer works on this one, and Shift+N opens it."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -144,3 +145,16 @@ def test_the_target_likely_next_is_only_looked_at_not_reserved(tmp_path):
     assert upcoming is not None and upcoming != first.trace_id
     bob = ANN.model_copy(update={"name": "bob"})  # ann's look ahead left it free for bob
     assert workspace.claim_next(STOPS, bob).trace_id == upcoming
+
+
+def test_a_ringed_event_is_drawn_on_the_sessions_copy_never_on_the_shared_timeline(
+        tmp_path, monkeypatch):
+    app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params.update(trace=PREMATURE_ID, event="e13")
+    at.run()
+    drawn = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert any(t.get("name") == "selected" for fig in drawn for t in fig["data"])
+    trace = app_workspace().load(PREMATURE_ID)
+    cached = session._timeline(session.trace_key(trace), None, False, trace)
+    assert not [t for t in cached.data if t.name == "selected"]

@@ -6,10 +6,10 @@ Workspace and the domain modules (`analysis`, `charts`) and draws nothing but th
 
 Caching: a parsed, analysed trace is read-only and shared by every session, kept by the
 Workspace per version of its file (`Workspace.load`: an edited file is read again), which also
-reads ahead the trace a page will most likely open next (`read_ahead`). Its figures are
-`st.cache_data`, a copy per caller because a view may draw a highlight onto its own copy, and
-each session keeps the figures it is looking at in its session state, so a rerun does not copy
-them again.
+reads ahead the trace a page will most likely open next (`read_ahead`), its first figures with
+it. Tree and timeline figures are shared by every session too (`st.cache_resource`) and never
+changed: a highlight is drawn onto a session's own copy (`overlaid`). Each session keeps the
+figures it is looking at in its session state.
 """
 
 from __future__ import annotations
@@ -187,14 +187,16 @@ def trace_key(trace: Trace) -> str:
     return f"{trace.source}|{trace.sha256}"
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+# Tree and timeline figures are shared by every session, read-only (`overlaid` draws on a
+# session's own copy): a copy per session cost a 20,000-event trace 0.1 s of each first view.
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _tree(key: str, size_by: str, expanded: tuple[str, ...], selected: str | None,
           until: float | None, _trace: Trace) -> go.Figure:
     return charts.tree_figure(analyze(_trace), size_by=size_by, expanded=expanded,
                               selected=selected, until=until)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _timeline(key: str, until: float | None, critical: bool, _trace: Trace) -> go.Figure:
     return charts.timeline_figure(analyze(_trace), until=until, critical=critical)
 
@@ -206,30 +208,40 @@ def _communication(key: str, selected: str | None, _trace: Trace) -> str:
 
 def tree_figure(trace: Trace, *, size_by: str, expanded: tuple[str, ...], selected: str | None,
                 until: float | None) -> go.Figure:
-    """The spawn tree figure (cached by file hash and options)."""
+    """The spawn tree figure (cached by file hash and options; shared: do not change it)."""
     key = ("tree", trace_key(trace), size_by, expanded, selected, until)
     return _remember(key, lambda: _tree(trace_key(trace), size_by, expanded, selected, until,
                                         trace))
 
 
 def timeline_figure(trace: Trace, *, until: float | None, critical: bool) -> go.Figure:
-    """The message timeline figure without a selection (cached by file hash and options); draw
-    it inside `overlaid` to ring the selected event."""
+    """The message timeline figure without a selection (cached by file hash and options; shared:
+    do not change it); draw it inside `overlaid` to ring the selected event."""
     key = ("timeline", trace_key(trace), until, critical)
     return _remember(key, lambda: _timeline(trace_key(trace), until, critical, trace))
 
 
 @contextmanager
 def overlaid(figure: go.Figure, traces: list) -> Iterator[go.Figure]:
-    """The cached figure with a few traces on top for the time of a `with` block: rebuilding or
-    copying a 20,000-event figure for each click would cost more than drawing it."""
-    count = len(figure.data)
-    for trace in traces:
-        figure.add_trace(trace)
-    try:
+    """The figure with a few traces on top for the time of a `with` block. The cached figure is
+    shared by every session and never changed: the traces go onto this session's own copy,
+    made once and kept with its figures (rebuilding or copying a 20,000-event figure for each
+    click would cost more than drawing it)."""
+    if not traces:
         yield figure
+        return
+    kept = _remember(("own copy", id(figure)), lambda: (figure, go.Figure(figure)))
+    if kept[0] is not figure:  # the id of a figure no longer cached, now another's
+        kept = (figure, go.Figure(figure))
+        _memo()[("own copy", id(figure))] = kept
+    own = kept[1]
+    count = len(own.data)
+    for trace in traces:
+        own.add_trace(trace)
+    try:
+        yield own
     finally:
-        figure.data = figure.data[:count]
+        own.data = own.data[:count]
 
 
 def communication_html(trace: Trace, *, selected: str | None) -> str:
