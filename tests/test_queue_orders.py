@@ -159,6 +159,16 @@ def test_the_rules_silence_on_a_trace_they_ran_on_reads_as_fine():
     assert contests(RUBRIC, [target], [learned_late], {}, {"rules": FINE}) == {}
 
 
+def test_the_rules_known_to_have_run_on_a_trace_for_another_question_count_as_silent():
+    target = PlannedTarget(trace_id="r0", trace_sha256="hr0", event_id="e2",
+                           questions=["stopping_correctness"])
+    learned_late = suggest("r0", "late", event_id="e2", question="stopping_correctness")
+    assert contests(RUBRIC, [target], [learned_late], {}, {"rules": FINE},
+                    ran_on={("rules", "r0", "hr0")}) == {("r0", "e2"): 1.0}
+    assert contests(RUBRIC, [target], [learned_late], {}, {"rules": FINE},
+                    ran_on={("rules", "r0", "another version")}) == {}
+
+
 def test_a_scale_is_contested_only_when_the_answers_are_more_than_one_point_apart():
     target = PlannedTarget(trace_id="r0", trace_sha256="hr0", event_id="e1",
                            questions=["aggregation_quality"])
@@ -255,6 +265,19 @@ def test_a_contested_campaign_with_nothing_contested_and_one_reviewer_a_target_i
     ws.suggestion_store.add([on_trace(traces(ws)[0], "success")])
     with pytest.raises(LabelError, match="give --per-target 2"):
         create(ws, "contested")
+
+
+def test_the_rules_silence_counts_though_they_flagged_only_another_question_there(ws):
+    trace = ws.trace("demo-10-review-premature-stop")  # a stop at e13, an aggregate at e12
+    rules = Producer(name="rules", version="3")
+    ws.suggestion_store.add([
+        on_trace(trace, 2, producer=rules, event_id="e12", question="aggregation_quality"),
+        on_trace(trace, "late", event_id="e13", question="stopping_correctness")])
+    campaign = ws.create_campaign(CampaignSpec(name="stops", questions=["stopping_correctness"],
+                                               order="contested"), LEAD)
+    # the rules ran on the trace and said nothing of its stop: `correct`, against `late`
+    first = ws.claim_next(campaign.name, ANN)
+    assert (first.trace_id, first.event_id) == (trace.trace_id, "e13")
 
 
 def test_a_contested_campaign_hands_out_where_producers_disagree_first(ws):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,7 +141,8 @@ def _uncertain(rubric: Rubric, planned: Sequence[PlannedTarget],
 
 def _contested(rubric: Rubric, planned: Sequence[PlannedTarget],
                suggestions: Sequence[Suggestion], first: Mapping[Any, Any],
-               silence: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+               silence: Mapping[str, Mapping[str, Any]],
+               ran_on: Collection[tuple[str, str, str]] = ()) -> dict[tuple[str, str], float]:
     """How contested each planned target is; LabelError when nothing could ever be (no
     producer suggested on these targets' questions, or none disagrees and no target has a
     second reviewer to follow a first)."""
@@ -153,7 +154,7 @@ def _contested(rubric: Rubric, planned: Sequence[PlannedTarget],
                          f"on this campaign's {len(planned)} targets, so nothing can be "
                          "contested: run `orchviz suggest --traces DIR` (and a judge or the "
                          "learned producer) first, or choose another --order")
-    found = contests(rubric, planned, suggestions, first, silence)
+    found = contests(rubric, planned, suggestions, first, silence, ran_on)
     if not found and all(t.required < 2 for t in planned):
         raise LabelError(f"nothing is contested on this campaign's {len(planned)} targets "
                          "yet, and with one reviewer per target no second review can follow a "
@@ -777,27 +778,32 @@ class Workspace:
             else None
         planned = plan_targets(chosen, rubric, spec, gold, library=gold_rows, flags=flags,
                                sampled=True, targets_of=read,
-                               urgency=self._urgency(spec.order, rubric))
+                               urgency=self._urgency(spec.order, rubric, questions))
         made = (lambda done, total: progress(done, total, "targets")) if progress else None
         return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
                             questions=questions, created_by=lead.name, planned=planned,
                             progress=made)
 
-    def _urgency(self, order: str, rubric: Rubric) -> Any:
+    def _urgency(self, order: str, rubric: Rubric, questions: Sequence[str]) -> Any:
         """For the `uncertain` and `contested` orders, the function that gives the planned
-        targets their urgencies (`viz_app.labels.attention`), refusing in one sentence (a
-        LabelError, nothing stored) when there is nothing to order by; None for other orders."""
+        targets their urgencies (`viz_app.labels.attention`), from the suggestions on the
+        campaign's questions, refusing in one sentence (a LabelError, nothing stored) when
+        there is nothing to order by; None for other orders."""
         if order not in ("uncertain", "contested"):
             return None
-        suggestions = self.suggestion_store.all()
+        store = self.suggestion_store
         if order == "uncertain":
-            return lambda planned: _uncertain(rubric, planned, suggestions)
+            learned = store.all(producer=LEARNED, questions=questions)
+            return lambda planned: _uncertain(rubric, planned, learned)
+        suggestions = store.all(questions=questions)
+        ran_on = store.ran_on(RULES.name)
         records = self.labels.current_records()
         first, earlier = first_answers(records), earlier_reviewers(records)
         from viz_app.suggest.rules import FINE
 
         def contested(planned: Sequence[PlannedTarget]) -> dict[tuple[str, str], float]:
-            found = _contested(rubric, planned, suggestions, first, {RULES.name: FINE})
+            found = _contested(rubric, planned, suggestions, first, {RULES.name: FINE},
+                               ran_on)
             for t in planned:  # those who answered a contested target before never get it
                 if (t.trace_id, t.event_id) in found:
                     t.kept_from = sorted(earlier.get((t.trace_id, t.trace_sha256, t.event_id),

@@ -15,7 +15,7 @@ blind review).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from viz_app.labels.campaign import disputed
@@ -122,13 +122,17 @@ def earlier_reviewers(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str
 
 def opinions(target: Target, question: str, suggestions: Sequence[Suggestion],
              first: Mapping[tuple[str, str, str, str], Any],
-             silence: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+             silence: Mapping[str, Mapping[str, Any]] | None = None,
+             ran_on: Collection[tuple[str, str, str]] = ()) -> dict[str, Any]:
     """Who holds which answer to one question on one target: each producer's newest suggestion
     there (on the target's trace version); a producer named in `silence` that made a suggestion
-    on this trace version but none here, the answer its silence stands for (the rules suggest
-    only faults: `rules.FINE`); and the first reviewer's answer, as `reviewer`."""
+    on this trace version (one given, or (producer, trace id, trace version) in `ran_on`: the
+    suggestions given may be of the campaign's questions only) but none here, the answer its
+    silence stands for (the rules suggest only faults: `rules.FINE`); and the first reviewer's
+    answer, as `reviewer`."""
     newest: dict[str, Suggestion] = {}
-    ran: set[str] = set()
+    ran: set[str] = {name for name in (silence or {})
+                     if (name, target.trace_id, target.trace_sha256) in ran_on}
     for s in suggestions:
         if s.trace_id != target.trace_id or s.trace_sha256 != target.trace_sha256:
             continue
@@ -152,14 +156,15 @@ def opinions(target: Target, question: str, suggestions: Sequence[Suggestion],
 
 def contest(rubric: Rubric, target: Target, suggestions: Sequence[Suggestion],
             first: Mapping[tuple[str, str, str, str], Any],
-            silence: Mapping[str, Mapping[str, Any]] | None = None) -> float | None:
+            silence: Mapping[str, Mapping[str, Any]] | None = None,
+            ran_on: Collection[tuple[str, str, str]] = ()) -> float | None:
     """How contested a target is: over its questions, the largest spread of the `opinions`
     (two producers, or a producer and the first reviewer) where they disagree
     (`labels.campaign.disputed`: any difference on a category, a yes/no or an event; more than
     a quarter of the span on a scale); None where they all agree or fewer than two hold one."""
     spreads = []
     for q in target.questions:
-        held = opinions(target, q, suggestions, first, silence)
+        held = opinions(target, q, suggestions, first, silence, ran_on)
         found = disputed(rubric.question(q), list(held.values()))
         if found is not None:
             spreads.append(found)
@@ -168,14 +173,15 @@ def contest(rubric: Rubric, target: Target, suggestions: Sequence[Suggestion],
 
 def contests(rubric: Rubric, targets: Iterable[Target], suggestions: Iterable[Suggestion],
              first: Mapping[tuple[str, str, str, str], Any],
-             silence: Mapping[str, Mapping[str, Any]] | None = None) -> dict[Key, float]:
+             silence: Mapping[str, Mapping[str, Any]] | None = None,
+             ran_on: Collection[tuple[str, str, str]] = ()) -> dict[Key, float]:
     """`contest` of every target that is contested."""
     by_trace: dict[str, list[Suggestion]] = {}
     for s in suggestions:
         by_trace.setdefault(s.trace_id, []).append(s)
     found: dict[Key, float] = {}
     for t in targets:
-        spread = contest(rubric, t, by_trace.get(t.trace_id, []), first, silence)
+        spread = contest(rubric, t, by_trace.get(t.trace_id, []), first, silence, ran_on)
         if spread is not None:
             found[(t.trace_id, t.event_id)] = spread
     return found

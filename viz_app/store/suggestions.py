@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import orjson
 from sqlalchemy import Engine, insert, select
@@ -73,18 +73,29 @@ class SuggestionStore:
                 created_at=failure.created_at or now()))
 
     def all(self, trace_id: str | None = None, event_id: str | None = None,
-            question: str | None = None, producer: str | None = None) -> list[Suggestion]:
+            question: str | None = None, producer: str | None = None, *,
+            questions: Collection[str] | None = None) -> list[Suggestion]:
         """Stored suggestions, filtered by trace, target ('' for the trace itself), question
-        and producer name, in the order they were stored."""
+        (or any of `questions`) and producer name, in the order they were stored."""
         c = suggestions_table.c
         query = select(suggestions_table)
         for column, wanted in ((c.trace_id, trace_id), (c.event_id, event_id),
                                (c.question, question), (c.producer, producer)):
             if wanted is not None:
                 query = query.where(column == wanted)
+        if questions is not None:
+            query = query.where(c.question.in_(sorted(questions)))
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(c.created_at, c.suggestion_id)).all()
         return [_suggestion(r) for r in rows]
+
+    def ran_on(self, producer: str) -> set[tuple[str, str, str]]:
+        """(producer, trace id, trace version) of every trace version the producer made a
+        suggestion on, any question (where its silence may be read as an answer)."""
+        c = suggestions_table.c
+        with self.engine.connect() as conn:
+            return {(producer, t, sha) for t, sha in conn.execute(
+                select(c.trace_id, c.trace_sha256).where(c.producer == producer).distinct())}
 
     def failures(self, trace_id: str | None = None) -> list[SuggestionFailure]:
         """The recorded failures, oldest first."""
