@@ -159,7 +159,8 @@ def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = No
     from viz_app.export.traces import file_name
 
     def build() -> str:
-        return report_html(trace, *workspace.case_study(trace, viewer, lead=lead))
+        return report_html(trace, *workspace.case_study(trace, viewer, lead=lead),
+                           source=workspace.source_name(trace))
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

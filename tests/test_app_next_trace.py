@@ -158,3 +158,16 @@ def test_a_ringed_event_is_drawn_on_the_sessions_copy_never_on_the_shared_timeli
     trace = app_workspace().load(PREMATURE_ID)
     cached = session._timeline(session.trace_key(trace), None, False, trace)
     assert not [t for t in cached.data if t.name == "selected"]
+
+
+def test_a_reports_footer_names_the_trace_file_but_not_where_it_lies(tmp_path):
+    from viz_app.export.report import report_html
+
+    workspace = make_workspace(tmp_path, traces=[copy_demos(tmp_path / "lib" / "runs",
+                                                            [PREMATURE.name]).parent])
+    workspace.update_index()
+    trace = workspace.load(PREMATURE_ID)
+    footer = report_html(trace).rsplit("<footer>", 1)[1]
+    assert PREMATURE.name in footer and str(tmp_path) not in footer
+    given = report_html(trace, source=workspace.source_name(trace)).rsplit("<footer>", 1)[1]
+    assert f"runs/{PREMATURE.name}" in given and str(tmp_path) not in given

@@ -225,8 +225,11 @@ def _step_html(step: Step, analysis: Analysis) -> str:
 
 
 def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
-                bookmarks: Iterable[Bookmark] = (), *, generated_at: str | None = None) -> str:
-    """The case study of one trace as one self-contained HTML page."""
+                bookmarks: Iterable[Bookmark] = (), *, generated_at: str | None = None,
+                source: str | None = None) -> str:
+    """The case study of one trace as one self-contained HTML page. Its footer names the
+    trace's file as `source` says (the app gives `Workspace.source_name`), by default by its
+    name alone: a report is passed around, and a server's paths are nobody's business."""
     from plotly.offline import get_plotlyjs
 
     esc = html_text
@@ -290,7 +293,8 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
         body.append('<p class="empty">No structural warnings.</p>')
     body.append("</section>")
     body.append(f"<footer>orchviz case study · generated {esc(stamp)} · trace file "
-                f"{esc(trace.source or '')} · sha256 {esc(trace.sha256)}</footer>")
+                f"{esc(source if source is not None else Path(trace.source).name)} · sha256 "
+                f"{esc(trace.sha256)}</footer>")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>Case study: {esc(trace.trace_id)}</title>\n<style>{_CSS}</style>\n"
