@@ -271,3 +271,26 @@ def test_an_explanation_holds_no_text_of_the_trace(tmp_path):
     for s in made:
         assert s.explanation.isascii() and not any(t in s.explanation for t in texts)
         assert "<" not in s.explanation and "\x1b" not in s.explanation
+
+
+def test_a_model_fitted_on_other_features_is_refused_not_misread(tmp_path):
+    from viz_app.suggest.learned import LearnedProducer
+
+    ws, _ = labelled(tmp_path)
+    model, _ = train(ws)
+    stale = model.model_copy(update={"features_version": "1/rules-2"})
+    with pytest.raises(LearnError, match=r"features version 1/rules-2.*train it again"):
+        LearnedProducer([stale])
+
+
+def test_models_lists_each_stored_model_and_marks_the_one_in_use(tmp_path, capsys):
+    ws, spawns = labelled(tmp_path)
+    first, _ = train(ws)
+    trace, key, answer = spawns[0]
+    ws.labels.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
+    second, _ = train(ws)
+    assert main(["suggest", "models", "--db", str(tmp_path / "orchviz.db")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(second.version) and lines[0].endswith("(in use)")
+    assert lines[1].startswith(first.version) and "held-out alpha" in lines[1]

@@ -92,6 +92,16 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    "(default: 0)")
     p.add_argument("--json", action="store_true", help="print the model's report as JSON")
     p.set_defaults(run=train_verb)
+    p = sub.add_parser(
+        "models", help="list the learned producer's stored models",
+        description="Every stored model of the learned producer, newest first: its version "
+        "(what its suggestions carry), question, campaign, when it was trained, how many "
+        "targets it learnt from and its held-out alpha; the newest of each question is the "
+        "one `--producer learned` uses.")
+    p.add_argument("--db", default="orchviz.db",
+                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    p.add_argument("--question", metavar="Q", help="one question's models only")
+    p.set_defaults(run=models_verb)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -297,4 +307,28 @@ def train_verb(args: argparse.Namespace) -> int:
     print(("stored" if added else "already stored (the same training set)")
           + f"; suggest with it: orchviz suggest --producer learned --db {terminal_text(args.db)}"
           " --traces DIR")
+    return 0
+
+
+def models_verb(args: argparse.Namespace) -> int:
+    """List the stored learned models, newest first, the one in use per question marked."""
+    from viz_app.suggest.features import FEATURES_VERSION
+
+    ws = Workspace.open(args.db)
+    models = ws.learned_models.all(args.question)
+    if not models:
+        print("no learned model is stored: train one with `orchviz suggest train --question Q`")
+        return 0
+    used: set[str] = set()
+    for m in models:
+        mark = ""
+        if m.question not in used:
+            used.add(m.question)
+            mark = "  (in use)"
+        if m.features_version != FEATURES_VERSION:
+            mark = f"  (stale: features {terminal_text(m.features_version)}, train again)"
+        alpha = _stat("held-out alpha", m.report.learned.alpha) if m.report else "-"
+        print(f"{m.version}  {terminal_text(m.question):<22} "
+              f"{terminal_text(m.campaign or 'all labels'):<16} {terminal_text(m.created_at)[:19]}"
+              f"  {len(m.rows):>5} targets  {alpha}{mark}")
     return 0

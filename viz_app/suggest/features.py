@@ -17,8 +17,8 @@ A target's features are of three sorts:
 
 Every feature is a float; counts of unbounded size are `log1p`-scaled (their description ends
 "(log)") so a swarm of 800 agents does not dominate a model fitted on runs of ten.
-`FEATURES_VERSION` changes when a feature changes, so a stored model is never used with
-features it was not fitted on.
+`FEATURES_VERSION` changes when a feature or the rules change, so a stored model is never used
+with features it was not fitted on.
 """
 
 from __future__ import annotations
@@ -33,9 +33,14 @@ from viz_app.labels.rubric import Rubric, TraceTarget, targets
 from viz_app.model import Event, Trace
 from viz_app.suggest import rules
 
-FEATURES_VERSION = "2"
-"""Change it when a feature is added, removed or computed differently (2: the rules' raw
-signals of rules version 3)."""
+FEATURES = "2"
+"""Change it when a feature of this module is added, removed or computed differently (2: the
+rules' raw signals)."""
+
+FEATURES_VERSION = f"{FEATURES}/rules-{rules.VERSION}"
+"""The features' version a model records: this module's and the rules' (whose signals and
+confidences are features), so a new rules version makes stored models stale, not silently
+misread."""
 
 
 @dataclass(frozen=True)

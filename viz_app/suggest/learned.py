@@ -458,6 +458,13 @@ class LearnedProducer:
         if not models:
             raise LearnError("no learned model is stored: train one first with "
                              "`orchviz suggest train --question Q`")
+        stale = [m for m in models if m.features_version != FEATURES_VERSION]
+        if stale:
+            names = ", ".join(f"{m.question} ({m.version})" for m in stale)
+            raise LearnError(f"the stored model of {names} was fitted on features version "
+                             f"{stale[0].features_version}, and this orchviz computes "
+                             f"{FEATURES_VERSION}: train it again with `orchviz suggest train "
+                             f"--question {stale[0].question}`")
         self.models = list(models)
 
     @property
