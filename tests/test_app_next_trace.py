@@ -171,3 +171,27 @@ def test_a_reports_footer_names_the_trace_file_but_not_where_it_lies(tmp_path):
     assert PREMATURE.name in footer and str(tmp_path) not in footer
     given = report_html(trace, source=workspace.source_name(trace)).rsplit("<footer>", 1)[1]
     assert f"runs/{PREMATURE.name}" in given and str(tmp_path) not in given
+
+
+def test_the_adjudication_page_reads_ahead_the_next_disagreements_trace(tmp_path, monkeypatch):
+    from test_app_adjudicate import ANN, BOB, LEAD, NAME, adjudicate
+    from viz_app.analysis import analyze
+    from factories import DROPPED, DROPPED_ID
+    from viz_app.labels.campaign import CampaignSpec
+
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
+    workspace.update_index()
+    workspace.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+                                           per_target=2), LEAD)
+    for reviewer in (ANN, BOB):  # they disagree on both stops
+        while (claim := workspace.claim_next(NAME, reviewer)) is not None:
+            last = analyze(workspace.trace(claim.trace_id)).order[-1].id
+            later = {"stop_should_have_been": last} if last != claim.event_id else {}
+            workspace.submit(claim, {"stopping_correctness": "correct"} if reviewer is BOB else
+                             {"stopping_correctness": "premature", **later})
+    at = adjudicate()
+    assert not at.exception and any("Disagreement 1 of 2" in c.value for c in at.caption)
+    shown = next(d.trace_id for d in workspace.disagreements(NAME))
+    following = ({PREMATURE_ID, DROPPED_ID} - {shown}).pop()
+    assert app_workspace().trace_cache.wait()
+    assert app_workspace().trace_cache.cached(app_workspace().trace_source(following))

@@ -154,6 +154,9 @@ def show_disagreements() -> None:
                    + ", ".join(f"{markdown_literal(q, 40)} (spread {s:.2f})"
                                for q, s in item.disputed.items()))
     one_disagreement(item)
+    if place + 1 < len(items):  # N's trace, read while the lead weighs this disagreement
+        following = items[place + 1].trace_id
+        session.read_ahead(("adjudicate", name, following), lambda: [following])
 
 
 def one_disagreement(item) -> None:
