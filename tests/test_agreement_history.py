@@ -169,3 +169,24 @@ def test_orchviz_suggest_agreement_versions_prints_each_version_and_warns(tmp_pa
     assert [x.split()[0] for x in lines] == ["3f0c9a1e77d2", "8b41d07c2a90", "c7e2f5aa1b34"]
     assert lines[2].endswith("<- moved") and not lines[1].endswith("<- moved")
     assert err.startswith("warning: learned c7e2f5aa1b34 on task_outcome: alpha ")
+
+
+def test_the_figures_are_kept_until_a_label_or_a_suggestion_is_added(tmp_path):
+    trace = premature()
+    ws = make_workspace(tmp_path, [trace])
+    ann = Reviewer(name="ann", via="cli")
+    ws.save_answers(trace, "e13", {STOP: "premature", "stop_should_have_been": "e15"}, ann,
+                    suggestions_visible=False)
+    ws.suggestion_store.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+                                        event_id="e13", question=STOP, value="premature",
+                                        confidence=0.8, producer=learned("v1"))])
+    first = ws.agreement_history(STOP, resamples=50)
+    assert ws.agreement_history(STOP, resamples=50) is first  # the page reruns on each click
+    ws.save_answers(trace, "e13", {STOP: "correct"}, Reviewer(name="bob", via="cli"),
+                    suggestions_visible=False)
+    again = ws.agreement_history(STOP, resamples=50)
+    assert again is not first and again.points[0].pairs == 2
+    ws.suggestion_store.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+                                        event_id="e13", question=STOP, value="late",
+                                        confidence=0.8, producer=learned("v2"))])
+    assert len(ws.agreement_history(STOP, resamples=50).points) == 2

@@ -213,6 +213,8 @@ class Workspace:
         self._targets: dict[tuple[str, str, str], list[LabelTarget]] = {}
         self._targets_lock = threading.Lock()
         """Traces read once per version for every page, and read ahead (`load`, `read_ahead`)."""
+        self._measured: dict[tuple, Any] = {}
+        """Agreement figures by what they were computed from (`_measure`)."""
         self.rubric_error: RubricError | None = None
         if rubric is None:
             try:
@@ -1271,9 +1273,28 @@ class Workspace:
 
         if question is not None:
             self.rubric.question(question)
-        return agreement_history(self.rubric, self.labels.current_records(),
-                                 self.suggestion_store.all(), question=question,
-                                 resamples=resamples, seed=seed, silence={RULES.name: FINE})
+        return self._measure(("history", question, resamples, seed), lambda: agreement_history(
+            self.rubric, self.labels.current_records(), self.suggestion_store.all(),
+            question=question, resamples=resamples, seed=seed, silence={RULES.name: FINE}))
+
+    MEASURED_KEPT = 16
+    """Agreement figures kept per workspace (`_measure`)."""
+
+    def _measure(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """An agreement figure computed once per state of its data: labels, retractions and
+        suggestions are only ever appended, so their row counts change with every write that
+        could change it (the Agreement page reruns on each click; a thousand resamples of ten
+        thousand targets take seconds). The bootstrap is seeded, so a kept figure is the one a
+        new computation would give. Shared by every session, as the workspace is."""
+        stamp = (*self.labels.revision(), self.suggestion_store.count())
+        full = (*key, self.rubric.sha256, stamp)
+        found = self._measured.get(full)
+        if found is None:
+            found = compute()
+            if len(self._measured) >= self.MEASURED_KEPT:
+                self._measured.pop(next(iter(self._measured)), None)
+            self._measured[full] = found
+        return found
 
     def suggestion_agreement(self, question: str | None = None, *, resamples: int = 1000,
                              seed: int = 0) -> SuggestionAgreement:
@@ -1286,7 +1307,8 @@ class Workspace:
 
         if question is not None:
             self.rubric.question(question)  # LabelError naming the questions there are
-        return suggestion_agreement(self.rubric, self.labels.current_records(),
-                                    self.suggestion_store.all(), question=question,
-                                    resamples=resamples, seed=seed,
-                                    silence={RULES.name: FINE})
+        return self._measure(("suggestions", question, resamples, seed),
+                             lambda: suggestion_agreement(
+                                 self.rubric, self.labels.current_records(),
+                                 self.suggestion_store.all(), question=question,
+                                 resamples=resamples, seed=seed, silence={RULES.name: FINE}))

@@ -213,6 +213,13 @@ class LabelStore:
         with self.engine.connect() as conn:
             return self._retracted(conn)
 
+    def revision(self) -> tuple[int, int]:
+        """(labels, retractions) stored: both are only ever appended, so every write that can
+        change the current labels changes this (what cached agreement figures are keyed by)."""
+        with self.engine.connect() as conn:
+            return tuple(int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+                         for t in (labels_table, retractions_table))  # type: ignore[return-value]
+
     def retract(self, label_ids: Iterable[str], lead: str, identified_by: Identity,
                 reason: str, campaign: str = "") -> int:
         """Append a retraction of each stored label not retracted yet (one transaction);

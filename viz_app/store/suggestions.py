@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Collection, Iterable
 
 import orjson
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, func, insert, select
 
 from viz_app.labels.label import now
 from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
@@ -60,6 +60,12 @@ class SuggestionStore:
             if fresh:
                 conn.execute(insert(suggestions_table), fresh)
         return len(fresh)
+
+    def count(self) -> int:
+        """How many suggestions are stored (only ever added: a new count is a new state)."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(suggestions_table))
+                       .scalar_one())
 
     def add_failure(self, failure: SuggestionFailure) -> None:
         """Record that a producer gave nothing usable on a target, and why."""
