@@ -64,9 +64,11 @@ SHOWN = """(before) => {
     const id = new URLSearchParams(location.search).get('trace');
     if (!id || id === before) return false;
     const live = el => !el.closest('[data-stale="true"]');
-    const bar = [...document.querySelectorAll('[data-testid="stProgress"]')]
-        .some(p => live(p) && /labelled by/.test(p.innerText));
-    if (!bar) return false;
+    // the labels panel's buttons carry the trace id in their keys (`ann:<id>:<sha>:next`)
+    const key = 'st-key-ann-' + id.replace(/[^A-Za-z0-9_-]/g, '-') + '-';
+    const panel = [...document.querySelectorAll('[class*="st-key-ann-"]')]
+        .some(el => live(el) && [...el.classList].some(c => c.startsWith(key)));
+    if (!panel) return false;
     if (window.__panel === null) window.__panel = performance.now();
     const title = [...document.querySelectorAll('h3')]
         .some(h => live(h) && h.innerText.trim() === id);

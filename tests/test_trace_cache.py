@@ -4,6 +4,7 @@ read ahead that fails costs nothing but the time it took."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -128,3 +129,15 @@ def test_finding_what_comes_next_may_fail_without_harm(tmp_path):
     assert cache.ahead(lost)
     assert cache.wait()
     assert "database went away" in cache.failures[-1][1]
+
+
+def test_a_file_rewritten_with_its_size_and_time_kept_is_read_again(tmp_path):
+    workspace = make_workspace(tmp_path, traces=[example_trace("same-size", task_id="aaaa")])
+    workspace.update_index()
+    assert workspace.load("same-size").task_id == "aaaa"
+    path, _ = workspace.find("same-size")
+    before = path.stat()
+    path.write_bytes(path.read_bytes().replace(b'"aaaa"', b'"bbbb"'))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    assert workspace.load("same-size").task_id == "bbbb"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
@@ -35,12 +36,35 @@ MAX_QUEUED = 4
 
 
 def file_stamp(path: str | Path) -> str:
-    """SHA-256 of a file's bytes: the version of every trace it holds."""
+    """SHA-256 of a file's bytes: the version of every trace it holds. Hashed again whenever
+    the file's size, inode or times differ from its last hashing: any write changes its
+    ctime, which no program can set back (an 8 MB trace's hash cost each page run 10-40 ms)."""
+    before = _identity(path)
+    with _STAMPS_LOCK:
+        known = _STAMPS.get(before)
+    if known is not None:
+        return known
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+    stamp = digest.hexdigest()
+    if _identity(path) == before:  # not written while it was hashed
+        with _STAMPS_LOCK:
+            _STAMPS[before] = stamp
+            while len(_STAMPS) > 256:
+                _STAMPS.popitem(last=False)
+    return stamp
+
+
+def _identity(path: str | Path) -> tuple:
+    found = os.stat(path)
+    return (os.fspath(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns,
+            found.st_ctime_ns)
+
+
+_STAMPS: OrderedDict[tuple, str] = OrderedDict()
+_STAMPS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
