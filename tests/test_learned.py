@@ -36,10 +36,11 @@ def spawn_targets(ws):
     return found
 
 
-def labelled(tmp_path, limit=None):
+def labelled(tmp_path, limit=None, db=None):
     """A workspace of the demos whose spawns a reviewer labelled blind (84 spawns: 66
-    necessary, 18 redundant), the first `limit` of them when given."""
-    ws = make_workspace(tmp_path, traces=[DEMO_DIR])
+    necessary, 18 redundant), the first `limit` of them when given; on SQLite in tmp_path, or
+    on the database `db` names."""
+    ws = make_workspace(tmp_path, traces=[DEMO_DIR], db=db)
     spawns = spawn_targets(ws)[:limit]
     ws.labels.add([label for trace, key, answer in spawns
                    for label in ws.labels.checked(trace, key, {SPAWN: answer}, "ann",
@@ -154,6 +155,19 @@ def test_a_model_read_back_from_the_store_suggests_exactly_what_it_did_when_trai
     again, _ = LearnedProducer([stored]).produce(trace, ws.rubric)
     assert [(s.event_id, s.value, s.confidence, s.explanation) for s in fresh] == \
         [(s.event_id, s.value, s.confidence, s.explanation) for s in again]
+
+
+def test_a_model_is_stored_and_read_back_on_postgresql(tmp_path, postgres_url):
+    from test_migrations import postgres_database
+
+    with postgres_database(postgres_url) as url:
+        ws, _ = labelled(tmp_path, db=url)
+        trained, added = train(ws)
+        [stored] = ws.learned_models.all()
+        assert added and stored.model_id == trained.model_id
+        assert stored.x == trained.x and stored.rows == trained.rows
+        assert stored.report == trained.report
+        assert ws.learned_models.find(trained.version).model_id == trained.model_id
 
 
 def test_a_tags_question_is_refused_in_one_sentence(tmp_path):
