@@ -150,7 +150,9 @@ def _contested(rubric: Rubric, planned: Sequence[PlannedTarget],
     traces = {(t.trace_id, t.trace_sha256) for t in planned}
     if not any(s.question in asked and (s.trace_id, s.trace_sha256) in traces
                for s in suggestions):
-        raise LabelError(f"no producer has suggested an answer to {', '.join(sorted(asked))} "
+        named = [q.id for q in rubric.questions if q.id in asked and q.ask_when is None] or \
+            sorted(asked)
+        raise LabelError(f"no producer has suggested an answer to {', '.join(named)} "
                          f"on this campaign's {len(planned)} targets, so nothing can be "
                          "contested: run `orchviz suggest --traces DIR` (and a judge or the "
                          "learned producer) first, or choose another --order")
