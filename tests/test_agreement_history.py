@@ -164,8 +164,9 @@ def test_orchviz_suggest_agreement_versions_prints_each_version_and_warns(tmp_pa
     code = main(["suggest", "agreement", "--versions", "--db", str(tmp_path / "orchviz.db"),
                  "--question", "task_outcome", "--resamples", "200"])
     out, err = capsys.readouterr()
-    lines = [x for x in out.splitlines() if x.startswith("  ")]
-    assert code == 0 and "task_outcome · learned" in out
+    block = out.split("task_outcome · learned\n")[1].split("\n\n")[0]
+    lines = [x for x in block.splitlines() if x.startswith("  ")]
+    assert code == 0 and "task_outcome · judge (qwen3-32b)" in out
     assert [x.split()[0] for x in lines] == ["3f0c9a1e77d2", "8b41d07c2a90", "c7e2f5aa1b34"]
     assert lines[2].endswith("<- moved") and not lines[1].endswith("<- moved")
     assert err.startswith("warning: learned c7e2f5aa1b34 on task_outcome: alpha ")

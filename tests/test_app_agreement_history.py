@@ -26,6 +26,12 @@ VERSIONS = [  # (learned version, first stored, share of targets it gets right)
 ]
 
 
+JUDGE_VERSIONS = [  # (a judge's prompt hash, first stored, share right): few-shot helped a bit
+    ("5d1e" + "0" * 60, "2026-09-20T10:00:00.000000Z", 0.6),
+    ("9a07" + "0" * 60, "2026-10-20T10:00:00.000000Z", 0.7),
+]
+
+
 def workspace_with_versions(tmp_path, n: int = 30) -> Workspace:
     """n traces whose outcome ann and bob labelled blind, three learned versions (the last one
     much worse) and the rules."""
@@ -50,6 +56,15 @@ def workspace_with_versions(tmp_path, n: int = 30) -> Workspace:
                                    confidence=0.8, producer=Producer(name="learned",
                                                                      version=version),
                                    created_at=at))
+    for prompt, at, share in JUDGE_VERSIONS:
+        for i, trace in enumerate(found.values()):
+            right = (i * 11 % n) < share * n
+            value = truth[i] if right else ANSWERS[(ANSWERS.index(truth[i]) + 1) % 3]
+            made.append(Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+                                   event_id="", question=OUTCOME, value=value, confidence=0.7,
+                                   producer=Producer(name="judge", version="1",
+                                                     model="qwen3-32b", prompt_sha256=prompt),
+                                   created_at=at))
     ws.suggestion_store.add(made)
     return ws
 
@@ -72,6 +87,8 @@ def test_the_page_draws_each_version_with_its_interval_over_time(history_env):
     [chart] = at.get("plotly_chart")
     figure = json.loads(chart.proto.spec)
     line = next(t for t in figure["data"] if t.get("name") == "learned")
+    judge = next(t for t in figure["data"] if t.get("name") == "judge (qwen3-32b)")
+    assert [x[:10] for x in judge["x"]] == ["2026-09-20", "2026-10-20"]
     assert [x[:10] for x in line["x"]] == ["2026-09-01", "2026-10-01", "2026-11-01"]
     assert line["y"][2] < line["y"][0] and len(line["error_y"]["array"]) == 3
     ring = next(t for t in figure["data"]

@@ -813,9 +813,10 @@ def harden_html(page: str) -> str:
 
 # -- agreement over time ----------------------------------------------------------------------
 
-PRODUCER_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-                    "#e377c2", "#17becf")
-"""One colour per producer on the agreement-over-time chart, in the order producers are met."""
+PRODUCER_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf",
+                    "#e377c2", "#7f7f7f")
+"""One colour per producer on the agreement-over-time chart, in the order producers are met
+(no red: red rings the versions that moved)."""
 
 
 def agreement_history_figure(points: Iterable, question: str, *,
@@ -864,7 +865,8 @@ def agreement_history_figure(points: Iterable, question: str, *,
             hovertext=hover, hoverinfo="text"))
         for p in line:  # the version beside its point, clear of the error bar and the ring
             fig.add_annotation(x=when(p.created_at), y=p.alpha.value, showarrow=False,
-                               text=plotly_text(short_version(p.version)[:8]), xanchor="left",
+                               text=plotly_text(p.version.split(" · ")[-1][:8]),
+                               xanchor="left",
                                xshift=14, yshift=8, font=dict(size=11, color=colour))
     moved = [p for p in mine if (p.rater, p.version) in set(shifted)]
     if moved:
