@@ -4,10 +4,10 @@ three sizes.
 
     python bench/bench_detectors.py [--per-cell N] [--baseline REV] [--details]
 
-Two splits: `tuning` (seeds 0-, domains 0-3), on which the rules' thresholds were chosen, and
-`held-out` (seeds 1000-, all six domains, two never seen in tuning), on which nothing was
-fitted. `--baseline REV` also scores `viz_app/suggest/rules.py` as it was at a git revision
-(e.g. the rules before issue 27: 1e84f37). `--details` lists every miss and false positive.
+Two splits: `tuning` (seeds from 0, domains 0-3), on which the rules' thresholds were chosen,
+and `held-out` (seeds from 200,000, all six domains, two never seen in tuning), on which
+nothing was fitted. `--baseline REV` also scores `viz_app/suggest/rules.py` as it was at a git
+revision (e.g. the rules before issue 27: 1e84f37). `--details` lists every miss and false positive.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ Four fault kinds, each in several shapes, and controls that look like them but a
   spawns with the answer already in hand are over-spawning too.
 
 Each in four topologies (centralized, hierarchical, debate, swarm) and three sizes, on facts
-from six domains. `cases(split)` builds a split: "tuning" (seeds 0-399, domains 0-3: the rules'
-thresholds were chosen on it) or "held-out" (seeds 1000-1399, all six domains, two of them
-never seen in tuning: nothing was fitted on it). Everything comes from a seeded
+from six domains. `cases(split)` builds a split: "tuning" (seeds from 0, domains 0-3: the rules'
+thresholds were chosen on it) or "held-out" (seeds from 200,000, all six domains, two of them
+never seen in tuning: nothing was fitted on it). `bench/bench_detectors.py` uses 2 seeds per
+cell (tuning seeds 0-695, held-out 200,000-200,695). Everything comes from a seeded
 `random.Random`: the same arguments give the same traces. Every trace validates against the
 reference schema (built with `viz_app.synth.TraceBuilder`).
 
@@ -60,7 +61,7 @@ TOPOLOGY_NAMES = ("centralized", "hierarchical", "debate", "swarm")
 SIZES = {"small": (2, 3), "medium": (4, 6), "large": (8, 12)}
 """Facts (workers) per trace, by size."""
 
-SPLITS = {"tuning": (0, 4), "held-out": (1000, 6)}
+SPLITS = {"tuning": (0, 4), "held-out": (200_000, 6)}
 """Per split: the first seed, how many domains it draws from (held-out adds two unseen)."""
 
 QUESTION = {"premature_stop": ("stopping_correctness", "premature"),

@@ -72,6 +72,7 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE.split(text or "") if s.strip()]
 
 
+@lru_cache(maxsize=65536)
 def is_figure(token: str) -> bool:
     """Whether a token holds a digit."""
     return any(ch.isdigit() for ch in token)

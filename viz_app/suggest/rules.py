@@ -10,9 +10,12 @@ question's "fine" answer with a low confidence), so a faithful trace has no sugg
 reviewer's queue is not filled with "looks fine". `FINE` names, per question, the answer that
 silence stands for, for agreement figures that need an answer on every target.
 
-Text similarity is rapidfuzz's (`fuzz.token_sort_ratio`, `fuzz.token_set_ratio` with its
-default processor); no scoring is written here. docs/suggestions.md gives each rule, its
-threshold and why.
+Whether one text's content is in another (a dropped result, an answer already held) is read
+from content words weighted by their rarity in the trace (`viz_app.suggest.overlap`); whether
+two messages repeat each other, from rapidfuzz's word-level similarity. `signals` gives the
+detectors' raw figures on a target, before any threshold, for a learned producer.
+docs/suggestions.md gives each rule, its thresholds, the figure that chose each (on the
+planted faults of `viz_app.planted`, tuning part) and the detectors' precision and recall.
 """
 
 from __future__ import annotations
@@ -116,9 +119,10 @@ every sibling shares weighs nothing), no figure differing."""
 
 SUBJECT_SHARE = 0.25
 """Two siblings' tasks share a subject when they share a word that at most this share of the
-siblings' tasks have (two at least): "LCO" in "Find the price of LCO" and "Look up LCO's
-cost", not the template's "price". Tasks sharing a subject are the same sub-task when their
-results also agree (`SAME_RESULT`): a paraphrased task shares few words."""
+siblings' tasks have (two at least, never all of them): "LCO" in "Find the price of LCO" and
+"Look up LCO's cost", not the template's "price". Tasks sharing a subject are the same
+sub-task when their results also agree (`SAME_RESULT`): a paraphrased task shares few
+words."""
 
 SAME_RESULT = 0.6
 """Two siblings' returns at least this alike (`_result_likeness`, 0-1) gave the same
@@ -214,7 +218,8 @@ class Merged:
     part says nothing of its own (`OWN_TOKENS`) or the output states every number it states,
     bare years aside, or when it states none every token with a digit (a paraphrase, a
     summary of a long result keep the numbers; a year is when a source said it; p99 beside
-    84.8 is a name, v2.3.0 alone is the finding)."""
+    84.8 is a name, v2.3.0 alone is the finding), one of them its alone or each of them its
+    own (`_stated_by_it`)."""
     words: int
     missing: tuple[str, ...]
     """Up to three of its distinctive words or figures the output lacks, as written."""
@@ -399,7 +404,9 @@ class Context:
             own = tokens[who] - others
             figures = {t for t in tokens[who] if is_number(t) and not is_year(t)} or \
                 {t for t in tokens[who] if is_figure(t) and not is_year(t)}
-            if len(own) < OWN_TOKENS or (figures and figures <= out):
+            if len(own) < OWN_TOKENS or (figures and figures <= out and (
+                    any(not _stated_elsewhere(t, who, tokens) for t in figures)
+                    or all(_stated_by_it(t, who, tokens) for t in figures))):
                 presence = 1.0  # nothing of its own, or every finding's figure is there
             else:
                 presence = lex.coverage(own, out)
@@ -445,7 +452,8 @@ class Context:
                 best: Twin | None = None
                 role = self.analysis.role_of(child)
                 lex, rlex = lexicons[roles[k]]
-                rare = max(2, int(SUBJECT_SHARE * sum(g == roles[k] for g in roles)))
+                group = sum(g == roles[k] for g in roles)
+                rare = min(max(2, int(SUBJECT_SHARE * group)), group - 1)
                 for j in range(max(0, k - DUPLICATE_WINDOW), k):
                     if tasks[j][1] != tasks[k][1] or self.analysis.role_of(spawns[j][0]) != role:
                         continue
@@ -789,10 +797,10 @@ def unfaithful_merge(ctx: Context) -> list[Finding]:
         merged = ctx.merged(point.event_id)
         kept = [m for m in merged if m.presence >= PRESENT]
         roles = {ctx.analysis.role_of(m.sender) for m in kept}
-        lost = [m for m in merged if m.presence < ABSENT and m.words >= DROP_WORDS
-                and ctx.analysis.role_of(m.sender) in roles]
+        absent = [m for m in merged if m.presence < ABSENT and m.words >= DROP_WORDS]
+        lost = [m for m in absent if ctx.analysis.role_of(m.sender) in roles]
         if conflict is None and kept and lost and \
-                len(lost) <= max(1.0, len(merged) * LOST_SHARE):
+                len(absent) <= max(1.0, len(merged) * LOST_SHARE):
             first, best = lost[0], max(kept, key=lambda m: m.presence)
             missing = ", ".join(first.missing) or "its content"
             found.append(Finding(
@@ -962,6 +970,26 @@ def _pairs(items: list) -> Iterable[tuple]:
 def _ids(ids: Iterable[str]) -> tuple[str, ...]:
     """Event ids once each, in the order given."""
     return tuple(dict.fromkeys(ids))
+
+
+def _stated_elsewhere(figure: str, who: str, tokens: dict[str, frozenset[str]]) -> bool:
+    """Whether another sender states a figure too."""
+    return any(figure in t for w, t in tokens.items() if w != who)
+
+
+def _stated_by_it(figure: str, who: str, tokens: dict[str, frozenset[str]]) -> bool:
+    """Whether a figure in an output can be one sender's: no other sender states it, or one
+    that does states it about the same thing (the two share a word no third sender has: a
+    copy of the same result). Spreadtrum's 2.6 W and Unisoc's 2.6 W are two results: the
+    output's 2.6 says nothing of the one it left out."""
+    mine = tokens[who]
+    others = [w for w, t in tokens.items() if w != who and figure in t]
+    for other in others:
+        rest = [t for w, t in tokens.items() if w not in (who, other)]
+        if any(not is_figure(t) and not any(t in r for r in rest)
+               for t in mine & tokens[other]):
+            return True
+    return not others
 
 
 def _result_likeness(lex: Lexicon, a: frozenset[str], b: frozenset[str]) -> float:
