@@ -230,6 +230,39 @@ def test_a_large_shard_of_other_columns_is_one_failure_on_many_workers(tmp_path,
     assert "no column 'trace_id'" in index.failures()[0].error
 
 
+def test_batches_are_written_in_the_pools_order_when_later_pieces_finish_first(written):
+    """The first piece is the slowest: the others wait in the window, never more than it
+    allows out at once, and the writer still gets the pieces in order."""
+    import pickle
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from viz_app.store.pool_index import Batch, Piece, _in_order
+
+    shards = pool.shards(written[0])
+    pieces = [Piece(shards[i % 4], (i, i + 1), first=True, last=True) for i in range(9)]
+    out, most = [0], [0]
+    lock = threading.Lock()
+
+    def summarise(piece: Piece) -> tuple[bytes, float]:
+        time.sleep(0.3 if piece is pieces[0] else 0.01)
+        with lock:
+            out[0] -= 1
+        return pickle.dumps(Batch(piece, pa.table({}), [], [], [], [])), 0.0
+
+    def submit(piece: Piece):
+        with lock:
+            out[0] += 1
+            most[0] = max(most[0], out[0])
+        return threads.submit(summarise, piece)
+
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        got = [b.piece for b in _in_order(pieces, 3, submit, lambda f: f.result(),
+                                          {"receive": 0.0, "writer_cpu": 0.0})]
+    assert got == pieces and most[0] <= 3
+
+
 def test_pieces_cover_every_row_group_once_in_order(tmp_path, written):
     from viz_app.store.pool_index import plan
 
