@@ -179,6 +179,28 @@ def breakdown(location: str) -> dict[str, float]:
     return {name: seconds * 1000 / count for name, seconds in spent.items()}
 
 
+def tree_cpu() -> dict[int, float]:
+    """CPU seconds so far of each live process descended from this one (a local Ray's daemons
+    and workers: they end after the run, so rusage cannot count them), from /proc."""
+    parents: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+            cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    found, todo = {}, list(parents.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        found[pid] = cpu.get(pid, 0.0)
+        todo += parents.get(pid, [])
+    return found
+
+
 def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = None) -> dict:
     """One index of the pool from scratch (inline, on `workers` processes, or on Ray): its
     wall seconds, CPU seconds of this process and of its ended children, the load average
@@ -188,7 +210,9 @@ def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = No
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
+    alive = tree_cpu() if os.path.exists("/proc/self/stat") else {}
     done = index.update(pool.shards(location), rubric=default_rubric(), workers=workers, ray=ray)
+    alive_after = tree_cpu() if alive or os.path.exists("/proc/self/stat") else {}
     own2 = resource.getrusage(resource.RUSAGE_SELF)
     children2 = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.failures == 0, index.failures(3)
@@ -197,7 +221,8 @@ def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = No
             "pieces": done.pieces, "costs": done.costs, "load": (load, os.getloadavg()[0]),
             "own_cpu": own2.ru_utime + own2.ru_stime - own.ru_utime - own.ru_stime,
             "children_cpu": (children2.ru_utime + children2.ru_stime - children.ru_utime
-                             - children.ru_stime)}
+                             - children.ru_stime)
+            + sum(cpu - alive.get(pid, 0.0) for pid, cpu in alive_after.items())}
 
 
 def describe(run: dict, one: float | None) -> str:
@@ -206,8 +231,8 @@ def describe(run: dict, one: float | None) -> str:
     writer = c["writer_cpu"]
     speed = f", {one / run['wall']:.2f}x one core" if one else ""
     return (f"{run['engine']:>9}: {run['wall']:6.1f} s wall{speed}; {n / run['wall']:,.0f} "
-            f"traces/s; CPU s: this process {run['own_cpu']:.1f}, children "
-            f"{run['children_cpu']:.1f}; read+summarise+pack {workers:.1f} "
+            f"traces/s; CPU s: this process {run['own_cpu']:.1f}, its children (workers; "
+            f"Ray's daemons and workers) {run['children_cpu']:.1f}; read+summarise+pack {workers:.1f} "
             f"({workers * 1000 / n:.3f} ms/trace), writer CPU {writer:.1f} "
             f"({writer * 1000 / n:.3f} ms/trace), waited {c['wait']:.1f}, "
             f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}")
