@@ -73,6 +73,30 @@ def test_other_extra_keys_take_the_general_path_and_are_kept_as_they_came(key, v
     assert isinstance(record_from_json(data, "t.json"), Trace)
 
 
+@pytest.mark.parametrize("change", [
+    lambda r: r["events"][0].update(t=0),
+    lambda r: r["events"][0].update(t=2.5e-7),
+    lambda r: r["events"][0].update(t=12345678901234567890123),
+    lambda r: r["events"][0].update(role="", to="", tool="", content_ref="", trusted=False),
+    lambda r: r["events"][0].update(agent="代理 🤖", content="ünïcødé \u2028 \"q\" \\ :"),
+    lambda r: r["events"][0].update(end_t=1e-300, tokens=0, cost_usd=0.0),
+    lambda r: r.update(edges=[]),
+    lambda r: r.update(metrics={}, rewards={"team": -1, "x": 1e308}),
+    lambda r: r["costs"].update(usd=-3.5, tool_calls=0),
+    lambda r: r.pop("system") and r.pop("topology") and r.pop("metrics"),
+], ids=["t zero", "t tiny", "t beyond 64 bits", "empty optional strings", "unicode", "zeros",
+        "no edges", "negative and huge rewards", "extra cost channels", "only required keys"])
+def test_schema_accepted_edge_cases_take_the_compiled_path_unchanged(change):
+    raw = example_dict()
+    change(raw)
+    assert VALIDATOR.is_valid(raw)
+    data = json.dumps(raw, ensure_ascii=False).encode()
+    assert decode(data) is not None
+    loaded = trace_from_json(data, "t.json").to_dict()
+    assert loaded == raw
+    assert [type(e["t"]) for e in loaded["events"]] == [type(e["t"]) for e in raw["events"]]
+
+
 def test_a_key_twice_is_never_decoded_by_the_compiled_path():
     data = orjson.dumps(plain(content="x")).replace(b'"content":"x"', b'"content":"x","content":"y"')
     assert decode(data) is None
