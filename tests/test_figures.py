@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from factories import as_trace, example_dict
+from importing import FIXTURES
+from viz_app.io.detect import read_any
 from viz_app.analysis import FIGURES, analyze, figure_rows, figure_text
 from viz_app.synth import swarm_trace, tree_trace
 
@@ -58,6 +60,16 @@ def test_a_trace_of_points_in_time_has_a_critical_path_as_long_as_its_chain():
     assert f.makespan_s == 420
     assert f.critical_path_s == pytest.approx(420)
     assert f.critical_path == ["e1", "e2", "e3", "e4", "e7", "e8"]
+
+
+@pytest.mark.parametrize("name", ["whowhen_magentic.json", "mast_mad_records.json"])
+def test_an_imported_trace_without_end_times_has_the_critical_path_of_its_run(name):
+    """Who&When and MAST give each step a time and no duration: each step waited on the one
+    before, so the chain is the whole run (it read 0.0 s before)."""
+    [trace, *_] = read_any(FIXTURES / name, on_error=pytest.fail)
+    f = analyze(trace).figures
+    assert all(e.end_t is None for e in trace.events)
+    assert f.makespan_s > 0 and f.critical_path_s == pytest.approx(f.makespan_s)
 
 
 def test_stated_work_counts_only_from_its_start():
