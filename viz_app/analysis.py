@@ -19,7 +19,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from functools import cached_property
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -700,17 +700,25 @@ class Analysis:
             return self._figures()
 
     def _figures(self) -> Figures:
+        numbers = self.numbers()
+        return Figures(trace_id=self.trace.trace_id, **numbers, aggregates=self.aggregates,
+                       stops=self.stops, warnings=self.warnings)
+
+    def numbers(self, critical_path: bool = True) -> dict[str, Any]:
+        """The trace's figures that are numbers, by their `Figures` names: the one function
+        both `figures` (the trace page, `orchviz inspect`) and `summary.summarise` (a row of
+        the library and of the pool index) take them from. `critical_path=False` leaves out
+        the critical path (`critical_path_s` and `critical_path` None), the dearest figure."""
         fanouts, types = self.fanouts, self.type_counts
-        critical_s, chain = self.critical
-        return Figures(
-            trace_id=self.trace.trace_id, events=len(self.order), agents=len(self.agents),
-            depth=self.depth, max_fanout=max(fanouts, default=0),
-            mean_fanout=sum(fanouts) / len(fanouts) if fanouts else 0.0,
-            messages=types["message"], tool_calls=types["tool_call"],
-            makespan_s=self.makespan, parallelism=self.parallelism,
-            critical_path_s=critical_s, critical_path=chain, tokens=self.tokens,
-            cost_usd=self.cost_usd, aggregates=self.aggregates, stops=self.stops,
-            warnings=self.warnings)
+        critical_s, chain = self.critical if critical_path else (None, None)
+        return {
+            "events": len(self.order), "agents": len(self.agents), "depth": self.depth,
+            "max_fanout": max(fanouts, default=0),
+            "mean_fanout": sum(fanouts) / len(fanouts) if fanouts else 0.0,
+            "messages": types["message"], "tool_calls": types["tool_call"],
+            "makespan_s": self.makespan, "parallelism": self.parallelism,
+            "critical_path_s": critical_s, "critical_path": chain, "tokens": self.tokens,
+            "cost_usd": self.cost_usd}
 
 
 def _union_length(intervals) -> float:

@@ -1,10 +1,10 @@
 """One summary of a trace: what a row of the library (a folder's or a pool's index) shows of it.
 
-`summarise(trace, rubric)` is the one pass over a trace's events that gives its figures (each
-read from its `Analysis`, where it is computed and nowhere else), its label targets under a
-rubric and its words for search. The folder index (`store.index`) and the pool index
-(`store.pool_index`) keep what it gives; the trace page's `Figures` read the same analysis. It
-reads the compiled read path's records (`io.decode`) as well as models, and builds no graph.
+`summarise(trace, rubric)` is the one pass over a trace's events that gives its figures (from
+`Analysis.numbers`, the function the trace page's `Figures` take them from too), its label
+targets under a rubric and its words for search. The folder index (`store.index`) and the pool
+index (`store.pool_index`) keep what it gives. It reads the compiled read path's records
+(`io.decode`) as well as models, and builds no graph.
 """
 
 from __future__ import annotations
@@ -61,16 +61,15 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
     `critical_path=False` leaves out the critical path, the dearest figure (the event
     dependencies it walks cost as much as the rest of the figures)."""
     analysis = analyze(trace)
-    fanouts = analysis.fanouts
+    numbers = analysis.numbers(critical_path)
     return Summary(
         trace_id=trace.trace_id, task_id=trace.task_id, system=trace.system or "",
         topology=trace.topology or "", source_format=trace.source_format,
-        sha256=trace.sha256, events=len(analysis.order), agents=len(analysis.agents),
-        depth=analysis.depth, max_fanout=max(fanouts, default=0),
-        makespan_s=analysis.makespan, parallelism=analysis.parallelism,
-        critical_path_s=analysis.critical[0] if critical_path else None,
-        tokens=analysis.tokens,
-        cost_usd=analysis.cost_usd, warnings=len(analysis.warnings),
+        sha256=trace.sha256, events=numbers["events"], agents=numbers["agents"],
+        depth=numbers["depth"], max_fanout=numbers["max_fanout"],
+        makespan_s=numbers["makespan_s"], parallelism=numbers["parallelism"],
+        critical_path_s=numbers["critical_path_s"], tokens=numbers["tokens"],
+        cost_usd=numbers["cost_usd"], warnings=len(analysis.warnings),
         rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
         targets=None if rubric is None else required_questions(rubric, analysis),
         text=search_text(trace, text_limit))
