@@ -26,11 +26,11 @@ from viz_app.model import Trace
 
 log = logging.getLogger("viz_app")
 
-MAX_TRACES = 8
-"""The most traces a cache keeps."""
+MAX_TRACES = 16
+"""The most traces a cache keeps (a reviewer going back finds the last few ready)."""
 MAX_EVENTS = 160_000
-"""The most events its traces hold together (about 50 MB each 20,000 events, analysed); the
-trace used last is kept whatever its size."""
+"""The most events its traces hold together (about 50 MB each 20,000 events, analysed: 400 MB
+at most); the trace used last is kept whatever its size."""
 MAX_QUEUED = 4
 """The most reads ahead waiting for the background thread; more are not queued."""
 
