@@ -213,13 +213,21 @@ class Analysis:
 
     def _agent_names(self) -> set[str]:
         names: set[str] = set()
+        add = names.add
         for e in self.order:
-            if e.type != "tool_result":
-                names.add(e.agent)
-            if e.type == "spawn" and e.to:
-                names.add(e.to)
-            if e.type == "message":
-                names.update(n for n in (e.from_, e.to) if n)
+            kind = e.type
+            if kind == "tool_result":
+                continue
+            add(e.agent)
+            if kind == "spawn":
+                if e.to:
+                    add(e.to)
+            elif kind == "message":
+                sender, recipient = e.from_, e.to
+                if sender:
+                    add(sender)
+                if recipient:
+                    add(recipient)
         return names
 
     def _actors(self) -> dict[str, str]:
@@ -229,13 +237,14 @@ class Analysis:
         matched: set[str] = set(by_edge.values())
         actor: dict[str, str] = {}
         for e in self.order:
-            if e.type == "tool_call":
+            kind = e.type
+            if kind == "tool_call":
                 actor[e.id] = e.agent
                 if e.id not in matched:
                     waiting[(None, e.tool)].append(e)
                     waiting[(e.agent, e.tool)].append(e)
                 continue
-            if e.type != "tool_result":
+            if kind != "tool_result":
                 actor[e.id] = e.agent
                 continue
             call = self._match_call(e, by_edge, waiting)
@@ -310,10 +319,12 @@ class Analysis:
 
     def _other_warnings(self) -> None:
         first_seen: dict[str, Event] = {}
+        actor, names = self.actor, self.agent_names
         for e in self.order:
-            who = self.actor[e.id]
-            first_seen.setdefault(who, e)
-            if e.type == "return" and e.to and e.to not in self.agent_names:
+            who = actor[e.id]
+            if who not in first_seen:
+                first_seen[who] = e
+            if e.type == "return" and e.to and e.to not in names:
                 self.structural.append(TraceWarning(
                     code="return_to_unknown_agent", event_id=e.id,
                     message=f"return {e.id} goes to {e.to!r}, an agent that never appears"))
@@ -424,8 +435,9 @@ class Analysis:
     def events_of(self) -> dict[str, list[Event]]:
         """Each agent's events in time order (tool results under their caller)."""
         grouped: dict[str, list[Event]] = defaultdict(list)
+        actor = self.actor
         for e in self.order:
-            grouped[self.actor[e.id]].append(e)
+            grouped[actor[e.id]].append(e)
         return dict(grouped)
 
     @cached_property
