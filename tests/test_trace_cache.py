@@ -141,3 +141,12 @@ def test_a_file_rewritten_with_its_size_and_time_kept_is_read_again(tmp_path):
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
     assert workspace.load("same-size").task_id == "bbbb"
+
+
+def test_a_read_ahead_begins_only_after_the_pause_it_was_given():
+    source, reads = counted("later")
+    cache = TraceCache()
+    cache.ahead(lambda: [source], after=0.5)
+    threading.Event().wait(0.2)
+    assert not reads  # the browser still draws the page just sent
+    assert cache.wait() and reads and cache.cached(source)

@@ -403,12 +403,15 @@ class Workspace:
         return self.trace_cache.get(source) if source is not None else None
 
     def read_ahead(self, trace_ids: Callable[[], Iterable[str | None]],
-                   then: Callable[[Trace], object] | None = None) -> bool:
+                   then: Callable[[Trace], object] | None = None, *,
+                   after: float = 0.0) -> bool:
         """Read the traces `trace_ids()` names (it is called on the background thread: finding
         what comes next may ask the database) while the caller goes on, so that `load` finds
-        them ready; `then(trace)` runs there on each. Never raises and never waits: a trace
-        that cannot be read is read again by `load`, which says why."""
-        return self.trace_cache.ahead(lambda: [self.trace_source(t) for t in trace_ids() if t], then)
+        them ready; `then(trace)` runs there on each; it begins `after` seconds from now. Never
+        raises and never waits: a trace that cannot be read is read again by `load`, which
+        says why."""
+        return self.trace_cache.ahead(lambda: [self.trace_source(t) for t in trace_ids() if t],
+                                      then, after=after)
 
     def source_name(self, trace: Trace) -> str:
         """Where a trace was read from, as anyone who sees it may read it: its file relative to

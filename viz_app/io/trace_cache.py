@@ -16,6 +16,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -160,9 +161,11 @@ class TraceCache:
     # -- reading ahead ----------------------------------------------------------------------
 
     def ahead(self, sources: Callable[[], Iterable[TraceSource | None]],
-              then: Callable[[Trace], object] | None = None) -> bool:
+              then: Callable[[Trace], object] | None = None, *, after: float = 0.0) -> bool:
         """Read the traces `sources()` names on the background thread (the call that finds
-        them runs there too), and call `then(trace)` on each it read (the page's figures). Returns at
+        them runs there too) once `after` seconds have passed (so that it does not take the
+        cores from the browser drawing the page just sent), and call `then(trace)` on each it
+        read (the page's figures). Returns at
         once: False when MAX_QUEUED reads wait already and this one is not queued. Nothing it
         does raises: a failure is logged and noted in `failures`."""
         with self._lock:
@@ -173,12 +176,14 @@ class TraceCache:
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix="orchviz-read-ahead")
             executor = self._executor
-        executor.submit(self._ahead, sources, then)
+        executor.submit(self._ahead, sources, then, after)
         return True
 
     def _ahead(self, sources: Callable[[], Iterable[TraceSource | None]],
-               then: Callable[[Trace], object] | None) -> None:
+               then: Callable[[Trace], object] | None, after: float) -> None:
         try:
+            if after > 0:
+                time.sleep(after)
             try:
                 found = [s for s in sources() if s is not None]
             except Exception as err:  # noqa: BLE001  (the page finds it again, and says why)
@@ -232,8 +237,6 @@ class TraceCache:
     def wait(self, timeout: float = 30.0) -> bool:
         """Wait until no read ahead is queued or running (for tests and benchmarks); False when
         some still is after `timeout` seconds."""
-        import time
-
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:

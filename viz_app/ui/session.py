@@ -89,10 +89,13 @@ def read_ahead(reason: tuple, trace_ids: Callable[[], Iterable[str | None]]) -> 
     if st.session_state.get(_READ_AHEAD) == reason:
         return
     st.session_state[_READ_AHEAD] = reason
-    workspace().read_ahead(trace_ids, then=_first_figures)
+    workspace().read_ahead(trace_ids, then=_first_figures, after=READ_AHEAD_AFTER)
 
 
 _READ_AHEAD = "_read_ahead"
+READ_AHEAD_AFTER = 1.0
+"""Seconds a page's read ahead waits: the browser is drawing the page just sent, on the same
+cores, and a reviewer spends longer than this on a trace."""
 
 
 def _first_figures(trace: Trace) -> None:
