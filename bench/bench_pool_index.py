@@ -23,7 +23,10 @@ DuckDB rows, the FTS5 words), and the fixed part (publishing the file, forgettin
 From them, the time for N cores is projected: on one machine the writer shares the cores,
 T(N) = n * max((s + w) / N, w) + fixed; on a Ray cluster of C CPUs with the writer on a
 machine of its own, T(C) = n * max(s / C, w) + fixed, where s is the workers' CPU and w the
-writer's serial part per trace. Target: 2 workers at least 1.8x one core.
+writer's serial part per trace. Each run also says how much of the cores other processes
+took meanwhile (the machine's busy CPU from /proc/stat, less this run's), and the benchmark how
+fast each engine could run on cores of its own from its CPU seconds against one core's.
+Target: 2 workers at least 1.8x one core.
 
 `--write-pool DIR` writes the pool into DIR (kept) and stops: for an end-to-end run of
 `orchviz pool index DIR` (the million-trace figure in docs/pools.md).
@@ -201,6 +204,17 @@ def tree_cpu() -> dict[int, float]:
     return found
 
 
+def machine_cpu() -> float:
+    """CPU seconds the whole machine has been busy (every process, /proc/stat), to tell how
+    much of the cores other people's work took during a run."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    busy = sum(int(x) for i, x in enumerate(fields[:8]) if i not in (3, 4))  # not idle, iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = None) -> dict:
     """One index of the pool from scratch (inline, on `workers` processes, or on Ray): its
     wall seconds, CPU seconds of this process and of its ended children, the load average
@@ -211,7 +225,9 @@ def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = No
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     alive = tree_cpu() if os.path.exists("/proc/self/stat") else {}
+    busy = machine_cpu()
     done = index.update(pool.shards(location), rubric=default_rubric(), workers=workers, ray=ray)
+    busy = machine_cpu() - busy
     alive_after = tree_cpu() if alive or os.path.exists("/proc/self/stat") else {}
     own2 = resource.getrusage(resource.RUSAGE_SELF)
     children2 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -222,7 +238,8 @@ def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = No
             "own_cpu": own2.ru_utime + own2.ru_stime - own.ru_utime - own.ru_stime,
             "children_cpu": (children2.ru_utime + children2.ru_stime - children.ru_utime
                              - children.ru_stime)
-            + sum(cpu - alive.get(pid, 0.0) for pid, cpu in alive_after.items())}
+            + sum(cpu - alive.get(pid, 0.0) for pid, cpu in alive_after.items()),
+            "machine_cpu": busy}
 
 
 def describe(run: dict, one: float | None) -> str:
@@ -230,12 +247,14 @@ def describe(run: dict, one: float | None) -> str:
     workers = c["summarise_cpu"] + c["pack_cpu"]
     writer = c["writer_cpu"]
     speed = f", {one / run['wall']:.2f}x one core" if one else ""
+    others = max(0.0, run["machine_cpu"] - run["own_cpu"] - run["children_cpu"])
     return (f"{run['engine']:>9}: {run['wall']:6.1f} s wall{speed}; {n / run['wall']:,.0f} "
             f"traces/s; CPU s: this process {run['own_cpu']:.1f}, its children (workers; "
             f"Ray's daemons and workers) {run['children_cpu']:.1f}; read+summarise+pack {workers:.1f} "
             f"({workers * 1000 / n:.3f} ms/trace), writer CPU {writer:.1f} "
             f"({writer * 1000 / n:.3f} ms/trace), waited {c['wait']:.1f}, "
-            f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}")
+            f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}, "
+            f"others' work took {others / run['wall']:.2f} of the {os.cpu_count()} cores")
 
 
 def costs_table(run: dict) -> str:
@@ -393,6 +412,15 @@ def main() -> None:
               + "; ".join(f"{best[name]['engine']} ({workers}) {best[name]['wall']:.1f} s: "
                           f"{one['wall'] / best[name]['wall']:.2f}x"
                           for name, workers, _ in engines[1:]))
+        cores = os.cpu_count() or 1
+        for name, workers, _ in engines[1:]:
+            run = best[name]
+            mine = run["own_cpu"] + run["children_cpu"]
+            spare = cores - max(0.0, run["machine_cpu"] - mine) / run["wall"]
+            print(f"{run['engine']}: CPU {mine:.1f} s in all against {one['own_cpu']:.1f} on "
+                  f"one core ({mine / one['own_cpu']:.2f}x); with {workers} cores of its own it "
+                  f"could run {min(workers, cores) * one['own_cpu'] / mine:.2f}x one core; here "
+                  f"others left it {spare:.2f} cores and it used {mine / run['wall']:.2f}")
         for name in best:
             print(costs_table(best[name]))
         print(projection(best["many"]))
