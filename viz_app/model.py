@@ -116,7 +116,25 @@ _NONE: dict[str, Any] = {}
 """No extra keys (never written to)."""
 
 
-class Event(BaseModel):
+class EventReading:
+    """What an event reads from its own keys, alike for a model (`Event`) and a decoded record
+    (`io.decode.EventRecord`): each gives `t`, `end_t`, `content` and `content_ref`."""
+
+    __slots__ = ()
+
+    @property
+    def finish(self) -> float:
+        """When the event's work ended: `end_t` where given, else `t`."""
+        end = self.end_t
+        return end if end is not None else float(self.t)
+
+    @property
+    def text(self) -> str:
+        """What a reader sees of the event's content: inline text, else the pointer, else ''."""
+        return self.content or self.content_ref or ""
+
+
+class Event(EventReading, BaseModel):
     """One event of an orchestration: a decision, a spawn, a message, a tool call, a return...
 
     Optional fields read None when absent; an explicit null is refused, as the schema does.
@@ -182,17 +200,6 @@ class Event(BaseModel):
             return None
         value = (self.__pydantic_extra__ or _NONE).get("decision")
         return value if value in DECISIONS else None
-
-    @property
-    def finish(self) -> float:
-        """When the event's work ended: `end_t` where given, else `t`."""
-        end = self.end_t
-        return end if end is not None else float(self.t)
-
-    @property
-    def text(self) -> str:
-        """What a reader sees of the event's content: inline text, else the pointer, else ''."""
-        return self.content or self.content_ref or ""
 
 
 class Edge(BaseModel):

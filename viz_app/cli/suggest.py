@@ -48,9 +48,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "answers, columns: the producer's), and the same between the reviewers for "
         "comparison. Labels made with suggestions in view are left out (docs/suggestions.md, "
         "Agreement).")
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    _store_options(p)
     p.add_argument("--question", metavar="Q", help="one question's id (default: every "
                    "question with a measurable answer)")
     p.add_argument("--resamples", type=int, default=1000,
@@ -81,9 +79,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    "(default: every label in the store)")
     add_traces_option(p, help="a folder (or file) of the labelled traces (default: the "
                       "traces the store's index knows)")
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    _store_options(p)
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds, each a set of "
                    "whole traces (default: 5; fewer when there are fewer traces)")
     p.add_argument("--resamples", type=int, default=1000,
@@ -98,17 +94,22 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "(what its suggestions carry), question, campaign, when it was trained, how many "
         "targets it learnt from and its held-out alpha; the newest of each question is the "
         "one `--producer learned` uses.")
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
+    _store_options(p, rubric=False)
     p.add_argument("--question", metavar="Q", help="one question's models only")
     p.set_defaults(run=models_verb)
 
 
-def _run_options(p: argparse.ArgumentParser) -> None:
-    add_traces_option(p, help="a folder (or file) of traces to suggest labels for")
+def _store_options(p: argparse.ArgumentParser, *, rubric: bool = True) -> None:
+    """`--db`, and `--rubric` unless told otherwise: every verb of `suggest` reads the store."""
     p.add_argument("--db", default="orchviz.db",
                    help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    if rubric:
+        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    add_traces_option(p, help="a folder (or file) of traces to suggest labels for")
+    _store_options(p)
     p.add_argument("--producer", choices=("rules", "judge", "learned"), default="rules",
                    help="rules (deterministic detectors, the default), judge (a language "
                    "model; needs --judge-url and --judge-model) or learned (the newest model "

@@ -32,8 +32,8 @@ import orjson
 import numpy as np
 from msgspec import Meta, Struct, field
 
-from viz_app.model import (DECISIONS, Costs, Edge, EdgeType, Event, EventType, Topology, Trace,
-                           TraceWarning)
+from viz_app.model import (DECISIONS, Costs, Edge, EdgeType, Event, EventReading, EventType,
+                           Topology, Trace, TraceWarning)
 
 NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
 Number = int | float
@@ -46,7 +46,7 @@ _EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "l
 """The extension keys an `EventRecord` holds (`model.EXTENSION_KEYS`), in the order written."""
 
 
-class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
+class EventRecord(Struct, EventReading, omit_defaults=True, forbid_unknown_fields=True):
     """One event as decoded: the schema's keys, then the extension keys orchviz reads, each of
     the type orchviz documents (another type sends the trace to the general path, which keeps
     it as it came). An absent key reads None (an explicit null is refused, as the schema does).
@@ -106,15 +106,6 @@ class EventRecord(Struct, omit_defaults=True, forbid_unknown_fields=True):
             return None
         value = self.decision_
         return value if value in DECISIONS else None
-
-    @property
-    def finish(self) -> float:
-        end = self.end_t
-        return end if end is not None else float(self.t)
-
-    @property
-    def text(self) -> str:
-        return self.content or self.content_ref or ""
 
 
 _extension_values = attrgetter(
