@@ -169,6 +169,37 @@ def test_workers_number_the_rows_as_reading_inline_does(tmp_path, written):
         (f"rollout-{i:03d}", f"part-{i // 6:05d}.parquet", i % 6) for i in range(24)]
 
 
+def ranked_hits(index: PoolIndex, search: str) -> list[tuple[int, float]]:
+    """The docs a search matches with their bm25 ranks, best first."""
+    hits = index._hits(search, ranked=True)
+    return sorted(zip(hits.column("doc").to_pylist(), hits.column("rank").to_pylist()),
+                  key=lambda hit: (hit[1], hit[0]))
+
+
+def test_words_written_in_large_segments_search_as_in_many_small_ones(tmp_path, written,
+                                                                      monkeypatch):
+    """The word index takes an update's words in large transactions and segments (WORDS_COMMIT,
+    WORDS_HASH): what a search finds and how it ranks them is the same as with a commit and a
+    segment for every couple of traces."""
+    from viz_app.store import pool_index
+
+    location, _ = written
+    large, _ = indexed(tmp_path / "a", location)
+    with large._text() as db:
+        assert db.execute("SELECT v FROM words_config WHERE k = 'hashsize'").fetchone() == (
+            pool_index.WORDS_HASH,)
+    monkeypatch.setattr(pool_index, "WORDS_COMMIT", 2)
+    monkeypatch.setattr(pool_index, "WORDS_HASH", 512)
+    small, _ = indexed(tmp_path / "b", location)
+    with small._text() as db, large._text() as other:
+        segments = "SELECT count(*) FROM words_data"
+        assert db.execute(segments).fetchone()[0] > other.execute(segments).fetchone()[0]
+    for search in ("rollout", "rollout-007", "orchestrator", "task-3", "worker tool", "zzz"):
+        assert ranked_hits(small, search) == ranked_hits(large, search)
+        assert small.page(search=search) == large.page(search=search)
+        assert small.count(search=search) == large.count(search=search)
+
+
 def test_a_shard_of_many_row_groups_is_shared_out_in_pieces(tmp_path):
     """One large shard, two workers: both get pieces of it, and the index holds each row
     once, its words, and the shard's row with all its traces."""

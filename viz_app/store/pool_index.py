@@ -573,9 +573,15 @@ def _disk_full(folder: Path) -> bool:
         return False
 
 
-WORDS_COMMIT = 4_096
+WORDS_COMMIT = 16_384
 """Traces whose words the word index takes in one transaction: FTS5 writes a segment at each
 commit and merges segments as they add up, so fewer, larger ones cost less."""
+WORDS_HASH = 64 * 1024 * 1024
+"""Bytes of new words FTS5 gathers in memory before it writes them out as a segment (its
+`hashsize`, 1 MB by default): with 64 MB a commit of WORDS_COMMIT traces is one or two segments,
+not dozens, and FTS5 merges far less (on 40,000 traces of the benchmark 0.149 -> 0.113 ms of
+CPU a trace for the words, for about 85 MB more memory in the writer). Searches read the same
+words and counts either way."""
 
 
 class _WordWriter:
@@ -588,6 +594,7 @@ class _WordWriter:
         self.db = db
         self.pending = 0
         PoolIndex._set_dirty(db)
+        db.execute("INSERT INTO words(words, rank) VALUES ('hashsize', ?)", [WORDS_HASH])
         db.commit()
         db.execute("PRAGMA synchronous=NORMAL")
 
