@@ -232,6 +232,31 @@ def test_a_rewritten_shard_read_in_pieces_replaces_its_rows_once(tmp_path):
     assert index.locate("rollout-034") is not None and index._words_exact()
 
 
+def test_the_words_copy_kept_by_an_older_index_still_lets_a_rewritten_shard_forget_them(
+        tmp_path):
+    """An index written before the words' copies were LZ4 kept them zlib-compressed: a shard
+    rewritten since forgets its old traces' words from them just the same."""
+    import sqlite3
+    import zlib
+
+    from viz_app.store.pool_index import unpack_words
+
+    location = str(tmp_path / "pool")
+    pool.write_pool(pool_traces(40), location, shard_rows=20, row_group_rows=2)
+    index, _ = indexed(tmp_path, location)
+    with sqlite3.connect(index.text_path) as db:
+        kept = db.execute("SELECT doc, body FROM texts").fetchall()
+        assert kept and all(body[:1] == b"L" for _, body in kept)
+        db.executemany("UPDATE texts SET body = ? WHERE doc = ?",
+                       [(zlib.compress(unpack_words(body).encode()), doc) for doc, body in kept])
+    shard = pool.shards(location)[1]
+    pq.write_table(pq.read_table(shard.url).slice(0, 15), shard.url, row_group_size=2)
+    again = index.update(pool.shards(location), rubric=default_rubric(), workers=1)
+    assert (again.read, again.traces) == (1, 35) and index._words_exact()
+    assert index.count(search="rollout") == 35 and index.count(search="036") == 0
+    assert index.count(search="034") == 1
+
+
 def test_a_bad_row_in_a_later_piece_is_named_by_its_row_in_the_shard(tmp_path):
     location = tmp_path / "pool"
     pool.write_pool(pool_traces(24), str(location), shard_rows=24, row_group_rows=2)
