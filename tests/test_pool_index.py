@@ -200,6 +200,25 @@ def test_words_written_in_large_segments_search_as_in_many_small_ones(tmp_path, 
         assert small.count(search=search) == large.count(search=search)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_traces_as_pieces_are_written(tmp_path, workers):
+    """Progress is in traces: the Parquet footers give the total at once, and a JSON Lines
+    shard (whose rows are not known before it is read) adds its own once read."""
+    location = tmp_path / "pool"
+    pool.write_pool(pool_traces(40), str(location), shard_rows=40, row_group_rows=2)
+    lines = tmp_path / "lines"
+    pool.write_pool(pool_traces(50)[40:], str(lines), format="jsonl")
+    shards = pool.shards(str(location)) + pool.shards(str(lines))
+    assert [s.format for s in shards] == ["parquet", "jsonl"]
+    heard: list[tuple[int, int]] = []
+    index = PoolIndex(tmp_path / "index" / "pool.duckdb", str(location))
+    done = index.update(shards, workers=workers,
+                        progress=lambda done, total, shard: heard.append((done, total)))
+    assert done.traces == 50 and heard[0] == (0, 40) and heard[-1] == (50, 50)
+    assert len(heard) == done.pieces + 1 and (done.pieces > 2) == (workers == 2)
+    assert all(a[0] < b[0] and a[0] <= a[1] for a, b in zip(heard, heard[1:]))
+
+
 def test_a_shard_of_many_row_groups_is_shared_out_in_pieces(tmp_path):
     """One large shard, two workers: both get pieces of it, and the index holds each row
     once, its words, and the shard's row with all its traces."""

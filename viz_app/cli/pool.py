@@ -191,23 +191,28 @@ def _pool_workspace(args: argparse.Namespace):
                               rubric=Path(args.rubric) if args.rubric else None))
 
 
-def _shard_bar():
-    # tqdm's monitor thread would make the command threaded, and a threaded process starts the
-    # index's workers by spawn (slow to start, slow to notice their parent was killed) rather
-    # than fork (`viz_app.store.pool_index._process_summaries`)
-    tqdm.monitor_interval = 0
-    bar: list[tqdm] = []
+class _TraceBar:
+    """The progress bar of an update of a pool's index, in traces (`pool_index.Progress`);
+    closed when the update is done (`close`), as the total may grow while shards are read."""
 
-    def update(done: int, total: int, shard: str) -> None:
-        if not bar:
-            bar.append(tqdm(total=total, desc="indexing pool", unit="shard", disable=None,
-                            file=sys.stderr))
-        bar[0].n = done
-        bar[0].refresh()
-        if done >= total:
-            bar[0].close()
+    def __init__(self) -> None:
+        # tqdm's monitor thread would make the command threaded, and a threaded process starts
+        # the index's workers by spawn (slow to start, slow to notice their parent was killed)
+        # rather than fork (`viz_app.store.pool_index._process_summaries`)
+        tqdm.monitor_interval = 0
+        self.bar: tqdm | None = None
 
-    return update
+    def __call__(self, done: int, total: int, shard: str) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=total or None, desc="indexing pool", unit="trace",
+                            disable=None, file=sys.stderr)
+        self.bar.total = total or None  # a JSON Lines shard's traces count once it is read
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def register_index(verbs: argparse._SubParsersAction) -> None:
@@ -239,14 +244,17 @@ def index(args: argparse.Namespace) -> int:
     from viz_app.store.pool_index import IndexBusy
 
     workspace = _pool_workspace(args)
-    options = dict(workers=args.workers, ray=args.ray, progress=_shard_bar(),
-                   rebuild=args.rebuild)
+    bar = _TraceBar()
+    options = dict(workers=args.workers, ray=args.ray, progress=bar, rebuild=args.rebuild)
     try:
-        done = workspace.update_pool_index(wait=False, **options)
-    except IndexBusy:
-        print("another update of this pool's index is under way (the app's Re-index or "
-              "another `orchviz pool index`); waiting for it to finish...", file=sys.stderr)
-        done = workspace.update_pool_index(wait=True, **options)
+        try:
+            done = workspace.update_pool_index(wait=False, **options)
+        except IndexBusy:
+            print("another update of this pool's index is under way (the app's Re-index or "
+                  "another `orchviz pool index`); waiting for it to finish...", file=sys.stderr)
+            done = workspace.update_pool_index(wait=True, **options)
+    finally:
+        bar.close()
     pool_index = workspace.pool_index()
     for failure in pool_index.failures(limit=20):
         print(terminal_text(failure.error), file=sys.stderr)
@@ -308,11 +316,14 @@ def ls(args: argparse.Namespace) -> int:
 
     filters = [parse_condition(expr) for expr in args.filter]
     workspace = _pool_workspace(args)
+    bar = _TraceBar()
     try:
-        workspace.update_pool_index(workers=args.workers, progress=_shard_bar(), wait=False)
+        workspace.update_pool_index(workers=args.workers, progress=bar, wait=False)
     except IndexBusy:
         print("another update of this pool's index is under way; listing the index as it "
               "was", file=sys.stderr)
+    finally:
+        bar.close()
     pool_index = workspace.pool_index()
     total = pool_index.count(filters, args.search)
     rows = pool_index.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)

@@ -389,12 +389,10 @@ class Piece:
 
 def plan(todo: Sequence[Shard], parallel: int) -> list[Piece]:
     """The pieces the shards are read in, in the shards' order, then the rows': whole shards
-    when reading in this process (`parallel` 1) or for a JSON Lines shard (gzip cannot seek, so
+    (their rows counted) when reading in this process (`parallel` 1) or for a JSON Lines shard (gzip cannot seek, so
     a piece would read the stream from its start), else runs of row groups of about PIECE_ROWS
     rows, fewer when there are fewer than PIECES_PER_WORKER pieces a worker. The footers are
     read on a few threads (on object storage each is a request)."""
-    if parallel <= 1:
-        return [Piece(s) for s in todo]
     parquet = [s for s in todo if s.format == "parquet"]
     if parquet:
         from concurrent.futures import ThreadPoolExecutor
@@ -403,6 +401,8 @@ def plan(todo: Sequence[Shard], parallel: int) -> list[Piece]:
             sizes = dict(zip([s.url for s in parquet], threads.map(row_groups, parquet)))
     else:
         sizes = {}
+    if parallel <= 1:  # whole shards, with their rows counted (for the progress bar)
+        return [Piece(s, rows=sum(sizes.get(s.url) or [0])) for s in todo]
     total = sum(sum(sizes.get(s.url) or [0]) for s in todo)
     target = max(1, min(PIECE_ROWS, -(-total // (PIECES_PER_WORKER * parallel))))
     pieces: list[Piece] = []
@@ -544,7 +544,10 @@ _BATCH_TYPES = _TRACE_TYPES.remove(0)
 """A piece's rows as its Batch holds them: every column but `doc`."""
 
 Progress = Callable[[int, int, str], None]
-"""Called as `progress(done, total, shard)` while shards are indexed."""
+"""Called as `progress(done, total, shard)` while shards are indexed, `done` and `total` in
+traces (rows): the Parquet footers give the total before anything is read; a shard whose rows
+are not known beforehand (JSON Lines, a footer that cannot be read) adds its own to both once
+it is read."""
 
 
 class IndexBusy(StoreError):
@@ -1033,8 +1036,9 @@ class PoolIndex:
                     batches = _process_summaries(pieces, rubric, parallel, costs)
                 else:
                     batches = (summarise_piece(p, rubric) for p in pieces)
+                total = sum(p.rows for p in pieces)
                 if progress is not None:
-                    progress(0, len(todo), "")
+                    progress(0, total, "")
                 done, counts = 0, [0, 0]
                 with self._words() as words:
                     for batch in _waited(batches, costs):
@@ -1048,10 +1052,10 @@ class PoolIndex:
                         forget += self._write(con, batch, stamps[piece.shard.url], rubric_sha,
                                               next_doc, words, counts, costs)
                         next_doc += batch.table.num_rows
-                        if piece.last:
-                            done += 1
+                        read = piece.rows or batch.table.num_rows + len(batch.failures)
+                        done, total = done + read, total + (0 if piece.rows else read)
                         if progress is not None:
-                            progress(done, len(todo), piece.shard.url)
+                            progress(done, total, piece.shard.url)
                     started, cpu = time.perf_counter(), time.process_time()
                     words.finish()
                     costs["write_words"] += time.perf_counter() - started

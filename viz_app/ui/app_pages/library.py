@@ -81,7 +81,7 @@ def pool_library(location: str) -> None:
             time.time() - index.updated_at > POOL_CHECK_SECONDS:
         def pool_progress(done: int, total: int, shard: str) -> None:
             if total:
-                bar.progress(done / total, text=f"Indexing the pool: {done} of {total} shards…")
+                bar.progress(done / total, text=f"Indexing the pool: {done:,} of {total:,} traces…")
 
         try:  # never wait here: another update's rows show on their own once it ends
             workspace.update_pool_index(location, progress=pool_progress, wait=False)
