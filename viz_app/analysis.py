@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 _T, _ID = attrgetter("t"), attrgetter("id")
+_END_T, _TOKENS, _COST = attrgetter("end_t"), attrgetter("tokens"), attrgetter("cost_usd")
 
 COMMUNICATION_KINDS = ("spawn", "delegate", "message", "return")
 """The kinds of agent-to-agent link the communication graph counts."""
@@ -196,12 +197,13 @@ class Analysis:
         self.agent_names = self._agent_names()
         self.call_of_result: dict[str, str] = {}
         """For each tool_result, the id of the tool_call it answers."""
-        self.actor: dict[str, str] = self._actors()
+        self.actor: dict[str, str] = {}
         """For each event id, the agent it belongs to (a tool's result belongs to its caller)."""
         self.parent: dict[str, str] = {}
         self.spawn_event: dict[str, Event] = {}
-        self._spawn_links()
-        self._other_warnings()
+        self.events_of: dict[str, list[Event]] = {}
+        """Each agent's events in time order (tool results under their caller)."""
+        self._structure()
 
     @property
     def warnings(self) -> list[TraceWarning]:
@@ -230,35 +232,65 @@ class Analysis:
                     add(recipient)
         return names
 
-    def _actors(self) -> dict[str, str]:
+    def _structure(self) -> None:
+        """One pass over the events in time order: each event's actor (a tool's result is
+        matched to its call, `_match_call`), the agents' events (`events_of`), the spawn tree
+        (`_spawn_link`), and the warnings of odd structure, in the order of their kinds:
+        unmatched results, spawns twice or in a cycle, returns to no agent, events before
+        their agent's spawn."""
         by_edge = self._calls_linked_by_edges()
         self._answered: set[str] = set()
         waiting: dict[tuple[str | None, str | None], deque[Event]] = defaultdict(deque)
         matched: set[str] = set(by_edge.values())
-        actor: dict[str, str] = {}
+        actor, names = self.actor, self.agent_names
+        grouped: dict[str, list[Event]] = {}
+        unmatched: list[TraceWarning] = []
+        spawns: list[TraceWarning] = []
+        returns: list[TraceWarning] = []
+        tree: dict[str, str] = {}  # union-find: agents of one spawn tree share a representative
         for e in self.order:
             kind = e.type
-            if kind == "tool_call":
-                actor[e.id] = e.agent
-                if e.id not in matched:
-                    waiting[(None, e.tool)].append(e)
-                    waiting[(e.agent, e.tool)].append(e)
-                continue
-            if kind != "tool_result":
-                actor[e.id] = e.agent
-                continue
-            call = self._match_call(e, by_edge, waiting)
-            if call is None:
-                actor[e.id] = e.agent
-                self.structural.append(TraceWarning(
-                    code="unmatched_tool_result", event_id=e.id,
-                    message=f"tool_result {e.id} matches no earlier tool_call"
-                            + (f" of {e.tool!r}" if e.tool else "")))
+            if kind == "tool_result":
+                call = self._match_call(e, by_edge, waiting)
+                if call is None:
+                    who = e.agent
+                    unmatched.append(TraceWarning(
+                        code="unmatched_tool_result", event_id=e.id,
+                        message=f"tool_result {e.id} matches no earlier tool_call"
+                                + (f" of {e.tool!r}" if e.tool else "")))
+                else:
+                    self.call_of_result[e.id] = call.id
+                    self._answered.add(call.id)
+                    who = call.agent
             else:
-                self.call_of_result[e.id] = call.id
-                self._answered.add(call.id)
-                actor[e.id] = call.agent
-        return actor
+                who = e.agent
+                if kind == "tool_call":
+                    if e.id not in matched:
+                        waiting[(None, e.tool)].append(e)
+                        waiting[(who, e.tool)].append(e)
+                elif kind == "spawn":
+                    if e.to:
+                        self._spawn_link(e, who, tree, spawns)
+                elif kind == "return" and e.to and e.to not in names:
+                    returns.append(TraceWarning(
+                        code="return_to_unknown_agent", event_id=e.id,
+                        message=f"return {e.id} goes to {e.to!r}, an agent that never appears"))
+            actor[e.id] = who
+            events = grouped.get(who)
+            if events is None:
+                grouped[who] = [e]
+            else:
+                events.append(e)
+        self.events_of = grouped
+        early: list[TraceWarning] = []
+        for child, spawn in self.spawn_event.items():
+            first = grouped[child][0] if child in grouped else None
+            if first is not None and first.t < spawn.t:
+                early.append(TraceWarning(
+                    code="event_before_spawn", event_id=first.id,
+                    message=f"{child!r} has event {first.id} at t={first.t:g}, before its spawn "
+                            f"at t={spawn.t:g}"))
+        self.structural += unmatched + spawns + returns + early
 
     def _calls_linked_by_edges(self) -> dict[str, str]:
         events = self._events
@@ -283,8 +315,10 @@ class Analysis:
                     return call
         return None
 
-    def _spawn_links(self) -> None:
-        tree: dict[str, str] = {}  # union-find: agents of one spawn tree share a representative
+    def _spawn_link(self, e: Event, parent: str, tree: dict[str, str],
+                    warnings: list[TraceWarning]) -> None:
+        """Link the child a spawn names to its parent, unless it was spawned before or the link
+        would close a cycle (`tree`: a union-find of the agents of each spawn tree so far)."""
 
         def find(agent: str) -> str:
             top = agent
@@ -294,47 +328,25 @@ class Analysis:
                 tree[agent], agent = top, tree[agent]
             return top
 
-        for e in self.order:
-            if e.type != "spawn" or not e.to:
-                continue
-            child, parent = e.to, self.actor[e.id]
-            if child in self.parent or child in self.spawn_event:
-                self.structural.append(TraceWarning(
-                    code="spawned_twice", event_id=e.id,
-                    message=f"{child!r} is spawned again by {parent!r} (first spawned by "
-                            f"{self.parent.get(child, '?')!r} at event {self.spawn_event[child].id})"))
-                continue
-            # the child has no parent yet, so it is the root of its own tree: it is an ancestor
-            # of the parent exactly when both are in one tree
-            if child == parent or find(child) == find(parent):
-                self.structural.append(TraceWarning(
-                    code="spawn_cycle", event_id=e.id,
-                    message=f"spawning {child!r} from {parent!r} would close a cycle in the spawn "
-                            "tree; the link is ignored"))
-                self.spawn_event[child] = e
-                continue
-            self.parent[child] = parent
+        child = e.to
+        if child in self.parent or child in self.spawn_event:
+            warnings.append(TraceWarning(
+                code="spawned_twice", event_id=e.id,
+                message=f"{child!r} is spawned again by {parent!r} (first spawned by "
+                        f"{self.parent.get(child, '?')!r} at event {self.spawn_event[child].id})"))
+            return
+        # the child has no parent yet, so it is the root of its own tree: it is an ancestor
+        # of the parent exactly when both are in one tree
+        if child == parent or find(child) == find(parent):
+            warnings.append(TraceWarning(
+                code="spawn_cycle", event_id=e.id,
+                message=f"spawning {child!r} from {parent!r} would close a cycle in the spawn "
+                        "tree; the link is ignored"))
             self.spawn_event[child] = e
-            tree[find(child)] = find(parent)
-
-    def _other_warnings(self) -> None:
-        first_seen: dict[str, Event] = {}
-        actor, names = self.actor, self.agent_names
-        for e in self.order:
-            who = actor[e.id]
-            if who not in first_seen:
-                first_seen[who] = e
-            if e.type == "return" and e.to and e.to not in names:
-                self.structural.append(TraceWarning(
-                    code="return_to_unknown_agent", event_id=e.id,
-                    message=f"return {e.id} goes to {e.to!r}, an agent that never appears"))
-        for child, spawn in self.spawn_event.items():
-            first = first_seen.get(child)
-            if first is not None and first.t < spawn.t:
-                self.structural.append(TraceWarning(
-                    code="event_before_spawn", event_id=first.id,
-                    message=f"{child!r} has event {first.id} at t={first.t:g}, before its spawn "
-                            f"at t={spawn.t:g}"))
+            return
+        self.parent[child] = parent
+        self.spawn_event[child] = e
+        tree[find(child)] = find(parent)
 
     # -- agents and the spawn tree ------------------------------------------------------------
 
@@ -432,32 +444,35 @@ class Analysis:
     # -- events per agent, durations -----------------------------------------------------------
 
     @cached_property
-    def events_of(self) -> dict[str, list[Event]]:
-        """Each agent's events in time order (tool results under their caller)."""
-        grouped: dict[str, list[Event]] = defaultdict(list)
-        actor = self.actor
-        for e in self.order:
-            grouped[actor[e.id]].append(e)
-        return dict(grouped)
-
-    @cached_property
     def duration(self) -> dict[str, float]:
         """Work time of each event: `end_t - t`, or for a tool call the wait for its result."""
+        return self._work[0]
+
+    @cached_property
+    def _ends(self) -> dict[str, float]:
+        """When each event's work ended: its `t` plus its `duration`."""
+        return self._work[1]
+
+    @cached_property
+    def _work(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Each event's `duration` and `_ends`, in one pass in time order."""
         result_of = {call: result for result, call in self.call_of_result.items()}
         events = self.trace.events_by_id
         spans: dict[str, float] = {}
-        for e in self.order:
-            end = e.end_t  # e.finish - e.t, read once
-            span = end - e.t if end is not None else 0.0
-            if span == 0 and e.type == "tool_call" and e.id in result_of:
-                span = max(0.0, events[result_of[e.id]].t - e.t)
-            spans[e.id] = span
-        return spans
+        ends: dict[str, float] = {}
+        for e, end in zip(self.order, map(_END_T, self.order)):
+            t, key = e.t, e.id
+            span = end - t if end is not None else 0.0
+            if span == 0 and key in result_of and e.type == "tool_call":
+                span = max(0.0, events[result_of[key]].t - t)
+            spans[key] = span
+            ends[key] = t + span
+        return spans, ends
 
     @cached_property
     def _event_numbers(self) -> tuple[list[float | None], list[float | None]]:
         """Each event's tokens and cost (None where it gives none), in time order: read once."""
-        return [e.tokens for e in self.order], [e.cost_usd for e in self.order]
+        return list(map(_TOKENS, self.order)), list(map(_COST, self.order))
 
     @cached_property
     def _lifespans(self) -> dict[str, tuple[float, float]]:
@@ -470,12 +485,6 @@ class Analysis:
             spans[agent] = (start, max(map(end, map(_ID, events_of.get(agent, ()))),
                                        default=start))
         return spans
-
-    @cached_property
-    def _ends(self) -> dict[str, float]:
-        """When each event's work ended: its `t` plus its `duration`."""
-        duration = self.duration
-        return {e.id: e.t + duration[e.id] for e in self.order}
 
     @cached_property
     def agent_stats(self) -> dict[str, AgentStats]:
@@ -658,13 +667,20 @@ class Analysis:
     @cached_property
     def stops(self) -> list[StopPoint]:
         """Every explicit stop decision; else the root orchestrator's last event, inferred."""
-        explicit = [StopPoint(event_id=e.id, agent=self.actor[e.id], t=e.t, inferred=False)
-                    for e in self.order
-                    if e.type == "orchestrator_decision" and e.decision == "stop"]
+        events, inferred = self.stop_events
+        return [StopPoint(event_id=e.id, agent=self.actor[e.id], t=e.t, inferred=inferred)
+                for e in events]
+
+    @cached_property
+    def stop_events(self) -> tuple[list[Event], bool]:
+        """The events of `stops`, and whether they are inferred: every explicit stop decision,
+        else the root orchestrator's last event."""
+        explicit = [e for e in self.of_type.get("orchestrator_decision", ())
+                    if e.decision == "stop"]
         if explicit:
-            return explicit
+            return explicit, False
         last = self.events_of[self.root][-1] if self.root in self.events_of else self.order[-1]
-        return [StopPoint(event_id=last.id, agent=self.actor[last.id], t=last.t, inferred=True)]
+        return [last], True
 
     # -- the figures --------------------------------------------------------------------------
 
@@ -703,7 +719,19 @@ class Analysis:
     @cached_property
     def type_counts(self) -> Counter[str]:
         """How many events of each type the trace has."""
-        return Counter(e.type for e in self.order)
+        return Counter({kind: len(events) for kind, events in self.of_type.items()})
+
+    @cached_property
+    def of_type(self) -> dict[str, list[Event]]:
+        """The events of each type, in time order (a type no event has is no key)."""
+        found: dict[str, list[Event]] = {}
+        for e in self.order:
+            events = found.get(e.type)
+            if events is None:
+                found[e.type] = [e]
+            else:
+                events.append(e)
+        return found
 
     @cached_property
     def figures(self) -> Figures:

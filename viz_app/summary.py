@@ -9,6 +9,7 @@ index (`store.pool_index`) keep what it gives. It reads the compiled read path's
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -83,14 +84,20 @@ def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:
             trace.source_format]
     head += analysis.agents
     head += sorted({analysis.role_of(a) for a in analysis.agents})
-    head += sorted({e.tool for e in trace.events if e.tool})
+    head += sorted(set(filter(None, map(_TOOL, trace.events))))
     text = "\n".join(head)
     budget = max(0, limit - len(text))
+    texts = list(map(_TEXT, analysis.order))
+    if sum(map(len, texts)) + len(texts) <= budget:  # all of it fits, as it mostly does
+        return (text + "\n" + "\n".join(texts)).lower()
     parts = []
-    for event in analysis.order:
+    for piece in texts:
         if budget <= 0:
             break
-        piece = event.text[:budget]
+        piece = piece[:budget]
         parts.append(piece)
         budget -= len(piece) + 1
     return (text + "\n" + "\n".join(parts)).lower()
+
+
+_TOOL, _TEXT = attrgetter("tool"), attrgetter("text")

@@ -361,22 +361,28 @@ _NO_FACTS: dict[str, Any] = {}
 """No extra target facts (read, never written)."""
 
 
-def _events_for(target, analysis: Analysis) -> list[tuple[str, dict[str, Any]]]:
-    """(event id, extra target facts) for each event a target kind picks, in time order."""
+def _events_for(target, analysis: Analysis, facts: bool = True
+                ) -> list[tuple[str, dict[str, Any]]]:
+    """(event id, extra target facts) for each event a target kind picks, in time order;
+    without `facts`, the ids alone (with no facts): an aggregate's inputs are not found."""
+    of_type = analysis.of_type
     if isinstance(target, AggregateTarget):
+        if not facts:
+            return [(e.id, _NO_FACTS) for e in of_type.get("aggregate", ())]
         return [(p.event_id, {"inputs": p.inputs}) for p in analysis.aggregates]
     if isinstance(target, StopTarget):
-        return [(p.event_id, {"inferred": p.inferred}) for p in analysis.stops]
+        events, inferred = analysis.stop_events
+        return [(e.id, {"inferred": inferred}) for e in events]
     if isinstance(target, MessageTarget):
-        return [(e.id, _NO_FACTS) for e in analysis.order if e.type == "message"]
+        return [(e.id, _NO_FACTS) for e in of_type.get("message", ())]
     if isinstance(target, SpawnTarget):
-        return [(e.id, _NO_FACTS) for e in analysis.order if e.type == "spawn"]
+        return [(e.id, _NO_FACTS) for e in of_type.get("spawn", ())]
     if isinstance(target, DelegateTarget):
-        return [(e.id, _NO_FACTS) for e in analysis.order
-                if e.type == "orchestrator_decision" and e.decision == "delegate"]
+        return [(e.id, _NO_FACTS) for e in of_type.get("orchestrator_decision", ())
+                if e.decision == "delegate"]
     if isinstance(target, DecisionTarget):
-        return [(e.id, _NO_FACTS) for e in analysis.order
-                if e.type == "orchestrator_decision" and e.decision != "stop"]
+        return [(e.id, _NO_FACTS) for e in of_type.get("orchestrator_decision", ())
+                if e.decision != "stop"]
     if isinstance(target, EventsTarget):
         return [(e.id, _NO_FACTS) for e in analysis.order
                 if e.type in target.types and _matches(e, target.where)]
@@ -419,7 +425,7 @@ def _targets(rubric: Rubric, analysis: Analysis, only_required: bool = False
                 trace_required.append(q.id)
             continue
         kind = q.target.kind
-        for event_id, facts in _events_for(q.target, analysis):
+        for event_id, facts in _events_for(q.target, analysis, facts=not only_required):
             item = found.get(event_id)
             if item is None:
                 item = found[event_id] = {"kinds": [], "questions": [], "required": []}
