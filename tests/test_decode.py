@@ -203,3 +203,53 @@ def test_the_analysis_of_records_is_the_analysis_of_models():
     record, model = record_from_json(data, "t.json"), trace_from_json(data, "t.json")
     assert isinstance(record, TraceRecord) and isinstance(record.events[0], EventRecord)
     assert analyze(record).figures == analyze(model).figures
+
+
+def test_a_row_groups_colons_counted_at_once_are_each_texts_own():
+    from viz_app.io.decode import _colons_unless_escaped, colons_of_texts
+    import numpy as np
+
+    pick = random.Random(7)
+    pieces = ["a", ":", "::", "\\u003a", "\\\\u003a", "\\\\", "\\u0030", "é", '\\"', " "]
+    texts = [orjson.dumps({"k:" * pick.randrange(3): "".join(
+        pick.choice(pieces) for _ in range(pick.randrange(12)))}) for _ in range(300)]
+    texts[5:5] = [b"", b"{}", b"[]"]
+    offsets = np.cumsum([0] + [len(t) for t in texts])
+    found = colons_of_texts(offsets, np.frombuffer(b"".join(texts), np.uint8))
+    assert found == [_colons_unless_escaped(t) if t else 0 for t in texts]
+    assert None in found and any(n for n in found)
+
+
+def test_a_pools_rows_are_proved_free_of_keys_given_twice_as_a_file_is(tmp_path):
+    """A pool's reader counts the colons of a row group's JSON columns at once: a key given
+    twice in any of them is still refused with the file's sentence, colons inside strings are
+    none, and an escaped colon still goes to the general path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from viz_app.io import pool
+
+    traces = [trace_from_dict(plain(content=text), f"t{i}") for i, text in
+              enumerate(["x", "x", 'a "b": 1, "c":: d', "a:b", "x"])]
+    for i, trace in enumerate(traces):
+        object.__setattr__(trace, "trace_id", f"t{i}")
+    location = tmp_path / "pool"
+    pool.write_pool(traces, str(location), row_group_rows=8)
+    shard = pool.shards(str(location))[0]
+    table = pq.read_table(shard.url)
+    events = table.column("events").to_pylist()
+    events[1] = events[1].replace('"content":"x"', '"content":"x","content":"y"')
+    events[3] = events[3].replace('"a:b"', '"a\\u003ab"')
+    rewards = table.column("rewards").to_pylist()
+    rewards[4] = rewards[4][:-1] + ', "' + rewards[4][2:rewards[4].index('"', 2)] + '": 0}'
+    for name, values in (("events", events), ("rewards", rewards)):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 pa.array(values, pa.string()))
+    pq.write_table(table, shard.url)
+    errors = []
+    read = dict(pool.read_shard(shard, on_error=errors.append, records=True))
+    assert sorted(read) == [0, 2, 3]
+    assert isinstance(read[0], TraceRecord) and isinstance(read[2], TraceRecord)
+    assert not isinstance(read[3], TraceRecord) and read[3].events[0].content == "a:b"
+    assert [(e.place.split(":")[0], "comes twice" in e.problem) for e in errors] == [
+        ("row 1", True), ("row 4", True)]

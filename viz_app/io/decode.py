@@ -46,7 +46,7 @@ _EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "l
 """The extension keys an `EventRecord` holds (`model.EXTENSION_KEYS`), in the order written."""
 
 
-class EventRecord(Struct, EventReading, omit_defaults=True, forbid_unknown_fields=True):
+class EventRecord(Struct, EventReading, omit_defaults=True, forbid_unknown_fields=True, gc=False):
     """One event as decoded: the schema's keys, then the extension keys orchviz reads, each of
     the type orchviz documents (another type sends the trace to the general path, which keeps
     it as it came). An absent key reads None (an explicit null is refused, as the schema does).
@@ -114,7 +114,7 @@ _extension_values = attrgetter(
     "response_token_ids")
 
 
-class EdgeRecord(Struct, forbid_unknown_fields=True):
+class EdgeRecord(Struct, forbid_unknown_fields=True, gc=False):
     """A typed dependency between two events, as decoded (reads like `model.Edge`)."""
 
     src: Text
@@ -224,13 +224,33 @@ def _colons_unless_escaped(data: bytes) -> int | None:
     return int(np.count_nonzero(text == _COLON))
 
 
-def decode(data: bytes) -> TraceRecord | None:
+def colons_of_texts(offsets: np.ndarray, text: np.ndarray) -> list[int | None]:
+    """`_colons_unless_escaped` of many texts at once, laid end to end in `text` (as an Arrow
+    column of binary holds them), the i-th from `offsets[i]` to `offsets[i + 1]`: a pool's
+    reader counts a row group's colons in one go, not trace by trace."""
+    found = np.diff(np.searchsorted(np.flatnonzero(text == _COLON), offsets)).tolist()
+    slashes = np.flatnonzero(text[:-4] == _BACKSLASH)
+    if len(slashes):
+        spelled = text[slashes + 1] == _ESCAPE[0]
+        for k in (2, 3, 4):
+            spelled &= text[slashes + k] == _ESCAPE[k - 1]
+        rows = np.searchsorted(offsets, slashes[spelled], side="right") - 1
+        for row in set(rows.tolist()):
+            if 0 <= row < len(found):
+                found[row] = None
+    return found
+
+
+def decode(data: bytes, given: int | None = None) -> TraceRecord | None:
     """The trace the bytes hold, as records, when the text is plain (see the module's note);
     None when only the general path can read it or say why not. References (duplicate event
-    ids, edges to no event) are not checked here: `io.native` checks them on either path."""
-    given = _colons_unless_escaped(data)
+    ids, edges to no event) are not checked here: `io.native` checks them on either path.
+    `given`: the colons of the text, when its reader counted them (`colons_of_texts`) and
+    found no escape that may spell one."""
     if given is None:
-        return None  # an escaped colon: the count below would not prove anything
+        given = _colons_unless_escaped(data)
+        if given is None:
+            return None  # an escaped colon: the count below would not prove anything
     try:
         record = _DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
