@@ -1563,11 +1563,24 @@ def _ray_init(address: str) -> None:
     except ImportError:
         raise OrchvizError("--ray needs Ray: pip install 'orchviz[ray]'") from None
     if not ray.is_initialized():
+        from viz_app.store import ray_local
+
+        if address == "auto" and _RAY_WATCHER[0] is None:  # it may start a local Ray, whose
+            _RAY_WATCHER[0] = ray_local.watch_local_ray()  # agents must end with this process
         try:
             ray.init(address=None if address == "auto" else address, logging_level="ERROR",
                      log_to_driver=False, include_dashboard=False)
         except Exception as err:  # an address that does not answer
             raise OrchvizError(f"cannot reach the Ray cluster at {address} ({err})") from None
+        finally:
+            if _RAY_WATCHER[0] is not None and not ray_local.started_a_cluster():
+                _RAY_WATCHER[0].terminate()  # a cluster joined, not started: nothing to end
+                _RAY_WATCHER[0].wait()
+                _RAY_WATCHER[0] = None
+
+
+_RAY_WATCHER: list = [None]
+"""The watcher of a local Ray this process started (`viz_app.store.ray_local`)."""
 
 
 def _ray_summaries(pieces: Sequence[Piece], rubric: Rubric | None, address: str,
