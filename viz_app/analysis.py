@@ -17,7 +17,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
-from functools import cached_property
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +26,24 @@ from viz_app.model import Event, Trace, TraceWarning, paused_gc
 
 if TYPE_CHECKING:
     import networkx as nx
+
+class cached_property:  # noqa: N801  (it stands for functools.cached_property)
+    """`functools.cached_property` without the lock Python 3.11 takes on every first read (3.12
+    dropped it): the index reads a dozen of them on each of a million traces. The value is
+    kept in the instance's dict, which every later read finds first."""
+
+    def __init__(self, func):
+        self.func, self.__doc__, self.attrname = func, func.__doc__, func.__name__
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.attrname = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.attrname] = self.func(instance)
+        return value
+
 
 _T, _ID = attrgetter("t"), attrgetter("id")
 _END_T, _TOKENS, _COST = attrgetter("end_t"), attrgetter("tokens"), attrgetter("cost_usd")
