@@ -207,50 +207,29 @@ def colons(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == _COLON))
 
 
-_BACKSLASH, _ESCAPE = ord("\\"), np.frombuffer(b"u003", dtype=np.uint8)
+_BACKSLASH, _U, _ZERO, _THREE = (ord(c) for c in "\\u03")
 
 
 def _colons_unless_escaped(data: bytes) -> int | None:
     """How many colons the bytes hold; None when an escape may spell one (`\\u003a`, or any
-    `\\u003` to be quick): the text's colons then do not say how many its strings hold."""
+    `\\u003` to be quick): the text's colons then do not say how many its strings hold. The
+    escapes are looked for among the few `\\u` of a text (a backslash alone is common in
+    text: every newline and quote in a string)."""
     text = np.frombuffer(data, dtype=np.uint8)
-    slashes = np.flatnonzero(text[:-4] == _BACKSLASH)
-    if len(slashes):
-        spelled = text[slashes + 1] == _ESCAPE[0]
-        for k in (2, 3, 4):
-            spelled &= text[slashes + k] == _ESCAPE[k - 1]
-        if spelled.any():
-            return None
+    escapes = np.flatnonzero((text[:-4] == _BACKSLASH) & (text[1:-3] == _U))
+    if len(escapes) and ((text[escapes + 2] == _ZERO) & (text[escapes + 3] == _ZERO)
+                         & (text[escapes + 4] == _THREE)).any():
+        return None
     return int(np.count_nonzero(text == _COLON))
 
 
-def colons_of_texts(offsets: np.ndarray, text: np.ndarray) -> list[int | None]:
-    """`_colons_unless_escaped` of many texts at once, laid end to end in `text` (as an Arrow
-    column of binary holds them), the i-th from `offsets[i]` to `offsets[i + 1]`: a pool's
-    reader counts a row group's colons in one go, not trace by trace."""
-    found = np.diff(np.searchsorted(np.flatnonzero(text == _COLON), offsets)).tolist()
-    slashes = np.flatnonzero(text[:-4] == _BACKSLASH)
-    if len(slashes):
-        spelled = text[slashes + 1] == _ESCAPE[0]
-        for k in (2, 3, 4):
-            spelled &= text[slashes + k] == _ESCAPE[k - 1]
-        rows = np.searchsorted(offsets, slashes[spelled], side="right") - 1
-        for row in set(rows.tolist()):
-            if 0 <= row < len(found):
-                found[row] = None
-    return found
-
-
-def decode(data: bytes, given: int | None = None) -> TraceRecord | None:
+def decode(data: bytes) -> TraceRecord | None:
     """The trace the bytes hold, as records, when the text is plain (see the module's note);
     None when only the general path can read it or say why not. References (duplicate event
-    ids, edges to no event) are not checked here: `io.native` checks them on either path.
-    `given`: the colons of the text, when its reader counted them (`colons_of_texts`) and
-    found no escape that may spell one."""
+    ids, edges to no event) are not checked here: `io.native` checks them on either path."""
+    given = _colons_unless_escaped(data)
     if given is None:
-        given = _colons_unless_escaped(data)
-        if given is None:
-            return None  # an escaped colon: the count below would not prove anything
+        return None  # an escaped colon: the count below would not prove anything
     try:
         record = _DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):

@@ -223,16 +223,15 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
 
 
 def record_from_json(data: bytes, label: str, line: int | None = None, *,
-                     sha256: str = "", colons: int | None = None) -> TraceRecord | Trace:
+                     sha256: str = "") -> TraceRecord | Trace:
     """One trace from JSON bytes, checked as `trace_from_json` checks it (the same errors),
     as the compiled path's records where it reads the text (no model built: what the pool
     index summarises), else as the models of the general path. Both read alike where the
-    analysis, the rubric's targets and the words read them. `colons`: the text's colons, when
-    its reader counted them (`decode.colons_of_texts`)."""
+    analysis, the rubric's targets and the words read them."""
     if data.startswith(b"\xef\xbb\xbf"):
-        data, colons = data[3:], None
+        data = data[3:]
     with paused_gc():
-        record = decode(data, colons)
+        record = decode(data)
     if record is None:
         return _general(data, label, line, sha256, None)
     _check_references(record, label, f"line {line}: " if line else "")

@@ -28,7 +28,6 @@ from datetime import datetime, timezone
 from typing import Any, BinaryIO, Literal
 
 import fsspec
-import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,7 +35,6 @@ from fsspec.implementations.local import LocalFileSystem
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.decode import colons_of_texts
 from viz_app.io.native import (DEFAULT_MAX_BYTES, limit_mb, record_from_json, size_mb,
                               trace_from_json)
 from viz_app.model import Trace
@@ -445,13 +443,10 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
             done = 0
             try:
                 for table in _tables(parquet, group, columns):
-                    counted = _json_colons(table) if records else {}
                     for offset, values in enumerate(table.to_pylist()):
                         row = start + done + offset
                         try:
-                            trace = _row_trace(values, row, shard, max_bytes, records,
-                                               {name: found[offset]
-                                                for name, found in counted.items()})
+                            trace = _row_trace(values, row, shard, max_bytes, records)
                         except TraceError as err:
                             on_error(err)
                             continue
@@ -491,40 +486,15 @@ def _json_as_bytes(table: pa.Table) -> pa.Table:
     return table
 
 
-def _json_colons(table: pa.Table) -> dict[str, list[int | None]]:
-    """For each JSON column of binary text, the colons of each row's text, counted for the
-    whole table at once (`decode.colons_of_texts`; None: an escape may spell one)."""
-    found: dict[str, list[int | None]] = {}
-    for name in JSON_COLUMNS:
-        if name not in table.column_names:
-            continue
-        column = table.column(name)
-        wide = pa.types.is_large_binary(column.type)
-        if not (wide or pa.types.is_binary(column.type)):
-            continue
-        counts: list[int | None] = []
-        for chunk in column.chunks:
-            _, offsets, text = chunk.buffers()
-            size = len(chunk)
-            if text is None or size == 0:
-                counts += [0] * size
-                continue
-            counts += colons_of_texts(
-                np.frombuffer(offsets, np.int64 if wide else np.int32)[
-                    chunk.offset:chunk.offset + size + 1],
-                np.frombuffer(text, np.uint8))
-        found[name] = counts
-    return found
+_KEYS = {name: b',"' + name.encode() + b'":' for name in FIELDS}
+"""Each top-level key as a row's text gives it, after the comma before it."""
 
 
 def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
-               records: bool = False, colons: dict[str, int | None] | None = None) -> Trace:
+               records: bool = False) -> Trace:
     """The trace in one row read from a shard (its columns' values), validated as a trace
-    file is. `colons`: the colons of its JSON columns' texts, counted for its row group
-    (`_json_colons`), which the compiled read path's proof needs for the whole text."""
+    file is."""
     parts = []
-    given: int | None = 0 if colons is not None else None
-    counted = colons or {}
     for name in FIELDS:
         value = values.get(name)
         if value is None:
@@ -537,19 +507,17 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
             except orjson.JSONEncodeError as err:
                 raise TraceError(shard.url, f"row {row}: {name}",
                                  f"cannot be written as JSON ({err})") from None
-        if given is not None:  # the key's colon, and those of its value
-            found = counted[name] if name in counted else \
-                None if b"\\u003" in raw else raw.count(b":")
-            given = None if found is None else given + 1 + found
-        parts.append(b'"' + name.encode() + b'":' + raw)
-    data = b"{" + b",".join(parts) + b"}"
+        parts += (_KEYS[name], raw)
+    if parts:  # one copy of the text, not three (a trace is tens of KB)
+        parts[0] = b"{" + parts[0][1:]
+        parts.append(b"}")
+    data = b"".join(parts) if parts else b"{}"
     if len(data) > max_bytes:
         raise TraceError(shard.url, f"row {row}", f"the trace is {size_mb(len(data), max_bytes)}, over "
                          f"the {limit_mb(max_bytes)} limit (set ORCHVIZ_MAX_BYTES to raise it)")
     sha = values.get("_sha256")
     known = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
-    trace = _validated(data, shard, row, sha256=known, records=records,
-                       colons=given if colons is not None else None)
+    trace = _validated(data, shard, row, sha256=known, records=records)
     trace._sha256 = known
     fmt = values.get("_source_format")
     trace._source_format = fmt if isinstance(fmt, str) and fmt else "orchviz"
@@ -557,15 +525,12 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
 
 
 def _validated(data: bytes, shard: Shard, row: int, line: int | None = None,
-               sha256: str = "", records: bool = False, colons: int | None = None) -> Trace:
+               sha256: str = "", records: bool = False) -> Trace:
     """A trace from its JSON bytes, validated as a trace file is; errors name shard and row
-    (and, in JSON Lines, the line). `sha256`: the hash the row keeps, if any; `colons`: the
-    text's colons, when counted (`_row_trace`)."""
+    (and, in JSON Lines, the line). `sha256`: the hash the row keeps, if any."""
+    read = record_from_json if records else trace_from_json
     try:
-        if records:
-            trace = record_from_json(data, shard.url, line=line, sha256=sha256, colons=colons)
-        else:
-            trace = trace_from_json(data, shard.url, line=line, sha256=sha256)
+        trace = read(data, shard.url, line=line, sha256=sha256)
     except TraceError as err:
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None
