@@ -198,6 +198,33 @@ def test_models_built_from_records_are_the_models_validation_builds():
     assert all(type(e) is Event for e in built.events)
 
 
+def test_each_built_event_has_the_fields_and_extras_validation_gives_it():
+    """Events of every shape in one trace (optional schema keys and extension keys given or
+    not): each model built from records says the same keys were given, and keeps the same
+    extras in the same order, as the model validation builds."""
+    raw = example_dict()
+    first = raw["events"][0]
+    optional = {"role": "r", "from": "a", "to": "b", "tool": "t", "content_ref": "ref",
+                "trusted": False}
+    extension = {"content": "x: y", "end_t": 9, "tokens": 2.5, "model": "m", "call_id": 3,
+                 "prompt_token_ids": [1]}
+    raw["events"] = []
+    for n in range(64):
+        event = {key: first[key] for key in ("t", "type", "agent")}
+        event["id"] = f"e{n}"
+        event.update((k, v) for i, (k, v) in enumerate(optional.items()) if n >> i & 1)
+        event.update((k, v) for i, (k, v) in enumerate(extension.items()) if (n + i) % 3)
+        raw["events"].append(event)
+    raw["edges"] = []
+    built, validated = to_model(decode(orjson.dumps(raw))), Trace.model_validate(raw)
+    assert built == validated
+    for b, v in zip(built.events, validated.events):
+        assert b.model_fields_set == v.model_fields_set
+        assert list(b.extras.items()) == list(v.extras.items())
+        assert b.model_dump(by_alias=True, exclude_unset=True) == v.model_dump(
+            by_alias=True, exclude_unset=True)
+
+
 def test_the_analysis_of_records_is_the_analysis_of_models():
     data = orjson.dumps(synth_trace(30, 600, "swarm", seed=5))
     record, model = record_from_json(data, "t.json"), trace_from_json(data, "t.json")

@@ -23,7 +23,6 @@ colon (`\\u003a`), which sends the text to the general path.
 from __future__ import annotations
 
 import hashlib
-from itertools import islice
 from operator import attrgetter
 from typing import Annotated, Any
 
@@ -31,6 +30,7 @@ import msgspec
 import orjson
 import numpy as np
 from msgspec import Meta, Struct, field
+from pydantic import BaseModel
 
 from viz_app.model import (DECISIONS, Costs, Edge, EdgeType, Event, EventReading, EventType,
                            Topology, Trace, TraceWarning)
@@ -249,11 +249,32 @@ def decode(data: bytes) -> TraceRecord | None:
 
 # -- records to models ---------------------------------------------------------------------------
 
-_SHAPES: dict[tuple[bool, ...], set[str]] = {}
-_OPTIONAL = ("role", "from_", "to", "tool", "content_ref", "trusted")
-_optional_values = attrgetter(*_OPTIONAL)
-_new, _set = object.__new__, object.__setattr__
+_SCHEMA_KEYS = ("id", "t", "type", "agent", "role", "from", "to", "tool", "content_ref", "trusted")
+"""The reference schema's event keys, by their names in the file, in field order."""
+_FIELD = {"from": "from_"}
+_FIELDS_SET: dict[frozenset[str], set[str]] = {}
+"""One set of given fields for each shape, shared by every event of that shape (they are
+frozen: pydantic never changes the set in place)."""
+_new = object.__new__
+# pydantic's own slots, written through their descriptors (a fifth faster than setattr)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 to_builtins = msgspec.to_builtins
+
+
+def _shape(keys: tuple[str, ...]) -> tuple[set[str], tuple[str, ...]]:
+    """For an event given `keys` (in field order): the set of its model's given fields (the
+    extension keys among them, as validation counts them), and the schema's keys among them
+    (what is left are its extension keys)."""
+    names = frozenset(_FIELD.get(key, key) for key in keys)
+    given = _FIELDS_SET.get(names)
+    if given is None:
+        given = set(names)
+        if len(_FIELDS_SET) < 4096:  # a few shapes are usual; a hostile trace keeps its own
+            _FIELDS_SET[names] = given
+    return given, tuple(key for key in keys if key in _SCHEMA_KEYS)
 
 
 def to_model(record: TraceRecord) -> Trace:
@@ -261,45 +282,46 @@ def to_model(record: TraceRecord) -> Trace:
     (the record was checked): what the app and the library API hold."""
     events = []
     append = events.append
-    shapes = _SHAPES
+    shapes: dict[tuple[str, ...], tuple[set[str], tuple[str, ...]]] = {}
     for e in record.events:
-        role, from_, to, tool, ref, trusted = _optional_values(e)
-        key = (role is None, from_ is None, to is None, tool is None, ref is None,
-               trusted is None)
-        given = shapes.get(key)
-        if given is None:
-            given = shapes[key] = {"id", "t", "type", "agent"} | {
-                name for name, absent in zip(_OPTIONAL, key) if not absent}
+        # the keys given, in field order (msgspec, in C): the schema's first, then the
+        # extension keys; the schema's taken out, the dict is the model's extras as they came
+        extras = to_builtins(e)
+        keys = tuple(extras)
+        shape = shapes.get(keys)
+        if shape is None:
+            shape = shapes[keys] = _shape(keys)
+        given, schema = shape
+        for key in schema:
+            del extras[key]
         model = _new(Event)
-        _set(model, "__dict__", {
-            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent, "role": role,
-            "from_": from_, "to": to, "tool": tool, "content_ref": ref, "trusted": trusted})
-        # the keys given, in field order (msgspec, in C): the schema's first, then the extras
-        given_keys = to_builtins(e)
-        _set(model, "__pydantic_extra__", dict(islice(given_keys.items(), len(given), None))
-             if len(given_keys) > len(given) else {})
-        _set(model, "__pydantic_fields_set__", given)
-        _set(model, "__pydantic_private__", None)
+        _set_dict(model, {
+            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent, "role": e.role,
+            "from_": e.from_, "to": e.to, "tool": e.tool, "content_ref": e.content_ref,
+            "trusted": e.trusted})
+        _set_extra(model, extras)
+        _set_fields(model, given)
+        _set_private(model, None)
         append(model)
     edges = []
+    append = edges.append
     for edge in record.edges:
         model = _new(Edge)
-        _set(model, "__dict__", {"src": edge.src, "dst": edge.dst, "type": edge.type})
-        _set(model, "__pydantic_extra__", None)
-        _set(model, "__pydantic_fields_set__", _EDGE_FIELDS)
-        _set(model, "__pydantic_private__", None)
-        edges.append(model)
+        _set_dict(model, {"src": edge.src, "dst": edge.dst, "type": edge.type})
+        _set_extra(model, None)
+        _set_fields(model, _EDGE_FIELDS)
+        _set_private(model, None)
+        append(model)
     costs = Costs.model_construct(**record.costs_)
     fields = {"trace_id": record.trace_id, "task_id": record.task_id,
               "system": record.system, "topology": record.topology, "events": events,
               "edges": edges, "rewards": record.rewards, "costs": costs,
               "metrics": record.metrics}
     trace = _new(Trace)
-    _set(trace, "__dict__", fields)
-    _set(trace, "__pydantic_extra__", None)
-    _set(trace, "__pydantic_fields_set__", {name for name, value in fields.items()
-                                            if value is not None})
-    _set(trace, "__pydantic_private__", None)
+    _set_dict(trace, fields)
+    _set_extra(trace, None)
+    _set_fields(trace, {name for name, value in fields.items() if value is not None})
+    _set_private(trace, None)
     trace.model_post_init(None)
     return trace
 
