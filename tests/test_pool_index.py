@@ -178,18 +178,19 @@ def ranked_hits(index: PoolIndex, search: str) -> list[tuple[int, float]]:
 
 def test_words_written_in_large_segments_search_as_in_many_small_ones(tmp_path, written,
                                                                       monkeypatch):
-    """The word index takes an update's words in large transactions and segments (WORDS_COMMIT,
-    WORDS_HASH): what a search finds and how it ranks them is the same as with a commit and a
-    segment for every couple of traces."""
+    """The word index takes an update's words in large transactions and segments, merged
+    seldom (WORDS_COMMIT, WORDS_HASH, WORDS_MERGE): what a search finds and how it ranks them is
+    the same as with a commit and a segment for every couple of traces, merged often."""
     from viz_app.store import pool_index
 
     location, _ = written
     large, _ = indexed(tmp_path / "a", location)
     with large._text() as db:
-        assert db.execute("SELECT v FROM words_config WHERE k = 'hashsize'").fetchone() == (
-            pool_index.WORDS_HASH,)
+        assert dict(db.execute("SELECT k, v FROM words_config WHERE k != 'version'")) == {
+            "hashsize": pool_index.WORDS_HASH, "automerge": pool_index.WORDS_MERGE}
     monkeypatch.setattr(pool_index, "WORDS_COMMIT", 2)
     monkeypatch.setattr(pool_index, "WORDS_HASH", 512)
+    monkeypatch.setattr(pool_index, "WORDS_MERGE", 2)
     small, _ = indexed(tmp_path / "b", location)
     with small._text() as db, large._text() as other:
         segments = "SELECT count(*) FROM words_data"
