@@ -246,6 +246,43 @@ def test_the_colon_count_is_the_texts_and_stops_at_any_escape_that_may_spell_one
     assert None in found and any(found)
 
 
+def test_a_large_texts_colons_counted_a_piece_at_a_time_are_its_own():
+    """Escapes and colons on either side of every border between pieces are counted and found
+    as in one pass over the whole text."""
+    from viz_app.io.decode import PIECE, _colons_unless_escaped
+
+    text = bytearray(b"x" * (3 * PIECE + 7))
+    for border in (PIECE, 2 * PIECE, 3 * PIECE):
+        text[border - 2:border + 2] = b"::::"
+    plain_text = bytes(text)
+    assert _colons_unless_escaped(plain_text) == 12
+    for start in range(PIECE - 6, PIECE + 2):  # an escape cut by the border at every point
+        escaped = bytearray(plain_text)
+        escaped[start:start + 6] = b"\\u003a"
+        assert _colons_unless_escaped(bytes(escaped)) is None, start
+    assert _colons_unless_escaped(plain_text[:-3] + b"\\u00") == 12  # too short to spell one
+
+
+def test_a_large_trace_written_back_in_pieces_has_the_colons_written_back_at_once():
+    from viz_app.io.decode import _ENCODER, WRITTEN_IN_PIECES, _colons_written_back, colons
+
+    record = decode(orjson.dumps(synth_trace(40, 3000, "hierarchical", seed=2)))
+    assert colons(_ENCODER.encode(record)) == _colons_written_back(
+        record, WRITTEN_IN_PIECES) > 3000
+
+
+def test_a_key_twice_in_a_large_trace_is_never_decoded_by_the_compiled_path():
+    from viz_app.io.decode import WRITTEN_IN_PIECES
+
+    raw = synth_trace(40, 6000, "hierarchical", seed=2)
+    raw["events"][-1]["model"] = "m"
+    data = orjson.dumps(raw)
+    assert len(data) > WRITTEN_IN_PIECES and decode(data) is not None
+    twice = data.replace(b'"model":"m"', b'"model":"m","model":"n"')
+    assert decode(twice) is None
+    assert refusal(twice).place == "events[5999].model"
+
+
 def test_a_pools_rows_are_proved_free_of_keys_given_twice_as_a_file_is(tmp_path):
     """A pool's reader counts the colons of a row group's JSON columns at once: a key given
     twice in any of them is still refused with the file's sentence, colons inside strings are
