@@ -339,6 +339,23 @@ def test_batches_are_written_in_the_pools_order_when_later_pieces_finish_first(w
     assert got == pieces and most[0] <= 3
 
 
+def test_a_batch_sends_its_words_once_and_arrives_whole(written):
+    """A worker's batch carries each trace's words only as their packed copy; the writer gets
+    them back, the same as summarising the piece here gives."""
+    import pickle
+
+    from viz_app.store.pool_index import _summarise_pickled, _unpickled, plan, summarise_piece
+
+    piece = plan(pool.shards(written[0]), 2)[0]
+    here = summarise_piece(piece, default_rubric())
+    payload, _ = _summarise_pickled(pickle.dumps((piece, default_rubric())))
+    words = sum(len(text.encode()) for text in here.texts)
+    assert words and len(pickle.dumps(here, pickle.HIGHEST_PROTOCOL)) - len(payload) >= words
+    sent = _unpickled((payload, 0.0))
+    assert sent.texts == here.texts and sent.packed == here.packed
+    assert sent.table.equals(here.table) and sent.failures == here.failures
+
+
 def test_pieces_cover_every_row_group_once_in_order(tmp_path, written):
     from viz_app.store.pool_index import plan
 
