@@ -220,6 +220,48 @@ def test_progress_counts_traces_as_pieces_are_written(tmp_path, workers):
     assert all(a[0] < b[0] and a[0] <= a[1] for a, b in zip(heard, heard[1:]))
 
 
+def test_words_written_on_their_own_thread_search_as_when_written_inline(tmp_path, written):
+    location, _ = written
+    inline, _ = indexed(tmp_path / "a", location, workers=1)
+    pooled, done = indexed(tmp_path / "b", location, workers=2)
+    assert done.engine == "processes" and done.costs["words_cpu"] > 0
+    for search in ("rollout", "rollout-007", "orchestrator", "task-3", "worker tool"):
+        assert ranked_hits(pooled, search) == ranked_hits(inline, search)
+
+
+def test_words_that_fail_on_their_thread_are_one_sentence_and_the_index_stays(
+        tmp_path, written, monkeypatch):
+    """The word index fails midway (a disk that fails): the update says so in one sentence,
+    the words' thread is ended, and the index and its searches are as they were."""
+    import sqlite3
+    import threading
+
+    from viz_app.store import pool_index
+
+    location, _ = written
+    index, _ = indexed(tmp_path, location, workers=2)
+    before = snapshot(index), ranked_hits(index, "rollout")
+    calls = [0]
+    insert = pool_index._WordWriter._insert
+
+    def failing(self, *args):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise sqlite3.OperationalError("disk I/O error")
+        insert(self, *args)
+
+    monkeypatch.setattr(pool_index._WordWriter, "_insert", failing)
+    with pytest.raises(StoreError) as failed:
+        index.update(pool.shards(location), rubric=default_rubric(), workers=2, rebuild=True)
+    assert "failed to read or write (disk I/O error)" in str(failed.value)
+    assert "\n" not in str(failed.value)
+    assert not [t for t in threading.enumerate() if t.name == "orchviz-words"]
+    monkeypatch.setattr(pool_index._WordWriter, "_insert", insert)
+    assert (snapshot(index), ranked_hits(index, "rollout")) == before
+    again = index.update(pool.shards(location), rubric=default_rubric(), workers=2)
+    assert again.traces == 24 and index._words_exact()
+
+
 def test_a_shard_of_many_row_groups_is_shared_out_in_pieces(tmp_path):
     """One large shard, two workers: both get pieces of it, and the index holds each row
     once, its words, and the shard's row with all its traces."""

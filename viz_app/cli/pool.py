@@ -277,9 +277,10 @@ def timings(done) -> str:
     ms = lambda key: c.get(key, 0.0) * 1000 / n  # noqa: E731
     return (f"timings: {done.pieces} pieces; per trace, workers' CPU {ms('summarise_cpu'):.3f} "
             f"ms reading and summarising + {ms('pack_cpu'):.3f} ms packing; this process "
-            f"{ms('writer_cpu'):.3f} ms of CPU writing ({ms('receive'):.3f} ms receiving, "
-            f"{ms('write_rows'):.3f} ms rows, {ms('write_words'):.3f} ms words, wall), "
-            f"{ms('wait'):.3f} ms waiting for pieces; publish {c.get('publish', 0):.1f} s, "
+            f"{ms('writer_cpu'):.3f} ms of CPU writing, {ms('words_cpu'):.3f} of it words "
+            f"({ms('receive'):.3f} ms receiving, {ms('write_rows'):.3f} ms rows, "
+            f"{ms('write_words'):.3f} ms words, wall), {ms('wait'):.3f} ms waiting for pieces"
+            f", {ms('wait_words'):.3f} for the words' thread; publish {c.get('publish', 0):.1f} s, "
             f"forget {c.get('forget', 0):.1f} s")
 
 

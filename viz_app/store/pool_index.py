@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import pickle
+import queue
 import re
 import shutil
 import signal
@@ -261,10 +262,12 @@ class PoolUpdate(BaseModel):
         "Seconds spent, by step: `summarise_cpu` (CPU, where the pieces were read: reading, "
         "decoding and summarising), `pack_cpu` (CPU there: the rows' table, and pickling it to "
         "send), `receive` (this process: unpickling), `wait` (this process waiting for the "
-        "next piece), `write_rows` (DuckDB), `write_words` (FTS5 and the words' copies), "
-        "`publish` (checkpoint, sync, swap), `forget` (the words of replaced rows): wall "
-        "seconds of this process; and `writer_cpu`, its CPU seconds over receiving and "
-        "writing (on a busy machine, its wall seconds there include waiting for a core)."))
+        "next piece), `write_rows` (DuckDB), `write_words` (FTS5 and the words' copies, on "
+        "their own thread when workers read the pieces), `wait_words` (waiting for that "
+        "thread to take a piece's words), `publish` (checkpoint, sync, swap), `forget` (the "
+        "words of replaced rows): wall seconds of this process; and `writer_cpu`, its CPU "
+        "seconds over receiving and writing, `words_cpu` the part of it writing words (on a "
+        "busy machine, wall seconds include waiting for a core)."))
 
 
 class Bin(BaseModel):
@@ -625,32 +628,75 @@ class _WordWriter:
     """An update's words going into the word index: in transactions of WORDS_COMMIT traces,
     not synced to disk one by one (SQLite's WAL with `synchronous=NORMAL`: a process killed
     midway loses nothing committed); `finish` commits the rest with a sync that makes every
-    word written durable, before the DuckDB file that points at them is made live."""
+    word written durable, before the DuckDB file that points at them is made live.
 
-    def __init__(self, db: sqlite3.Connection):
+    With `threaded` (when workers summarise the pieces), the words go in on a thread of their
+    own, a couple of batches behind, while this process receives and writes the next pieces'
+    rows: SQLite tokenises and merges without holding the GIL, so the writer's serial part is
+    the larger of the two, not their sum. Its CPU and wall seconds are `cpu` and `wall`."""
+
+    def __init__(self, db: sqlite3.Connection, threaded: bool = False):
         self.db = db
         self.pending = 0
+        self.cpu = self.wall = 0.0
+        self.error: BaseException | None = None
         PoolIndex._set_dirty(db)
         for option, value in (("hashsize", WORDS_HASH), ("automerge", WORDS_MERGE)):
             db.execute("INSERT INTO words(words, rank) VALUES (?, ?)", [option, value])
         db.commit()
         db.execute("PRAGMA synchronous=NORMAL")
+        self.queue: queue.Queue | None = None
+        if threaded:
+            self.queue = queue.Queue(maxsize=2)
+            self.thread = threading.Thread(target=self._run, name="orchviz-words", daemon=True)
+            self.thread.start()
 
     def add(self, docs: range, texts: list[str], packed: list[bytes]) -> None:
         if not docs:
             return
+        if self.queue is None:
+            self._insert(docs, texts, packed)
+            return
+        if self.error is not None:
+            raise self.error
+        self.queue.put((docs, texts, packed))
+
+    def _insert(self, docs: range, texts: list[str], packed: list[bytes]) -> None:
+        started, cpu = time.perf_counter(), time.thread_time()
         self.db.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", zip(docs, texts))
         self.db.executemany("INSERT INTO texts(doc, body) VALUES (?, ?)", zip(docs, packed))
         self.pending += len(docs)
         if self.pending >= WORDS_COMMIT:
             self.db.commit()
             self.pending = 0
+        self.wall += time.perf_counter() - started
+        self.cpu += time.thread_time() - cpu
+
+    def _run(self) -> None:
+        while (item := self.queue.get()) is not None:
+            if self.error is None:  # after a failure, the rest is only drained
+                try:
+                    self._insert(*item)
+                except BaseException as err:  # raised where the words are handed over
+                    self.error = err
+
+    def close(self) -> None:
+        """Let the thread write what it holds and end (the update's end, or its failure)."""
+        if self.queue is not None and self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
 
     def finish(self) -> None:
+        self.close()
+        if self.error is not None:
+            raise self.error
+        started, cpu = time.perf_counter(), time.thread_time()
         self.db.commit()
         self.db.execute("PRAGMA synchronous=FULL")
         PoolIndex._set_dirty(self.db)  # a commit with FULL syncs the WAL: every word before it
         self.db.commit()
+        self.wall += time.perf_counter() - started
+        self.cpu += time.thread_time() - cpu
 
 
 def _parallelism(workers: int | None, ray: str | None) -> int:
@@ -822,11 +868,12 @@ class PoolIndex:
                 self._database, self._opened = None, None
 
     @contextmanager
-    def _text(self) -> Iterator[sqlite3.Connection]:
+    def _text(self, shared: bool = False) -> Iterator[sqlite3.Connection]:
         """A connection to the word index, in a transaction; its failures are StoreErrors
-        saying what failed in one sentence."""
+        saying what failed in one sentence. `shared`: another thread may use it (one at a
+        time: the update's words thread)."""
         try:
-            db = sqlite3.connect(self.text_path, timeout=30)
+            db = sqlite3.connect(self.text_path, timeout=30, check_same_thread=not shared)
             try:
                 with db:
                     yield db
@@ -1035,7 +1082,8 @@ class PoolIndex:
                 forget = self._drop(con, gone)
             result.engine = "inline"
             costs = dict.fromkeys(("summarise_cpu", "pack_cpu", "receive", "wait",
-                                   "write_rows", "write_words", "writer_cpu"), 0.0)
+                                   "write_rows", "write_words", "wait_words", "words_cpu",
+                                   "writer_cpu"), 0.0)
             if todo:
                 if ray is not None:
                     _ray_init(ray)
@@ -1053,7 +1101,7 @@ class PoolIndex:
                 if progress is not None:
                     progress(0, total, "")
                 done, counts = 0, [0, 0]
-                with self._words() as words:
+                with self._words(threaded=result.engine != "inline") as words:
                     for batch in _waited(batches, costs):
                         piece = batch.piece
                         costs["summarise_cpu"] += batch.summarise_cpu
@@ -1069,10 +1117,9 @@ class PoolIndex:
                         done, total = done + read, total + (0 if piece.rows else read)
                         if progress is not None:
                             progress(done, total, piece.shard.url)
-                    started, cpu = time.perf_counter(), time.process_time()
                     words.finish()
-                    costs["write_words"] += time.perf_counter() - started
-                    costs["writer_cpu"] += time.process_time() - cpu
+                    costs["write_words"], costs["words_cpu"] = words.wall, words.cpu
+                    costs["writer_cpu"] += words.cpu
             result.costs = costs
             self._set_meta(con, "next_doc", str(next_doc))
             self._set_meta(con, "stale_words",
@@ -1169,7 +1216,7 @@ class PoolIndex:
         shard's old rows go with its first piece, and its row in `shards` (with `counts`,
         its traces and failures) comes with its last. Returns the docs of the rows it
         replaced."""
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu = time.perf_counter(), time.thread_time()
         piece = batch.piece
         shard = piece.shard
         dropped = self._drop(con, [shard.url]) if piece.first else []
@@ -1190,18 +1237,24 @@ class PoolIndex:
         names = set(json.loads(self._meta(con, "reward_names") or "[]"))
         if set(batch.rewards) - names:
             self._set_meta(con, "reward_names", json.dumps(sorted(names | set(batch.rewards))))
-        written = time.perf_counter()
-        words.add(range(first, first + count), batch.texts, batch.packed)
-        costs["write_rows"] += written - started
-        costs["write_words"] += time.perf_counter() - written
-        costs["writer_cpu"] += time.process_time() - cpu
+        costs["write_rows"] += time.perf_counter() - started
+        costs["writer_cpu"] += time.thread_time() - cpu
+        handed = time.perf_counter()
+        words.add(range(first, first + count), batch.texts, batch.packed)  # its own costs
+        if words.queue is not None:  # waiting for the words' thread to take them
+            costs["wait_words"] += time.perf_counter() - handed
         return dropped
 
     @contextmanager
-    def _words(self) -> Iterator[_WordWriter]:
-        """The word index, taking an update's words (see `_WordWriter`)."""
-        with self._text() as db:
-            yield _WordWriter(db)
+    def _words(self, threaded: bool = False) -> Iterator[_WordWriter]:
+        """The word index, taking an update's words (see `_WordWriter`); its thread, if any,
+        is done before the word index is closed, whether the update ends or fails."""
+        with self._text(shared=threaded) as db:
+            words = _WordWriter(db, threaded)
+            try:
+                yield words
+            finally:
+                words.close()
 
     # -- queries ----------------------------------------------------------------------------------
 
@@ -1517,10 +1570,10 @@ def _in_order(pieces: Sequence[Piece], window: int, submit: Callable[[Piece], An
         for piece in left:  # the next piece goes out before this one's batch is written
             sent.append(submit(piece))
             break
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu = time.perf_counter(), time.thread_time()
         batch = _unpickled(found)
         costs["receive"] += time.perf_counter() - started
-        costs["writer_cpu"] += time.process_time() - cpu
+        costs["writer_cpu"] += time.thread_time() - cpu
         yield batch
 
 
