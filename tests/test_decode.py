@@ -215,11 +215,13 @@ def test_each_built_event_has_the_fields_and_extras_validation_gives_it():
         event.update((k, v) for i, (k, v) in enumerate(optional.items()) if n >> i & 1)
         event.update((k, v) for i, (k, v) in enumerate(extension.items()) if (n + i) % 3)
         raw["events"].append(event)
-    raw["edges"] = []
+    raw["edges"] = [{"src": "e0", "dst": "e1", "type": "causal"}]
     built, validated = to_model(decode(orjson.dumps(raw))), Trace.model_validate(raw)
     assert built == validated
+    assert list(built.edges[0].__dict__.items()) == list(validated.edges[0].__dict__.items())
     for b, v in zip(built.events, validated.events):
         assert b.model_fields_set == v.model_fields_set
+        assert list(b.__dict__.items()) == list(v.__dict__.items())
         assert list(b.extras.items()) == list(v.extras.items())
         assert b.model_dump(by_alias=True, exclude_unset=True) == v.model_dump(
             by_alias=True, exclude_unset=True)

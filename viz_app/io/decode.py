@@ -290,9 +290,12 @@ def decode(data: bytes) -> TraceRecord | None:
 
 # -- records to models ---------------------------------------------------------------------------
 
-_SCHEMA_KEYS = ("id", "t", "type", "agent", "role", "from", "to", "tool", "content_ref", "trusted")
-"""The reference schema's event keys, by their names in the file, in field order."""
-_FIELD = {"from": "from_"}
+_OPTIONAL = {"role": "role", "from": "from_", "to": "to", "tool": "tool",
+             "content_ref": "content_ref", "trusted": "trusted"}
+"""The reference schema's optional event keys, by their names in the file: the model's field."""
+_ABSENT = dict.fromkeys(("id", "t", "type", "agent", "role", "from_", "to", "tool",
+                         "content_ref", "trusted"))
+"""An event model's fields, none given yet, in field order."""
 _FIELDS_SET: dict[frozenset[str], set[str]] = {}
 """One set of given fields for each shape, shared by every event of that shape (they are
 frozen: pydantic never changes the set in place)."""
@@ -305,17 +308,17 @@ _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 to_builtins = msgspec.to_builtins
 
 
-def _shape(keys: tuple[str, ...]) -> tuple[set[str], tuple[str, ...]]:
+def _shape(keys: tuple[str, ...]) -> tuple[set[str], tuple[tuple[str, str], ...]]:
     """For an event given `keys` (in field order): the set of its model's given fields (the
-    extension keys among them, as validation counts them), and the schema's keys among them
-    (what is left are its extension keys)."""
-    names = frozenset(_FIELD.get(key, key) for key in keys)
+    extension keys among them, as validation counts them), and the optional keys of the
+    schema among them, each with its field."""
+    names = frozenset(_OPTIONAL.get(key, key) for key in keys)
     given = _FIELDS_SET.get(names)
     if given is None:
         given = set(names)
         if len(_FIELDS_SET) < 4096:  # a few shapes are usual; a hostile trace keeps its own
             _FIELDS_SET[names] = given
-    return given, tuple(key for key in keys if key in _SCHEMA_KEYS)
+    return given, tuple((key, _OPTIONAL[key]) for key in keys if key in _OPTIONAL)
 
 
 def to_model(record: TraceRecord) -> Trace:
@@ -323,32 +326,33 @@ def to_model(record: TraceRecord) -> Trace:
     (the record was checked): what the app and the library API hold."""
     events = []
     append = events.append
-    shapes: dict[tuple[str, ...], tuple[set[str], tuple[str, ...]]] = {}
-    for e in record.events:
-        # the keys given, in field order (msgspec, in C): the schema's first, then the
-        # extension keys; the schema's taken out, the dict is the model's extras as they came
-        extras = to_builtins(e)
-        keys = tuple(extras)
+    shapes: dict[tuple[str, ...], tuple[set[str], tuple[tuple[str, str], ...]]] = {}
+    # each event's keys as given, in field order (msgspec writes every event back at once, in
+    # C): the schema's keys are moved from it to the model's fields, and what is left, the
+    # extension keys, is the model's extras
+    for given_keys in to_builtins(record.events):
+        keys = tuple(given_keys)
         shape = shapes.get(keys)
         if shape is None:
             shape = shapes[keys] = _shape(keys)
-        given, schema = shape
-        for key in schema:
-            del extras[key]
+        given, optional = shape
+        take = given_keys.pop
+        fields = _ABSENT.copy()
+        fields["id"], fields["t"] = take("id"), take("t")
+        fields["type"], fields["agent"] = take("type"), take("agent")
+        for key, name in optional:
+            fields[name] = take(key)
         model = _new(Event)
-        _set_dict(model, {
-            "id": e.id, "t": e.t, "type": e.type, "agent": e.agent, "role": e.role,
-            "from_": e.from_, "to": e.to, "tool": e.tool, "content_ref": e.content_ref,
-            "trusted": e.trusted})
-        _set_extra(model, extras)
+        _set_dict(model, fields)
+        _set_extra(model, given_keys)
         _set_fields(model, given)
         _set_private(model, None)
         append(model)
     edges = []
     append = edges.append
-    for edge in record.edges:
+    for fields in to_builtins(record.edges):  # {src, dst, type}: an edge's fields as they are
         model = _new(Edge)
-        _set_dict(model, {"src": edge.src, "dst": edge.dst, "type": edge.type})
+        _set_dict(model, fields)
         _set_extra(model, None)
         _set_fields(model, _EDGE_FIELDS)
         _set_private(model, None)
