@@ -24,9 +24,10 @@ From them, the time for N cores is projected: on one machine the writer shares t
 T(N) = n * max((s + w) / N, v) + fixed; on a Ray cluster of C CPUs with the writer on a
 machine of its own, T(C) = n * max(s / C, v) + fixed, where s is the workers' CPU, w the
 writer's CPU and v its serial part per trace (the larger of its words, written on a thread of
-their own, and the rest: receiving and the DuckDB rows). Each run also says how much of the cores other processes
-took meanwhile (the machine's busy CPU from /proc/stat, less this run's), and the benchmark how
-fast each engine could run on cores of its own from its CPU seconds against one core's.
+their own, and the rest: receiving and the DuckDB rows). Each run also says how much of the
+cores other processes took meanwhile (the machine's busy CPU from /proc/stat, less this
+run's), and the benchmark how fast each engine could run on cores of its own from its CPU
+seconds against one core's.
 Target: 2 workers at least 1.8x one core.
 
 `--write-pool DIR` writes the pool into DIR (kept) and stops: for an end-to-end run of
@@ -298,8 +299,9 @@ def projection(run: dict, traces: int = 1_000_000) -> str:
     for cores in (64,):
         t = traces * max(s / cores, serial) + fixed
         bound = "the writer" if serial > s / cores else "the workers"
-        lines.append(f"    Ray cluster of {cores} CPUs, the writer on two cores of its own: {traces:,} "
-                     f"traces in {t:.0f} s ({traces / t:,.0f} traces/s, bound by {bound})")
+        lines.append(f"    Ray cluster of {cores} CPUs, the writer on two cores of its own: "
+                     f"{traces:,} traces in {t:.0f} s ({traces / t:,.0f} traces/s, bound by "
+                     f"{bound})")
     return "\n".join(lines)
 
 

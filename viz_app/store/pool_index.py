@@ -392,10 +392,10 @@ class Piece:
 
 def plan(todo: Sequence[Shard], parallel: int) -> list[Piece]:
     """The pieces the shards are read in, in the shards' order, then the rows': whole shards
-    (their rows counted) when reading in this process (`parallel` 1) or for a JSON Lines shard (gzip cannot seek, so
-    a piece would read the stream from its start), else runs of row groups of about PIECE_ROWS
-    rows, fewer when there are fewer than PIECES_PER_WORKER pieces a worker. The footers are
-    read on a few threads (on object storage each is a request)."""
+    (their rows counted) when reading in this process (`parallel` 1) or for a JSON Lines shard
+    (gzip cannot seek, so a piece would read the stream from its start), else runs of row
+    groups of about PIECE_ROWS rows, fewer when there are fewer than PIECES_PER_WORKER pieces a
+    worker. The footers are read on a few threads (on object storage each is a request)."""
     parquet = [s for s in todo if s.format == "parquet"]
     if parquet:
         from concurrent.futures import ThreadPoolExecutor
