@@ -318,3 +318,32 @@ def test_a_pools_rows_are_proved_free_of_keys_given_twice_as_a_file_is(tmp_path)
     assert not isinstance(read[3], TraceRecord) and read[3].events[0].content == "a:b"
     assert [(e.place.split(":")[0], "comes twice" in e.problem) for e in errors] == [
         ("row 1", True), ("row 4", True)]
+
+
+# -- provenance ---------------------------------------------------------------------------------
+
+
+def test_a_label_saved_on_a_trace_the_compiled_path_read_records_the_hash_of_its_file(tmp_path):
+    """The hash a label records is of the file's bytes as they were read, not of the trace
+    written again: here a large file (its proof made a piece at a time), written as no orjson
+    writer would write it."""
+    from factories import PREMATURE, PREMATURE_ID, make_workspace
+    from viz_app.io.decode import WRITTEN_IN_PIECES
+    from viz_app.io.native import dump_trace
+    from viz_app.labels.label import Reviewer
+
+    raw = json.loads(PREMATURE.read_bytes())
+    raw["events"][0]["content"] = "a: b, " * (WRITTEN_IN_PIECES // 6 + 1)
+    data = json.dumps(raw, indent=3).encode()
+    assert len(data) > WRITTEN_IN_PIECES and decode(data) is not None
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "big.json").write_bytes(data)
+    ws = make_workspace(tmp_path, traces=[tmp_path / "library"])
+    trace = ws.trace(PREMATURE_ID)
+    exact = hashlib.sha256(data).hexdigest()
+    assert trace.sha256 == exact != hashlib.sha256(dump_trace(trace)).hexdigest()
+    saved = ws.save_answers(trace, "e13", {"stopping_correctness": "premature",
+                                           "stop_should_have_been": "e15"},
+                            Reviewer(name="ann", via="cli"))
+    assert saved and {label.trace_sha256 for label in saved} == {exact}
+    assert {label.trace_sha256 for label in ws.labels.all(PREMATURE_ID)} == {exact}
