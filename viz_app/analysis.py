@@ -27,6 +27,7 @@ from viz_app.model import Event, Trace, TraceWarning, paused_gc
 if TYPE_CHECKING:
     import networkx as nx
 
+
 class cached_property:  # noqa: N801  (it stands for functools.cached_property)
     """`functools.cached_property` without the lock Python 3.11 takes on every first read (3.12
     dropped it): the index reads a dozen of them on each of a million traces. The value is
