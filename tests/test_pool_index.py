@@ -229,6 +229,37 @@ def test_words_written_on_their_own_thread_search_as_when_written_inline(tmp_pat
         assert ranked_hits(pooled, search) == ranked_hits(inline, search)
 
 
+FORKS = """
+import sys
+from multiprocessing import get_context
+from viz_app.io import pool
+from viz_app.store import pool_index
+
+def spied(method):
+    print(method, flush=True)
+    return get_context(method)
+
+pool_index.get_context = spied
+index = pool_index.PoolIndex(sys.argv[2], sys.argv[1])
+done = index.update(pool.shards(sys.argv[1]), workers=2)
+print(done.engine, done.traces)
+"""
+
+
+def test_a_command_forks_its_workers_though_its_words_have_a_thread(tmp_path, written):
+    """A command (one thread) forks its workers, which start at once and share its warmed-up
+    heap; the words' thread starts after them, with the first words."""
+    import subprocess
+    import sys
+
+    from factories import REPO
+
+    ran = subprocess.run([sys.executable, "-c", FORKS, written[0], str(tmp_path / "i.duckdb")],
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=120)
+    assert ran.stdout.split() == ["fork", "processes", "24"], ran.stderr[-2000:]
+
+
 def test_words_that_fail_on_their_thread_are_one_sentence_and_the_index_stays(
         tmp_path, written, monkeypatch):
     """The word index fails midway (a disk that fails): the update says so in one sentence,

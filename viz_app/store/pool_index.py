@@ -645,11 +645,8 @@ class _WordWriter:
             db.execute("INSERT INTO words(words, rank) VALUES (?, ?)", [option, value])
         db.commit()
         db.execute("PRAGMA synchronous=NORMAL")
-        self.queue: queue.Queue | None = None
-        if threaded:
-            self.queue = queue.Queue(maxsize=2)
-            self.thread = threading.Thread(target=self._run, name="orchviz-words", daemon=True)
-            self.thread.start()
+        self.queue: queue.Queue | None = queue.Queue(maxsize=2) if threaded else None
+        self.thread: threading.Thread | None = None
 
     def add(self, docs: range, texts: list[str], packed: list[bytes]) -> None:
         if not docs:
@@ -659,6 +656,10 @@ class _WordWriter:
             return
         if self.error is not None:
             raise self.error
+        if self.thread is None:  # with the first words: the workers are forked by then, from
+            # a process of one thread (`_process_summaries`)
+            self.thread = threading.Thread(target=self._run, name="orchviz-words", daemon=True)
+            self.thread.start()
         self.queue.put((docs, texts, packed))
 
     def _insert(self, docs: range, texts: list[str], packed: list[bytes]) -> None:
@@ -682,7 +683,7 @@ class _WordWriter:
 
     def close(self) -> None:
         """Let the thread write what it holds and end (the update's end, or its failure)."""
-        if self.queue is not None and self.thread.is_alive():
+        if self.thread is not None and self.thread.is_alive():
             self.queue.put(None)
             self.thread.join()
 
