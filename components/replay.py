@@ -20,7 +20,6 @@ def replay_bar(analysis: Analysis, *, key: str = "replay") -> float | None:
     show, or None for the whole run."""
     start = float(analysis.order[0].t)
     span = float(analysis.makespan)
-    times = sorted({float(e.t) - start for e in analysis.order})
     slider, playing = f"{key}:t", f"{key}:playing"
     if slider not in st.session_state or not 0 <= st.session_state[slider] <= span:
         st.session_state[slider] = span
@@ -30,11 +29,16 @@ def replay_bar(analysis: Analysis, *, key: str = "replay") -> float | None:
         st.session_state[slider] = min(max(0.0, to), span)
         st.session_state[playing] = False
 
+    def event_times() -> list[float]:  # only when a step asks: 20 ms on 20,000 events
+        return sorted({float(e.t) - start for e in analysis.order})
+
     def back() -> None:
+        times = event_times()
         i = bisect_left(times, st.session_state[slider]) - 1
         move(times[i] if i >= 0 else 0.0)
 
     def forward() -> None:
+        times = event_times()
         i = bisect_right(times, st.session_state[slider])
         move(times[i] if i < len(times) else span)
 

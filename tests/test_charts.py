@@ -192,6 +192,41 @@ def test_a_large_timeline_switches_to_webgl(big):
     assert not any(isinstance(t, go.Scattergl) for t in small.data)
 
 
+def test_a_large_timeline_reaches_the_browser_in_under_1_5_mb(big):
+    # 2.25 MB before its hover text was cut to id and agent (the time read from x) and its
+    # lines sent as 32-bit numbers: the browser parses and keeps every byte of it
+    assert len(charts.timeline_figure(big).to_json()) < 1_500_000
+
+
+def test_a_large_timelines_hover_shows_each_events_id_agent_and_time(big):
+    figure = charts.timeline_figure(big)
+    markers = [t for t in figure.data if isinstance(t, go.Scattergl) and t.customdata is not None]
+    shown = 0
+    for t in markers:
+        assert "%{text}" in t.hovertemplate and "%{x:.1f}s" in t.hovertemplate
+        for position, text in zip(t.customdata, t.text):
+            e = big.order[int(position)]
+            assert text == f"{plotly_text(e.id, 12)} · {plotly_text(big.actor[e.id], 20)}"
+            shown += 1
+    assert shown == len(big.order)
+
+
+def test_a_large_timelines_hover_is_escaped(hostile):
+    figure = charts.timeline_figure(hostile, webgl=True)
+    text = shown_text(figure)
+    assert plotly_text(hostile.agents[0], 20) in text  # the agent's name, as text
+    assert not re.search(r"<(script|img|svg|iframe|a |details|style)", text, re.IGNORECASE)
+
+
+def test_a_large_timeline_starts_with_messages_hidden_in_its_legend_and_its_structure_drawn(big):
+    links = {t.name: t.visible for t in charts.timeline_figure(big).data
+             if t.name and t.name.endswith("→")}
+    assert links == {"spawn →": True, "delegate →": True, "message →": "legendonly",
+                     "return →": True}
+    small = charts.timeline_figure(analyze(load_trace(demo_paths()[0])))
+    assert all(t.visible is True for t in small.data if t.name and t.name.endswith("→"))
+
+
 def test_the_timeline_at_a_replay_time_shows_only_what_had_happened():
     a = analyze(load_trace(demo_paths()[0]))
     until = a.makespan / 2

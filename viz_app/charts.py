@@ -93,6 +93,11 @@ LINK_STYLES: dict[str, tuple[str, str]] = {
     "return": ("#0ca678", "dashdot"),
 }
 """Colour and dash of each agent-to-agent link kind (communication.COMMUNICATION_KINDS)."""
+BIG_TIMELINE_HIDDEN_LINKS = ("message",)
+"""Link kinds a WebGL (big) timeline starts with hidden, in its legend: peers' messages are
+most of a large run's links, a tangle across its lanes, and drawing them was about a sixth of
+the browser's first drawing of a 20,000-event timeline (spawns, delegations and returns, the
+run's structure, stay drawn)."""
 
 
 def role_colour(role: str) -> str:
@@ -497,7 +502,8 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     duration = analysis.duration
     fig = go.Figure()
     _add_lifetimes(fig, analysis, lane, start, limit)
-    _add_links(fig, analysis, lane, start, limit, scatter, arrows=not gl)
+    _add_links(fig, analysis, lane, start, limit, scatter, arrows=not gl,
+               hidden=BIG_TIMELINE_HIDDEN_LINKS if gl else ())
     grouped: dict[str, list[Event]] = {t: [] for t in EVENT_TYPES}
     for e in order:
         if limit is None or e.t <= limit:
@@ -516,10 +522,11 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
             customdata=np.fromiter((analysis.position[e.id] for e in events), np.int32,
                                    len(events)),
             # an object array spares Plotly's validator a walk over 20,000 strings
-            text=np.array([_compact_hover(e, actor[e.id], start) for e in events] if gl else
+            text=np.array([_compact_hover(e, actor[e.id]) for e in events] if gl else
                           [_event_hover(e, actor[e.id], start, duration[e.id], width, lines)
                            for e in events], dtype=object),
-            hovertemplate=f"<b>{style.label}</b> %{{text}}<extra></extra>",
+            hovertemplate=(f"<b>{style.label}</b> %{{text}} · %{{x:.1f}}s<extra></extra>" if gl
+                           else f"<b>{style.label}</b> %{{text}}<extra></extra>"),
             # a clicked event is marked in the browser at once, without a new figure
             unselected=dict(marker=dict(opacity=1)),
             selected=dict(marker=dict(color=SELECTED, size=max(style.size + 6, 14))),
@@ -577,8 +584,9 @@ def lane_label_margin(labels: Iterable[str]) -> int:
 
 
 def _gapped(values: list) -> np.ndarray:
-    """Line coordinates with None gaps as a float array (NaN gaps), which Plotly sends packed."""
-    return np.array(values, dtype=float)
+    """Line coordinates with None gaps as a float array (NaN gaps), which Plotly sends packed:
+    32-bit, as a line is drawn no finer (a 20,000-event timeline's links in 160 KB, not 320)."""
+    return np.array(values, dtype=np.float32)
 
 
 def timeline_highlight(analysis: Analysis, event_id: str | None) -> list[go.Scatter]:
@@ -607,11 +615,13 @@ def _event_hover(e: Event, agent: str, start: float, span: float, width: int, li
         f"<br>{body}" if body else "")
 
 
-def _compact_hover(e: Event, agent: str, start: float) -> str:
-    """A big trace's hover text: id, agent, time and the start of the content. Hover text is most
-    of what the browser receives for a large timeline; the inspector shows the rest on click."""
-    body = plotly_preview(e.text, 24, 1)
-    return f"{plotly_text(e.id, 12)} {plotly_text(agent, 20)} {e.t - start:.1f}s" + (f"<br>{body}" if body else "")
+def _compact_hover(e: Event, agent: str) -> str:
+    """A big (WebGL) trace's hover text: the event's id and agent, escaped; its time is the
+    marker's x (`%{x}` in the hover template), its content is in the inspector on click.
+
+    Hover text was most of what the browser received for a 20,000-event timeline (1.26 of
+    2.25 MB, half of it a 24-character preview); this is 0.58 MB."""
+    return f"{plotly_text(e.id, 12)} · {plotly_text(agent, 20)}"
 
 
 def _add_lifetimes(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
@@ -632,9 +642,10 @@ def _add_lifetimes(fig: go.Figure, analysis: Analysis, lane: dict[str, int], sta
 
 
 def _add_links(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: float,
-               limit: float | None, scatter, arrows: bool) -> None:
+               limit: float | None, scatter, arrows: bool, hidden: Collection[str] = ()) -> None:
     """Arrows between lanes for spawns, delegations, messages and returns: from the sender's lane
-    at the event's time to the recipient's lane when the event's work ends."""
+    at the event's time to the recipient's lane when the event's work ends. The kinds in
+    `hidden` start hidden, listed in the legend (a click there draws them)."""
     segments: dict[str, tuple[list, list]] = {k: ([], []) for k in LINK_STYLES}
     for e in analysis.order:
         if limit is not None and e.t > limit:
@@ -656,6 +667,7 @@ def _add_links(fig: go.Figure, analysis: Analysis, lane: dict[str, int], start: 
                 symbol="arrow", angleref="previous", color=colour,
                 size=np.tile(np.array([0, 9, 0], dtype=np.int8), len(xs) // 3)))
         fig.add_trace(scatter(x=_gapped(xs), y=_gapped(ys), name=f"{kind} →",
+                              visible="legendonly" if kind in hidden else True,
                               legendgroup=f"link-{kind}", hoverinfo="skip", opacity=0.6,
                               line=dict(color=colour, width=1.2, dash=dash), **extra))
 
@@ -670,11 +682,13 @@ def _add_decision_points(fig: go.Figure, analysis: Analysis, lane: dict[str, int
                   if limit is None or events[p.event_id].t <= limit]
         if not chosen:
             continue
-        fig.add_trace(go.Scatter(
-            x=[e.t - start for e in chosen], y=[lane[analysis.actor[e.id]] for e in chosen],
-            mode="markers+text", name=name, text=["STOP" if name == "stop" else "AGG"] * len(chosen),
+        fig.add_trace(go.Scatter(  # numbers as typed arrays, which Plotly sends packed
+            x=np.array([e.t - start for e in chosen], dtype=float),
+            y=np.array([lane[analysis.actor[e.id]] for e in chosen], dtype=np.int32),
+            mode="markers+text", name=name, text="STOP" if name == "stop" else "AGG",
             textposition="top center", textfont=dict(size=10, color=colour),
-            customdata=[analysis.position[e.id] for e in chosen], hoverinfo="skip",
+            customdata=np.array([analysis.position[e.id] for e in chosen], dtype=np.int32),
+            hoverinfo="skip",
             marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(color=colour, width=2.5))))
 
 
@@ -683,7 +697,8 @@ def _add_critical(fig: go.Figure, analysis: Analysis, lane: dict[str, int], star
     events = analysis.trace.events_by_id
     chain = [events[i] for i in analysis.critical[1] if limit is None or events[i].t <= limit]
     fig.add_trace(scatter(
-        x=[e.t - start for e in chain], y=[lane[analysis.actor[e.id]] for e in chain],
+        x=np.array([e.t - start for e in chain], dtype=float),
+        y=np.array([lane[analysis.actor[e.id]] for e in chain], dtype=np.int32),
         mode="lines+markers", name="critical path", hoverinfo="skip",
         line=dict(color="#fab005", width=4), opacity=0.75,
         marker=dict(size=6, color="#fab005")))
