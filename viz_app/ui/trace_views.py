@@ -60,10 +60,13 @@ def trace_views(trace: Trace, analysis: Analysis, *, event_id: str | None, agent
         spawn_tree(tree, key=f"{key}tree:{session.trace_key(trace)}", on_choose=on_tree)
     else:
         communication_graph(session.communication_html(trace, selected=agent))
+    big = len(analysis.order) > charts.WEBGL_EVENTS
     st.caption("**Message timeline** · one lane per agent in tree order · bars: lifetimes · "
-               "arrows: spawn, delegation, message, return · rings: aggregates and stops · "
-               "click an event to inspect it, drag to zoom"
-               + (" · WebGL" if len(analysis.order) > charts.WEBGL_EVENTS else ""))
+               "arrows: spawn, delegation, message, return"
+               + (f" ({' and '.join(k + 's' for k in charts.BIG_TIMELINE_HIDDEN_LINKS)} hidden: "
+                  "click them in the legend)" if big else "")
+               + " · rings: aggregates and stops · click an event to inspect it, drag to zoom"
+               + (" · WebGL" if big else ""))
     timeline = session.timeline_figure(trace, until=until, critical=critical)
     chart_key, ring = _timeline_key(trace, analysis, event_id, f"{key}timeline")
     with session.overlaid(timeline, charts.timeline_highlight(analysis, ring)) as shown:
