@@ -22,6 +22,9 @@ import time
 
 SCAN_SECONDS = 1.0
 """How often the watcher notes the caller's Ray processes (a /proc scan of a few ms)."""
+START_SECONDS = 15.0
+"""For this long after it starts (while Ray starts its daemons, agents and first workers), the
+watcher looks five times as often."""
 GRACE_SECONDS = 2.0
 """How long the watcher waits after SIGTERM before SIGKILL."""
 
@@ -100,11 +103,12 @@ def _end(seen: dict[int, int]) -> None:
 def watch(parent: int) -> None:
     """The watcher's loop: note the parent's Ray processes while it lives, then end them."""
     seen: dict[int, int] = {}
-    last = 0.0
+    started = last = time.monotonic()
     while os.getppid() == parent:
-        if time.monotonic() - last >= SCAN_SECONDS:
+        now = time.monotonic()
+        if now - last >= (SCAN_SECONDS / 5 if now - started < START_SECONDS else SCAN_SECONDS):
             seen.update(ray_descendants(parent))
-            last = time.monotonic()
+            last = now
         time.sleep(0.2)
     _end(seen)
 
