@@ -10,6 +10,7 @@ from conftest import goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from viz_app import charts
 from viz_app.analysis import analyze
+from viz_app.synth import synth_trace
 from viz_app.workspace import Workspace
 
 pytestmark = pytest.mark.browser
@@ -88,3 +89,39 @@ def test_a_click_on_the_timeline_selects_without_sending_the_figure_again(page, 
     # about half of a demo's timeline)
     assert 0 <= first < figure and 0 <= second < figure, (first, second, figure)
     shot(page, "timeline_01_clicked_event_marked")
+
+
+HOVERED = """() => {
+    const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1];
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+    for (const t of gd._fullData) {
+        if (t.name !== 'tool call' || t.visible !== true) continue;
+        for (let j = 0; j < t.x.length; j++) {
+            if (t.y[j] >= 2 && t.y[j] <= 6)
+                return {x: r.left + xa._offset + xa.l2p(t.x[j]),
+                        y: r.top + ya._offset + ya.l2p(t.y[j]), position: t.customdata[j]};
+        }
+    }
+    return null;
+}"""
+
+
+def test_a_large_timelines_hover_names_the_events_id_agent_and_time(page, app_server, tmp_path):
+    raw = synth_trace(60, 1_800, seed=5)  # above WEBGL_EVENTS: drawn with WebGL
+    workspace = make_workspace(tmp_path, traces=[raw])
+    a = analyze(workspace.trace(raw["trace_id"]))
+    goto_as(page, f"{app_server(workspace)}/trace?trace={raw['trace_id']}", "tim")
+    wait_for_streamlit(page, timeout=60_000)
+    page.locator('[data-testid="stPlotlyChart"]').nth(1).scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    point = page.evaluate(HOVERED)
+    assert point is not None
+    page.mouse.move(point["x"] - 20, point["y"] - 20)
+    page.mouse.move(point["x"], point["y"], steps=4)
+    page.wait_for_selector(".hoverlayer .hovertext", timeout=10_000)
+    shown = page.evaluate("document.querySelector('.hoverlayer .hovertext').textContent")
+    e = a.order[point["position"]]
+    head, _, seconds = shown.rpartition(" · ")
+    assert head == f"tool call {e.id} · {a.actor[e.id]}"
+    assert abs(float(seconds.removesuffix("s")) - (e.t - a.order[0].t)) <= 0.051  # to 0.1 s
+    shot(page, "timeline_02_large_timeline_hover")
