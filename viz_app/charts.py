@@ -491,6 +491,9 @@ def timeline_figure(analysis: Analysis, *, selected: str | None = None,
     `critical` overlays the critical path; `until` shows only what had happened by then (times
     are seconds from the trace's first event); `selected` rings an event. Markers carry the event's
     position in `analysis.order` as customdata (ids are trace text, positions are not). WebGL is used above WEBGL_EVENTS events unless `webgl` says otherwise.
+    A WebGL timeline's hover says each event's id, agent and time (`_compact_hover`), and its
+    peers' message links start hidden in the legend (`BIG_TIMELINE_HIDDEN_LINKS`): what the
+    browser takes in and draws for 20,000 events.
     """
     order = analysis.order
     start = float(order[0].t)
