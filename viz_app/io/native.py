@@ -203,6 +203,11 @@ def _pool(data: bytes, label: str, on_error: Callable[[TraceError], None] | None
         raise TraceError(label, "", "the file is empty")
 
 
+def _where(line: int | None) -> str:
+    """How an error's place begins for a trace on a line of a JSON Lines file ('' otherwise)."""
+    return f"line {line}: " if line else ""
+
+
 def trace_from_json(data: bytes, label: str, line: int | None = None, *,
                     sha256: str = "") -> Trace:
     """Parse and validate one trace from JSON bytes; `sha256`, when the caller knows the hash
@@ -216,15 +221,14 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     when something fails does the slower path run, to say where and why in plain words."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    trace = None
     with paused_gc():
         record = decode(data)
         if record is not None:
             # references checked on the records: a third cheaper than on the models
-            _check_references(record, label, f"line {line}: " if line else "")
+            _check_references(record, label, _where(line))
             trace = to_model(record)
-    if record is None:
-        return _general(data, label, line, sha256, None)
-    return _general(data, label, line, sha256, trace, references_checked=True)
+    return _general(data, label, line, sha256, trace, references_checked=trace is not None)
 
 
 def record_from_json(data: bytes, label: str, line: int | None = None, *,
@@ -239,7 +243,7 @@ def record_from_json(data: bytes, label: str, line: int | None = None, *,
         record = decode(data)
     if record is None:
         return _general(data, label, line, sha256, None)
-    _check_references(record, label, f"line {line}: " if line else "")
+    _check_references(record, label, _where(line))
     record._source = label
     record._sha256 = sha256 or hashlib.sha256(data).hexdigest()
     return record
@@ -247,7 +251,7 @@ def record_from_json(data: bytes, label: str, line: int | None = None, *,
 
 def _general(data: bytes, label: str, line: int | None, sha256: str,
              trace: Trace | None, references_checked: bool = False) -> Trace:
-    prefix = f"line {line}: " if line else ""
+    prefix = _where(line)
     tree = None
     if trace is None:
         try:
@@ -399,7 +403,7 @@ def _refuse_ambiguous(data: bytes, label: str, prefix: str) -> None:
 def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
                     source_format: str = "orchviz") -> Trace:
     """Validate a parsed trace object: the schema, then the rules the schema cannot state."""
-    prefix = f"line {line}: " if line else ""
+    prefix = _where(line)
     if not isinstance(obj, dict):
         raise TraceError(label, f"{prefix}top level".strip(),
                          f"a trace is a JSON object, but this is {_JSON_TYPE.get(type(obj), 'a value')}")

@@ -70,8 +70,8 @@ def started_a_cluster(pid: int | None = None) -> bool:
     """Whether a process (default: this one) has a Ray GCS server of its own as a child: the
     head of a local cluster it started, not one it joined."""
     pid = pid or os.getpid()
-    for child, _ in ray_descendants(pid).items():
-        if _stat(child) is not None and _stat(child)[0] == pid:
+    for child in ray_descendants(pid):
+        if (_stat(child) or (0, 0))[0] == pid:
             try:
                 with open(f"/proc/{child}/cmdline", "rb") as f:
                     if b"gcs_server" in f.read().split(b"\0", 1)[0]:
