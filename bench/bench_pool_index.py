@@ -184,24 +184,26 @@ def breakdown(location: str) -> dict[str, float]:
     return {name: seconds * 1000 / count for name, seconds in spent.items()}
 
 
-def tree_cpu() -> dict[int, float]:
-    """CPU seconds so far of each live process descended from this one (a local Ray's daemons
-    and workers: they end after the run, so rusage cannot count them), from /proc."""
+def tree_cpu() -> dict[int, tuple[str, float]]:
+    """Name and CPU seconds so far of each live process descended from this one (a local Ray's
+    daemons and workers: they end after the run, so rusage cannot count them), from /proc."""
     parents: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                name, fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)
             except OSError:
                 continue
+            fields = fields.split()
             parents.setdefault(int(fields[1]), []).append(int(entry))
-            cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+            cpu[int(entry)] = (name.split("(", 1)[1][:15],
+                               (int(fields[11]) + int(fields[12])) / tick)
     found, todo = {}, list(parents.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
-        found[pid] = cpu.get(pid, 0.0)
+        found[pid] = cpu.get(pid, ("?", 0.0))
         todo += parents.get(pid, [])
     return found
 
@@ -217,31 +219,86 @@ def machine_cpu() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-def indexing(location: str, folder: Path, workers: int = 1, ray: str | None = None) -> dict:
-    """One index of the pool from scratch (inline, on `workers` processes, or on Ray): its
-    wall seconds, CPU seconds of this process and of its ended children, the load average
-    before and after, and the update's own costs."""
-    shutil.rmtree(folder, ignore_errors=True)
-    index = PoolIndex(folder / "pool.duckdb", location)
+def _rusage() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime)
+
+
+def indexing(location: str, folder: Path, workers: int = 1, ray: bool = False,
+             code: str | None = None) -> dict:
+    """One index of the pool from scratch, in a fresh Python process, as `orchviz pool index`
+    runs it (so a process pool is forked from a process of one thread, as the command's is:
+    in this process, a local Ray's threads would make it spawn its workers): inline (`workers`
+    1), on `workers` processes, or on a local Ray of `workers` CPUs started in that process
+    before the update and its workers warmed with a task each (a Ray that is up, as a cluster
+    serving many updates is: `ray.init` and the warm-up are timed apart). Its wall seconds (of
+    the update, and of the whole process), the CPU seconds of the process and of each process
+    it started, the load average before and after, and the update's own costs. `code`: the
+    folder whose `viz_app` it runs (another checkout, to compare in turns), else this one's."""
+    import json
+    import subprocess
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    started = time.perf_counter()
+    ran = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one-run",
+                          json.dumps([location, str(folder), workers, ray])],
+                         capture_output=True, text=True, env={
+                             **os.environ, "PYTHONPATH": code or str(Path(__file__).resolve()
+                                                                    .parent.parent)})
+    if ran.returncode:
+        raise SystemExit(f"the indexing run failed:\n{ran.stderr[-3000:]}")
+    run = json.loads(ran.stdout.strip().splitlines()[-1])
+    run["process_wall"] = time.perf_counter() - started
+    return run
+
+
+def one_run(location: str, folder: str, workers: int, ray: bool) -> dict:
+    """`indexing`'s run, in the fresh process."""
+    from collections import Counter
+
+    setup = {}
+    if ray:
+        import ray as ray_module
+
+        setup["ray.init"], _ = timed(lambda: ray_module.init(
+            num_cpus=workers, include_dashboard=False, logging_level="ERROR",
+            log_to_driver=False))
+
+        @ray_module.remote(num_cpus=1)
+        def warm() -> int:
+            import viz_app.store.pool_index  # noqa: F401  (what a piece's task imports)
+
+            time.sleep(0.5)  # long enough for each worker to take one
+            return os.getpid()
+
+        setup["warm-up"], _ = timed(lambda: ray_module.get([warm.remote()
+                                                            for _ in range(workers)]))
+    index = PoolIndex(Path(folder) / "pool.duckdb", location)
+    shards = pool.shards(location)
     load = os.getloadavg()[0]
-    alive = tree_cpu() if os.path.exists("/proc/self/stat") else {}
+    own, children = _rusage()
+    alive = tree_cpu()
     busy = machine_cpu()
-    done = index.update(pool.shards(location), rubric=default_rubric(), workers=workers, ray=ray)
+    done = index.update(shards, rubric=default_rubric(), workers=workers,
+                        ray="auto" if ray else None)
     busy = machine_cpu() - busy
-    alive_after = tree_cpu() if alive or os.path.exists("/proc/self/stat") else {}
-    own2 = resource.getrusage(resource.RUSAGE_SELF)
-    children2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after = tree_cpu()
+    own2, children2 = _rusage()
     assert done.failures == 0, index.failures(3)
     index.close()
+    processes: Counter = Counter()  # CPU seconds of each kind of process it started
+    processes["workers (ended)"] += children2 - children
+    for pid, (name, cpu) in after.items():
+        processes[name] += cpu - alive.get(pid, (name, 0.0))[1]
+    if ray:
+        ray_module.shutdown()
     return {"engine": done.engine, "wall": done.seconds, "traces": done.traces,
             "pieces": done.pieces, "costs": done.costs, "load": (load, os.getloadavg()[0]),
-            "own_cpu": own2.ru_utime + own2.ru_stime - own.ru_utime - own.ru_stime,
-            "children_cpu": (children2.ru_utime + children2.ru_stime - children.ru_utime
-                             - children.ru_stime)
-            + sum(cpu - alive.get(pid, 0.0) for pid, cpu in alive_after.items()),
-            "machine_cpu": busy}
+            "own_cpu": own2 - own, "children_cpu": sum(processes.values()),
+            "processes": {k: round(v, 2) for k, v in processes.most_common() if v >= 0.01},
+            "machine_cpu": busy, "setup": setup}
 
 
 def describe(run: dict, one: float | None) -> str:
@@ -256,7 +313,11 @@ def describe(run: dict, one: float | None) -> str:
             f"({workers * 1000 / n:.3f} ms/trace), writer CPU {writer:.1f} "
             f"({writer * 1000 / n:.3f} ms/trace), waited {c['wait']:.1f}, "
             f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}, "
-            f"others' work took {others / run['wall']:.2f} of the {os.cpu_count()} cores")
+            f"others' work took {others / run['wall']:.2f} of the {os.cpu_count()} cores"
+            f"\n        the process: {run['process_wall']:.1f} s wall in all (its start and "
+            + "".join(f"{k} {v:.1f} s, " for k, v in run["setup"].items())
+            + "the update, its end); CPU s of the processes it started: "
+            + (", ".join(f"{k} {v:.2f}" for k, v in run["processes"].items()) or "none"))
 
 
 def costs_table(run: dict) -> str:
@@ -370,7 +431,20 @@ def main() -> None:
                         help="only write the pool of --traces into DIR (kept), and stop")
     parser.add_argument("--no-sha", action="store_true",
                         help="write no _sha256 column values (a pool written by another tool)")
+    parser.add_argument("--compare", metavar="DIR", action="append", default=[],
+                        help="also index with the viz_app of this checkout (e.g. main's), in "
+                        "turns with this one's (repeatable)")
+    parser.add_argument("--pool", metavar="DIR", default=None,
+                        help="index this pool (written by --write-pool) rather than writing one")
+    parser.add_argument("--scaling-only", action="store_true",
+                        help="skip the bare parse and the per-step costs: indexing runs only")
+    parser.add_argument("--one-run", metavar="JSON", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_run:  # one indexing run in a process of its own (`indexing`)
+        import json
+
+        print(json.dumps(one_run(*json.loads(args.one_run))))
+        return
     print(machine())
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.write_pool:
@@ -381,43 +455,66 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="bench-pool-"))
     try:
-        location = str(work / "pool")
-        seconds, text_bytes = timed(lambda: write_pool(work / "pool", args.traces,
-                                                       args.shard_rows, not args.no_sha))
-        print(f"pool: {args.traces:,} traces of ~100 events, {text_bytes / 1e6:.0f} MB of JSON "
-              f"text in {len(pool.shards(location))} Parquet shards (written in {seconds:.0f} s)")
-        parse, parse_cpu = bare_parse(location)
-        print(f"bare parse (read columns + orjson.loads): {parse:.1f} s, {parse_cpu:.1f} CPU s, "
-              f"{args.traces / parse_cpu:,.0f} traces per CPU second")
-        parse_one, summarise_one = shard_ratio(location)
-        first = min(args.traces, args.shard_rows)
-        print(f"one shard ({first} traces), best of 3 taken in turns: bare parse "
-              f"{parse_one:.2f} s, summarise_shard {summarise_one:.2f} s "
-              f"({summarise_one / parse_one:.1f}x)")
-        steps = breakdown(location)
-        print(f"per trace, CPU ms (first shard): bare parse {parse_one * 1000 / first:.2f}; "
-              + ", ".join(f"{name} {ms:.2f}" for name, ms in steps.items())
-              + f"; summarise_shard {summarise_one * 1000 / first:.2f}")
+        if args.pool:
+            location = str(Path(args.pool).resolve())
+            text_bytes = sum(p.stat().st_size for p in Path(location).glob("*.parquet"))
+            print(f"pool: {location}, {len(pool.shards(location))} Parquet shards, "
+                  f"{text_bytes / 1e6:.0f} MB (compressed)")
+        else:
+            location = str(work / "pool")
+            seconds, text_bytes = timed(lambda: write_pool(work / "pool", args.traces,
+                                                           args.shard_rows, not args.no_sha))
+            print(f"pool: {args.traces:,} traces of ~100 events, {text_bytes / 1e6:.0f} MB of "
+                  f"JSON text in {len(pool.shards(location))} Parquet shards (written in "
+                  f"{seconds:.0f} s)")
+        parse = parse_cpu = 0.0
+        if not args.scaling_only:
+            parse, parse_cpu = bare_parse(location)
+            print(f"bare parse (read columns + orjson.loads): {parse:.1f} s, {parse_cpu:.1f} "
+                  f"CPU s, {args.traces / parse_cpu:,.0f} traces per CPU second")
+            parse_one, summarise_one = shard_ratio(location)
+            first = min(args.traces, args.shard_rows)
+            print(f"one shard ({first} traces), best of 3 taken in turns: bare parse "
+                  f"{parse_one:.2f} s, summarise_shard {summarise_one:.2f} s "
+                  f"({summarise_one / parse_one:.1f}x)")
+            steps = breakdown(location)
+            print(f"per trace, CPU ms (first shard): bare parse {parse_one * 1000 / first:.2f}; "
+                  + ", ".join(f"{name} {ms:.2f}" for name, ms in steps.items())
+                  + f"; summarise_shard {summarise_one * 1000 / first:.2f}")
+        engines = [("one", 1, False), ("many", args.workers, False)]
         if args.ray:
-            import ray
-
-            seconds, _ = timed(lambda: ray.init(num_cpus=args.workers, include_dashboard=False,
-                                                logging_level="ERROR", log_to_driver=False))
-            print(f"ray.init (a local Ray of {args.workers} CPUs): {seconds:.1f} s")
-        engines = [("one", 1, None), ("many", args.workers, None)]
-        if args.ray:
-            engines.append(("ray", args.workers, "auto"))
+            engines.append(("ray", args.workers, True))
+        codes = [("this", None)] + [(f"code {c}", c) for c in args.compare]
         runs: dict[str, list[dict]] = {name: [] for name, _, _ in engines}
+        others: dict[tuple[str, str], list[dict]] = {}
         for turn in range(max(1, args.turns)):
-            for name, workers, ray_address in engines:
-                runs[name].append(indexing(location, work / name, workers, ray_address))
-                one = runs["one"][-1]["wall"] if name != "one" else None
-                print(f"turn {turn + 1}: {describe(runs[name][-1], one)}", flush=True)
+            for label, code in codes:
+                mine: dict[str, list[dict]] = runs if code is None else others.setdefault(
+                    label, {name: [] for name, _, _ in engines})
+                for name, workers, ray in engines:
+                    mine[name].append(indexing(location, work / name, workers, ray, code))
+                    one = mine["one"][-1]["wall"] if name != "one" else None
+                    print(f"turn {turn + 1}, {label}: {describe(mine[name][-1], one)}",
+                          flush=True)
+        for label, found in others.items():
+            print(f"{label}: " + "; ".join(
+                f"{name} " + ", ".join(f"{r['wall']:.1f} s" for r in found[name])
+                + ("" if name == "one" else " (" + ", ".join(
+                    f"{o['wall'] / r['wall']:.2f}x" for o, r in zip(found["one"], found[name]))
+                   + " its one core of the same turn)")
+                for name, _, _ in engines))
+        print("this code: " + "; ".join(
+            f"{name} " + ", ".join(f"{r['wall']:.1f} s" for r in runs[name])
+            + ("" if name == "one" else " (" + ", ".join(
+                f"{o['wall'] / r['wall']:.2f}x" for o, r in zip(runs["one"], runs[name]))
+               + " its one core of the same turn)")
+            for name, _, _ in engines))
         best = {name: min(found, key=lambda r: r["wall"]) for name, found in runs.items()}
         one = best["one"]
-        print(f"index, 1 core: {one['traces'] / one['own_cpu']:,.0f} traces per CPU second "
-              f"({one['own_cpu'] / parse_cpu:.1f}x the bare parse in CPU seconds, "
-              f"{one['wall'] / parse:.1f}x in wall time; target 2x)")
+        if parse_cpu:
+            print(f"index, 1 core: {one['traces'] / one['own_cpu']:,.0f} traces per CPU second "
+                  f"({one['own_cpu'] / parse_cpu:.1f}x the bare parse in CPU seconds, "
+                  f"{one['wall'] / parse:.1f}x in wall time; target 2x)")
         print(f"best of {max(1, args.turns)} in turns: 1 core {one['wall']:.1f} s; "
               + "; ".join(f"{best[name]['engine']} ({workers}) {best[name]['wall']:.1f} s: "
                           f"{one['wall'] / best[name]['wall']:.2f}x"
@@ -434,10 +531,9 @@ def main() -> None:
         for name in best:
             print(costs_table(best[name]))
         print(projection(best["many"]))
-        if args.ray:
-            ray.shutdown()
         size = sum(p.stat().st_size for p in (work / "one").iterdir())
         print(f"index files: {size / 1e6:.0f} MB for {text_bytes / 1e6:.0f} MB of traces")
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
         if args.rows <= 0:  # indexing only
             return

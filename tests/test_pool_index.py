@@ -449,6 +449,55 @@ def test_pieces_cover_every_row_group_once_in_order(tmp_path, written):
     assert [(p.groups, p.first, p.last) for p in plan([jsonl], 8)] == [(None, True, True)]
 
 
+def test_pieces_shrink_towards_the_pools_end(tmp_path):
+    """The workers finish within a small piece of each other: towards the pool's end each
+    piece is at most 1/(TAPER x workers) of the rows left, down to one row group."""
+    from viz_app.store.pool_index import TAPER, plan
+
+    location = str(tmp_path / "pool")
+    pool.write_pool(pool_traces(64), location, shard_rows=32, row_group_rows=1)
+    pieces = plan(pool.shards(location), 2)
+    sizes = [p.rows for p in pieces]
+    assert sum(sizes) == 64 and sizes[0] == 8  # 64 rows / (PIECES_PER_WORKER x 2)
+    left = 64
+    for size in sizes:
+        assert size <= max(1, -(-left // (TAPER * 2)))
+        left -= size
+    assert sizes[-3:] == [1, 1, 1] and sizes == sorted(sizes, reverse=True)
+
+
+def test_the_words_before_the_last_pieces_are_committed_while_workers_read(
+        tmp_path, written, monkeypatch):
+    """The last commit of the words, which the update waits for once the workers are done,
+    holds only the words of the last WORDS_TAIL traces or fewer; the index is the same."""
+    from viz_app.store import pool_index
+
+    location, _ = written
+    inline, _ = indexed(tmp_path / "a", location, workers=1)
+    monkeypatch.setattr(pool_index, "WORDS_TAIL", 5)
+    commits: list[int] = []
+    commit = pool_index._WordWriter._commit
+
+    def counted(self):
+        commits.append(self.pending)
+        commit(self)
+
+    monkeypatch.setattr(pool_index._WordWriter, "_commit", counted)
+    insert = pool_index._WordWriter._insert
+    pending: list[int] = []
+
+    def inserted(self, *args):
+        insert(self, *args)
+        pending.append(self.pending)
+
+    monkeypatch.setattr(pool_index._WordWriter, "_insert", inserted)
+    pooled, done = indexed(tmp_path / "b", location, workers=2)
+    assert done.traces == 24 and 0 in pending[:-1]  # committed before the last piece came
+    assert commits and commits[-1] <= 5
+    assert snapshot(pooled) == snapshot(inline)
+    assert ranked_hits(pooled, "rollout") == ranked_hits(inline, "rollout")
+
+
 def test_ray_in_local_mode_gives_the_same_index_as_the_process_pool(tmp_path, written):
     try:
         import ray
