@@ -425,7 +425,7 @@ def test_a_batch_sends_its_words_once_and_arrives_whole(written):
     words = sum(len(text.encode()) for text in here.texts)
     assert words and len(pickle.dumps(here, pickle.HIGHEST_PROTOCOL)) - len(payload) >= words
     sent = _unpickled((payload, 0.0))
-    assert sent.texts == here.texts and sent.packed == here.packed
+    assert [text.decode() for text in sent.texts] == here.texts and sent.packed == here.packed
     assert sent.table.equals(here.table) and sent.failures == here.failures
 
 
