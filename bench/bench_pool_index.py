@@ -15,8 +15,11 @@ reader must do), what each step of `summarise_shard` costs per trace on the firs
 the DuckDB rows and the FTS5 words).
 
 Scaling: indexing on one core, on `--workers` processes and (`--ray`) on a local Ray of as
-many CPUs, in turns (`--turns`, best of each: a shared machine's load varies), each run's wall
-time and CPU seconds (this process; its workers), the load average around it, and the costs
+many CPUs, in turns (`--turns`, best of each: a shared machine's load varies), each run in a
+Python process of its own, as `orchviz pool index` runs (its process pool forked, not spawned;
+a local Ray started in it before the update, its workers warmed with a task each, both timed
+apart), each run's wall time and CPU seconds (the process; each kind of process it started:
+the pool's workers, Ray's workers and daemons), the load average around it, and the costs
 `PoolUpdate.costs` measured in the run: per trace, the workers' CPU (reading, decoding and
 summarising; making and pickling the batch) and this process's serial part (unpickling, the
 DuckDB rows, the FTS5 words), and the fixed part (publishing the file, forgetting old words).
@@ -28,7 +31,10 @@ their own, and the rest: receiving and the DuckDB rows). Each run also says how 
 cores other processes took meanwhile (the machine's busy CPU from /proc/stat, less this
 run's), and the benchmark how fast each engine could run on cores of its own from its CPU
 seconds against one core's.
-Target: 2 workers at least 1.8x one core.
+Target: 2 workers at least 1.8x one core. `--compare DIR` runs the same turns with the viz_app
+of another checkout too (main's, say), one after the other, so code is compared on the same
+minutes of a shared machine; `--pool DIR` indexes a pool written before (`--write-pool`);
+`--scaling-only` skips the bare parse and the per-step costs.
 
 `--write-pool DIR` writes the pool into DIR (kept) and stops: for an end-to-end run of
 `orchviz pool index DIR` (the million-trace figure in docs/pools.md).
@@ -314,7 +320,11 @@ def describe(run: dict, one: float | None) -> str:
             f"({writer * 1000 / n:.3f} ms/trace), waited {c['wait']:.1f}, "
             f"{run['pieces']} pieces; load {run['load'][0]:.2f} -> {run['load'][1]:.2f}, "
             f"others' work took {others / run['wall']:.2f} of the {os.cpu_count()} cores"
-            f"\n        the process: {run['process_wall']:.1f} s wall in all (its start and "
+            + ("" if run["engine"] == "inline" else
+               f"; {os.cpu_count()} x wall - CPU s of the run - others' = "
+               f"{os.cpu_count() * run['wall'] - run['own_cpu'] - run['children_cpu'] - others:.1f}"
+               " core-s idle")
+            + f"\n        the process: {run['process_wall']:.1f} s wall in all (its start and "
             + "".join(f"{k} {v:.1f} s, " for k, v in run["setup"].items())
             + "the update, its end); CPU s of the processes it started: "
             + (", ".join(f"{k} {v:.2f}" for k, v in run["processes"].items()) or "none"))
