@@ -543,9 +543,9 @@ def main() -> None:
         print(projection(best["many"]))
         size = sum(p.stat().st_size for p in (work / "one").iterdir())
         print(f"index files: {size / 1e6:.0f} MB for {text_bytes / 1e6:.0f} MB of traces")
-        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
         if args.rows <= 0:  # indexing only
+            print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             return
         shards = pool.shards(location)
         seconds, big = timed(lambda: big_index(work, args.rows, shards, args.shard_rows))
