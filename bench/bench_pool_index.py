@@ -147,8 +147,8 @@ def shard_ratio(location: str) -> tuple[float, float]:
 
 def breakdown(location: str) -> dict[str, float]:
     """CPU milliseconds per trace of each step of `summarise_shard` on the first shard (the
-    collector paused, as there): reading a row and decoding it into records (`read_shard` with
-    `records=True`: the compiled read path), the analysis's structural pass (agents, actors,
+    collector paused, as there): reading a row and decoding it into the trace's structs
+    (`read_shard`: the compiled read path), the analysis's structural pass (agents, actors,
     spawn tree, warnings), the figures of the summary (makespan, parallelism, depth, fan-out,
     tokens, cost), the label targets that count (`rubric.required_questions`), the words
     (`search_text`) and the rest of the row (the words' copy, `pack_words`). The index keeps no
@@ -161,7 +161,7 @@ def breakdown(location: str) -> dict[str, float]:
     count = 0
     clock = time.process_time
     with paused_gc():
-        rows = pool.read_shard(shard, on_error=print, records=True)
+        rows = pool.read_shard(shard, on_error=print)
         while True:
             started = clock()
             found = next(rows, None)

@@ -80,7 +80,7 @@ def _event(trace: Trace, analysis: Analysis, e: Event, key: str, choose) -> None
     else:
         st.caption("no content")
     st.markdown("**Fields**")
-    st.json(e.model_dump(mode="json", by_alias=True, exclude_none=True), expanded=1)
+    st.json(e.to_dict(), expanded=1)
     link = analysis.link_of(e)
     if link is not None:
         st.caption(f"{link[0]} from {markdown_literal(link[1], 40)} "

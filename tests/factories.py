@@ -102,6 +102,15 @@ def example_trace(trace_id: str | None = None, **changes) -> Trace:
     return as_trace(raw)
 
 
+def event_edited(trace: Trace, event_id: str, trace_id: str | None = None, **keys) -> Trace:
+    """The trace with one event's keys changed (and another id, if given), validated anew."""
+    raw = trace.to_dict()
+    if trace_id is not None:
+        raw["trace_id"] = trace_id
+    next(e for e in raw["events"] if e["id"] == event_id).update(keys)
+    return as_trace(raw)
+
+
 def copy_demos(folder: Path, names: Iterable[str] | None = None) -> Path:
     """A folder holding copies of the demo trace files (all, or those of the given stems)."""
     folder.mkdir(parents=True, exist_ok=True)

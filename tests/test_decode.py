@@ -1,5 +1,6 @@
-"""The compiled read path (`viz_app.io.decode`): plain text decodes to records in C, anything else
-goes to the general path, and either way a trace loads, or is refused, exactly as before."""
+"""The compiled read path (`viz_app.io.decode`): plain text decodes to the trace's structs in C,
+anything else goes to the general path, and either way the same trace loads, or is refused,
+exactly as before."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from factories import demo_paths, example_dict, reference_validator
 from test_roundtrip import MUTATIONS, references_resolve
 from viz_app import TraceError
 from viz_app.analysis import analyze
-from viz_app.io.decode import EventRecord, TraceRecord, decode, to_model
-from viz_app.io.native import record_from_json, trace_from_dict, trace_from_json
-from viz_app.model import Event, Trace
+import msgspec
+
+from viz_app.io.decode import decode
+from viz_app.io.native import _built, trace_from_dict, trace_from_json
+from viz_app.model import OTHER, Event, Trace
 from viz_app.synth import synth_trace
 
 VALIDATOR = reference_validator()
@@ -42,7 +45,7 @@ def refusal(data: bytes, read=trace_from_json) -> TraceError:
 @pytest.mark.parametrize("path", demo_paths(), ids=lambda p: p.stem)
 def test_every_demo_trace_takes_the_compiled_path_and_loads_as_before(path):
     data = path.read_bytes()
-    assert isinstance(decode(data), TraceRecord)
+    assert isinstance(decode(data), Trace)
     loaded = trace_from_json(data, str(path))
     assert loaded.to_dict() == json.loads(data)
     assert loaded.sha256 == hashlib.sha256(data).hexdigest()
@@ -70,7 +73,7 @@ def test_other_extra_keys_take_the_general_path_and_are_kept_as_they_came(key, v
     trace = trace_from_json(data, "t.json")
     assert trace.events[0].extras[key] == value
     assert trace.to_dict() == raw
-    assert isinstance(record_from_json(data, "t.json"), Trace)
+    assert trace.events[0].other == {key: value}
 
 
 @pytest.mark.parametrize("change", [
@@ -101,7 +104,6 @@ def test_a_key_twice_is_never_decoded_by_the_compiled_path():
     data = orjson.dumps(plain(content="x")).replace(b'"content":"x"', b'"content":"x","content":"y"')
     assert decode(data) is None
     assert refusal(data).problem.startswith("the key 'content' comes twice")
-    assert refusal(data, record_from_json).problem.startswith("the key 'content' comes twice")
 
 
 def test_an_escaped_colon_sends_the_text_to_the_general_path():
@@ -133,9 +135,8 @@ def test_references_are_checked_on_the_compiled_path(change, place, problem):
     change(raw)
     data = orjson.dumps(raw)
     assert decode(data) is not None  # the schema holds: orchviz's own rules refuse it
-    for read in (trace_from_json, record_from_json):
-        error = refusal(data, read)
-        assert error.place == place and error.problem.startswith(problem)
+    error = refusal(data)
+    assert error.place == place and error.problem.startswith(problem)
 
 
 @pytest.mark.parametrize("seed", range(300))
@@ -151,13 +152,12 @@ def test_bytes_load_exactly_when_the_schema_accepts_them(seed):
             pass
     schema_ok = VALIDATOR.is_valid(raw)
     data = orjson.dumps(raw)
-    for read in (trace_from_json, record_from_json):
-        try:
-            read(data, "<mutant>")
-            loaded = True
-        except TraceError:
-            loaded = False
-        assert loaded == (schema_ok and references_resolve(raw)), raw
+    try:
+        trace_from_json(data, "<mutant>")
+        loaded = True
+    except TraceError:
+        loaded = False
+    assert loaded == (schema_ok and references_resolve(raw)), raw
     try:
         trace_from_dict(copy.deepcopy(raw), "<mutant>")
         expected = None
@@ -169,12 +169,17 @@ def test_bytes_load_exactly_when_the_schema_accepts_them(seed):
         assert str(caught.value).split(": ", 1)[1] == expected.split(": ", 1)[1]
 
 
-# -- records and models -------------------------------------------------------------------------
+# -- the compiled path and the general path build the same trace -------------------------------
 
 
-def test_records_read_as_the_models_read():
+def general(raw: dict) -> Trace:
+    """The trace the general path builds of a parsed object (pydantic validates, msgspec builds)."""
+    return trace_from_dict(copy.deepcopy(raw), "t.json")
+
+
+def test_the_compiled_path_reads_as_the_general_path_reads():
     data = orjson.dumps(plain(end_t=-1, tokens=-2, cost_usd=0.25, decision="stop"))
-    record, model = decode(data), trace_from_json(data, "t.json")
+    record, model = decode(data), general(orjson.loads(data))
     for r, m in zip(record.events, model.events):
         for name in ("id", "t", "type", "agent", "role", "from_", "to", "tool", "content_ref",
                      "trusted", "content", "end_t", "tokens", "cost_usd", "model", "decision",
@@ -184,24 +189,24 @@ def test_records_read_as_the_models_read():
                                                                 model.metrics)
 
 
-def test_a_record_and_its_model_hash_alike_without_bytes():
+def test_a_trace_hashes_alike_on_either_path_without_bytes():
     record = decode(orjson.dumps(example_dict()))
-    assert record.sha256 == to_model(record).sha256
+    assert record.sha256 == general(example_dict()).sha256
     assert record.to_dict() == example_dict()
 
 
-def test_models_built_from_records_are_the_models_validation_builds():
+def test_the_compiled_path_builds_the_trace_validation_builds():
     raw = synth_trace(6, 80, "hierarchical", seed=3)
-    built, validated = to_model(decode(orjson.dumps(raw))), Trace.model_validate(raw)
-    assert built == validated
+    built, validated = decode(orjson.dumps(raw)), general(raw)
+    assert built == validated == _built(raw)
     assert built.to_dict() == validated.to_dict() == raw
     assert all(type(e) is Event for e in built.events)
 
 
-def test_each_built_event_has_the_fields_and_extras_validation_gives_it():
+def test_each_event_has_the_same_fields_and_extras_on_either_path():
     """Events of every shape in one trace (optional schema keys and extension keys given or
-    not): each model built from records says the same keys were given, and keeps the same
-    extras in the same order, as the model validation builds."""
+    not): each event the compiled path decodes holds the same fields, and gives the same
+    extras in the same order, as the general path's."""
     raw = example_dict()
     first = raw["events"][0]
     optional = {"role": "r", "from": "a", "to": "b", "tool": "t", "content_ref": "ref",
@@ -216,22 +221,53 @@ def test_each_built_event_has_the_fields_and_extras_validation_gives_it():
         event.update((k, v) for i, (k, v) in enumerate(extension.items()) if (n + i) % 3)
         raw["events"].append(event)
     raw["edges"] = [{"src": "e0", "dst": "e1", "type": "causal"}]
-    built, validated = to_model(decode(orjson.dumps(raw))), Trace.model_validate(raw)
+    built, validated = decode(orjson.dumps(raw)), general(raw)
     assert built == validated
-    assert list(built.edges[0].__dict__.items()) == list(validated.edges[0].__dict__.items())
-    for b, v in zip(built.events, validated.events):
-        assert b.model_fields_set == v.model_fields_set
-        assert list(b.__dict__.items()) == list(v.__dict__.items())
+    for b, v, given in zip(built.events, validated.events, raw["events"]):
+        assert msgspec.structs.astuple(b) == msgspec.structs.astuple(v)
         assert list(b.extras.items()) == list(v.extras.items())
-        assert b.model_dump(by_alias=True, exclude_unset=True) == v.model_dump(
-            by_alias=True, exclude_unset=True)
+        assert b.to_dict() == v.to_dict() == given
 
 
-def test_the_analysis_of_records_is_the_analysis_of_models():
-    data = orjson.dumps(synth_trace(30, 600, "swarm", seed=5))
-    record, model = record_from_json(data, "t.json"), trace_from_json(data, "t.json")
-    assert isinstance(record, TraceRecord) and isinstance(record.events[0], EventRecord)
-    assert analyze(record).figures == analyze(model).figures
+def test_the_analysis_is_the_same_on_either_path():
+    raw = synth_trace(30, 600, "swarm", seed=5)
+    assert analyze(decode(orjson.dumps(raw))).figures == analyze(general(raw)).figures
+
+
+# -- other keys -----------------------------------------------------------------------------------
+
+
+def test_other_keys_are_kept_in_one_field_the_file_never_names():
+    raw = plain(kind="step", content=123, inferred_by={"rule": "r"})
+    trace = trace_from_json(orjson.dumps(raw), "t.json")
+    event = trace.events[0]
+    assert event.other == {"kind": "step", "content": 123, "inferred_by": {"rule": "r"}}
+    assert event.content is None and event.extras["content"] == 123
+    assert OTHER not in event.to_dict() and event.to_dict() == raw["events"][0]
+
+
+def test_events_differing_only_in_other_keys_are_not_equal():
+    a = trace_from_json(orjson.dumps(plain(kind="a")), "t.json")
+    b = trace_from_json(orjson.dumps(plain(kind="b")), "t.json")
+    assert a.events[0] != b.events[0] and a != b
+    assert a == trace_from_json(orjson.dumps(plain(kind="a")), "t.json")
+
+
+def test_an_event_naming_the_field_of_other_keys_takes_the_general_path_and_is_kept():
+    raw = plain(**{OTHER: {"x": 1}, "kind": "k"})
+    data = orjson.dumps(raw)
+    assert decode(data) is None
+    assert trace_from_json(data, "t.json").to_dict() == raw
+
+
+def test_an_event_built_from_its_keys_sorts_them_as_a_reader_does():
+    keys = {"id": "e", "t": 1, "type": "message", "agent": "a", "from": "b", "tokens": "3",
+            "end_t": 2, "prompt_token_ids": [1, True], "kind": "k"}
+    event = Event.of(**keys)
+    assert (event.from_, event.end_t, event.tokens) == ("b", 2.0, None)
+    assert event.other == {"tokens": "3", "prompt_token_ids": [1, True], "kind": "k"}
+    assert event.to_dict() == keys and hash(event) != hash(Event.of(id="f", t=1, type="message",
+                                                                      agent="a"))
 
 
 def test_the_colon_count_is_the_texts_and_stops_at_any_escape_that_may_spell_one():
@@ -297,7 +333,7 @@ def test_a_pools_rows_are_proved_free_of_keys_given_twice_as_a_file_is(tmp_path)
     traces = [trace_from_dict(plain(content=text), f"t{i}") for i, text in
               enumerate(["x", "x", 'a "b": 1, "c":: d', "a:b", "x"])]
     for i, trace in enumerate(traces):
-        object.__setattr__(trace, "trace_id", f"t{i}")
+        trace.trace_id = f"t{i}"
     location = tmp_path / "pool"
     pool.write_pool(traces, str(location), row_group_rows=8)
     shard = pool.shards(str(location))[0]
@@ -312,10 +348,9 @@ def test_a_pools_rows_are_proved_free_of_keys_given_twice_as_a_file_is(tmp_path)
                                  pa.array(values, pa.string()))
     pq.write_table(table, shard.url)
     errors = []
-    read = dict(pool.read_shard(shard, on_error=errors.append, records=True))
+    read = dict(pool.read_shard(shard, on_error=errors.append))
     assert sorted(read) == [0, 2, 3]
-    assert isinstance(read[0], TraceRecord) and isinstance(read[2], TraceRecord)
-    assert not isinstance(read[3], TraceRecord) and read[3].events[0].content == "a:b"
+    assert read[3].events[0].content == "a:b"
     assert [(e.place.split(":")[0], "comes twice" in e.problem) for e in errors] == [
         ("row 1", True), ("row 4", True)]
 

@@ -13,7 +13,7 @@ def test_hex_and_base64_ids_give_the_same_trace():
     (hexed,) = import_otlp(FIXTURES / "otlp_genai_hex.json")
     (b64,) = import_otlp(FIXTURES / "otlp_genai_base64.json")
     assert hexed.trace_id == b64.trace_id == "5b8efff798038103d269b633813fc60c"
-    assert [e.model_dump() for e in hexed.events] == [e.model_dump() for e in b64.events]
+    assert [e.to_dict() for e in hexed.events] == [e.to_dict() for e in b64.events]
 
 
 def test_base64_span_ids_decode_to_hex():

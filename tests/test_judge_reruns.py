@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from factories import as_trace, make_workspace, premature
+from factories import event_edited, make_workspace, premature
 from openai_stub import OpenAIStub, Reply
 from viz_app.cli import main
 from viz_app.errors import LabelError
@@ -38,10 +38,7 @@ def judge(stub: OpenAIStub, **options) -> JudgeProducer:
 
 def hostile(trace_id: str = "hostile-example"):
     """Demo 10 under another id, with text after its stop that tries to close the data."""
-    trace = premature().model_copy(deep=True)
-    trace.trace_id = trace_id
-    trace.event("e15").__pydantic_extra__["content"] = INJECTED
-    return as_trace(trace.to_dict())
+    return event_edited(premature(), "e15", trace_id=trace_id, content=INJECTED)
 
 
 def adjudicated(tmp_path, *answers: tuple[str, dict]):
@@ -91,9 +88,7 @@ def test_another_model_or_another_version_of_the_trace_is_asked_anew(tmp_path):
                    judge=JudgeProducer(other_model.url, "another-model", timeout=5.0,
                                        questions=[STOP[0], AGGREGATE[0]]))
     assert len(other_model.received) == 2
-    changed = trace.model_copy(deep=True)
-    changed.event("e15").__pydantic_extra__["content"] = "a later version of the result"
-    changed = as_trace(changed.to_dict())
+    changed = event_edited(trace, "e15", content="a later version of the result")
     assert changed.sha256 != trace.sha256
     with OpenAIStub(GOOD) as edited:
         ws.suggest([changed], producer="judge", judge=judge(edited))

@@ -79,14 +79,15 @@ def test_each_trace_gets_a_row_with_the_same_summary_as_the_library_index(tmp_pa
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_summary_row_holds_the_figures_targets_and_words_the_library_index_keeps(seed):
-    from viz_app.model import TOPOLOGIES as ALL_TOPOLOGIES, Trace
+    from viz_app.io.native import trace_from_dict
+    from viz_app.model import TOPOLOGIES as ALL_TOPOLOGIES
     from viz_app.store.pool_index import POOL_TEXT_LIMIT, summarise_trace
     from viz_app.synth import synth_trace
 
     raw = synth_trace(3 + seed, 40 + 13 * seed, topology=ALL_TOPOLOGIES[seed], seed=seed)
     for rubric in (default_rubric(), None):
-        row = summarise_trace(Trace.model_validate(raw), "shard", 3, rubric)
-        expected = trace_record(Trace.model_validate(raw), rubric, POOL_TEXT_LIMIT)
+        row = summarise_trace(trace_from_dict(raw, "t"), "shard", 3, rubric)
+        expected = trace_record(trace_from_dict(raw, "t"), rubric, POOL_TEXT_LIMIT)
         for name in ("events", "agents", "depth", "makespan_s", "parallelism", "tokens",
                      "cost_usd", "warnings", "sha256", "targets", "task_id", "topology"):
             assert row[name] == expected[name], name

@@ -7,9 +7,6 @@ here and nowhere else: `Figures` (the trace page, `orchviz inspect`) and `summar
 row of the library and of the pool index) read the same properties. The networkx graphs
 (`spawn_tree`, `communication`, `event_dag`) are built, and networkx imported, only when a view
 or an export asks for them: a summary needs none.
-
-The analysis reads a trace's models (`model.Trace`) or the compiled read path's records
-(`io.decode.TraceRecord`) alike.
 """
 
 from __future__ import annotations

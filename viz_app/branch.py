@@ -466,10 +466,9 @@ def continue_from(trace: Trace, event_id: str, replacement: Replacement,
     kept = analysis.order[:analysis.position[event_id]]
     recorded = {e.id for e in kept} | {event_id}
     taken = set(trace.events_by_id)  # new ids never meet an id of the original
-    events: list[dict[str, Any]] = [e.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                                    for e in kept]
+    events: list[dict[str, Any]] = [e.to_dict() for e in kept]
     events.append(edited)
-    edges = [e.model_dump(mode="json") for e in trace.edges
+    edges = [e.to_dict() for e in trace.edges
              if e.src in recorded and e.dst in recorded]
     asked = _requested(Turn(decision=replacement.kind, text=replacement.text, to=replacement.to,
                             tool=""), agent, _fresh_id(taken, f"{event_id}.asked"),

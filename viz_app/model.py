@@ -1,21 +1,27 @@
-"""Pydantic models of an orchestration trace, faithful to the reference schema.
+"""The orchestration trace, faithful to the reference schema: `Trace`, `Event`, `Edge`, msgspec
+structs, the one kind of each that orchviz holds (the compiled reader decodes bytes straight into
+them, `io.decode`; the general reader builds them once pydantic has validated, `io.native`).
 
 The reference schema (``trace_schema.json``) closes the top level and leaves events open. orchviz
 keeps every extra event key exactly as it came and reads a few of them (``content``, ``end_t``,
 ``tokens``, ``cost_usd``, ``model``, ``decision``) through typed properties; a value of the wrong
-type is kept as it is, never refused, because the reference schema accepts it.
+type is kept as it is (in `Event.other`), never refused, because the reference schema accepts it.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal, get_args
+from operator import attrgetter
+from typing import Annotated, Any, Literal, get_args
 
+import msgspec
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from msgspec import Meta, Struct, field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import core_schema
 
 EventType = Literal[
     "orchestrator_decision",
@@ -87,6 +93,14 @@ back to the call it judges and stored rollouts re-scored."""
 EXTENSION_KEYS.update(CALL_KEYS)
 
 Number = int | float
+NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+Text = Annotated[str, Meta(min_length=1)]
+CallId = str | int
+
+OTHER = "\ufdd0other"
+"""The name `Event.other` is written under by msgspec: a noncharacter no trace uses. Writers
+merge `other` back into the event's keys (`Event.to_dict`); the compiled reader sends a text
+whose events give it to the general path (`io.decode`)."""
 
 
 @contextmanager
@@ -102,25 +116,96 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _number(value: Any) -> float | None:
-    """A JSON number as a float, or None for anything else (booleans included)."""
-    kind = value.__class__
-    if kind is float or kind is int:  # what JSON gives, decided at once
-        return float(value)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+class Event(Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True, gc=False):
+    """One event of an orchestration: a decision, a spawn, a message, a tool call, a return...
 
+    The schema's keys, then the extension keys orchviz reads (`EXTENSION_KEYS`), each of the
+    type orchviz documents, then `other`: every other key the event was given (the reference
+    schema leaves events open), exactly as it came, an extension key of another type included
+    (`content: 123`). An absent key reads None; an explicit null is refused, as the schema does.
+    Frozen: an event is what its file said. Build one from its keys with `Event.of`.
+    """
 
-_NONE: dict[str, Any] = {}
-"""No extra keys (never written to)."""
+    id: Text
+    t: NonNegative
+    type: EventType
+    agent: Text
+    role: str = None  # type: ignore[assignment]
+    from_: str = field(name="from", default=None)  # type: ignore[assignment]
+    to: str = None  # type: ignore[assignment]
+    tool: str = None  # type: ignore[assignment]
+    content_ref: str = None  # type: ignore[assignment]
+    trusted: bool = None  # type: ignore[assignment]
+    content: str = None  # type: ignore[assignment]
+    end_t_: Number = field(name="end_t", default=None)  # type: ignore[assignment]
+    tokens_: Number = field(name="tokens", default=None)  # type: ignore[assignment]
+    cost_usd_: Number = field(name="cost_usd", default=None)  # type: ignore[assignment]
+    model: str = None  # type: ignore[assignment]
+    decision_: str = field(name="decision", default=None)  # type: ignore[assignment]
+    llm_call_id: CallId = None  # type: ignore[assignment]
+    response_id: CallId = None  # type: ignore[assignment]
+    call_id: CallId = None  # type: ignore[assignment]
+    tool_call_id: CallId = None  # type: ignore[assignment]
+    tool_use_id: CallId = None  # type: ignore[assignment]
+    source_id: CallId = None  # type: ignore[assignment]
+    prompt_token_ids: list[int] = None  # type: ignore[assignment]
+    response_token_ids: list[int] = None  # type: ignore[assignment]
+    other: dict[str, Any] = field(name=OTHER, default=None)  # type: ignore[assignment]
 
+    def __hash__(self) -> int:
+        # of the schema's required keys, which are always hashable (`other` may hold a dict);
+        # equal events give equal ones
+        return hash((self.id, self.t, self.type, self.agent))
 
-class EventReading:
-    """What an event reads from its own keys, alike for a model (`Event`) and a decoded record
-    (`io.decode.EventRecord`): each gives `t`, `end_t`, `content` and `content_ref`."""
+    @classmethod
+    def of(cls, **keys: Any) -> Event:
+        """The event given these keys, by their names in the file (`**{"from": ...}`): the
+        schema's keys and the extension keys of the documented type into their fields, every
+        other key into `other`. Not validated (the caller validated the keys, or built them)."""
+        return cls(**_sorted_keys(keys))
 
-    __slots__ = ()
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The event's keys beyond the reference schema, exactly as they came."""
+        found = {name: value for name, value in zip(_EXTENSIONS, _extension_values(self))
+                 if value is not None}
+        if self.other:
+            found.update(self.other)
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as its file gives it: every key it was given (`from` spelled `from`)."""
+        keys = msgspec.to_builtins(self)
+        other = keys.pop(OTHER, None)
+        if other:
+            keys.update(other)
+        return keys
+
+    @property
+    def end_t(self) -> float | None:
+        """When the event's work ended, when given as a number not before `t`."""
+        value = self.end_t_
+        return float(value) if value is not None and value >= self.t else None
+
+    @property
+    def tokens(self) -> float | None:
+        """Tokens the event consumed, when given as a non-negative number."""
+        value = self.tokens_
+        return float(value) if value is not None and value >= 0 else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Cost of the event in dollars, when given as a non-negative number."""
+        value = self.cost_usd_
+        return float(value) if value is not None and value >= 0 else None
+
+    @property
+    def decision(self) -> str | None:
+        """Which orchestration decision an `orchestrator_decision` event is, when it says."""
+        if self.type != "orchestrator_decision":
+            return None
+        value = self.decision_
+        return value if value in DECISIONS else None
 
     @property
     def finish(self) -> float:
@@ -134,95 +219,85 @@ class EventReading:
         return self.content or self.content_ref or ""
 
 
-class Event(EventReading, BaseModel):
-    """One event of an orchestration: a decision, a spawn, a message, a tool call, a return...
+_EXTENSIONS = ("content", "end_t", "tokens", "cost_usd", "model", "decision", "llm_call_id",
+               "response_id", "call_id", "tool_call_id", "tool_use_id", "source_id",
+               "prompt_token_ids", "response_token_ids")
+"""The extension keys an `Event` holds in fields (`EXTENSION_KEYS`), in field order."""
 
-    Optional fields read None when absent; an explicit null is refused, as the schema does.
-    Frozen, so that events given the same keys can share one set of them (`share_shapes`).
-    """
-
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True, frozen=True,
-                              allow_inf_nan=False)
-
-    id: str = Field(min_length=1, description="Unique id of the event within its trace.")
-    t: Number = Field(ge=0, description="When the event happened, in seconds from the start.")
-    type: EventType = Field(description="What kind of event this is.")
-    agent: str = Field(min_length=1, description="The agent (or tool) the event belongs to.")
-    role: str = Field(None, description="The agent's role; on a spawn, the child's role.")
-    from_: str = Field(None, alias="from", description="Sender of a message or return.")
-    to: str = Field(None, description="Recipient; on a spawn, the spawned child.")
-    tool: str = Field(None, description="The tool of a tool_call or tool_result.")
-    content_ref: str = Field(None, description="Pointer or hash of the content.")
-    trusted: bool = Field(None, description="Whether the content comes from a trusted party.")
-
-    @property
-    def extras(self) -> dict[str, Any]:
-        """The event's keys beyond the reference schema, exactly as they came."""
-        return self.__pydantic_extra__ or {}
-
-    # The typed extras below read __pydantic_extra__ straight (None or {} when the event has
-    # no extra key): analysis reads them for every event of every trace it indexes.
-
-    @property
-    def content(self) -> str | None:
-        """Inline text of the event, when it carries a string `content`."""
-        value = (self.__pydantic_extra__ or _NONE).get("content")
-        return value if isinstance(value, str) else None
-
-    @property
-    def end_t(self) -> float | None:
-        """When the event's work ended, when given as a number not before `t`."""
-        value = _number((self.__pydantic_extra__ or _NONE).get("end_t"))
-        return value if value is not None and value >= self.t else None
-
-    @property
-    def tokens(self) -> float | None:
-        """Tokens the event consumed, when given as a non-negative number."""
-        value = _number((self.__pydantic_extra__ or _NONE).get("tokens"))
-        return value if value is not None and value >= 0 else None
-
-    @property
-    def cost_usd(self) -> float | None:
-        """Cost of the event in dollars, when given as a non-negative number."""
-        value = _number((self.__pydantic_extra__ or _NONE).get("cost_usd"))
-        return value if value is not None and value >= 0 else None
-
-    @property
-    def model(self) -> str | None:
-        """The model that produced the event, when given as a string."""
-        value = (self.__pydantic_extra__ or _NONE).get("model")
-        return value if isinstance(value, str) else None
-
-    @property
-    def decision(self) -> str | None:
-        """Which orchestration decision an `orchestrator_decision` event is, when it says."""
-        if self.type != "orchestrator_decision":
-            return None
-        value = (self.__pydantic_extra__ or _NONE).get("decision")
-        return value if value in DECISIONS else None
+_extension_values = attrgetter(
+    "content", "end_t_", "tokens_", "cost_usd_", "model", "decision_", "llm_call_id",
+    "response_id", "call_id", "tool_call_id", "tool_use_id", "source_id", "prompt_token_ids",
+    "response_token_ids")
 
 
-class Edge(BaseModel):
+def _is_text(value: Any) -> bool:
+    return value.__class__ is str
+
+
+def _is_number(value: Any) -> bool:
+    return value.__class__ in (int, float)
+
+
+def _is_call_id(value: Any) -> bool:
+    return value.__class__ in (str, int)
+
+
+def _is_token_ids(value: Any) -> bool:
+    return value.__class__ is list and all(item.__class__ is int for item in value)
+
+
+FIELD_OF: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "id": ("id", _is_text), "t": ("t", _is_number), "type": ("type", _is_text),
+    "agent": ("agent", _is_text), "role": ("role", _is_text), "from": ("from_", _is_text),
+    "to": ("to", _is_text), "tool": ("tool", _is_text), "content_ref": ("content_ref", _is_text),
+    "trusted": ("trusted", lambda value: value.__class__ is bool),
+    "content": ("content", _is_text), "end_t": ("end_t_", _is_number),
+    "tokens": ("tokens_", _is_number), "cost_usd": ("cost_usd_", _is_number),
+    "model": ("model", _is_text), "decision": ("decision_", _is_text),
+    **{key: (key, _is_call_id) for key in ("llm_call_id", "response_id", "call_id",
+                                           "tool_call_id", "tool_use_id", "source_id")},
+    "prompt_token_ids": ("prompt_token_ids", _is_token_ids),
+    "response_token_ids": ("response_token_ids", _is_token_ids),
+}
+"""Each key an event holds in a field, by its name in the file: the field, and whether a value
+is of the type the field holds (of another type, the key is kept in `other`)."""
+
+
+def _sorted_keys(keys: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's keys as `Event`'s fields: see `Event.of`."""
+    fields: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for key, value in keys.items():
+        known = FIELD_OF.get(key)
+        if known is not None and known[1](value):
+            fields[known[0]] = value
+        else:
+            other[key] = value
+    if other:
+        fields["other"] = other
+    return fields
+
+
+class Edge(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """A typed dependency between two events of the same trace."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    src: Text
+    dst: Text
+    type: EdgeType
 
-    src: str = Field(min_length=1, description="Id of the event the edge starts from.")
-    dst: str = Field(min_length=1, description="Id of the event the edge points at.")
-    type: EdgeType = Field(description="What the dependency is.")
+    def to_dict(self) -> dict[str, Any]:
+        """The edge as its file gives it."""
+        return {"src": self.src, "dst": self.dst, "type": self.type}
 
 
-class Costs(BaseModel):
-    """What the run cost; extra numeric channels are allowed, as the schema says."""
+class Costs(Struct, frozen=True):
+    """What the run cost, as the channels the schema names read (`Trace.costs`); the trace
+    keeps every channel given, extra numeric ones included, in `Trace.costs_`."""
 
-    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-
-    tokens: Number = Field(ge=0, description="Tokens used by the whole run.")
-    wall_clock_s: Number = Field(ge=0, description="Wall-clock duration of the run in seconds.")
-    tool_calls: Number = Field(None, ge=0, description="Number of tool calls.")
-    messages: Number = Field(None, ge=0, description="Number of messages.")
-
-    __pydantic_extra__: dict[str, Number] = Field(init=False)  # type: ignore[assignment]
+    tokens: Number
+    wall_clock_s: Number
+    tool_calls: Number | None = None
+    messages: Number | None = None
 
 
 class TraceWarning(BaseModel):
@@ -235,34 +310,58 @@ class TraceWarning(BaseModel):
     event_id: str | None = Field(None, description="The event the warning is about, if one.")
 
 
-class Trace(BaseModel):
-    """A whole orchestration trace in the reference schema."""
+class Trace(Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True, dict=True):
+    """A whole orchestration trace in the reference schema (its top level is closed).
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    Beside its fields a trace keeps what its reader and the analysis set, which are no keys of
+    its file: `_source`, `_sha256`, `_source_format`, `_warnings`, `_analysis`, `_by_id`.
+    Equality is of the fields alone; a copy or a pickle keeps the reader's state.
+    """
 
-    trace_id: str = Field(min_length=1, description="Unique id of this trace.")
-    task_id: str = Field(min_length=1, description="The task the run attempted.")
-    system: str = Field(None, description="The system that produced the trace.")
-    topology: Topology = Field(None, description="The orchestration topology.")
-    events: list[Event] = Field(min_length=1, description="The events, in any order.")
-    edges: list[Edge] = Field(description="Typed dependencies between events.")
-    rewards: dict[str, Number] = Field(description="Reward channels, such as team or orchestration.")
-    costs: Costs = Field(description="What the run cost.")
-    metrics: dict[str, Number] = Field(None, description="Optional benchmark metrics.")
+    trace_id: Text
+    task_id: Text
+    system: str = None  # type: ignore[assignment]
+    topology: Topology = None  # type: ignore[assignment]
+    events: Annotated[list[Event], Meta(min_length=1)]
+    edges: list[Edge]
+    rewards: dict[str, Number]
+    costs_: dict[str, Number] = field(name="costs")
+    metrics: dict[str, Number] = None  # type: ignore[assignment]
 
-    _warnings: list[TraceWarning] = PrivateAttr(default_factory=list)
-    _analysis: Any = PrivateAttr(default=None)
-    _source: str = PrivateAttr(default="")
-    _sha256: str = PrivateAttr(default="")
-    _source_format: str = PrivateAttr(default="orchviz")
-    _by_id: dict[str, Event] | None = PrivateAttr(default=None)
+    # set by readers and the analysis, not keys of the file (so not annotated: no fields);
+    # written to the instance, read here until then
+    _analysis = None
+    _source = ""
+    _sha256 = ""
+    _source_format = "orchviz"
+    _by_id = None
+
+    @property
+    def _warnings(self) -> list[TraceWarning]:
+        """What its reader noted, this trace's own list (made on first use)."""
+        state = self.__dict__
+        found = state.get("_reader_warnings")
+        if found is None:
+            found = state["_reader_warnings"] = []
+        return found
+
+    @_warnings.setter
+    def _warnings(self, warnings: list[TraceWarning]) -> None:
+        self.__dict__["_reader_warnings"] = list(warnings)
+
+    @property
+    def costs(self) -> Costs:
+        """What the run cost, by the channels the schema names."""
+        given = self.costs_
+        return Costs(given["tokens"], given["wall_clock_s"], given.get("tool_calls"),
+                     given.get("messages"))
 
     @property
     def reader_warnings(self) -> list[TraceWarning]:
         """What its reader noted (an importer's skipped records). Every warning of the trace,
         these and the odd but legal structure the analysis finds on first use (so loading stays
         as fast as parsing), is `analyze(trace).warnings`: the model knows no analysis."""
-        return list(self._warnings)
+        return list(self.__dict__.get("_reader_warnings") or ())
 
     @property
     def source(self) -> str:
@@ -296,47 +395,37 @@ class Trace(BaseModel):
         return self._by_id
 
     def to_dict(self) -> dict[str, Any]:
-        """The trace as the reference schema writes it: only the keys that were set."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The trace as the reference schema writes it: every key it was given."""
+        written = msgspec.to_builtins(self)
+        for event in written["events"]:
+            other = event.pop(OTHER, None)
+            if other:
+                event.update(other)
+        return written
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy or a pickle keeps what the reader set (not the analysis, made again on use)
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("_analysis", "_by_id")}
+        if "_reader_warnings" in state:
+            state["_reader_warnings"] = list(state["_reader_warnings"])
+        return _rebuilt, (type(self), msgspec.structs.asdict(self), state)
 
 
-def _fresh_private(self: Trace, context: Any, /) -> None:
-    """A new trace's private attributes, their defaults written out. pydantic's own
-    initialisation resolves each default in turn and inspects the signature of every default
-    factory on every model it builds: a tenth of validating a trace."""
-    if getattr(self, "__pydantic_private__", None) is None:
-        object.__setattr__(self, "__pydantic_private__", {
-            "_warnings": [], "_analysis": None, "_source": "", "_sha256": "",
-            "_source_format": "orchviz", "_by_id": None})
+def _held_as_is(cls: type, source: Any, handler: Any) -> Any:
+    """How a pydantic model holds a field of this type (a comparison's events, a workspace's
+    traces): the instance as it is, checked only to be one."""
+    return core_schema.is_instance_schema(cls)
 
 
-def _private_reader(name: str) -> property:
-    def read(self: Trace) -> Any:
-        return self.__pydantic_private__[name]
-    return property(read)
+for _kind in (Event, Edge, Costs, Trace):
+    _kind.__get_pydantic_core_schema__ = classmethod(_held_as_is)  # type: ignore[attr-defined]
 
 
-assert set(Trace.__private_attributes__) == {"_warnings", "_analysis", "_source", "_sha256",
-                                             "_source_format", "_by_id"}
-Trace.model_post_init = _fresh_private  # type: ignore[method-assign]
-for _name in Trace.__private_attributes__:
-    # pydantic reads a private attribute through __getattr__ after a failed lookup (7 us); a
-    # property on the class reads it at once. Writes still go through pydantic's __setattr__.
-    setattr(Trace, _name, _private_reader(_name))
-
-
-def share_shapes(models: Iterable[BaseModel], shapes: dict[frozenset[str], set[str]]) -> None:
-    """Let models given the same fields share one set of them: pydantic keeps such a set in
-    every model (to write back only the keys that came), 216 bytes each: a third of what an
-    event with only the required keys takes. `shapes` keeps the shared sets across calls. Only
-    for frozen models, whose sets pydantic never changes in place."""
-    setattr_ = object.__setattr__
-    shared: set[str] | None = None
-    for model in models:
-        given = model.__pydantic_fields_set__
-        if given != shared:  # neighbours often have one shape: no lookup then
-            shared = shapes.setdefault(frozenset(given), given)
-        setattr_(model, "__pydantic_fields_set__", shared)
+def _rebuilt(kind: type[Trace], fields: dict[str, Any], state: dict[str, Any]) -> Trace:
+    trace = kind(**fields)
+    trace.__dict__.update(state)
+    return trace
 
 
 def reference_schema() -> dict[str, Any]:

@@ -3,8 +3,7 @@
 `summarise(trace, rubric)` is the one pass over a trace's events that gives its figures (from
 `Analysis.numbers`, the function the trace page's `Figures` take them from too), its label
 targets under a rubric and its words for search. The folder index (`store.index`) and the pool
-index (`store.pool_index`) keep what it gives. It reads the compiled read path's records
-(`io.decode`) as well as models, and builds no graph.
+index (`store.pool_index`) keep what it gives. It builds no graph.
 """
 
 from __future__ import annotations

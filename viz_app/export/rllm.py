@@ -71,14 +71,13 @@ def _step(ts: TraceSteps, event, step: Step | None, observation: str | None, don
                 "answers": [a.summary() for a in step.answers], "merged": step.merged,
                 "call_json": dumps(call), "corrects": step.corrects or None,
                 "provenance": provenance(step.labels)}
-    extras = event.__pydantic_extra__ or {}
-    content = extras.get("content")
+    content = event.content
     return {"prompt_ids": call.get("prompt_token_ids", []),
             "response_ids": call.get("response_token_ids", []), "logprobs": [],
             "routing_matrices": None, "chat_completions": [], "observation": observation,
             "thought": "", "action": {"type": event.type, "decision": event.decision,
                                       "to": event.to, "tool": event.tool},
-            "model_response": content if isinstance(content, str)
+            "model_response": content if content is not None
             else (event.content_ref or ""), "model_output": None, "info": info,
             "reward": step.reward if step else 0.0, "done": done, "mc_return": 0.0,
             "advantage": None, "weight_version": None}

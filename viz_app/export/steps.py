@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
 from viz_app.analysis import Analysis, analyze
@@ -42,22 +43,18 @@ DECISION = "decision"
 POINTER = "should_have_stopped"
 
 
+_CALL_KEYS = tuple(CALL_KEYS)
+_call_values = attrgetter(*CALL_KEYS)
+
+
 def call_of(event: Event) -> dict[str, Any]:
     """The LLM call ids and token ids an event carries (`CALL_KEYS`): ids as strings, token ids
     as lists of ints (a token list of another shape is left out, as orchviz cannot vouch for
     it)."""
-    extras = event.__pydantic_extra__
-    if not extras or extras.keys().isdisjoint(CALL_KEYS):
-        return {}
     found: dict[str, Any] = {}
-    for key, value in extras.items():
-        if key not in CALL_KEYS or value is None:
-            continue
-        if key.endswith("_token_ids"):
-            if isinstance(value, list) and all(type(v) is int for v in value):
-                found[key] = value
-        elif isinstance(value, (str, int)) and not isinstance(value, bool):
-            found[key] = str(value)
+    for key, value in zip(_CALL_KEYS, _call_values(event)):
+        if value is not None:  # the struct holds each of the documented type, or in `other`
+            found[key] = value if key.endswith("_token_ids") else str(value)
     return found
 
 
@@ -274,10 +271,9 @@ def event_line(event: Event, analysis: Analysis) -> str:
     printable with no double space holds no whitespace but single spaces (`str.isprintable` is
     False for every other whitespace character), so only the rest is split and joined."""
     kind = event.type
-    extras = event.__pydantic_extra__ or {}
     what = kind
     if kind == "orchestrator_decision":
-        decision = extras.get("decision")
+        decision = event.decision_
         if decision in DECISIONS:
             what += f" ({decision})"
     elif kind in ("message", "return", "spawn"):
@@ -285,8 +281,8 @@ def event_line(event: Event, analysis: Analysis) -> str:
             what += f" -> {event.to}"
     elif kind in ("tool_call", "tool_result") and event.tool:
         what += f" [{event.tool}]"
-    content = extras.get("content")
-    text = content if isinstance(content, str) else (event.content_ref or "")
+    content = event.content
+    text = content if content is not None else (event.content_ref or "")
     text = text.strip(" ") if text.isprintable() and "  " not in text \
         else " ".join(text.split())
     return f"[t={float(event.t):g}] {analysis.actor[event.id]} {what}: {text}\n"
@@ -305,10 +301,9 @@ def event_lines(analysis: Analysis) -> list[str]:
     append = found.append
     for event in analysis.order:
         kind = event.type
-        extras = event.__pydantic_extra__ or {}
         what = kind
         if kind == "orchestrator_decision":
-            decision = extras.get("decision")
+            decision = event.decision_
             if decision in _DECISIONS:
                 what = f"{kind} ({decision})"
         elif kind in _ADDRESSED:
@@ -316,8 +311,8 @@ def event_lines(analysis: Analysis) -> list[str]:
                 what = f"{kind} -> {event.to}"
         elif kind in _TOOLS and event.tool:
             what = f"{kind} [{event.tool}]"
-        content = extras.get("content")
-        text = content if isinstance(content, str) else (event.content_ref or "")
+        content = event.content
+        text = content if content is not None else (event.content_ref or "")
         text = text.strip(" ") if text.isprintable() and "  " not in text \
             else " ".join(text.split())
         append(f"[t={float(event.t):g}] {actor[event.id]} {what}: {text}\n")

@@ -19,14 +19,16 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from pydantic_core import from_json
 
 from viz_app.errors import TraceError
-from viz_app.io.decode import TraceRecord, decode, to_model
-from viz_app.model import (EDGE_TYPES, EVENT_TYPES, TOPOLOGIES, Edge, Event, Trace, paused_gc,
-                           share_shapes)
+from viz_app.io import schema_models
+from viz_app.io.decode import decode
+from viz_app.model import (EDGE_TYPES, EVENT_TYPES, FIELD_OF, OTHER, TOPOLOGIES, Edge, Event,
+                           Trace, paused_gc)
 
 DEFAULT_MAX_BYTES = int(os.environ.get("ORCHVIZ_MAX_BYTES", 200 * 1024 * 1024))
 """Largest file (after decompression) that orchviz reads; ORCHVIZ_MAX_BYTES overrides it."""
@@ -214,92 +216,146 @@ def trace_from_json(data: bytes, label: str, line: int | None = None, *,
     the trace is known by (a pool keeps it), spares hashing the bytes.
 
     Plain text (every key one orchviz reads, of the type it documents) is decoded by the
-    compiled path (`io.decode`) and its models built unvalidated. Other text (extra keys of
-    any kind): pydantic's parser builds the objects (one string for each repeated short
-    string), which are checked for what JSON readers could read differently (a key twice in
-    one object, a number that is not finite), then turned into models a chunk at a time. Only
-    when something fails does the slower path run, to say where and why in plain words."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    trace = None
-    with paused_gc():
-        record = decode(data)
-        if record is not None:
-            # references checked on the records: a third cheaper than on the models
-            _check_references(record, label, _where(line))
-            trace = to_model(record)
-    return _general(data, label, line, sha256, trace, references_checked=trace is not None)
-
-
-def record_from_json(data: bytes, label: str, line: int | None = None, *,
-                     sha256: str = "") -> TraceRecord | Trace:
-    """One trace from JSON bytes, checked as `trace_from_json` checks it (the same errors),
-    as the compiled path's records where it reads the text (no model built: what the pool
-    index summarises), else as the models of the general path. Both read alike where the
-    analysis, the rubric's targets and the words read them."""
+    compiled path (`io.decode`) straight into the trace. Other text (extra keys of any kind):
+    pydantic's parser builds the objects (one string for each repeated short string), which are
+    checked for what JSON readers could read differently (a key twice in one object, a number
+    that is not finite), then turned into the trace's structs a chunk at a time, msgspec
+    checking them. Only when something fails does the slower path run: pydantic validates, to
+    say where and why in plain words."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     with paused_gc():
-        record = decode(data)
-    if record is None:
-        return _general(data, label, line, sha256, None)
-    _check_references(record, label, _where(line))
-    record._source = label
-    record._sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    return record
-
-
-def _general(data: bytes, label: str, line: int | None, sha256: str,
-             trace: Trace | None, references_checked: bool = False) -> Trace:
-    prefix = _where(line)
-    tree = None
+        trace = decode(data)
     if trace is None:
-        try:
-            with paused_gc():
-                tree = from_json(data, allow_inf_nan=False)
-        except ValueError:  # not JSON (a NaN or Infinity included), or nested too deeply
-            tree = None
-        if tree is None or not _unambiguous(data, tree):
-            _refuse_ambiguous(data, label, prefix)
-    if trace is None and tree is not None:
-        try:
-            with paused_gc():
-                trace = _validate_in_chunks(tree)
-        except ValidationError:
-            pass
-    if trace is None:
-        trace = trace_from_dict(parse_json(data, label, line), label, line=line)
-    else:  # the JSON parser already refused deeper nesting than MAX_NESTING
-        _finish(trace, label, prefix, "orchviz", nesting_checked=True,
-                references_checked=references_checked)
+        trace = _general(data, label, line)
+    else:
+        _check_references(trace, label, _where(line))
+        trace._source = label
     trace._sha256 = sha256 or hashlib.sha256(data).hexdigest()
     return trace
 
 
+def _general(data: bytes, label: str, line: int | None) -> Trace:
+    prefix = _where(line)
+    try:
+        with paused_gc():
+            tree = from_json(data, allow_inf_nan=False)
+    except ValueError:  # not JSON (a NaN or Infinity included), or nested too deeply
+        tree = None
+    if tree is None or not _unambiguous(data, tree):
+        _refuse_ambiguous(data, label, prefix)
+    trace = None
+    if tree is not None:
+        with paused_gc():
+            trace = _structs(tree, release=True)
+    if trace is None:
+        return trace_from_dict(parse_json(data, label, line), label, line=line)
+    # the JSON parser already refused deeper nesting than MAX_NESTING
+    _finish(trace, label, prefix, "orchviz", nesting_checked=True)
+    return trace
+
+
 CHUNK = 4096
-"""Events (and edges) turned into models at a time."""
+"""Events (and edges) turned into structs at a time."""
 
-_LISTS = (("events", TypeAdapter(list[Event])), ("edges", TypeAdapter(list[Edge])))
+_KNOWN = frozenset(FIELD_OF)
+"""The keys an event holds in fields, by their names in the file."""
+_SCHEMA_KEYS = frozenset(("id", "t", "type", "agent", "role", "from", "to", "tool",
+                          "content_ref", "trusted"))
+_TOP = frozenset(("trace_id", "task_id", "system", "topology", "events", "edges", "rewards",
+                  "costs", "metrics"))
+_COSTS_NON_NEGATIVE = ("tokens", "wall_clock_s", "tool_calls", "messages")
+_EVENTS, _EDGES = list[Event], list[Edge]
 
 
-def _validate_in_chunks(tree: Any) -> Trace:
-    """The trace's models, its events and edges built a chunk at a time: each chunk's parsed
-    objects are let go as soon as its models stand (sharing their shapes), so the parsed trace
-    and its models never both stand whole in memory. Raises pydantic's ValidationError."""
-    if isinstance(tree, dict):
-        shapes: dict[frozenset[str], set[str]] = {}
-        for key, adapter in _LISTS:
-            items = tree.get(key)
-            if not isinstance(items, list):
-                continue  # the trace's validation says what is wrong
-            built: list[Any] = []
-            for start in range(0, len(items), CHUNK):
-                chunk = adapter.validate_python(items[start:start + CHUNK])
-                share_shapes(chunk, shapes)
-                built += chunk
-                items[start:start + CHUNK] = [None] * len(chunk)
-            tree[key] = built
-    return Trace.model_validate(tree)
+def _structs(tree: Any, release: bool) -> Trace | None:
+    """The trace of a parsed object, its events and edges checked by msgspec a chunk at a time
+    (with `release`, each chunk's parsed objects are let go as soon as its structs stand, so
+    the parsed trace and the structs never both stand whole in memory). None when msgspec
+    refuses something: pydantic then validates, to say why (or, where msgspec refuses what
+    the schema allows, such as an integer beyond 64 bits, the trace is built from the keys
+    pydantic validated)."""
+    if type(tree) is not dict or not _TOP.issuperset(tree):
+        return None
+    events, edges, costs = tree.get("events"), tree.get("edges"), tree.get("costs")
+    if type(events) is not list or not events or type(edges) is not list \
+            or type(costs) is not dict:
+        return None
+    for key in ("tokens", "wall_clock_s"):
+        if key not in costs:
+            return None
+    for key in _COSTS_NON_NEGATIVE:
+        value = costs.get(key)
+        if value is not None and value.__class__ in (int, float) and value < 0:
+            return None
+    built_events: list[Event] = []
+    built_edges: list[Edge] = []
+    try:
+        for start in range(0, len(events), CHUNK):
+            chunk = events[start:start + CHUNK]
+            built = _event_chunk(chunk)
+            if built is None:
+                return None
+            built_events += built
+            if release:
+                events[start:start + CHUNK] = [None] * len(chunk)
+        for start in range(0, len(edges), CHUNK):
+            chunk = edges[start:start + CHUNK]
+            built_edges += msgspec.convert(chunk, _EDGES)
+            if release:
+                edges[start:start + CHUNK] = [None] * len(chunk)
+        rest = dict(tree)
+        rest["events"], rest["edges"] = built_events, built_edges  # structs pass as they are
+        return msgspec.convert(rest, Trace)
+    except msgspec.ValidationError:
+        return None
+
+
+def _event_chunk(chunk: list[Any]) -> list[Event] | None:
+    """A chunk of parsed events as structs: each event's keys that no field holds are moved
+    into `other` first; then, if msgspec refuses, the extension keys of another type than the
+    field's too. None when msgspec still refuses (the schema's keys are wrong)."""
+    given = []
+    for event in chunk:
+        if type(event) is not dict:
+            return None
+        given.append(event if _KNOWN.issuperset(event) else _split(event, _KNOWN))
+    try:
+        return msgspec.convert(given, _EVENTS)
+    except msgspec.ValidationError:
+        pass
+    try:
+        return msgspec.convert([_split(event, _SCHEMA_KEYS) for event in chunk], _EVENTS)
+    except msgspec.ValidationError:
+        return None
+
+
+def _split(event: dict[str, Any], kept: frozenset[str]) -> dict[str, Any]:
+    """An event's keys, those not in `kept` and not an extension key of the field's type moved
+    into `other` (a new dict: the caller's stays as it is)."""
+    fields: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for key, value in event.items():
+        if key in kept:
+            fields[key] = value
+            continue
+        known = FIELD_OF.get(key)
+        if known is not None and known[1](value):
+            fields[key] = value
+        else:
+            other[key] = value
+    if other:
+        fields[OTHER] = other
+    return fields
+
+
+def _built(obj: dict[str, Any]) -> Trace:
+    """The trace of a parsed object pydantic validated, built without checking again."""
+    return Trace(trace_id=obj["trace_id"], task_id=obj["task_id"],
+                 events=[Event.of(**event) for event in obj["events"]],
+                 edges=[Edge(edge["src"], edge["dst"], edge["type"]) for edge in obj["edges"]],
+                 rewards=obj["rewards"], costs_=obj["costs"], system=obj.get("system"),
+                 topology=obj.get("topology"), metrics=obj.get("metrics"))
 
 
 _SPELLED = re.compile(rb"\\u00(?:3[aA]|6[cCeE]|75)")
@@ -409,19 +465,20 @@ def trace_from_dict(obj: Any, label: str, *, line: int | None = None,
                          f"a trace is a JSON object, but this is {_JSON_TYPE.get(type(obj), 'a value')}")
     try:
         with paused_gc():
-            trace = Trace.model_validate(obj)
+            schema_models.Trace.model_validate(obj)
     except ValidationError as err:
         place, problem = describe_validation_error(err)
         raise TraceError(label, prefix + place, problem) from None
+    with paused_gc():
+        trace = _structs(obj, release=False) or _built(obj)
     _finish(trace, label, prefix, source_format)
     return trace  # read from no bytes of its own: its hash is of its canonical JSON
 
 
 def _finish(trace: Trace, label: str, prefix: str, source_format: str,
-            nesting_checked: bool = False, references_checked: bool = False) -> None:
+            nesting_checked: bool = False) -> None:
     """The rules the schema cannot state, then where the trace came from."""
-    if not references_checked:
-        _check_references(trace, label, prefix)
+    _check_references(trace, label, prefix)
     if not nesting_checked:
         _check_extras(trace, label, prefix)
     trace._source = label

@@ -35,8 +35,7 @@ from fsspec.implementations.local import LocalFileSystem
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.native import (DEFAULT_MAX_BYTES, limit_mb, record_from_json, size_mb,
-                              trace_from_json)
+from viz_app.io.native import DEFAULT_MAX_BYTES, limit_mb, size_mb, trace_from_json
 from viz_app.model import Trace
 
 MANIFEST = "orchviz-pool.json"
@@ -331,20 +330,18 @@ def shards(location: str) -> list[Shard]:
 
 
 def read_shard(shard: Shard, on_error: Callable[[TraceError], None],
-               max_bytes: int = DEFAULT_MAX_BYTES, records: bool = False,
+               max_bytes: int = DEFAULT_MAX_BYTES,
                groups: tuple[int, int] | None = None) -> Iterator[tuple[int, Trace]]:
     """Every trace of a shard with its row (counted from 0). A row that does not validate, a
     row group or a shard that cannot be read (a truncated Parquet file, columns that are not a
     pool's, a broken gzip stream) is reported to `on_error` as a TraceError naming the shard and
-    the rows, and the rest is still read. `records`: each trace as the compiled read path's
-    records where it reads it (`native.record_from_json`; what the index summarises), else as
-    models. `groups` (first, end) reads only those row groups of a Parquet shard
+    the rows, and the rest is still read. `groups` (first, end) reads only those row groups of a Parquet shard
     (`row_groups` gives their sizes), rows still counted from the shard's start: the pieces
     that processes share a large shard in."""
     if shard.format == "parquet":
-        yield from _parquet_rows(shard, on_error, max_bytes, records, groups)
+        yield from _parquet_rows(shard, on_error, max_bytes, groups)
     else:
-        yield from _jsonl_rows(shard, on_error, max_bytes, only=None, records=records)
+        yield from _jsonl_rows(shard, on_error, max_bytes, only=None)
 
 
 def row_groups(shard: Shard) -> list[int] | None:
@@ -413,7 +410,7 @@ def _parquet_columns(parquet: pq.ParquetFile, shard: Shard) -> list[str]:
 
 
 def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
-                  max_bytes: int, records: bool = False,
+                  max_bytes: int,
                   groups: tuple[int, int] | None = None) -> Iterator[tuple[int, Trace]]:
     fs, path = _fs(shard.url)
     try:
@@ -446,7 +443,7 @@ def _parquet_rows(shard: Shard, on_error: Callable[[TraceError], None],
                     for offset, values in enumerate(table.to_pylist()):
                         row = start + done + offset
                         try:
-                            trace = _row_trace(values, row, shard, max_bytes, records)
+                            trace = _row_trace(values, row, shard, max_bytes)
                         except TraceError as err:
                             on_error(err)
                             continue
@@ -490,8 +487,7 @@ _KEYS = {name: b',"' + name.encode() + b'":' for name in FIELDS}
 """Each top-level key as a row's text gives it, after the comma before it."""
 
 
-def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
-               records: bool = False) -> Trace:
+def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int) -> Trace:
     """The trace in one row read from a shard (its columns' values), validated as a trace
     file is."""
     parts = []
@@ -517,7 +513,7 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
                          f"the {limit_mb(max_bytes)} limit (set ORCHVIZ_MAX_BYTES to raise it)")
     sha = values.get("_sha256")
     known = sha if isinstance(sha, str) and _HEX64.fullmatch(sha) else ""
-    trace = _validated(data, shard, row, sha256=known, records=records)
+    trace = _validated(data, shard, row, sha256=known)
     trace._sha256 = known
     fmt = values.get("_source_format")
     trace._source_format = fmt if isinstance(fmt, str) and fmt else "orchviz"
@@ -525,12 +521,11 @@ def _row_trace(values: dict[str, Any], row: int, shard: Shard, max_bytes: int,
 
 
 def _validated(data: bytes, shard: Shard, row: int, line: int | None = None,
-               sha256: str = "", records: bool = False) -> Trace:
+               sha256: str = "") -> Trace:
     """A trace from its JSON bytes, validated as a trace file is; errors name shard and row
     (and, in JSON Lines, the line). `sha256`: the hash the row keeps, if any."""
-    read = record_from_json if records else trace_from_json
     try:
-        trace = read(data, shard.url, line=line, sha256=sha256)
+        trace = trace_from_json(data, shard.url, line=line, sha256=sha256)
     except TraceError as err:
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None
@@ -622,7 +617,7 @@ def _jsonl_lines(stream: BinaryIO, max_bytes: int) -> Iterator[Line]:
 
 
 def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes: int,
-                only: int | None, records: bool = False) -> Iterator[tuple[int, Trace]]:
+                only: int | None) -> Iterator[tuple[int, Trace]]:
     """The traces of a JSON Lines shard (row = line number - 1; blank lines hold none). With
     `only`, just that row: the lines before it are passed over unparsed. Lines that cannot be
     traces are named one sentence for each run of them; after `BAD_IN_A_ROW` lines in a row
@@ -678,8 +673,7 @@ def _jsonl_rows(shard: Shard, on_error: Callable[[TraceError], None], max_bytes:
                 bad_run += 1
             else:
                 try:
-                    trace = _validated(payload.rstrip(b"\r"), shard, row, line=row + 1,
-                                       records=records)
+                    trace = _validated(payload.rstrip(b"\r"), shard, row, line=row + 1)
                 except TraceError as err:
                     on_error(err)
                     bad_run += 1

@@ -357,7 +357,7 @@ def summarise_shard(shard: Shard, rubric: Rubric | None, groups: tuple[int, int]
     with paused_gc():
         try:
             for row, trace in read_shard(shard, on_error=lambda err: failures.append(
-                    _failure(shard.url, err)), records=True, groups=groups):
+                    _failure(shard.url, err)), groups=groups):
                 try:
                     rows.append(summarise_trace(trace, shard.url, row, rubric))
                 except Exception as err:  # an analysis bug must not stop the rest
