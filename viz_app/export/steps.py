@@ -273,9 +273,8 @@ def event_line(event: Event, analysis: Analysis) -> str:
     kind = event.type
     what = kind
     if kind == "orchestrator_decision":
-        decision = event.decision_
-        if decision in DECISIONS:
-            what += f" ({decision})"
+        if event.decision is not None:
+            what += f" ({event.decision})"
     elif kind in ("message", "return", "spawn"):
         if event.to:
             what += f" -> {event.to}"

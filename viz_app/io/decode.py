@@ -3,9 +3,10 @@
 `decode(data)` gives the `model.Trace` (its events, edges and the rest msgspec structs, checked
 against the reference schema in C) when the text is plain: every key one the structs know
 (the schema's, and the extension keys orchviz reads, of the types it documents), no key twice,
-every number finite, no event giving the name `Event.other` is written under. For anything else it gives None, and the general path of `io.native` reads
-the text as it always did: it keeps every extra key, and it says in one sentence, naming the
-file and the place, why a text is refused. So the compiled path refuses nothing and accepts
+every number finite, and no event giving the name `Event.other` is written under. For anything
+else it gives None, and the general path of `io.native` reads the text as it always did: it
+keeps every extra key, and it says in one sentence, naming the file and the place, why a text
+is refused. So the compiled path refuses nothing and accepts
 nothing on its own: it is a faster way to the same trace.
 
 The app, the library API, the analysis and the pool index all hold what it gives: there is one
