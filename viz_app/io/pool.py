@@ -335,9 +335,9 @@ def read_shard(shard: Shard, on_error: Callable[[TraceError], None],
     """Every trace of a shard with its row (counted from 0). A row that does not validate, a
     row group or a shard that cannot be read (a truncated Parquet file, columns that are not a
     pool's, a broken gzip stream) is reported to `on_error` as a TraceError naming the shard and
-    the rows, and the rest is still read. `groups` (first, end) reads only those row groups of a Parquet shard
-    (`row_groups` gives their sizes), rows still counted from the shard's start: the pieces
-    that processes share a large shard in."""
+    the rows, and the rest is still read. `groups` (first, end) reads only those row groups of
+    a Parquet shard (`row_groups` gives their sizes), rows still counted from the shard's start:
+    the pieces that processes share a large shard in."""
     if shard.format == "parquet":
         yield from _parquet_rows(shard, on_error, max_bytes, groups)
     else:
