@@ -23,6 +23,7 @@ colon (`\\u003a`), which sends the text to the general path.
 from __future__ import annotations
 
 from operator import attrgetter
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -34,6 +35,23 @@ _OTHER = attrgetter("other")
 _ENCODER = msgspec.json.Encoder()
 _COSTS_REQUIRED = ("tokens", "wall_clock_s")
 _COSTS_NON_NEGATIVE = ("tokens", "wall_clock_s", "tool_calls", "messages")
+
+
+def costs_plain(costs: dict[str, Any]) -> bool:
+    """Whether a trace's costs give what the schema asks of the channels it names (`tokens`
+    and `wall_clock_s`, none of the four negative): msgspec holds them as an open dict of
+    numbers, so these are checked here, on either path (a value of another type is left to
+    msgspec's check of the dict)."""
+    for key in _COSTS_REQUIRED:
+        if key not in costs:
+            return False
+    for key in _COSTS_NON_NEGATIVE:
+        value = costs.get(key)
+        if value is not None and value.__class__ in (int, float) and value < 0:
+            return False
+    return True
+
+
 _COLON = ord(":")
 
 
@@ -111,14 +129,8 @@ def decode(data: bytes) -> Trace | None:
         record = _DECODER.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    costs = record.costs_
-    for key in _COSTS_REQUIRED:
-        if key not in costs:
-            return None
-    for key in _COSTS_NON_NEGATIVE:
-        value = costs.get(key)
-        if value is not None and value < 0:
-            return None
+    if not costs_plain(record.costs_):
+        return None
     events = record.events
     if list(map(_OTHER, events)).count(None) != len(events):
         return None  # an event gave the name `other` is written under: it is no plain key

@@ -26,7 +26,7 @@ from pydantic_core import from_json
 
 from viz_app.errors import TraceError
 from viz_app.io import schema_models
-from viz_app.io.decode import decode
+from viz_app.io.decode import costs_plain, decode
 from viz_app.model import (EDGE_TYPES, EVENT_TYPES, FIELD_OF, OTHER, TOPOLOGIES, Edge, Event,
                            Trace, paused_gc)
 
@@ -264,7 +264,6 @@ _SCHEMA_KEYS = frozenset(("id", "t", "type", "agent", "role", "from", "to", "too
                           "content_ref", "trusted"))
 _TOP = frozenset(("trace_id", "task_id", "system", "topology", "events", "edges", "rewards",
                   "costs", "metrics"))
-_COSTS_NON_NEGATIVE = ("tokens", "wall_clock_s", "tool_calls", "messages")
 _EVENTS, _EDGES = list[Event], list[Edge]
 
 
@@ -279,15 +278,8 @@ def _structs(tree: Any, release: bool) -> Trace | None:
         return None
     events, edges, costs = tree.get("events"), tree.get("edges"), tree.get("costs")
     if type(events) is not list or not events or type(edges) is not list \
-            or type(costs) is not dict:
+            or type(costs) is not dict or not costs_plain(costs):
         return None
-    for key in ("tokens", "wall_clock_s"):
-        if key not in costs:
-            return None
-    for key in _COSTS_NON_NEGATIVE:
-        value = costs.get(key)
-        if value is not None and value.__class__ in (int, float) and value < 0:
-            return None
     built_events: list[Event] = []
     built_edges: list[Edge] = []
     try:
