@@ -54,7 +54,8 @@ def test_detection_works_on_uploaded_bytes_with_a_name():
 def test_every_registered_format_has_a_title():
     assert set(FORMATS) == {"orchviz", "claude_code", "openai_agents", "otlp", "codex",
                             "inspect_ai", "whowhen", "trail", "agentops",
-                            "langfuse", "agentlightning", "mast"}
+                            "langfuse", "agentlightning", "mast", "verl", "openrlhf", "art",
+                            "skyrl", "rllm"}
     assert all(f.title for f in FORMATS.values())
 
 

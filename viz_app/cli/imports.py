@@ -14,6 +14,7 @@ from viz_app.io.detect import FORMATS, read_any
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, write_trace
 from viz_app.io.redact import redact
+from viz_app.io.rollouts import join
 from viz_app.model import Trace
 from viz_app.text import file_name, terminal_text
 
@@ -64,7 +65,7 @@ def collect(sources: list[str], fmt: str | None) -> tuple[list[Trace], list[Trac
             traces.extend(read_any(path, fmt=fmt, on_format=said, on_error=errors.append))
         except TraceError as err:
             errors.append(err)
-    return traces, errors
+    return join(traces), errors
 
 
 def _is_session_folder(path: Path, fmt: str | None) -> bool:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viz_app.errors import TraceError
-from viz_app.io import (agentlightning, agentops, claude_code, codex, inspect_ai, langfuse, mast,
-                        openai_agents, otlp, trail, whowhen)
+from viz_app.io import (agentlightning, agentops, art, claude_code, codex, inspect_ai, langfuse,
+                        mast, openai_agents, openrlhf, otlp, rllm, rollouts, skyrl, trail, verl,
+                        whowhen)
 from viz_app.io.files import trace_files
 from viz_app.io.native import DEFAULT_MAX_BYTES, Source, load_traces, read_source
 from viz_app.io.records import first_value, head_has
@@ -79,6 +80,16 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
            lambda data, label: agentlightning.import_agentlightning(data, name=label)),
     Format(mast.NAME, "MAST / MAD annotated run logs", mast.detect,
            lambda data, label: mast.import_mast(data, name=label), mast.annotation_records),
+    Format(verl.NAME, "verl rollout dump ({step}.jsonl)", verl.detect,
+           lambda data, label: verl.import_verl(data, name=label)),
+    Format(openrlhf.NAME, "OpenRLHF rollout log (rollout_data_rank_*.jsonl)", openrlhf.detect,
+           lambda data, label: openrlhf.import_openrlhf(data, name=label)),
+    Format(art.NAME, "OpenPipe ART trajectory log (Parquet or JSONL)", art.detect,
+           lambda data, label: art.import_art(data, name=label)),
+    Format(skyrl.NAME, "SkyRL trajectory or evaluation dump", skyrl.detect,
+           lambda data, label: skyrl.import_skyrl(data, name=label)),
+    Format(rllm.NAME, "rLLM episodes", rllm.detect,
+           lambda data, label: rllm.import_rllm(data, name=label)),
 )}
 """Every format orchviz reads, by name."""
 
@@ -193,7 +204,7 @@ def read_folder(folder: str | Path, *, fmt: str | None = None,
             if on_error is None:
                 raise
             on_error(err)
-    return traces
+    return rollouts.join(traces)
 
 
 def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:

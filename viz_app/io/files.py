@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".eval")
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".eval",
+                 ".parquet")
 """File endings that may hold traces (native or in a format an importer reads)."""
 
 

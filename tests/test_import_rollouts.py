@@ -1,0 +1,240 @@
+"""The rollout files RL trainers write become traces that keep the training step, the group of
+siblings sampled for one prompt, the trainer's reward (a reward the trace carries, never a
+label) and the checkpoint where the file says it; a line the trainer is still writing is waited
+for; a rollout with spans of the same id is one trace."""
+
+import json
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from importing import FIXTURES as IMPORTERS
+from importing import assert_reference_valid, returns, spawns, stop_agents
+
+from viz_app.errors import TraceError
+from viz_app.io.detect import choose_format, read_any, read_folder
+from viz_app.io.rollouts import ROLLOUT_KEY, complete_lines, rollout_of, trainer_reward
+
+ROLLOUTS = Path(__file__).resolve().parent / "fixtures" / "rollouts"
+VERL = ROLLOUTS / "verl" / "gsm8k-grpo" / "rollout_data" / "3.jsonl"
+OPENRLHF = ROLLOUTS / "openrlhf" / "poem-ppo" / "rollout_data_rank_0_1313.jsonl"
+ART = (ROLLOUTS / "art" / ".art" / "email-agent" / "models" / "agent-7b" / "trajectories"
+       / "train" / "0003.jsonl")
+SKYRL = ROLLOUTS / "skyrl" / "export"
+RLLM = ROLLOUTS / "rllm"
+
+
+def groups(traces):
+    found = defaultdict(list)
+    for trace in traces:
+        found[rollout_of(trace).group].append(trace)
+    return found
+
+
+@pytest.mark.parametrize("path,fmt", [
+    (VERL, "verl"), (OPENRLHF, "openrlhf"), (ART, "art"),
+    (SKYRL / "dumped_trajectories" / "global_step_2.jsonl", "skyrl"),
+    (SKYRL / "dumped_evals" / "global_step_2_evals" / "openai_gsm8k.jsonl", "skyrl"),
+    (RLLM / "solver-judge" / "episodes" / "episode_000000_task7.json", "rllm"),
+    (RLLM / "ui_episodes.jsonl", "rllm")])
+def test_each_trainers_file_is_detected_and_every_trace_validates(path, fmt):
+    assert choose_format(path.read_bytes(), str(path)) == fmt
+    traces = read_any(path)
+    assert traces
+    for trace in traces:
+        assert_reference_valid(trace)
+        assert trace.source_format == fmt
+        found = rollout_of(trace)
+        assert found is not None and found.trainer == fmt
+        assert "trainer" in trace.rewards
+        assert len(stop_agents(trace)) == 1 and trace.events[-1].decision == "stop"
+
+
+def test_verl_samples_of_one_step_with_the_same_input_are_one_group():
+    traces = read_any(VERL)
+    assert len(traces) == 6
+    by_group = groups(traces)
+    assert sorted(len(g) for g in by_group.values()) == [3, 3]
+    assert {rollout_of(t).step for t in traces} == {3}
+    first = traces[1]
+    assert first.rewards == {"trainer": 0.0, "trainer.acc": 0.0}
+    prompt, response = first.events[0], first.events[1]
+    assert prompt.type == "human_intervention" and "Natalia" in prompt.content
+    assert prompt.extras["ground_truth"] == "72"
+    assert response.content.endswith("#### 144")
+    assert response.extras["reward_extra_info"] == {"pred": "144"}
+    assert len({t.trace_id for t in traces}) == 6
+
+
+def test_verl_validation_dumps_are_their_own_split_and_keep_the_request_id():
+    (trace,) = read_any(ROLLOUTS / "verl" / "gsm8k-grpo" / "validation_data" / "3.jsonl")
+    found = rollout_of(trace)
+    assert (found.split, found.rollout_id, trace.trace_id) == ("val", "req-val-0", "req-val-0")
+    assert found.group.startswith("val:3:")
+
+
+def test_openrlhf_keeps_step_group_reward_and_the_kl_of_each_sample():
+    traces = read_any(OPENRLHF)
+    assert [rollout_of(t).step for t in traces] == [4, 4, 4, 5]
+    assert sorted(len(g) for g in groups(traces).values()) == [1, 1, 2]
+    second = traces[1]
+    assert second.rewards["trainer"] == 1.0
+    assert second.rewards["trainer.with_kl_penalty"] == pytest.approx(1.0007)
+    assert second.metrics["kl"] == pytest.approx(0.4 + 0.3)
+    assert second.events[1].tokens == 3 and "福星" in second.events[1].content
+
+
+def test_art_trajectories_of_a_group_are_siblings_and_additional_histories_are_spawned():
+    traces = read_any(ART)
+    assert [t.trace_id for t in traces] == [
+        "art/agent-7b/train/3/g0/t0", "art/agent-7b/train/3/g0/t1",
+        "art/agent-7b/train/3/g1/t0", "art/agent-7b/train/3/g1/t1"]
+    first = traces[0]
+    found = rollout_of(first)
+    assert (found.step, found.group, found.checkpoint, found.index) == (
+        3, "train:3:g0", "agent-7b@0003", 0)
+    assert first.task_id == "sc-118" and first.rewards == {"trainer": 1.0}
+    assert first.metrics == {"correct": 1.0, "num_turns": 2.0}
+    assert spawns(first) == [("policy", "history-1")]
+    assert returns(first) == [("history-1", "policy")]
+    call = next(e for e in first.events if e.type == "tool_call")
+    result = next(e for e in first.events if e.type == "tool_result")
+    assert call.tool == "search_inbox" and "Tokyo offsite" in result.content
+    assert any(e.src == call.id and e.dst == result.id and e.type == "tool_dependency"
+               for e in first.edges)
+    assert first.events[0].extras["system_prompt"].startswith("You are an email")
+    assert [e.type for e in first.events][-3:] == ["message", "return", "orchestrator_decision"]
+    assert traces[2].events[0].extras["art_logs"] == ["judge: partially grounded"]
+
+
+def _art_parquet(path: Path, groups_: list[dict], version: int) -> None:
+    """A Parquet log as ART's `write_trajectory_groups_parquet` writes it: format 2 (whole
+    trajectories as JSON), or the flattened rows of format 1 (messages as structs)."""
+    rows = []
+    for g, group in enumerate(groups_):
+        for i, trajectory in enumerate(group["trajectories"]):
+            messages = []
+            for m in trajectory["messages_and_choices"]:
+                inner = m.get("message", m)
+                messages.append({"role": inner["role"], "content": inner.get("content"),
+                                 "tool_calls": json.dumps(inner["tool_calls"])
+                                 if inner.get("tool_calls") else None,
+                                 "tool_call_id": m.get("tool_call_id"),
+                                 "trainable": "finish_reason" in m})
+            row = {"group_index": g, "reward": trajectory["reward"],
+                   "metrics": json.dumps(trajectory["metrics"]),
+                   "metadata": json.dumps(trajectory["metadata"]), "tools": None,
+                   "logs": trajectory["logs"] or None, "messages": messages,
+                   "group_metadata": None, "group_metrics": None, "group_logs": None}
+            if version == 2:
+                row.update(format_version=2, trajectory_index=i,
+                           group_json=json.dumps({"metadata": {}, "metrics": {}, "logs": []}),
+                           trajectory_json=json.dumps(trajectory))
+            rows.append(row)
+    pq.write_table(pa.Table.from_pylist(rows), path, compression="zstd")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_art_parquet_logs_read_as_their_jsonl_did(tmp_path, version):
+    folder = tmp_path / "models" / "agent-7b" / "trajectories" / "train"
+    folder.mkdir(parents=True)
+    groups_ = [json.loads(line) for line in ART.read_text("utf-8").splitlines()]
+    log = folder / "0003.parquet"
+    _art_parquet(log, groups_, version)
+    assert choose_format(log.read_bytes(), str(log)) == "art"
+    traces = read_any(log)
+    legacy = read_any(ART)
+    assert [t.trace_id for t in traces] == [t.trace_id for t in legacy]
+    assert [t.rewards for t in traces] == [t.rewards for t in legacy]
+    assert [rollout_of(t).group for t in traces] == [rollout_of(t).group for t in legacy]
+    for trace in traces:
+        assert_reference_valid(trace)
+    # format 2 keeps the additional histories the flattened columns leave out
+    assert spawns(traces[0]) == ([("policy", "history-1")] if version == 2 else [])
+
+
+def test_skyrl_training_dump_sums_token_rewards_and_keeps_the_closing_turn():
+    traces = read_any(SKYRL / "dumped_trajectories" / "global_step_2.jsonl")
+    assert [trainer_reward(t) for t in traces] == [1.0, 0.0, 0.4]
+    assert [t.system for t in traces] == ["gsm8k", "gsm8k", "negotiation"]
+    assert sorted(len(g) for g in groups(traces).values()) == [1, 2]
+    closing = traces[2].events[2]
+    assert (closing.agent, closing.content) == ("environment", "<accept>Deal.</accept>")
+    assert traces[1].events[1].extras["stop_reason"] == "length"
+
+
+def test_skyrl_evaluation_dump_is_one_split_per_dataset_and_its_metrics_file_holds_none():
+    folder = SKYRL / "dumped_evals" / "global_step_2_evals"
+    traces = read_any(folder / "openai_gsm8k.jsonl")
+    assert {(rollout_of(t).step, rollout_of(t).split) for t in traces} == {(2, "openai/gsm8k")}
+    assert len(groups(traces)) == 1
+    assert read_any(folder / "aggregated_results.jsonl") == []
+
+
+def test_rllm_episode_agents_are_trajectories_the_judge_spawned_by_the_solver():
+    (trace,) = read_any(RLLM / "solver-judge" / "episodes" / "episode_000000_task7.json")
+    found = rollout_of(trace)
+    assert (trace.trace_id, trace.task_id, trace.system) == ("task7:0", "task7", "solver-judge")
+    assert (found.group, found.index, found.checkpoint) == ("-:task7", 0, "weights v12")
+    assert spawns(trace) == [("solver", "judge")]
+    assert trace.rewards == {"trainer": 0.75, "trainer.solver": 1.0, "trainer.judge": 0.5,
+                             "trainer.accuracy": 1.0}
+    assert trace.metrics == {"solver_acc": 1.0, "task_success": 1.0}
+
+
+def test_rllm_training_episodes_posted_with_their_step_are_grouped_by_task():
+    traces = read_any(RLLM / "ui_episodes.jsonl")
+    assert [t.trace_id for t in traces] == ["task9:3@40", "task9:4@40"]
+    assert {rollout_of(t).group for t in traces} == {"40:task9"}
+    assert [trainer_reward(t) for t in traces] == [0.0, 1.0]
+
+
+def test_a_half_written_last_line_is_waited_for_not_reported(tmp_path):
+    whole = OPENRLHF.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    growing = tmp_path / "rollout_data_rank_0_1.jsonl"
+    growing.write_bytes(b"".join(lines[:2]) + lines[2][:40])
+    assert complete_lines(growing.read_bytes())[1] is True
+    traces = read_any(growing)
+    assert len(traces) == 2
+    assert [w.code for w in traces[-1].reader_warnings] == ["last_line_pending"]
+    growing.write_bytes(b"".join(lines[:3]))
+    assert len(read_any(growing)) == 3
+    bad = tmp_path / "rollout_data_rank_1.jsonl"
+    bad.write_bytes(lines[0] + b"{not json\n" + lines[1])
+    with pytest.raises(TraceError, match="line 2"):
+        read_any(bad, fmt="openrlhf")
+
+
+def test_a_rollout_with_agent_lightning_spans_of_its_id_is_one_trace(tmp_path):
+    shutil.copy(ROLLOUTS / "verl" / "sql-agent" / "rollout_data" / "7.jsonl", tmp_path)
+    shutil.copy(IMPORTERS / "agentlightning_rollout.json", tmp_path)
+    (trace,) = read_folder(tmp_path)
+    assert trace.trace_id == "ro-5f2c1a" and trace.source_format == "agentlightning"
+    assert spawns(trace) == [("sql_agent", "checker")]
+    found = rollout_of(trace)
+    assert (found.trainer, found.step, found.rollout_id) == ("verl", 7, "ro-5f2c1a")
+    assert trace.rewards["trainer"] == 1.0 and trace.rewards["reward"] == 1.0
+    assert "rollout_joined" in [w.code for w in trace.reader_warnings]
+    assert_reference_valid(trace)
+    assert ROLLOUT_KEY in min(trace.events, key=lambda e: e.t).extras
+
+
+def test_orchviz_import_names_the_trainers_formats(tmp_path):
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "viz_app", "import", "--from", "verl", str(VERL),
+                           "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "read as verl" in done.stderr
+    written = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert len(written) == 6 and written[0]["rewards"]["trainer"] == 1.0
+    assert written[0]["events"][0][ROLLOUT_KEY]["step"] == 3
+    helped = subprocess.run([sys.executable, "-m", "viz_app", "import", "--help"],
+                            capture_output=True, text=True).stdout
+    for name in ("verl", "openrlhf", "art", "skyrl", "rllm"):
+        assert name in helped

@@ -1,0 +1,164 @@
+"""OpenPipe ART's trajectory logs:
+`.art/<project>/models/<model>/trajectories/<split>/<step>.parquet` (`NNNN` the model's step,
+the checkpoint that sampled them), written by the backend's `_log` through
+`write_trajectory_groups_parquet` (art/utils/trajectory_logging.py), and the legacy JSON Lines
+files the same folders held before (`<step>.jsonl`, one trajectory group a line:
+`{trajectories: [{reward, metrics, metadata, messages_and_choices, tools, additional_histories,
+logs}]}`, art/utils/trajectory_migration.py).
+
+The Parquet log holds a row per trajectory: `group_index`, `reward`, `metrics`, `metadata` and
+`tools` (JSON text), `logs`, `messages` (flattened: role, content, tool_calls as JSON text,
+tool_call_id, trainable), with the group's `group_metadata`, `group_metrics`, `group_logs`;
+format 2 adds `trajectory_index` and the whole trajectory as `trajectory_json` (with its
+`additional_histories`, which the flattened columns leave out), and files migrated from JSON
+Lines keep `additional_histories` as JSON text. Each trajectory is a trace: its chat, the
+policy's generations (ART's Choices, `trainable`) as messages with their tool calls, and each
+additional history (a sub-agent's conversation in a multi-agent rollout) as a spawned agent
+that returns to the policy. The trajectories of one group (one scenario) are siblings; `reward`
+is the trainer's reward, the numeric `metrics` the trace's metrics.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+
+from viz_app.errors import TraceError
+from viz_app.io.native import Source, read_source
+from viz_app.io.records import first_value
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
+                                 number, pending_note, prompt_key, rollout_lines, step_in_name,
+                                 with_note)
+from viz_app.model import Trace
+
+NAME = "art"
+PARQUET_MAGIC = b"PAR1"
+
+
+def detect(data: bytes, name: str = "") -> float:
+    """How sure it is that the bytes are an ART trajectory log (0 to 1)."""
+    if data[:4] == PARQUET_MAGIC:
+        return 1.0 if b"group_index" in data[-65536:] else 0.0
+    first = first_value(data)
+    if isinstance(first, dict) and isinstance(first.get("trajectories"), list):
+        head = first["trajectories"][0] if first["trajectories"] else {}
+        if isinstance(head, dict) and "messages_and_choices" in head:
+            return 1.0
+    return 0.0
+
+
+def where(label: str) -> tuple[str, str, int | None]:
+    """(model, split, step) from a log's path: `models/<model>/trajectories/<split>/<step>`."""
+    path = PurePath(label)
+    parts = path.parts
+    split = path.parent.name or "train"
+    model = parts[-4] if len(parts) >= 4 and parts[-3] == "trajectories" else ""
+    return model, split, step_in_name(path.stem)
+
+
+def import_art(source: Source, *, name: str | None = None) -> list[Trace]:
+    """One trace per trajectory of an ART trajectory log (Parquet or legacy JSON Lines)."""
+    data, label = read_source(source, name)
+    model, split, step = where(label)
+    traces: list[Trace] = []
+    if data[:4] == PARQUET_MAGIC:
+        for number_, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
+            traces.append(_trace(trajectory, group_info, group, index, f"row {number_ + 1}",
+                                 label, model, split, step))
+    else:
+        for line, row in rollout_lines(data, label):
+            if not isinstance(row.get("trajectories"), list):
+                raise TraceError(label, f"line {line}", "is not an ART trajectory group (no "
+                                 "trajectories)")
+            for index, trajectory in enumerate(t for t in row["trajectories"]
+                                               if isinstance(t, dict)):
+                traces.append(_trace(trajectory, row, line - 1, index, f"line {line}", label,
+                                     model, split, step))
+        traces = with_note(traces, pending_note(data, label))
+    if not traces:
+        raise TraceError(label, "", "holds no ART trajectories yet")
+    return traces
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, (str, bytes)) and value:
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value
+
+
+def _parquet(data: bytes, label: str):
+    """(group index, trajectory index, trajectory dict, group dict) of each row of a Parquet
+    log, in the shape the legacy JSON Lines gives them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as err:
+        raise TraceError(label, "", f"is not a Parquet file orchviz can read ({err})") from None
+    if "group_index" not in table.column_names:
+        raise TraceError(label, "", "is a Parquet file but not an ART trajectory log (no "
+                         "group_index column)")
+    seen: dict[int, int] = {}
+    for row in table.to_pylist():
+        group = row.get("group_index") or 0
+        whole = _json(row.get("trajectory_json"))
+        if isinstance(whole, dict):
+            trajectory = whole
+        elif row.get("reward") is None and row.get("messages") is None:
+            continue  # a group sentinel: the group kept no trajectory
+        else:
+            trajectory = {"reward": row.get("reward"), "metrics": _json(row.get("metrics")),
+                          "metadata": _json(row.get("metadata")),
+                          "tools": _json(row.get("tools")), "logs": row.get("logs"),
+                          "messages_and_choices": row.get("messages") or [],
+                          "additional_histories": _json(row.get("additional_histories"))}
+        group_info = _json(row.get("group_json")) or {
+            "metadata": _json(row.get("group_metadata")),
+            "metrics": _json(row.get("group_metrics")), "logs": row.get("group_logs")}
+        index = row.get("trajectory_index")
+        if index.__class__ is not int:
+            index = seen.get(group, 0)
+        seen[group] = index + 1
+        yield group, index, trajectory, group_info
+
+
+def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, index: int,
+           place: str, label: str, model: str, split: str, step: int | None) -> Trace:
+    messages = trajectory.get("messages_and_choices") or []
+    opening = next((content_text(m.get("content")) for m in messages
+                    if isinstance(m, dict) and m.get("role") == "user"), None) or ""
+    metadata = trajectory.get("metadata") if isinstance(trajectory.get("metadata"), dict) else {}
+    rollout = Rollout(trainer=NAME, step=step, group=group_id(split, step, f"g{group}"),
+                      index=index,
+                      rollout_id=as_text(metadata.get("rollout_id") or metadata.get("trace_id")),
+                      checkpoint=f"{model}@{step:04d}" if model and step is not None else None,
+                      split=split, source=place)
+    rewards = {} if (reward := number(trajectory.get("reward"))) is None else {
+        TRAINER_REWARD: reward}
+    metrics = {k: found for k, v in (trajectory.get("metrics") or {}).items()
+               if (found := number(v)) is not None} if isinstance(
+                   trajectory.get("metrics"), dict) else {}
+    chat = Chat()
+    chat.messages(messages)
+    for n, history in enumerate(trajectory.get("additional_histories") or [], start=1):
+        if isinstance(history, dict):
+            chat.spawn(f"history-{n}", history.get("messages_and_choices") or [])
+    if chat.events:
+        first = chat.events[0]
+        kept = {"art_metadata": metadata or None, "art_logs": trajectory.get("logs") or None,
+                "tools": [t.get("function", t).get("name") for t in trajectory["tools"]
+                          if isinstance(t, dict) and isinstance(t.get("function", t), dict)]
+                if isinstance(trajectory.get("tools"), list) else None,
+                "group_metadata": (group_info or {}).get("metadata") or None}
+        first.update({k: v for k, v in kept.items() if v})
+    parts = "/".join(p for p in (model, split) if p)
+    return chat.trace(label=label, source_format=NAME,
+                      trace_id=f"art/{parts}/{step}/g{group}/t{index}",
+                      task_id=str(metadata.get("scenario_id") or f"prompt-{prompt_key(opening)}"),
+                      rollout=rollout, rewards=rewards, system=model or "art", metrics=metrics)

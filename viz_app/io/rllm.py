@@ -1,0 +1,204 @@
+"""rLLM's episodes (rllm/types.py): an `Episode` `{id, task, termination_reason, is_correct,
+session_id, trajectories, metrics, info}` holds one `Trajectory` `{uid, name, task, steps,
+reward, info}` per agent, each a list of `Step`s (`chat_completions`, `observation`, `thought`,
+`action`, `model_response`, `reward`, `done`, `info`, the token ids and `weight_version`).
+Read as `Episode.to_dict()` writes it (and orchviz's rLLM export), as pydantic's `model_dump`
+writes it (`rllm eval --save-episodes`: `episodes/episode_<n>_<task>.json`, steps with `input`,
+`output`, `metadata`), or as rLLM's UI logger posts it during training (`episode_id` and the
+training `step` beside the episode): one episode a file, a JSON list, or one a line.
+
+The episode id is `<task_id>:<rollout_idx>`: the episodes of one task at one step are one group.
+A trajectory's steps are its agent's turns: the new messages of each step's cumulative
+`chat_completions` (else its `observation` as the environment's turn and `model_response` as the
+policy's), `action` as a tool call when it is not the response. With several trajectories the
+first agent is the root and each other is spawned by it and returns to it with its last
+response. The trainer's reward is the trajectory's reward (with several, their mean, each also
+as `trainer.<name>`); `is_correct` the metric `task_success`; the highest `weight_version` the
+checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from viz_app.errors import TraceError
+from viz_app.io.native import Source, read_source
+from viz_app.io.records import first_value, json_values
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
+                                 number, prompt_key)
+from viz_app.model import Trace
+
+NAME = "rllm"
+DEFAULT_NAME = "default_traj_name"
+
+
+def _is_episode(value: Any) -> bool:
+    if not (isinstance(value, dict) and isinstance(value.get("trajectories"), list)
+            and ("id" in value or "episode_id" in value)):
+        return False
+    head = value["trajectories"][0] if value["trajectories"] else {}
+    return isinstance(head, dict) and "steps" in head
+
+
+def detect(data: bytes, name: str = "") -> float:
+    """How sure it is that the bytes hold rLLM episodes (0 to 1)."""
+    first = first_value(data)
+    if isinstance(first, list) and first:
+        first = first[0]
+    if _is_episode(first):
+        return 1.0
+    head = data[:65536]
+    if first is None and b'"trajectories"' in head and b'"steps"' in head and (
+            b'"termination_reason"' in head or b'"is_correct"' in head):
+        return 0.8
+    return 0.0
+
+
+def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
+    """One trace per rLLM episode."""
+    data, label = read_source(source, name)
+    traces = []
+    for line, value in json_values(data, label):
+        items = value if isinstance(value, list) else [value]
+        for n, item in enumerate(items):
+            if not _is_episode(item):
+                place = f"line {line}" + (f", item {n + 1}" if isinstance(value, list) else "")
+                raise TraceError(label, place, "is not an rLLM episode (no id and trajectories "
+                                 "of steps)")
+            place = f"line {line}" if not isinstance(value, list) else f"item {n + 1}"
+            traces.append(_trace(item, place, label))
+    if not traces:
+        raise TraceError(label, "", "holds no rLLM episodes")
+    return traces
+
+
+def _info(value: dict[str, Any]) -> dict[str, Any]:
+    found = value.get("info", value.get("metadata"))
+    return found if isinstance(found, dict) else {}
+
+
+def _trace(episode: dict[str, Any], place: str, label: str) -> Trace:
+    episode_id = str(episode.get("id", episode.get("episode_id")) or "episode")
+    task_id, _, rollout_idx = episode_id.partition(":")
+    info = _info(episode)
+    step = next((v for v in (episode.get("step"), info.get("step"), info.get("global_step"))
+                 if v.__class__ is int), None)
+    trajectories = [t for t in episode["trajectories"] if isinstance(t, dict)]
+    names = _names(trajectories)
+    versions = [s.get("weight_version") for t in trajectories for s in t.get("steps") or []
+                if isinstance(s, dict) and s.get("weight_version").__class__ is int]
+    rollout = Rollout(trainer=NAME, step=step, group=group_id(step, task_id),
+                      index=int(rollout_idx) if rollout_idx.isdigit() else None,
+                      rollout_id=episode_id,
+                      checkpoint=f"weights v{max(versions)}" if versions else None,
+                      split=as_text(episode.get("session_type")), source=place)
+    chat = Chat(names[0] if names else "policy")
+    for n, (trajectory, agent) in enumerate(zip(trajectories, names)):
+        if n == 0:
+            _steps(chat, trajectory, agent)
+            continue
+        spawned = chat.add("spawn", chat.root, to=agent, role="subagent")
+        chat.next_turn()
+        start = len(chat.events)
+        _steps(chat, trajectory, agent)
+        said = next((e for e in reversed(chat.events[start:]) if e["type"] == "message"), None)
+        back = chat.add("return", agent, from_=agent, to=chat.root,
+                        content=said.get("content") if said else None,
+                        reward=number(trajectory.get("reward")))
+        chat.link(spawned, back, "return")
+        chat.next_turn()
+    if not chat.events:
+        chat.prompt(_task_text(episode.get("task")) or episode_id)
+    chat.events[0].update({k: v for k, v in (
+        ("termination_reason", as_text(episode.get("termination_reason"))),
+        ("episode_info", info or None)) if v})
+    rewards = _rewards(trajectories, names)
+    metrics = {k: found for k, v in (episode.get("metrics") or {}).items()
+               if (found := number(v)) is not None} if isinstance(episode.get("metrics"),
+                                                                  dict) else {}
+    if isinstance(episode.get("is_correct"), bool):
+        metrics["task_success"] = 1.0 if episode["is_correct"] else 0.0
+    task = _task_text(episode.get("task"))
+    return chat.trace(label=label, source_format=NAME,
+                      trace_id=episode_id if step is None else f"{episode_id}@{step}",
+                      task_id=task_id or f"prompt-{prompt_key(task or '')}", rollout=rollout,
+                      rewards=rewards, system=_run(label),
+                      metrics=metrics)
+
+
+def _run(label: str) -> str:
+    """The run an episode file is of: the folder holding `episodes/` (`rllm eval`'s run)."""
+    parent = PurePath(label).parent
+    return (parent.parent.name if parent.name == "episodes" else "") or "rllm"
+
+
+def _names(trajectories: list[dict[str, Any]]) -> list[str]:
+    """Each trajectory's agent, as it names itself (a default name is `policy`, or `agent-<n>`
+    beside others); a name used twice gets its number."""
+    names: list[str] = []
+    for n, trajectory in enumerate(trajectories):
+        name = as_text(trajectory.get("name")) or DEFAULT_NAME
+        if name == DEFAULT_NAME:
+            name = "policy" if len(trajectories) == 1 else f"agent-{n + 1}"
+        names.append(name if name not in names else f"{name}-{n + 1}")
+    return names
+
+
+def _task_text(task: Any) -> str | None:
+    if isinstance(task, dict):
+        for key in ("question", "instruction", "prompt", "problem", "task"):
+            if isinstance(task.get(key), str):
+                return task[key]
+        return None
+    return content_text(task) if task is not None else None
+
+
+def _steps(chat: Chat, trajectory: dict[str, Any], agent: str) -> None:
+    """A trajectory's steps as its agent's turns."""
+    seen = 0
+    for step in trajectory.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        history = step.get("chat_completions")
+        if isinstance(history, list) and history:
+            fresh = history[seen:] if len(history) >= seen else history
+            seen = len(history)
+            chat.messages(fresh, agent)
+        else:
+            observation = step.get("observation", step.get("input"))
+            if observation is not None:
+                chat.add("human_intervention", agent, from_="user",
+                         content=content_text(observation) or as_text(observation))
+                chat.next_turn()
+            response = step.get("model_response") or step.get("output")
+            if response:
+                chat.response(response, agent)
+        said = next((e for e in reversed(chat.events) if e["agent"] == agent
+                     and e["type"] == "message"), None)
+        if said is None:
+            continue
+        if step.get("thought"):
+            said.setdefault("thought", as_text(step["thought"]))
+        if (reward := number(step.get("reward"))) is not None:
+            said["step_reward"] = reward
+        action = step.get("action")
+        if action is not None and as_text(action) != said.get("content"):
+            made = chat.add("tool_call", agent, tool="action", content=as_text(action))
+            chat.link(said, made, "causal")
+            chat.next_turn()
+
+
+def _rewards(trajectories: list[dict[str, Any]], names: list[str]) -> dict[str, float]:
+    found = {name: value for trajectory, name in zip(trajectories, names)
+             if (value := number(trajectory.get("reward"))) is not None}
+    rewards: dict[str, float] = {}
+    if found:
+        rewards[TRAINER_REWARD] = sum(found.values()) / len(found)
+    if len(found) > 1:
+        rewards.update({f"{TRAINER_REWARD}.{name}": value for name, value in found.items()})
+    signals = trajectories[0].get("signals") if trajectories else None
+    if isinstance(signals, dict):
+        rewards.update({f"{TRAINER_REWARD}.{k}": v for k, value in signals.items()
+                        if (v := number(value)) is not None})
+    return rewards

@@ -1,0 +1,439 @@
+"""What the readers of RL trainers' rollout files share (verl, OpenRLHF, OpenPipe ART, SkyRL,
+rLLM): a `Rollout` (the training step, the group of siblings sampled for one prompt, the
+checkpoint), the `Chat` that turns one rollout's prompt and response (or its chat messages) into
+a trace, the lines of a file a trainer may still be writing, and the join of a rollout with the
+spans (OTLP, Agent Lightning) recorded for the same rollout id.
+
+A rollout becomes a trace in the reference schema. The schema closes the trace's top level, so
+what a trainer says of the rollout lives where the schema leaves room: the trainer's reward in
+`rewards` (`trainer`, and `trainer.<name>` for the parts its reward function reported), a
+reward the trace carries and never a label; the step, group, checkpoint and rollout id in the
+`rollout` key of the trace's first event (`rollout_of` reads it back). Nothing is a label.
+
+Readers build the trace's events directly (they are valid by construction: ids `e1...` in time
+order, the schema's types), without the general reader's validation, so that reading 100,000
+rollouts costs little more than parsing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import PurePath
+from typing import Any
+
+import msgspec
+import orjson
+
+from viz_app.errors import TraceError
+from viz_app.model import Edge, Event, Trace, TraceWarning
+
+TRAINER_REWARD = "trainer"
+"""The key of `Trace.rewards` that holds the trainer's own reward for the rollout."""
+
+ROLLOUT_KEY = "rollout"
+"""The key of the first event that holds what the trainer says of the rollout (`Rollout`)."""
+
+POLICY = "policy"
+"""The agent a single-agent rollout is of: the model being trained."""
+
+
+class Rollout(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a trainer's rollout file says of one rollout, beside its conversation."""
+
+    trainer: str
+    """The trainer that wrote it: `verl`, `openrlhf`, `art`, `skyrl`, `rllm`."""
+    group: str
+    """The siblings sampled for one prompt at one step share it (a GRPO group)."""
+    step: int | None = None
+    """The training step (global step) the rollout was sampled at; None when not said."""
+    index: int | None = None
+    """Its place among the rollouts of its file (or of its group, where the file says)."""
+    rollout_id: str | None = None
+    """The id the trainer gave the rollout (a request id, an episode id), to join spans on."""
+    checkpoint: str | None = None
+    """The weights that sampled it, where the file says (a model step, a weight version)."""
+    split: str | None = None
+    """`train`, or the evaluation split (`val`, a dataset) it was sampled for."""
+    source: str | None = None
+    """Where in the file it was read: `line 12`, `row 3`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rollout as the first event of its trace keeps it."""
+        return msgspec.to_builtins(self)
+
+
+def rollout_of(trace: Trace) -> Rollout | None:
+    """What the trainer said of the rollout a trace was read from (None for another trace)."""
+    if not trace.events:
+        return None
+    first = min(trace.events, key=lambda e: e.t)
+    found = first.other.get(ROLLOUT_KEY) if first.other else None
+    if not isinstance(found, dict):
+        found = next((e.other[ROLLOUT_KEY] for e in trace.events
+                      if e.other and isinstance(e.other.get(ROLLOUT_KEY), dict)), None)
+    if not isinstance(found, dict):
+        return None
+    try:
+        return msgspec.convert(found, Rollout)
+    except msgspec.ValidationError:
+        return None
+
+
+def trainer_reward(trace: Trace) -> float | None:
+    """The trainer's reward a trace carries, if any."""
+    value = (trace.rewards or {}).get(TRAINER_REWARD)
+    return float(value) if value is not None else None
+
+
+def number(value: Any) -> float | None:
+    """A finite number from a reward field (true/false count as 1/0); None for anything else."""
+    if value.__class__ is bool:
+        return 1.0 if value else 0.0
+    if value.__class__ in (int, float) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def reward_parts(values: dict[str, Any], skip: Iterable[str]) -> dict[str, float]:
+    """The numeric parts a reward function reported beside its score, as `trainer.<name>`."""
+    left_out = set(skip)
+    return {f"{TRAINER_REWARD}.{key}": found for key, value in values.items()
+            if key not in left_out and (found := number(value)) is not None}
+
+
+def group_id(*parts: object) -> str:
+    """A group's id from its parts (split, step, prompt key): `-` stands for one not known."""
+    return ":".join("-" if p is None else str(p) for p in parts)
+
+
+def prompt_key(text: str) -> str:
+    """A short stable key of a prompt's text: the siblings of one prompt share it."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def as_text(value: Any) -> str | None:
+    """A value as inline text: strings as they are, None as None, anything else as JSON."""
+    if value is None or value.__class__ is str:
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+def content_text(content: Any) -> str | None:
+    """The text of a chat message's content: a string, or the text parts of a part list."""
+    if content is None or content.__class__ is str:
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict)
+                 and isinstance(p.get("text"), str)]
+        if parts:
+            return "\n".join(parts)
+    return as_text(content)
+
+
+_STEP_IN_NAME = re.compile(r"(?:global_step_|step_|^)(\d+)(?:_evals)?$")
+
+
+def step_in_name(name: str) -> int | None:
+    """The step a trainer wrote in a file or folder name: `12`, `0012`, `global_step_12`,
+    `global_step_12_evals`, `step_12`; None when the name holds none."""
+    found = _STEP_IN_NAME.search(name)
+    return int(found.group(1)) if found else None
+
+
+def run_name(label: str, skip: Sequence[str] = ()) -> str:
+    """The name of the run a rollout file belongs to: the folder above it, past the folders
+    the trainer makes inside a run (`skip`); '' for an upload without a folder."""
+    parents = [p for p in PurePath(label).parent.parts if p not in ("/", "")]
+    while parents and (parents[-1] in skip or step_in_name(parents[-1]) is not None):
+        parents.pop()
+    return parents[-1] if parents else ""
+
+
+# -- lines a trainer may still be writing ----------------------------------------------------------
+
+def complete_lines(data: bytes) -> tuple[bytes, bool]:
+    """The lines of JSON Lines bytes that are complete, and whether a last line was left out:
+    a last line without its newline that is not yet whole JSON is one a trainer is still
+    writing. It is waited for (read once the trainer finishes it), never reported as an error."""
+    if not data or data.endswith(b"\n"):
+        return data, False
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    if not tail.strip():
+        return data, False
+    try:
+        orjson.loads(tail)
+    except orjson.JSONDecodeError:
+        return data[:cut], True
+    return data, False
+
+
+def rollout_lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each complete line of a rollout file (see `complete_lines`).
+    A line that is not a JSON object is refused naming it."""
+    body, _pending = complete_lines(data)
+    number_, start, size = 0, 0, len(body)
+    while start < size:
+        end = body.find(b"\n", start)
+        if end < 0:
+            end = size
+        number_ += 1
+        line = body[start:end]
+        start = end + 1
+        if not line.strip():
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as err:
+            raise TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a rollout "
+                             "file holds one JSON object a line") from None
+        if not isinstance(value, dict):
+            raise TraceError(label, f"line {number_}", "is not a JSON object; a rollout file "
+                             "holds one rollout (an object) a line")
+        yield number_, value
+
+
+def pending_note(data: bytes, label: str) -> TraceWarning | None:
+    """The warning the last trace of a file carries while its last line is being written."""
+    if complete_lines(data)[1]:
+        return TraceWarning(code="last_line_pending", message=(
+            f"the last line of {PurePath(label).name} is not complete yet (the trainer is "
+            "still writing it?): it is read once it is"))
+    return None
+
+
+# -- one rollout as a trace ------------------------------------------------------------------------
+
+class Chat:
+    """The events of one rollout, built in order: turn i at t = i (rollout files keep no clock).
+
+    `prompt` and `response` give a text rollout (the prompt as the user's turn, the response as
+    the policy's generation); `messages` an OpenAI chat (system, user, assistant with tool calls,
+    tool results); `spawn` a sub-agent with its own conversation (an ART additional history).
+    `trace` closes it with the policy's stop and returns the trace."""
+
+    __slots__ = ("events", "edges", "t", "root", "notes", "_calls", "_first")
+
+    def __init__(self, root: str = POLICY) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.edges: list[Edge] = []
+        self.t = 0.0
+        self.root = root
+        self.notes: list[TraceWarning] = []
+        self._calls: dict[str, str] = {}
+        self._first: dict[str, dict[str, Any]] = {}
+
+    def add(self, type_: str, agent: str, **keys: Any) -> dict[str, Any]:
+        """Add an event at the current turn (keys that are None are left out)."""
+        event = {"id": f"e{len(self.events) + 1}", "t": self.t, "type": type_, "agent": agent}
+        for key, value in keys.items():
+            if value is not None:
+                event["from" if key == "from_" else key] = value
+        self.events.append(event)
+        self._first.setdefault(agent, event)
+        return event
+
+    def next_turn(self) -> None:
+        """Move to the next turn."""
+        self.t += 1.0
+
+    def link(self, src: dict[str, Any], dst: dict[str, Any], type_: str) -> None:
+        """A typed edge between two events already added."""
+        self.edges.append(Edge(src=src["id"], dst=dst["id"], type=type_))
+
+    def prompt(self, text: Any, agent: str | None = None) -> dict[str, Any] | None:
+        """The prompt, as the user's turn to the agent (None for an empty prompt)."""
+        content = content_text(text)
+        if not content:
+            return None
+        event = self.add("human_intervention", agent or self.root, from_="user", content=content)
+        self.next_turn()
+        return event
+
+    def response(self, text: Any, agent: str | None = None, **keys: Any) -> dict[str, Any]:
+        """The policy's generated response."""
+        event = self.add("message", agent or self.root, content=content_text(text) or "",
+                         kind="generation", **keys)
+        self.next_turn()
+        return event
+
+    def messages(self, messages: Sequence[Any], agent: str | None = None) -> None:
+        """An OpenAI chat: system (kept on the agent's first event), user turns, assistant
+        turns (a `message`, and a `tool_call` per tool call), tool results (linked to their
+        call). A message with `trainable` (ART's flattened rows) or in a Choice (`message`,
+        `finish_reason`) is a generation of the policy."""
+        who = agent or self.root
+        system: list[str] = []
+        for item in messages:
+            if not isinstance(item, dict):
+                continue
+            choice = isinstance(item.get("message"), dict) and "finish_reason" in item
+            message = item["message"] if choice else item
+            role = message.get("role")
+            text = content_text(message.get("content"))
+            if role in ("system", "developer"):
+                if text:
+                    system.append(text)
+                continue
+            if role == "user":
+                if text:
+                    self.add("human_intervention", who, from_="user", content=text)
+                    self.next_turn()
+            elif role == "assistant":
+                said = self.add("message", who, content=text or "", kind="generation",
+                                trainable=True if choice or message.get("trainable") else None,
+                                finish_reason=item.get("finish_reason") if choice else None)
+                for call in _tool_calls(message.get("tool_calls")):
+                    function = call.get("function") if isinstance(call.get("function"),
+                                                                  dict) else {}
+                    name = str(function.get("name") or call.get("name") or "tool")
+                    made = self.add("tool_call", who, tool=name, tool_call_id=as_text(
+                        call.get("id")), content=as_text(function.get("arguments")))
+                    self.link(said, made, "causal")
+                    if call.get("id") is not None:
+                        self._calls[str(call["id"])] = made["id"]
+                self.next_turn()
+            elif role == "tool":
+                call_id = as_text(message.get("tool_call_id"))
+                result = self.add("tool_result", who, content=text, tool_call_id=call_id,
+                                  tool=as_text(message.get("name")))
+                if call_id in self._calls:
+                    self.edges.append(Edge(src=self._calls[call_id], dst=result["id"],
+                                           type="tool_dependency"))
+                self.next_turn()
+            else:
+                self.add("message", who, content=text or "", kind=str(role or "unknown"))
+                self.next_turn()
+        if system and who in self._first:
+            self._first[who]["system_prompt"] = "\n\n".join(system)
+
+    def spawn(self, child: str, messages: Sequence[Any], parent: str | None = None) -> None:
+        """A sub-agent's conversation: spawned by the parent, its events, its return."""
+        parent = parent or self.root
+        opening = next((content_text(m.get("content")) for m in messages
+                        if isinstance(m, dict) and m.get("role") == "user"), None)
+        spawned = self.add("spawn", parent, to=child, role="subagent", content=opening)
+        self.next_turn()
+        start = len(self.events)
+        self.messages(messages, child)
+        own = self.events[start:]
+        if own:
+            self.link(spawned, own[0], "spawn")
+        answer = next((e for e in reversed(own) if e["type"] == "message"), None)
+        back = self.add("return", child, from_=child, to=parent,
+                        content=answer.get("content") if answer else None)
+        self.link(spawned, back, "return")
+        self.next_turn()
+
+    def trace(self, *, label: str, source_format: str, trace_id: str, task_id: str,
+              rollout: Rollout, rewards: dict[str, float], system: str | None = None,
+              metrics: dict[str, float] | None = None) -> Trace:
+        """The rollout's trace: the root's last message (after sub-agents returned) is its
+        aggregate, the root stops after the last event, the rollout is kept on the first."""
+        if not self.events:
+            raise TraceError(label, rollout.source or "", "holds no prompt or response")
+        returned = any(e["type"] == "return" for e in self.events)
+        final = next((e for e in reversed(self.events)
+                      if e["agent"] == self.root and e["type"] == "message"), None)
+        if returned and final is not None and any(
+                e["type"] == "return" and e["t"] < final["t"] for e in self.events):
+            final["type"] = "aggregate"
+        end = self.events[-1]["t"]
+        self.add("orchestrator_decision", self.root, decision="stop", inferred_by="importer",
+                 content="rollout ended")
+        self.events[-1]["t"] = end
+        self.events[0][ROLLOUT_KEY] = rollout.to_dict()
+        events = [Event.of(**e) for e in self.events]
+        tokens = 0.0
+        for event in events:
+            if event.tokens is not None:
+                tokens += event.tokens
+        costs = {"tokens": tokens, "wall_clock_s": float(end),
+                 "tool_calls": float(sum(e.type == "tool_call" for e in events)),
+                 "messages": float(sum(e.type == "message" for e in events))}
+        spawned = any(e.type == "spawn" for e in events)
+        trace = Trace(trace_id=trace_id or "rollout", task_id=task_id or "task",
+                      system=system or None, topology="centralized" if spawned else None,
+                      events=events, edges=self.edges, rewards=rewards, costs_=costs,
+                      metrics=metrics or None)
+        trace._source = label
+        trace._source_format = source_format
+        if self.notes:
+            trace._warnings = list(self.notes)
+        return trace
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):  # ART's flattened rows keep them as JSON text
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return []
+    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+
+def with_note(traces: list[Trace], note: TraceWarning | None) -> list[Trace]:
+    """The traces of a file, the last carrying a note about the file (a line pending)."""
+    if note is not None and traces:
+        traces[-1]._warnings = [*traces[-1].reader_warnings, note]
+    return traces
+
+
+# -- a rollout joined with its spans ---------------------------------------------------------------
+
+SPAN_FORMATS = frozenset({"otlp", "agentlightning"})
+"""Formats whose traces are spans of a run: the orchestration graph of a rollout they share an
+id with."""
+
+
+def join(traces: Sequence[Trace]) -> list[Trace]:
+    """Rollouts joined with the spans of the same rollout id: where a span trace (OTLP, Agent
+    Lightning) has the id of a rollout (its trace id), the two are one trace: the spans give the
+    orchestration graph, the rollout file its step, group, checkpoint and the trainer's reward.
+    Every other trace is kept as it is, in order."""
+    rollouts: dict[str, tuple[int, Rollout]] = {}
+    for position, trace in enumerate(traces):
+        found = rollout_of(trace) if trace.source_format not in SPAN_FORMATS else None
+        if found is not None and found.rollout_id:
+            rollouts.setdefault(found.rollout_id, (position, found))
+    if not rollouts:
+        return list(traces)
+    joined: dict[int, Trace] = {}
+    absorbed: set[int] = set()
+    for trace in traces:
+        if trace.source_format not in SPAN_FORMATS:
+            continue
+        key = trace.trace_id.split("/")[0]
+        if key not in rollouts:
+            continue
+        position, found = rollouts[key]
+        joined[position] = _joined(trace, traces[position], found)
+        absorbed.add(id(trace))
+    return [joined.get(i, trace) for i, trace in enumerate(traces) if id(trace) not in absorbed]
+
+
+def _joined(spans: Trace, rollout_trace: Trace, rollout: Rollout) -> Trace:
+    """The span trace, carrying the rollout's facts and the trainer's rewards."""
+    events = sorted(spans.events, key=lambda e: e.t)
+    first = events[0].to_dict()
+    first[ROLLOUT_KEY] = {**rollout.to_dict(), "joined": spans.source_format}
+    by_id = {e.id: e for e in spans.events}
+    by_id[events[0].id] = Event.of(**first)
+    rewards = {**spans.rewards, **{k: v for k, v in rollout_trace.rewards.items()
+                                   if k == TRAINER_REWARD or k.startswith(TRAINER_REWARD + ".")}}
+    trace = Trace(trace_id=spans.trace_id, task_id=spans.task_id, system=spans.system,
+                  topology=spans.topology, events=[by_id[e.id] for e in spans.events],
+                  edges=spans.edges, rewards=rewards, costs_=spans.costs_,
+                  metrics=spans.metrics)
+    trace._source = spans.source
+    trace._source_format = spans.source_format
+    trace._warnings = [*spans.reader_warnings, TraceWarning(
+        code="rollout_joined", message=f"joined with rollout {rollout.rollout_id} of "
+        f"{rollout_trace.source or rollout.trainer} (step {rollout.step}, group {rollout.group})")]
+    return trace
