@@ -154,6 +154,10 @@ def test_art_parquet_logs_read_as_their_jsonl_did(tmp_path, version):
     assert [rollout_of(t).group for t in traces] == [rollout_of(t).group for t in legacy]
     for trace in traces:
         assert_reference_valid(trace)
+    assert len(read_folder(tmp_path)) == len(traces)  # a log under trajectories/ is found
+    (tmp_path / "pool").mkdir()
+    shutil.copy(log, tmp_path / "pool" / "shard-0.parquet")  # Parquet elsewhere is not a log
+    assert len(read_folder(tmp_path)) == len(traces)
     # format 2 keeps the additional histories the flattened columns leave out
     assert spawns(traces[0]) == ([("policy", "history-1")] if version == 2 else [])
 

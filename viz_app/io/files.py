@@ -7,14 +7,22 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".eval",
-                 ".parquet")
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".eval")
 """File endings that may hold traces (native or in a format an importer reads)."""
+
+LOG_FOLDER = "trajectories"
+"""The folder whose Parquet files are trainers' rollout logs (OpenPipe ART's
+`models/<model>/trajectories/<split>/<step>.parquet`); Parquet elsewhere is a pool's shard or
+other data, not a trace file a folder search should pick."""
 
 
 def is_trace_file(path: Path) -> bool:
     """Whether a file's name says it may hold traces."""
-    return path.name.lower().endswith(TRACE_SUFFIXES) and not path.name.startswith(".")
+    if path.name.startswith("."):
+        return False
+    name = path.name.lower()
+    return name.endswith(TRACE_SUFFIXES) or (
+        name.endswith(".parquet") and LOG_FOLDER in path.parent.parts[-3:])
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
