@@ -107,12 +107,13 @@ def test_a_premature_stop_implies_going_on_at_the_stop_and_stopping_at_the_point
     at_stop, at_pointer = pairs
     assert (at_stop.chosen.event_id, at_stop.chosen.action, at_stop.chosen.wait_for) == \
         ("e13", "continue", "e15")
-    assert at_stop.chosen.canonical == "continue: wait for e15 (return from db_analyst)"
+    assert at_stop.chosen.canonical == "continue: wait for db_analyst"  # who brings e15
     assert at_stop.rejected.action == "stop" and at_stop.rejected_own_words
     assert at_stop.rejected.text.startswith("Two of three analysts agree")
     assert (at_pointer.chosen.event_id, at_pointer.chosen.canonical) == \
         ("e15", "stop: Restore the coupon index.")
-    assert at_pointer.rejected.action == "continue" and not at_pointer.rejected_own_words
+    assert at_pointer.rejected.canonical == "continue: wait for db_analyst"
+    assert at_pointer.after_node and at_pointer.corrected_stop == "e13"
 
 
 def test_a_premature_stop_without_a_pointer_still_makes_the_pair_at_the_stop():
@@ -129,7 +130,7 @@ def test_a_late_stop_makes_the_pair_at_the_pointer_against_what_it_did_next():
     assert len(pairs) == 1
     pair = pairs[0]
     assert (pair.chosen.event_id, pair.chosen.action) == ("e7", "stop")
-    assert pair.rejected.text.startswith("orchestrator_decision (continue): Round 2")
+    assert pair.rejected.canonical.startswith("continue: Round 2")
     assert pair.rejected_own_words
 
 
@@ -235,5 +236,5 @@ def test_a_lead_writes_the_final_correction_of_a_disputed_target_and_the_export_
     result = ws.export("decision-pairs", out, traces={PREMATURE_ID: ws.trace(PREMATURE_ID)},
                        options=ExportOptions(adjudicated_only=True))
     rows = [__import__("orjson").loads(x) for x in out.read_bytes().splitlines()]
-    assert result.count == 1 and rows[0]["chosen"] == final
+    assert result.count == 1 and rows[0]["chosen"] == f"aggregate: {final}"
     assert rows[0]["reviewers"] == ["lee"] and rows[0]["resolution"] == "adjudicated"

@@ -1,6 +1,8 @@
-"""The decision-pairs exports (`--format decision-pairs`, `--format openrlhf-decision-pairs`): one
-row per corrected decision, the deciding agent's context as prompt, the correction as chosen and
-what it did as rejected; and the labels behind each row read back (label -> pair -> label)."""
+"""The decision-pairs exports (`--format decision-pairs`, `--format openrlhf-decision-pairs`): a
+row per corrected decision (the correction chosen over what it did) and per decision judged
+sound (what it did chosen over the alternative its corrections name), both sides in one form,
+the deciding agent's context as prompt; and the labels behind each row read back (label -> pair
+-> label)."""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def rows_of(ws, trace, **options):
 
 
 def test_each_corrected_decision_is_a_row_at_its_node(ws, trace):
-    rows = rows_of(ws, trace)
+    rows = rows_of(ws, trace, confirmations="none")
     assert [(r["event_id"], r["origin"]) for r in rows] == [
         ("e12", "correction"), ("e13", "stop_at_stop"), ("e15", "stop_at_pointer")]
     assert all(tuple(r) == DECISION_PAIR_FIELDS for r in rows)
@@ -54,15 +56,16 @@ def test_each_corrected_decision_is_a_row_at_its_node(ws, trace):
 
 def test_a_merge_pair_is_the_reviewers_merge_against_the_aggregators_own_words(ws, trace):
     row = rows_of(ws, trace)[0]
-    assert (row["chosen"], row["chosen_form"]) == (MERGE, "reviewer_words")
-    assert row["rejected"] == "Root cause: the v2.3.0 deploy. Recommend rolling back v2.3.0." \
-        and row["rejected_form"] == "own_words"
+    assert (row["chosen"], row["chosen_form"]) == (f"aggregate: {MERGE}", "reviewer_words")
+    assert row["rejected"] == "aggregate: Root cause: the v2.3.0 deploy. Recommend rolling " \
+        "back v2.3.0." and row["rejected_form"] == "own_words"
     assert json.loads(row["chosen_decision"])["action"] == "merge"
 
 
 def test_the_prompt_is_what_the_deciding_agent_had_seen_before_it_decided(ws, trace):
     prompt = rows_of(ws, trace)[0]["prompt"]
-    assert prompt.startswith("Task: ") and prompt.endswith(
+    assert prompt.startswith("Task: Checkout p99 rose from 180 ms to 1.4 s on Tuesday.")
+    assert prompt.endswith(
         "[t=8] log_analyst return -> orchestrator: Slowness is on POST /checkout/confirm (92% of "
         "slow requests).\n")
     assert "tool_call" not in prompt  # the analysts' own tool calls were never shown to it
@@ -72,13 +75,14 @@ def test_the_prompt_is_what_the_deciding_agent_had_seen_before_it_decided(ws, tr
 def test_a_premature_stop_is_going_on_rather_than_stopping_then_stopping_at_the_pointer(ws,
                                                                                         trace):
     at_stop, at_pointer = rows_of(ws, trace)[1:]
-    assert at_stop["chosen"] == "continue: wait for e15 (return from db_analyst)"
+    assert at_stop["chosen"] == "continue: wait for db_analyst"  # who it was waiting for
+    assert at_stop["rejected"].startswith("stop: Two of three analysts agree")
     assert at_stop["chosen_form"] == "canonical" and at_stop["rejected_form"] == "own_words"
-    assert (at_pointer["chosen"], at_pointer["rejected"]) == (FINAL, "continue")
-    assert at_pointer["prompt"].endswith("migration 0193 (Tue 09:55) dropped the index on "
-                                         "coupon_redemptions.code; the coupon lookup added in "
-                                         "v2.3.0 hits it.\n") or "e15" not in at_pointer["prompt"]
-    assert "db_analyst return -> orchestrator" in at_pointer["prompt"]
+    assert (at_pointer["chosen"], at_pointer["rejected"]) == (
+        f"stop: {FINAL}", "continue: wait for db_analyst")
+    assert at_pointer["prompt"].endswith("Rolling back v2.3.0 will NOT fix it, since the "
+                                         "migration is not reverted.\n")
+    assert "orchestrator_decision (stop)" not in at_pointer["prompt"]  # it waited instead
 
 
 def test_conversational_rows_are_the_agents_messages_and_one_assistant_turn(ws, trace):
@@ -86,18 +90,20 @@ def test_conversational_rows_are_the_agents_messages_and_one_assistant_turn(ws, 
     roles = [m["role"] for m in row["prompt"]]
     assert roles[0] == "user" and "assistant" in roles
     assert all(a != b for a, b in zip(roles, roles[1:]))  # turns alternate
-    assert row["chosen"] == [{"role": "assistant", "content": MERGE}]
+    assert row["chosen"] == [{"role": "assistant", "content": f"aggregate: {MERGE}"}]
     at_stop = rows_of(ws, trace, conversational=True)[1]  # its own merge came right before
     assert at_stop["prompt"][-1]["role"] == "user"
     assert at_stop["chosen"][0]["content"].startswith("[t=24] orchestrator aggregate: Root")
-    assert at_stop["chosen"][0]["content"].endswith("continue: wait for e15 (return from "
-                                                    "db_analyst)")
+    assert at_stop["chosen"][0]["content"].endswith("continue: wait for db_analyst")
+    content = at_stop["chosen"][0]["content"]  # the spans index the assistant turn's text
+    assert all(content[a:b] in "continue: wait for db_analyst" for a, b in at_stop["chosen_spans"])
 
 
 def test_reviewers_who_chose_the_same_decision_in_their_own_words_each_make_a_row(ws, trace):
     ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
         "action": "merge", "text": "The index drop in migration 0193 is the cause."}}, BOB)
-    merges = [r for r in rows_of(ws, trace) if r["event_id"] == "e12"]
+    merges = [r for r in rows_of(ws, trace) if r["event_id"] == "e12"
+              and r["pair_kind"] == "correction"]
     assert sorted(r["reviewers"][0] for r in merges) == ["ann", "bob"]
     assert not any(r["disputed"] for r in merges)
 
@@ -111,7 +117,7 @@ def test_reviewers_who_chose_different_decisions_dispute_it_until_a_lead_adjudic
         ws.save_answers(trace, "e4", {"spawn_necessity": "redundant", "spawn_correction": fix},
                         Reviewer(name=who, via="cli"))
     records = ws.labels.current_records()
-    assert decision_pair_rows(records, {trace.trace_id: trace}, ws.rubric) == []
+    assert decision_pair_rows(records, {trace.trace_id: trace}, ws.rubric) == []  # disputed
     lead = [{**r, "label_id": "adj-" + r["label_id"], "reviewer": "lee", "source": "adjudication"}
             for r in records if r["reviewer"] == "bob"]
     (row,) = decision_pair_rows(records + lead, {trace.trace_id: trace}, ws.rubric,
@@ -127,7 +133,7 @@ def test_a_merge_left_as_it_was_makes_no_row_and_is_reported(tmp_path, trace):
         "action": "merge", "text": own}}, ANN)
     result = ws.export("decision-pairs", tmp_path / "d.jsonl", traces={trace.trace_id: trace})
     assert result.count == 0
-    assert any("read the same as the decision made" in n for n in result.notes)
+    assert any("one decision on both sides" in n for n in result.notes)
 
 
 def test_min_reviewers_leaves_out_a_correction_one_reviewer_made(ws, trace, tmp_path):
@@ -144,13 +150,16 @@ def test_the_cli_writes_both_shapes_and_they_read_back_to_the_labels(ws, tmp_pat
         code = main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
                      str(PREMATURE), "--format", format, "-o", str(out)])
         rows = [orjson.loads(x) for x in out.read_bytes().splitlines()]
-        assert code == 0 and len(rows) == 3
+        assert code == 0 and len(rows) == 3  # no sound decision: no confirmation
         back = sorted((r["label_id"], r["question"]) for r in read_export(format, out))
         assert back == saved  # label -> pair -> label: every label behind a row, exactly
     openrlhf = [orjson.loads(x) for x in
                 (tmp_path / "openrlhf-decision-pairs.jsonl").read_bytes().splitlines()]
     assert "prompt" not in openrlhf[0] and openrlhf[0]["chosen"].startswith("Task: ")
     assert openrlhf[0]["chosen"].endswith(MERGE)
+    first = openrlhf[0]  # the spans still mark the decision's words inside the whole text
+    assert all(first["chosen"][a:b] in f"aggregate: {MERGE}" for a, b in first["chosen_spans"])
+    assert first["chosen_spans"][0][0] > first["chosen"].index("aggregate: Root cause: migr")
 
 
 def test_read_back_labels_import_into_a_new_workspace_and_make_the_same_pairs(ws, tmp_path,

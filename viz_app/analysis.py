@@ -787,3 +787,25 @@ def _union_length(intervals) -> float:
             total += end - reach
             reach = end
     return total
+
+
+ONLY_TASK_ID = "(the trace records only the task's id)"
+"""What `task_text` adds to a task id when the trace holds no words of the task."""
+
+
+def task_text(trace: Trace) -> str:
+    """The task in the trace's own words: the root orchestrator's first instruction (its first
+    decision with words, or the first message addressed to it from outside the team, whichever
+    comes first), on one line; else the task id, saying that is all the trace records. The one
+    place that says what the task was (prompts' `Task:` line, the trace header)."""
+    analysis = analyze(trace)
+    root = analysis.root
+    for e in analysis.order:
+        words = e.text
+        if not words or not words.strip():
+            continue
+        if (analysis.actor[e.id] == root and e.type == "orchestrator_decision") or (
+                e.type == "message" and e.to == root
+                and (e.from_ or "") not in analysis.agent_names):
+            return " ".join(words.split())
+    return f"{trace.task_id} {ONLY_TASK_ID}"

@@ -16,7 +16,7 @@ from tqdm import tqdm
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
 from viz_app.errors import LabelError, OrchvizError
 from viz_app.export import FORMATS, NEEDS_TRACES, TRAINING, check_options
-from viz_app.export.consensus import DISPUTED, ExportOptions
+from viz_app.export.consensus import CONFIRMATIONS, DISPUTED, ExportOptions
 from viz_app.labels.agreement import agreement
 from viz_app.labels.rubric import load_rubric
 from viz_app.text import terminal_text
@@ -83,6 +83,11 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", metavar="DIR",
                    help="training shapes: count lengths in the tokens of this local tokenizer "
                    "folder (needs transformers) instead of characters")
+    p.add_argument("--confirmations", choices=CONFIRMATIONS,
+                   help="decision-pairs shapes: the pairs of decisions judged sound (the "
+                   "decision made chosen over the alternative its corrections name): all, as "
+                   "many as the corrections of each sub-decision (balanced, the default), or "
+                   "none")
     p.add_argument("--hf-dataset", action="store_true",
                    help="training shapes: write a Hugging Face datasets folder (Parquet shards "
                    "and a dataset card) at -o")
@@ -148,7 +153,8 @@ def _read_traces(ws: Workspace) -> TraceSet:
 
 
 OPTIONS = ("min_reviewers", "adjudicated_only", "disputed", "threshold", "prompt_with_system",
-           "conversational", "from_scores", "allow_cross_task", "max_length", "tokenizer")
+           "conversational", "from_scores", "allow_cross_task", "max_length", "tokenizer",
+           "confirmations")
 """The export options a format may or may not take (`ExportFormat.accepts`)."""
 
 

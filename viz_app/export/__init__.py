@@ -35,7 +35,7 @@ from viz_app.export.hf import TRACE_BATCH_ROWS
 from viz_app.export.lengths import Lengths, Limit, Texts
 from viz_app.export import lengths
 from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
-from viz_app.export.decision_pairs import decision_pair_export
+from viz_app.export.decision_pairs import decision_pair_export, openrlhf_rows
 from viz_app.export.preference import preference_export, unplaced_pairs
 from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
 from viz_app.export.records import (flat_records, label_records, write_csv, write_jsonl,
@@ -262,7 +262,7 @@ def _decision_pairs(given: ExportInput) -> Shaped:
 
 def _openrlhf_decision_pairs(given: ExportInput) -> Shaped:
     found = _decision_pairs(given)
-    return Shaped(rows=rm_rows(found.rows), left_out=found.left_out, notes=found.notes)
+    return Shaped(rows=openrlhf_rows(found.rows), left_out=found.left_out, notes=found.notes)
 
 
 def _verl(given: ExportInput) -> Shaped:
@@ -290,6 +290,7 @@ PROMPTS = frozenset({"prompt_with_system"})
 BOOL = frozenset({"threshold"})
 CHAT = frozenset({"conversational"})
 PAIRS = frozenset({"from_scores", "allow_cross_task"})
+CONFIRM = frozenset({"confirmations"})
 
 
 FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
@@ -344,7 +345,8 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "decision: the deciding agent's context, the correction, what it did",
                  "decision-pairs.jsonl", needs_traces=True, unit="decision pairs",
                  counts_rows=True, rows=_decision_pairs, framework="TRL",
-                 options=PROMPTS | CHAT, trainer="TRL 1.16 RewardTrainer and DPOTrainer",
+                 options=PROMPTS | CHAT | CONFIRM,
+                 trainer="TRL 1.16 RewardTrainer and DPOTrainer",
                  texts=lengths.prompt_chosen_rejected,
                  limit=Limit(1024, "RewardConfig.max_length", "drops them (DPOTrainer, with "
                              "DPOConfig.max_length 1024, cuts them)")),
@@ -352,7 +354,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "each corrected decision, the deciding agent's context inside each",
                  "openrlhf-decision-pairs.jsonl", needs_traces=True, unit="decision pairs",
                  counts_rows=True, rows=_openrlhf_decision_pairs, framework="OpenRLHF",
-                 options=PROMPTS | CHAT,
+                 options=PROMPTS | CHAT | CONFIRM,
                  trainer="OpenRLHF 0.11.2 openrlhf.cli.train_rm (RewardDataset; 0.9.5 reads "
                  "the same columns)",
                  texts=lengths.chosen_rejected,

@@ -50,6 +50,10 @@ Disputed = Literal["drop", "mean", "adjudicated"]
 
 DISPUTED: tuple[str, ...] = ("drop", "mean", "adjudicated")
 
+Confirmations = Literal["all", "balanced", "none"]
+CONFIRMATIONS: tuple[str, ...] = ("all", "balanced", "none")
+"""Which pairs of decisions judged sound the decision-pairs exports write."""
+
 ADJUDICATED = "adjudicated"
 """How an answer an adjudication settled is resolved (`Answer.resolution`, `--disputed
 adjudicated`)."""
@@ -87,6 +91,10 @@ class ExportOptions(BaseModel):
                                    "than this, in tokens with `tokenizer`, else characters.")
     tokenizer: str | None = Field(None, description="A local tokenizer folder (read with "
                                   "transformers): lengths are counted in its tokens.")
+    confirmations: Confirmations = Field("balanced", description="Decision pairs: write the "
+                                         "pairs of decisions judged sound (confirmations): all, "
+                                         "as many as corrections per sub-decision (balanced), "
+                                         "or none.")
 
 
 @dataclass(slots=True)

@@ -1,63 +1,70 @@
-"""Counterfactual decision pairs: at each node where reviewers corrected the orchestrator, the
-decision it should have made (chosen) against the one it made (rejected), in the deciding
-agent's own context. The rows of `--format decision-pairs` (TRL preference with an explicit
-prompt, standard or `--conversational`) and `--format openrlhf-decision-pairs` (OpenRLHF's
-reward-model shape, the prompt inside `chosen` and `rejected`).
+"""Counterfactual decision pairs: at each node where reviewers judged the orchestrator, a better
+decision (chosen) against a worse one (rejected), in the deciding agent's own context. The rows
+of `--format decision-pairs` (TRL preference with an explicit prompt, standard or
+`--conversational`) and `--format openrlhf-decision-pairs` (OpenRLHF's reward-model shape, the
+prompt inside `chosen` and `rejected`). docs/trainers/decision-pairs.md is the row schema.
 
-- **Which pairs.** Every correction answer (`viz_app.labels.correction`) makes a pair at its
-  event; a stop answered *premature* makes the pair "continue (waiting for the event pointed
-  at) rather than stop" at the stop, and with a pointer the pair "stop rather than go on" at the
-  event pointed at; *late* with a pointer makes the pair at the pointer "stop rather than what it
-  did next". The stop's optional correction gives the final answer of that stop.
+- **Corrections.** Every correction answer (`viz_app.labels.correction`) makes a pair at its
+  event; a stop answered *premature* makes the pair "continue (waiting for the agent that brings
+  what was missing) rather than stop" at the stop, and with a pointer the pair "stop rather
+  than go on" where the stopping agent first had what the pointer names; *late* with a pointer
+  makes the pair there "stop rather than what it did next". The stop's optional correction
+  gives the final answer of that stop.
+- **Confirmations.** Every decision judged sound makes pairs too (`viz_app.labels.
+  confirmation`): the decision made chosen over the alternative its kind's corrections name.
+  `--confirmations` writes all of them, as many as the corrections of each sub-decision
+  (`balanced`, the default: the ones a hash of the pair picks, so every export picks the
+  same), or none; `pair_kind` tells them apart and `weight` lets a trainer give confirmations
+  and corrections of a sub-decision equal weight in all.
 - **Which labels.** The answers are chosen as every training shape chooses them
-  (`viz_app.export.consensus.select`: `--min-reviewers`, `--adjudicated-only`, `--disputed`).
-  Corrections are disputed when reviewers chose different decisions; reviewers who chose the
-  same decision in their own words each make a row (identical words once), so a trainer sees
-  every phrasing they agreed on. An adjudicated correction makes one row, the lead's.
-- **Prompt.** The deciding agent's context at the node: the task, then the events it had seen
-  before deciding (its own events, and the spawns, messages and returns addressed to it), one
-  line each as every prompt of orchviz writes events (`[t=12.5] orchestrator aggregate: ...`).
-  At a pointer the event pointed at is included (the decision to stop comes after it).
-  Conversational: its own events are `assistant` turns, the rest `user` turns; roles
+  (`viz_app.export.consensus.select`: `--min-reviewers`, `--adjudicated-only`, `--disputed`),
+  confirmations as corrections. Corrections are disputed when reviewers chose different
+  decisions; reviewers who chose the same decision in their own words each make a row
+  (identical words once). An adjudicated correction makes one row, the lead's.
+- **Prompt.** The deciding agent's context at the node: the task in its words
+  (`viz_app.analysis.task_text`), then the events it had seen before deciding (its own, and
+  the spawns, messages and returns addressed to it), one line each as every prompt of orchviz
+  writes events. At a stop's pointer the event it had is included (the stop comes after it),
+  and the stop being corrected and the agent's own events after it are not (it waited
+  instead). Conversational: its own events are `assistant` turns, the rest `user` turns; roles
   alternate across prompt and answer (its own events right before the decision open both
   answers' assistant turn, as `viz_app.export.prompts.alternate` does).
-- **Chosen and rejected.** Rejected is the decision made, in the orchestrator's own words (the
-  event's recorded text) when the trace holds them, else the canonical form; chosen is the
-  reviewer's own words for a merge, message, spawned task or final answer, else the canonical
-  form (`Decision.canonical`, documented in docs/trainers/decision-pairs.md). The columns
-  `chosen_form` and `rejected_form` say which (`reviewer_words`, `own_words`, `canonical`);
-  `chosen_decision` and `rejected_decision` hold both decisions as structures (JSON text).
-- A pair whose chosen reads the same as its rejected (a merge left as it was) is never written;
-  it is reported.
+- **Chosen and rejected** state both decisions in one form (`Decision.canonical`: `stop:
+  <final answer>`, `aggregate: <merge>`, `continue: wait for <agent>`, ...), in the agent's own
+  words where the trace has them, a reviewer's where the reviewer wrote them, else the
+  canonical form alone (`chosen_form`, `rejected_form`). `chosen_spans` and `rejected_spans`
+  are the character spans where the two differ (`viz_app.labels.correction.diff_spans`, the
+  word diff the label panel draws). Decisions are compared as decisions: a pair whose two
+  sides are one decision (a merge left as it was) is never written; it is reported.
 """
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from viz_app.analysis import Analysis, analyze
+from viz_app.analysis import analyze, task_text
 from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, Answer, ExportOptions,
                                       dumps, provenance, select)
-from viz_app.export.prompts import header
 from viz_app.export.steps import event_lines
-from viz_app.labels.correction import Decision, DecisionPair, decision_pairs
+from viz_app.labels.confirmation import confirmation_pairs
+from viz_app.labels.correction import DecisionPair, decision_pairs, diff_spans, pointer_node
+from viz_app.labels.knowledge import seen_positions
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 
 DECISION_PAIR_FIELDS = ("prompt", "chosen", "rejected", "chosen_form", "rejected_form",
-                        "trace_id", "task_id", "event_id", "corrected_at", "agent",
-                        "sub_decision", "question", "origin", "chosen_decision",
+                        "chosen_spans", "rejected_spans", "pair_kind", "weight",
+                        "trace_id", "task_id", "event_id", "corrected_at", "pointed_at",
+                        "agent", "sub_decision", "question", "origin", "chosen_decision",
                         "rejected_decision", "reviewers", "disputed", "resolution",
                         "provenance")
-"""The keys of every decision-pairs row, in order."""
-
-TEXT_ANSWERS = ("merge", "send", "spawn", "stop")
-"""Corrections whose chosen side is the reviewer's own words (when they wrote some)."""
+"""The keys of every decision-pairs row, in order (docs/trainers/decision-pairs.md)."""
 
 
 @dataclass
@@ -69,65 +76,63 @@ class DecisionRows:
     notes: list[str] = field(default_factory=list)
 
 
+def header(trace: Trace, with_system: bool = False) -> str:
+    """The top of a decision pair's prompt: the task in its words (`task_text`), and, when
+    asked, the system that attempted it."""
+    lines = [f"Task: {task_text(trace)}"]
+    if with_system and (trace.system or trace.topology):
+        lines.append(f"System: {trace.system or 'unknown'} ({trace.topology or 'unknown'} "
+                     "topology)")
+    lines.append("Orchestration:")
+    return "\n".join(lines) + "\n"
+
+
 class _Context:
-    """One trace's prompt lines and, per agent, the positions of the events it saw."""
+    """One trace's analysis and, made when a prompt is first asked, its prompt lines."""
 
     def __init__(self, trace: Trace, options: ExportOptions):
         self.trace = trace
+        self.options = options
         self.analysis = analyze(trace)
-        self.lines = event_lines(self.analysis)
-        self.head = header(trace, options.prompt_with_system)
+        self._lines: list[str] | None = None
+        self._head: str | None = None
         self.conversational = options.conversational
-        self._seen: dict[str, list[int]] = {}
         self.provenance: dict[tuple, tuple[list, list]] = {}
         """The labels and provenance entries of a target's rows, by the answers they rest on
         (cleared at each target)."""
         self.last_turn = ""
         """The assistant turn the last conversational prompt ended with (moved to the answers)."""
 
-    def seen(self, agent: str) -> list[int]:
-        """Positions of the events `agent` saw: its own, and those addressed to it (made for
-        every agent in one pass over the trace)."""
-        if not self._seen:
-            actor = self.analysis.actor
-            for i, e in enumerate(self.analysis.order):
-                who = actor[e.id]
-                self._seen.setdefault(who, []).append(i)
-                to = e.to
-                if to is not None and to != who:
-                    self._seen.setdefault(to, []).append(i)
-        return self._seen.get(agent, [])
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = event_lines(self.analysis)
+            self._head = header(self.trace, self.options.prompt_with_system)
+        return self._lines
 
-    def prompt(self, agent: str, stop: int) -> str | list[dict[str, str]]:
-        """The agent's context before position `stop`."""
-        seen = self.seen(agent)
+    def prompt(self, agent: str, stop: int, corrected: str = "") -> str | list[dict[str, str]]:
+        """The agent's context before position `stop` (without the stop `corrected` and the
+        agent's own events after it)."""
+        lines = self.lines
+        seen = seen_positions(self.analysis, agent)
         positions = seen[:bisect_left(seen, stop)]
-        if not self.conversational:
-            return self.head + "".join(self.lines[p] for p in positions)
         actor, order = self.analysis.actor, self.analysis.order
-        messages: list[dict[str, str]] = [{"role": "user", "content": self.head}]
+        if corrected:
+            cut = self.analysis.position[corrected]
+            positions = [p for p in positions if p < cut or actor[order[p].id] != agent]
+        if not self.conversational:
+            return self._head + "".join(lines[p] for p in positions)
+        messages: list[dict[str, str]] = [{"role": "user", "content": self._head}]
         self.last_turn = ""
         for p in positions:
             role = "assistant" if actor[order[p].id] == agent else "user"
             if messages[-1]["role"] == role:
-                messages[-1]["content"] += self.lines[p]
+                messages[-1]["content"] += lines[p]
             else:
-                messages.append({"role": role, "content": self.lines[p]})
+                messages.append({"role": role, "content": lines[p]})
         if messages[-1]["role"] == "assistant":
             self.last_turn = messages[-1]["content"]
         return messages
-
-
-def _chosen_text(decision: Decision) -> tuple[str, str]:
-    if decision.action in TEXT_ANSWERS and decision.text and decision.action != "spawn":
-        return " ".join(decision.text.split()), "reviewer_words"
-    return decision.canonical, "canonical"
-
-
-def _rejected_text(pair: DecisionPair) -> tuple[str, str]:
-    if pair.rejected_own_words and pair.rejected.action != "continue":
-        return " ".join(pair.rejected.text.split()), "own_words"
-    return pair.rejected.canonical, "canonical"
 
 
 def _variants(answer: Answer) -> list[tuple[Any, list[str]]]:
@@ -144,9 +149,34 @@ def _variants(answer: Answer) -> list[tuple[Any, list[str]]]:
     return list(found.values()) or [(answer.value, [])]
 
 
-def _rows_of_target(context: _Context, rubric: Rubric, event_id: str,
-                    answers: list[Answer], seen: set, identical: list[str]
-                    ) -> Iterator[dict[str, Any]]:
+@dataclass
+class _Candidate:
+    """A pair a target's answers make, before its prompt is written."""
+
+    pair: DecisionPair
+    chosen: str
+    rejected: str
+    used: list[Answer]
+    who: list[str]
+
+    def key(self, trace_id: str) -> bytes:
+        """A stable digest of the pair: which confirmations a balanced export keeps."""
+        text = "\x1f".join((trace_id, self.pair.chosen.event_id, self.pair.origin, self.chosen,
+                            self.rejected))
+        return hashlib.blake2b(text.encode(), digest_size=12).digest()
+
+
+@dataclass
+class _Report:
+    """What the pairs of an export left out or moved, for its notes."""
+
+    identical: list[str] = field(default_factory=list)
+    never_had: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+
+def _candidates(context: _Context, rubric: Rubric, event_id: str, answers: list[Answer],
+                seen: set, report: _Report | None) -> Iterator[_Candidate]:
     questions = rubric.questions_by_id
     plain = {a.question: a.value for a in answers
              if (q := questions.get(a.question)) is None or q.kind != "correction"}
@@ -155,46 +185,62 @@ def _rows_of_target(context: _Context, rubric: Rubric, event_id: str,
     stop_fix = [a for a in answers if (q := questions.get(a.question)) is not None
                 and q.kind == "correction" and q.ask_when is not None
                 and q.ask_when.question in plain and "stop" in q.actions]
+    pointer_q = next((q for q in map(questions.get, plain) if q is not None
+                      and q.kind == "event" and q.ask_when is not None), None)
     if stop_fix:
         for value, who in _variants(stop_fix[0]):
             runs.append(({**plain, stop_fix[0].question: value}, answers, who))
-    elif any(q is not None and q.kind == "event" and q.ask_when is not None
-             for q in map(questions.get, plain)):  # a stop's pointer: its pairs
+    elif pointer_q is not None:  # a stop's pointer: its pairs
         runs.append((plain, answers, []))
     elif any(q is not None and (c := q.choice(v)) is not None and c.pointer == "later"
              for q, v in ((questions.get(k), v) for k, v in plain.items())
              if q is not None and q.choices):  # premature on its own: the pair at the stop
         runs.append((plain, answers, []))
+    if report is not None and pointer_q is not None:
+        pointer = plain[pointer_q.id]
+        if isinstance(pointer, str) and pointer in context.analysis.position:
+            node = pointer_node(context.analysis, event_id, pointer)
+            where = f"{context.trace.trace_id} {event_id} -> {pointer}"
+            if node is None:
+                report.never_had.append(where)
+            elif node != pointer:
+                report.moved.append(f"{where} ({node})")
     for answer in answers:
         question = questions.get(answer.question)
         if question is None or question.kind != "correction" or answer in stop_fix:
             continue
         for value, who in _variants(answer):
             runs.append(({**plain, answer.question: value}, [answer], who))
+    made: list[tuple[DecisionPair, list[Answer], list[str]]] = []
     for given, used, who in runs:
         for pair in decision_pairs(rubric, context.trace, event_id, given):
             if pair.origin == "correction" and by_question.get(pair.question) not in used:
                 continue
-            chosen, chosen_form = _chosen_text(pair.chosen)
-            rejected, rejected_form = _rejected_text(pair)
-            key = (pair.chosen.event_id, pair.question, chosen, rejected)
-            if key in seen:
-                continue
-            seen.add(key)
-            if chosen == rejected:
-                identical.append(f"{context.trace.trace_id} {pair.chosen.event_id}")
-                continue
-            yield _row(context, event_id, pair, chosen, chosen_form, rejected, rejected_form,
-                       used, who)
+            made.append((pair, used, who))
+    sound = [a for a in answers if a.question in plain]
+    for pair in confirmation_pairs(rubric, context.trace, event_id, plain):
+        made.append((pair, [a for a in sound if a.question == pair.question], []))
+    for pair, used, who in made:
+        chosen, rejected = pair.chosen.canonical, pair.rejected.canonical
+        key = (pair.chosen.event_id, pair.question, pair.origin, chosen, rejected)
+        if key in seen:
+            continue
+        seen.add(key)
+        if pair.chosen.same_as(pair.rejected):
+            if report is not None:
+                report.identical.append(f"{context.trace.trace_id} {pair.chosen.event_id}")
+            continue
+        yield _Candidate(pair, chosen, rejected, used, who)
 
 
-def _row(context: _Context, event_id: str, pair: DecisionPair, chosen: str, chosen_form: str,
-         rejected: str, rejected_form: str, used: list[Answer], who: list[str]
-         ) -> dict[str, Any]:
-    analysis: Analysis = context.analysis
+def _row(context: _Context, event_id: str, found: _Candidate, weight: float) -> dict[str, Any]:
+    pair = found.pair
+    analysis = context.analysis
     node = pair.chosen.event_id
-    stop = analysis.position[node] + (1 if node != event_id else 0)
-    prompt = context.prompt(pair.chosen.agent, stop)
+    stop = analysis.position[node] + (1 if pair.after_node else 0)
+    prompt = context.prompt(pair.chosen.agent, stop, pair.corrected_stop)
+    chosen, rejected = found.chosen, found.rejected
+    rejected_spans, chosen_spans = diff_spans(rejected, chosen)
     if context.conversational:
         # roles alternate, as strict chat templates require: the agent's own events right
         # before the decision join both answers' one assistant turn (`prompts.alternate`)
@@ -204,45 +250,84 @@ def _row(context: _Context, event_id: str, pair: DecisionPair, chosen: str, chos
             before = context.last_turn
         chosen_out: Any = [{"role": "assistant", "content": before + chosen}]
         rejected_out: Any = [{"role": "assistant", "content": before + rejected}]
+        if before:
+            shift = len(before)
+            chosen_spans = [[a + shift, b + shift] for a, b in chosen_spans]
+            rejected_spans = [[a + shift, b + shift] for a, b in rejected_spans]
     else:
         chosen_out, rejected_out = chosen, rejected
-    key = tuple(map(id, used))
+    key = tuple(map(id, found.used))
     held = context.provenance.get(key)
     if held is None:  # the rows of one target share their labels: made once
-        labels = [r for a in used for r in a.labels]
+        labels = [r for a in found.used for r in a.labels]
         held = context.provenance[key] = (labels, provenance(labels))
     labels, entries = held
-    reviewers = who or sorted({r["reviewer"] for r in labels
-                               if r.get("source") != ADJUDICATION})
+    reviewers = found.who or sorted({r["reviewer"] for r in labels
+                                     if r.get("source") != ADJUDICATION})
     return {"prompt": prompt, "chosen": chosen_out, "rejected": rejected_out,
-            "chosen_form": chosen_form, "rejected_form": rejected_form,
+            "chosen_form": pair.chosen_words, "rejected_form": pair.rejected_words,
+            "chosen_spans": chosen_spans, "rejected_spans": rejected_spans,
+            "pair_kind": pair.kind, "weight": weight,
             "trace_id": context.trace.trace_id, "task_id": context.trace.task_id,
-            "event_id": node, "corrected_at": event_id, "agent": pair.chosen.agent,
-            "sub_decision": pair.chosen.sub_decision, "question": pair.question,
-            "origin": pair.origin, "chosen_decision": dumps(pair.chosen.__dict__),
+            "event_id": node, "corrected_at": event_id, "pointed_at": pair.pointed_at,
+            "agent": pair.chosen.agent, "sub_decision": pair.chosen.sub_decision,
+            "question": pair.question, "origin": pair.origin,
+            "chosen_decision": dumps(pair.chosen.__dict__),
             "rejected_decision": dumps(pair.rejected.__dict__), "reviewers": reviewers,
-            "disputed": any(a.disputed for a in used),
-            "resolution": ",".join(sorted({a.resolution for a in used})),
+            "disputed": any(a.disputed for a in found.used),
+            "resolution": ",".join(sorted({a.resolution for a in found.used})),
             "provenance": entries}
 
 
 def _pairing(rubric: Rubric) -> set[str]:
-    """The questions whose answers can make a pair (corrections, and a stop's answer and its
-    pointer) and the answers they follow (a correction is kept only where its answer asks it)."""
+    """The questions whose answers can make a pair: corrections, a stop's answer and its
+    pointer, the answers a correction follows, and every question whose best answer judges a
+    decision sound (a confirmation)."""
     found = set()
     for q in rubric.questions:
         if q.kind == "correction" or (q.kind == "event" and q.ask_when is not None):
             found.add(q.id)
             if q.ask_when is not None:
                 found.add(q.ask_when.question)
+        elif q.kind in ("scale", "categorical", "boolean") and q.sub_decision and q.choices:
+            found.add(q.id)
     return found
+
+
+def _balance(counts: Mapping[str, int], confirmations: Mapping[str, list[bytes]],
+             how: str) -> tuple[set[bytes], dict[tuple[str, str], float], list[str]]:
+    """The confirmations kept (by digest), each (sub-decision, kind)'s weight, and a note.
+    Balanced keeps, per sub-decision, as many confirmations as corrections (the smallest
+    digests: a fixed, unbiased pick); a sub-decision without corrections keeps them all."""
+    kept: set[bytes] = set()
+    notes: list[str] = []
+    unmatched = []
+    for sub, keys in confirmations.items():
+        if how == "all" or not counts.get(sub):
+            kept.update(keys)
+            if how == "balanced" and keys:
+                unmatched.append(sub)
+        elif how == "balanced":
+            kept.update(sorted(keys)[:counts[sub]])
+    weights: dict[tuple[str, str], float] = {}
+    for sub in set(counts) | set(confirmations):
+        n_fix = counts.get(sub, 0)
+        n_ok = sum(1 for k in confirmations.get(sub, ()) if k in kept)
+        both = n_fix and n_ok
+        weights[(sub, "correction")] = round((n_fix + n_ok) / (2 * n_fix), 4) if both else 1.0
+        weights[(sub, "confirmation")] = round((n_fix + n_ok) / (2 * n_ok), 4) if both else 1.0
+    if unmatched:
+        notes.append("confirmations of " + ", ".join(sorted(unmatched)) + " kept whole: no "
+                     "correction of that sub-decision to balance them against (a model can "
+                     "learn there that the decision made always wins)")
+    return kept, weights, notes
 
 
 def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
                          rubric: Rubric | None, options: ExportOptions = ExportOptions()
                          ) -> DecisionRows:
-    """The decision-pairs export's rows (one per corrected decision, by trace then event), what
-    it left out, and notes."""
+    """The decision-pairs export's rows (corrections, and confirmations as `--confirmations`
+    says, by trace then event), what it left out, and notes."""
     if rubric is None:
         return DecisionRows(rows=[])
     wanted = _pairing(rubric)
@@ -256,36 +341,89 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
     missing = sorted({t for t, _ in by_target} - set(traces))
     found = DecisionRows(rows=[], left_out=list(selection.left_out), notes=list(selection.notes))
     if len(mine) < len(labels):
-        found.notes.append(f"{len(labels) - len(mine)} labels make no decision pair (scores, "
-                           "tags, outcomes, judgements of two traces): the other shapes "
-                           "export them")
+        found.notes.append(f"{len(labels) - len(mine)} labels make no decision pair (tags, "
+                           "outcomes, judgements of two traces): the other shapes export them")
     if missing:
-        found.left_out.append(f"corrections on {len(missing)} traces skipped: not among --traces: "
+        found.left_out.append(f"labels on {len(missing)} traces skipped: not among --traces: "
                               + ", ".join(missing[:SHOWN]))
-    identical: list[str] = []
+    per_trace: dict[str, list[tuple[str, list[Answer]]]] = defaultdict(list)
+    for (trace_id, event_id), answers in sorted(by_target.items()):
+        if trace_id in traces:
+            per_trace[trace_id].append((event_id, answers))
+    how = options.confirmations
+
+    def targets(trace_id: str, context: _Context):
+        position = context.analysis.position
+        for event_id, answers in sorted(per_trace[trace_id],
+                                        key=lambda t: position.get(t[0], -1)):
+            if event_id in position:
+                context.provenance.clear()
+                yield event_id, answers
+
+    kept: set[bytes] = set()
+    weights: dict[tuple[str, str], float] = {}
+    if how != "none":  # first pass: how many of each, and which confirmations are kept
+        counts: Counter = Counter()
+        confirmations: dict[str, list[bytes]] = defaultdict(list)
+        for trace_id in per_trace:
+            context = _Context(traces[trace_id], options)
+            seen: set = set()
+            for event_id, answers in targets(trace_id, context):
+                for candidate in _candidates(context, rubric, event_id, answers, seen, None):
+                    sub = candidate.pair.chosen.sub_decision
+                    if candidate.pair.kind == "correction":
+                        counts[sub] += 1
+                    else:
+                        confirmations[sub].append(candidate.key(trace_id))
+        kept, weights, balance_notes = _balance(counts, confirmations, how)
+        found.notes += balance_notes
+        written = sum(len(v) for v in confirmations.values())
+        found.notes.append(f"{len([k for k in kept])} confirmations written of {written} "
+                           f"(--confirmations {how}) beside {sum(counts.values())} corrections")
+    report = _Report()
 
     def rows() -> Iterator[dict[str, Any]]:
-        per_trace: dict[str, list[tuple[str, list[Answer]]]] = defaultdict(list)
-        for (trace_id, event_id), answers in sorted(by_target.items()):
-            if trace_id in traces:
-                per_trace[trace_id].append((event_id, answers))
-        for trace_id, targets in per_trace.items():
-            trace = traces[trace_id]
-            context = _Context(trace, options)
+        for trace_id in per_trace:
+            context = _Context(traces[trace_id], options)
             seen: set = set()
-            position = context.analysis.position
-            for event_id, answers in sorted(targets, key=lambda t: position.get(t[0], -1)):
-                if event_id in position:
-                    context.provenance.clear()
-                    yield from _rows_of_target(context, rubric, event_id, answers, seen,
-                                               identical)
-        if identical:
-            found.notes.append(f"{len(identical)} corrections read the same as the decision made "
-                               "(chosen would equal rejected) and make no row: "
-                               + "; ".join(identical[:SHOWN]))
+            for event_id, answers in targets(trace_id, context):
+                for candidate in _candidates(context, rubric, event_id, answers, seen, report):
+                    kind = candidate.pair.kind
+                    if kind == "confirmation" and candidate.key(trace_id) not in kept:
+                        continue
+                    weight = weights.get((candidate.pair.chosen.sub_decision, kind), 1.0)
+                    yield _row(context, event_id, candidate, weight)
+        if report.identical:
+            found.notes.append(f"{len(report.identical)} pairs are one decision on both sides "
+                               "(a correction that reads as the decision made) and make no "
+                               "row: " + "; ".join(report.identical[:SHOWN]))
+        if report.never_had:
+            found.notes.append(f"{len(report.never_had)} 'should have stopped at' pointers name "
+                               "an event the stopping agent never had (nor anything carrying "
+                               "it, before its stop for a late one): no pair at the pointer: "
+                               + "; ".join(report.never_had[:SHOWN]))
+        if report.moved:
+            found.notes.append(f"{len(report.moved)} pointers name an event the stopping agent "
+                               "did not see: their pair is at the first event at which it had "
+                               "it (in brackets): " + "; ".join(report.moved[:SHOWN]))
 
     found.rows = rows()
     return found
+
+
+def openrlhf_rows(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """OpenRLHF reward-model rows from decision pairs: the prompt inside `chosen` and
+    `rejected` (`viz_app.export.openrlhf.rm_rows`), the spans moved by the prompt's length so
+    they still index the text they mark (conversational: the last message's content, as
+    before)."""
+    from viz_app.export.openrlhf import rm_rows
+
+    for row in rows:
+        if isinstance(row["prompt"], str):
+            n = len(row["prompt"])
+            row["chosen_spans"] = [[x + n, y + n] for x, y in row["chosen_spans"]]
+            row["rejected_spans"] = [[x + n, y + n] for x, y in row["rejected_spans"]]
+        yield from rm_rows((row,))
 
 
 def decision_pair_rows(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError
+from viz_app.labels.knowledge import first_had, outstanding, waited_for
 from viz_app.model import Event, Trace
 
 Action = Literal["merge", "stop", "continue", "do_it_itself", "reuse_agent", "spawn",
@@ -146,7 +147,7 @@ class Decision(BaseModel):
     agent_to: str = Field("", description="The agent it goes to (delegate, reuse, send).")
     role: str = Field("", description="A new agent's role (spawn, delegate to a new role).")
     wait_for: str = Field("", description="For `continue`: the event it should have waited for "
-                          "(or LATER_THAN_RECORDED).")
+                          "(or LATER_THAN_RECORDED); `agent_to` names who brings it.")
 
     @property
     def canonical(self) -> str:
@@ -159,11 +160,13 @@ class Decision(BaseModel):
         if action == "stop":
             return f"stop: {text}" if text else "stop"
         if action == "continue":
-            if not self.wait_for:
-                return "continue"
+            if self.agent_to:
+                return f"continue: wait for {self.agent_to}"
+            if text:
+                return f"continue: {text}"
             if self.wait_for == LATER_THAN_RECORDED:
                 return "continue: wait for results the run did not record"
-            return f"continue: wait for {self.wait_for}" + (f" ({text})" if text else "")
+            return "continue"
         if action == "do_it_itself":
             return f"do it itself: {text}" if text else "do it itself"
         if action == "reuse_agent":
@@ -179,6 +182,14 @@ class Decision(BaseModel):
             return f"message -> {self.agent_to}: {text}"
         return text
 
+    def same_as(self, other: Decision) -> bool:
+        """Whether two decisions are one decision: the same action, agent, role, awaited agent
+        and words (whitespace aside). A stop and an aggregate with the same words differ; a
+        merge left as it was does not."""
+        return (self.action, self.agent_to, self.role) == (other.action, other.agent_to,
+                                                           other.role) \
+            and self.text.split() == other.text.split()
+
 
 def _sub_decision(event: Event, fallback: str) -> str:
     decision = event.decision
@@ -186,17 +197,34 @@ def _sub_decision(event: Event, fallback: str) -> str:
             "stop": "O5", "continue": "O5"}.get(decision or "", fallback)
 
 
+def spawned_task(analysis: Analysis, event_id: str) -> str:
+    """A spawn's task in the spawner's own words: the message (or delegation) it sent the child
+    as its next own event, when it did, else the spawn's own text."""
+    event = analysis.trace.event(event_id)
+    spawner, child = analysis.actor[event_id], event.to
+    for later in analysis.events_of.get(spawner, ())[:]:
+        if analysis.position[later.id] <= analysis.position[event_id]:
+            continue
+        if later.to == child and later.type in ("message", "orchestrator_decision") \
+                and later.text.strip():
+            return " ".join(later.text.split())
+        break
+    return " ".join(event.text.split())
+
+
 def made_decision(analysis: Analysis, event_id: str) -> tuple[Decision, bool]:
     """The decision the trace shows at a node, and whether it is in the orchestrator's own words
-    (the event's recorded text) rather than only what its type and fields say."""
+    (the event's recorded text; a spawn's task, the message that gave it) rather than only what
+    its type and fields say."""
     event = analysis.trace.event(event_id)
     agent = analysis.actor[event_id]
-    words = event.text.strip()
+    words = " ".join(event.text.split())
     kind = event.type
     if kind == "aggregate":
         made = Decision(event_id=event_id, agent=agent, sub_decision="O4", action="merge",
                         text=words)
     elif kind == "spawn":
+        words = spawned_task(analysis, event_id)
         made = Decision(event_id=event_id, agent=agent, sub_decision="O1", action="spawn",
                         role=event.role or event.to or "", text=words)
     elif kind == "message":
@@ -208,49 +236,100 @@ def made_decision(analysis: Analysis, event_id: str) -> tuple[Decision, bool]:
     elif kind == "orchestrator_decision" and event.decision == "stop":
         made = Decision(event_id=event_id, agent=agent, sub_decision="O5", action="stop",
                         text=words)
+    elif kind == "orchestrator_decision" and event.decision == "continue":
+        made = Decision(event_id=event_id, agent=agent, sub_decision="O5", action="continue",
+                        text=words)
     else:
         made = Decision(event_id=event_id, agent=agent, sub_decision=_sub_decision(event, "O5"),
                         action="as_recorded", text=f"{kind}" + (f" ({event.decision})"
                                                                  if event.decision else "")
-                        + (f": {' '.join(words.split())}" if words else ""))
+                        + (f": {words}" if words else ""))
     return made, bool(words)
 
 
-def _from_correction(found: Correction, made: Decision, question_sub: str | None) -> Decision:
+Words = Literal["own_words", "reviewer_words", "own_words_edited", "canonical"]
+"""Whose words a side's text is: the trace's (the event's own, or another event's of the same
+agent), a reviewer's, the agent's own with one part taken out (a confirmation's counterfactual
+merge), or none (the canonical form alone)."""
+
+
+def _words(decision: Decision, source: Words) -> Words:
+    return source if decision.text else "canonical"
+
+
+def _from_correction(found: Correction, made: Decision, question_sub: str | None
+                     ) -> tuple[Decision, Words]:
     action = found.action
     sub = question_sub or ACTIONS.get(action, made.sub_decision)
     base = {"event_id": made.event_id, "agent": made.agent, "sub_decision": sub}
+    own = "own_words" if made.action != "as_recorded" else "canonical"
     if action == "merge":
-        return Decision(**base, action="merge", text=found.text or "")
+        return Decision(**base, action="merge", text=found.text or ""), "reviewer_words"
     if action == "stop":
-        return Decision(**base, action="stop", text=found.text or "")
+        return Decision(**base, action="stop", text=found.text or ""), "reviewer_words"
     if action == "do_it_itself":
-        return Decision(**base, action="do_it_itself", text=found.text or made.text)
+        if found.text:
+            return Decision(**base, action="do_it_itself", text=found.text), "reviewer_words"
+        return Decision(**base, action="do_it_itself", text=_task_words(made)), own
     if action == "reuse_agent":
-        return Decision(**base, action="reuse_agent", agent_to=found.agent or "", text=made.text)
+        return Decision(**base, action="reuse_agent", agent_to=found.agent or "",
+                        text=_task_words(made)), own
     if action == "spawn":
-        return Decision(**base, action="spawn", role=found.role or "", text=found.text or "")
+        return Decision(**base, action="spawn", role=found.role or "",
+                        text=found.text or ""), "reviewer_words"
     if action == "delegate":
         return Decision(**base, action="delegate", agent_to=found.agent or "",
-                        role=found.role or "", text=made.text)
+                        role=found.role or "", text=_task_words(made)), own
     if action == "not_sent":
-        return Decision(**base, action="not_sent")
-    return Decision(**base, action="send", agent_to=found.to or "", text=found.text or "")
+        return Decision(**base, action="not_sent"), "canonical"
+    return Decision(**base, action="send", agent_to=found.to or "",
+                    text=found.text or ""), "reviewer_words"
+
+
+def _task_words(made: Decision) -> str:
+    """The task a decision hands over, in its own words (a recorded decision without words of
+    its own has none)."""
+    return "" if made.action == "as_recorded" else made.text
+
+
+Origin = Literal["correction", "stop_at_stop", "stop_at_pointer", "confirm_stop",
+                 "confirm_continue", "confirm_merge", "confirm_spawn", "confirm_delegate",
+                 "confirm_message"]
+"""Where a pair comes from: a correction answer; a stop answered premature or late (the pair
+at the stop, or at the event pointed at); or a decision judged sound (a confirmation,
+`viz_app.labels.confirmation`)."""
 
 
 class DecisionPair(BaseModel):
-    """A better decision beside the one made, at one node."""
+    """A better decision beside a worse one, at one node, in the deciding agent's context."""
 
     model_config = ConfigDict(frozen=True)
-    chosen: Decision = Field(description="The corrected decision.")
-    rejected: Decision = Field(description="The decision made (or, at a stop's pointer, the "
-                               "going on it implies).")
-    rejected_own_words: bool = Field(description="Whether the trace holds the rejected "
-                                     "decision's words (then they are its text).")
-    question: str = Field(description="The question whose answer gives the correction.")
-    origin: Literal["correction", "stop_at_stop", "stop_at_pointer"] = Field(
-        description="A correction answer, or a stop answered premature/late (the pair at the "
-        "stop, or at the event pointed at).")
+    chosen: Decision = Field(description="The better decision (a correction, or the decision "
+                             "made when it was judged sound).")
+    rejected: Decision = Field(description="The worse one (the decision made, or the "
+                               "alternative a sound decision's kind of correction names).")
+    chosen_words: Words = Field("canonical", description="Whose words the chosen side's text is.")
+    rejected_words: Words = Field("canonical", description="Whose words the rejected side's "
+                                  "text is.")
+    question: str = Field(description="The question whose answer gives the pair.")
+    origin: Origin = Field(description="Where the pair comes from (see `Origin`).")
+    after_node: bool = Field(False, description="Whether the decision comes right after the "
+                             "node's event (a stop at a pointer: the agent has that event), "
+                             "rather than in its place.")
+    corrected_stop: str = Field("", description="At a premature stop's pointer: the stop being "
+                                "corrected, which the context leaves out with the agent's own "
+                                "events after it (it waited instead).")
+    pointed_at: str = Field("", description="The event the reviewer pointed at, when the pair "
+                            "is at the first event at which the stopping agent had it.")
+
+    @property
+    def kind(self) -> Literal["correction", "confirmation"]:
+        """Whether reviewers corrected the decision or judged it sound."""
+        return "confirmation" if self.origin.startswith("confirm") else "correction"
+
+    @property
+    def rejected_own_words(self) -> bool:
+        return self.rejected_words == "own_words"
 
 
 def _stop_question(rubric, questions: Mapping[str, Any], answers: Mapping[str, Any]):
@@ -267,17 +346,55 @@ def _stop_question(rubric, questions: Mapping[str, Any], answers: Mapping[str, A
     return None, None, None
 
 
+def stopped(analysis: Analysis, event_id: str) -> tuple[Decision, Words]:
+    """The stop a stop target shows, in one form: its own words as the final answer (an
+    inferred stop, the root's last event, stops with that event's words)."""
+    made, own = made_decision(analysis, event_id)
+    if made.action != "stop":
+        words = " ".join(analysis.trace.event(event_id).text.split())
+        made = Decision(event_id=event_id, agent=made.agent, sub_decision="O5", action="stop",
+                        text=words)
+    return made, _words(made, "own_words")
+
+
+def pointer_node(analysis: Analysis, stop_id: str, pointer: Any) -> str | None:
+    """Where a 'should have stopped at' pointer puts the stop: the first event at which the
+    stopping agent had what the event pointed at says (the event itself when it made or
+    received it); None when the pointer names no event of the trace, the agent never had it,
+    or (a late stop) had it only at the stop or after."""
+    if not isinstance(pointer, str) or pointer not in analysis.position:
+        return None
+    agent = analysis.actor[stop_id]
+    node = first_had(analysis, pointer, agent)
+    if node is None:
+        return None
+    if analysis.position[pointer] < analysis.position[stop_id] <= analysis.position[node]:
+        return None
+    return node
+
+
+def _bringer(analysis: Analysis, node: str, agent: str) -> str:
+    """Who brings the deciding agent what `node` says: the sender of the event when it is
+    addressed to the agent, else the agent it waits for there."""
+    link = analysis.link_of(analysis.trace.event(node))
+    if link is not None and link[2] == agent:
+        return link[1]
+    return waited_for(analysis, agent, analysis.position[node])
+
+
 def decision_pairs(rubric, trace: Trace, event_id: str | None,
                    answers: Mapping[str, Any]) -> list[DecisionPair]:
-    """Every (chosen, rejected) pair one target's answers imply (`answers`: question id ->
+    """Every (chosen, rejected) pair one target's corrections imply (`answers`: question id ->
     value, as a save gives them): one per correction answer, and for a stop answered premature
-    or late the pairs the module describes. Refers to events of `trace` only."""
+    or late the pairs the module describes, both sides in one form. Refers to events of
+    `trace` only."""
     if not event_id:
         return []
     analysis = analyze(trace)
     if event_id not in analysis.position:
         return []
     made, own = made_decision(analysis, event_id)
+    made_words: Words = "own_words" if own else "canonical"
     pairs: list[DecisionPair] = []
     final_answer = ""
     questions = rubric.questions_by_id
@@ -287,41 +404,53 @@ def decision_pairs(rubric, trace: Trace, event_id: str | None,
             continue
         found = parse_correction(value, question.actions, analysis)
         if found.action == "stop":
-            final_answer = found.text or ""
+            final_answer = " ".join((found.text or "").split())
             continue
-        pairs.append(DecisionPair(chosen=_from_correction(found, made, question.sub_decision),
-                                  rejected=made, rejected_own_words=own, question=qid,
-                                  origin="correction"))
+        chosen, words = _from_correction(found, made, question.sub_decision)
+        pairs.append(DecisionPair(chosen=chosen, rejected=made, chosen_words=words,
+                                  rejected_words=made_words, question=qid, origin="correction"))
     stop_q, choice, pointer_q = _stop_question(rubric, questions, answers)
     if stop_q is None:
         return pairs
     pointer = answers.get(pointer_q) if pointer_q else None
     agent = analysis.actor[event_id]
-    here_sub = "O5"
+    where = analysis.position[event_id]
+    stop, stop_words = stopped(analysis, event_id)
+    node = pointer_node(analysis, event_id, pointer)
     if choice.pointer == "later":  # premature: at the stop, go on rather than stop
-        waited = ""
-        if isinstance(pointer, str) and pointer in analysis.position:
-            e = trace.event(pointer)
-            waited = f"{e.type} from {e.from_ or analysis.actor[pointer]}"
-        chosen = Decision(event_id=event_id, agent=agent, sub_decision=here_sub,
-                          action="continue", wait_for=pointer or "", text=waited)
-        rejected = made if made.action == "stop" else Decision(
-            event_id=event_id, agent=agent, sub_decision=here_sub, action="stop",
-            text=made.text if own else "")
-        pairs.append(DecisionPair(chosen=chosen, rejected=rejected, rejected_own_words=own,
-                                  question=stop_q.id, origin="stop_at_stop"))
-    if isinstance(pointer, str) and pointer in analysis.position:  # at the pointer: stop
-        chosen = Decision(event_id=pointer, agent=agent, sub_decision=here_sub, action="stop",
-                          text=final_answer)
-        went_on = _went_on(analysis, pointer, agent)
-        if went_on is not None and choice.pointer == "earlier":
-            rejected, words = made_decision(analysis, went_on)
-            rejected = rejected.model_copy(update={"event_id": pointer})
+        if node is not None:
+            awaited = _bringer(analysis, node, agent)
         else:
-            rejected, words = Decision(event_id=pointer, agent=agent, sub_decision=here_sub,
-                                       action="continue"), False
-        pairs.append(DecisionPair(chosen=chosen, rejected=rejected, rejected_own_words=words,
-                                  question=pointer_q or stop_q.id, origin="stop_at_pointer"))
+            waiting = outstanding(analysis, agent, where)
+            awaited = waiting[0] if waiting else ""
+        chosen = Decision(event_id=event_id, agent=agent, sub_decision="O5", action="continue",
+                          agent_to=awaited, wait_for=pointer if isinstance(pointer, str) else "")
+        pairs.append(DecisionPair(chosen=chosen, rejected=stop, rejected_words=stop_words,
+                                  question=stop_q.id, origin="stop_at_stop"))
+    if node is None:
+        return pairs
+    # at the pointer (or where the agent first had it): stop there
+    answer = stop.model_copy(update={"event_id": node, "text": final_answer or stop.text})
+    answer_words: Words = "reviewer_words" if final_answer else stop_words
+    if choice.pointer == "earlier":  # late: rather than what it did next
+        went_on = _went_on(analysis, node, agent)
+        if went_on is not None:
+            rejected, words = made_decision(analysis, went_on)
+            rejected = rejected.model_copy(update={"event_id": node})
+            rejected_words: Words = "own_words" if words else "canonical"
+        else:
+            rejected, rejected_words = Decision(event_id=node, agent=agent, sub_decision="O5",
+                                                action="continue"), "canonical"
+        corrected = ""
+    else:  # premature: rather than go on waiting
+        rejected = Decision(event_id=node, agent=agent, sub_decision="O5", action="continue",
+                            agent_to=waited_for(analysis, agent, analysis.position[node] + 1))
+        rejected_words, corrected = "canonical", event_id
+    pairs.append(DecisionPair(chosen=answer, rejected=rejected, chosen_words=answer_words,
+                              rejected_words=rejected_words, question=pointer_q or stop_q.id,
+                              origin="stop_at_pointer", after_node=True,
+                              corrected_stop=corrected,
+                              pointed_at=pointer if node != pointer else ""))
     return pairs
 
 
@@ -366,3 +495,28 @@ def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str
         if op in ("insert", "replace"):
             runs.append(("+", "".join(b[j1:j2])))
     return [r for r in runs if r[1]]
+
+
+def diff_spans(before: str, after: str) -> tuple[list[list[int]], list[list[int]]]:
+    """Where two texts differ, as character spans `[start, end)`: those of `before` that the
+    word diff removes and those of `after` it adds (`word_diff`, the edit the label panel
+    draws; the whitespace after a word's last letter is left out of its span)."""
+    removed: list[list[int]] = []
+    added: list[list[int]] = []
+    a = b = 0
+    for op, text in word_diff(before, after):
+        size, core = len(text), len(text.rstrip())
+        if op == "=":
+            a, b = a + size, b + size
+            continue
+        spans, start = (removed, a) if op == "-" else (added, b)
+        if core:
+            if spans and start - 1 <= spans[-1][1] <= start:  # a run split by a space
+                spans[-1][1] = start + core
+            else:
+                spans.append([start, start + core])
+        if op == "-":
+            a += size
+        else:
+            b += size
+    return removed, added
