@@ -801,11 +801,12 @@ def task_text(trace: Trace) -> str:
     analysis = analyze(trace)
     root = analysis.root
     for e in analysis.order:
-        words = e.text
-        if not words or not words.strip():
-            continue
-        if (analysis.actor[e.id] == root and e.type == "orchestrator_decision") or (
-                e.type == "message" and e.to == root
-                and (e.from_ or "") not in analysis.agent_names):
-            return " ".join(words.split())
+        words = " ".join(e.text.split())
+        if e.type == "message" and e.to == root and words \
+                and (e.from_ or "") not in analysis.agent_names:
+            return words
+        if analysis.actor[e.id] == root and e.type == "orchestrator_decision":
+            if words:
+                return words
+            break  # its first decision says nothing: what follows is no longer the task
     return f"{trace.task_id} {ONLY_TASK_ID}"

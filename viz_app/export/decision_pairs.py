@@ -217,9 +217,11 @@ def _candidates(context: _Context, rubric: Rubric, event_id: str, answers: list[
             if pair.origin == "correction" and by_question.get(pair.question) not in used:
                 continue
             made.append((pair, used, who))
-    sound = [a for a in answers if a.question in plain]
     for pair in confirmation_pairs(rubric, context.trace, event_id, plain):
-        made.append((pair, [a for a in sound if a.question == pair.question], []))
+        answer = by_question[pair.question]
+        adjudicated = answer.resolution == ADJUDICATED
+        made.append((pair, [answer], sorted({r["reviewer"] for r in answer.labels
+                                            if (r.get("source") == ADJUDICATION) == adjudicated})))
     for pair, used, who in made:
         chosen, rejected = pair.chosen.canonical, pair.rejected.canonical
         key = (pair.chosen.event_id, pair.question, pair.origin, chosen, rejected)
