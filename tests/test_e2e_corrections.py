@@ -13,6 +13,7 @@ import pytest
 
 from conftest import goto_as, shot, wait_for_streamlit
 from factories import copy_demos, make_workspace
+from viz_app.export.consensus import ExportOptions
 from viz_app.export.decision_pairs import decision_pair_rows
 from viz_app.labels.campaign import CampaignSpec
 from viz_app.labels.label import Reviewer
@@ -94,6 +95,7 @@ def test_a_reviewer_writes_the_merge_it_should_have_made_by_keyboard(page, app_s
                      "demo-10-review-premature-stop": {"action": "merge",
                                                        "text": "Migration 0193."}}
     traces = {t: workspace.trace(t) for t in fixes}
-    rows = decision_pair_rows(records, traces, workspace.rubric)
+    rows = decision_pair_rows(records, traces, workspace.rubric,
+                              ExportOptions(confirmations="none"))
     assert sorted((r["trace_id"], r["chosen"]) for r in rows) == sorted(
-        (t, v["text"]) for t, v in fixes.items())
+        (t, f"aggregate: {v['text']}") for t, v in fixes.items())
