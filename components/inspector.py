@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from viz_app.analysis import Analysis
+from viz_app.analysis import Analysis, figure_text
 from viz_app.model import Event, Trace
 from viz_app.text import markdown_literal
 
@@ -129,10 +129,10 @@ def _agent(analysis: Analysis, agent: str, key: str, choose) -> None:
     a.metric("events", stats.events)
     b.metric("tool calls", stats.tool_calls)
     c.metric("messages", stats.messages_sent)
-    a.metric("tokens", f"{stats.tokens:,.0f}")
-    b.metric("lifetime", f"{stats.lifetime_s:.1f}s")
-    c.metric("active", f"{stats.active_s:.1f}s")
-    a.metric("cost", f"${stats.cost_usd:.4f}")
+    a.metric("tokens", figure_text("tokens", stats.tokens))
+    b.metric("lifetime", figure_text("makespan", stats.lifetime_s))
+    c.metric("active", figure_text("makespan", stats.active_s))
+    a.metric("cost", figure_text("cost", stats.cost_usd))
     b.metric("spawned", len(stats.children))
     c.metric("started", f"{stats.first_t:g}s")
     if stats.children:

@@ -11,6 +11,8 @@ or an export asks for them: a summary needs none.
 
 from __future__ import annotations
 
+import math
+
 from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
@@ -168,11 +170,23 @@ def figure_numbers(f: Figures) -> dict[str, float]:
             "stops": len(f.stops), "warnings": len(f.warnings)}
 
 
+LONG_NUMBER = 1e15
+"""From here a figure is written with an exponent: its digits would only be noise."""
+
+
 def figure_text(name: str, value: float) -> str:
     """A figure's value (or a difference of two) as text: counts with thousands separators,
     seconds to a tenth, ratios to a hundredth, dollars to a tenth of a cent below $10 and to
-    the dollar from there."""
+    the dollar from there. A number too long to read that way (from 1e15) is written with an
+    exponent (`1.7e+308s`), and a sum past the largest float (two events of 1e308 tokens) says
+    so, rather than `inf`."""
     kind = FIGURES[name]
+    if not math.isfinite(value) or abs(value) >= LONG_NUMBER:
+        text = f"{abs(value):.3g}" if math.isfinite(value) else "1.8e+308"
+        text = {"seconds": f"{text}s", "dollars": f"${text}"}.get(kind, text)
+        if value != value:
+            return "unknown"
+        return ("-" if value < 0 else "") + (text if math.isfinite(value) else f"more than {text}")
     if kind == "seconds":
         return f"{value:,.1f}s"
     if kind == "ratio":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import html
 import math
+import sys
 import re
 from collections.abc import Collection, Iterable
 from typing import Literal
@@ -25,7 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
-from viz_app.analysis import Analysis
+from viz_app.analysis import Analysis, figure_text
 from viz_app.model import EVENT_TYPES, Event
 from viz_app.text import canvas_text, plotly_preview, plotly_text
 
@@ -243,8 +244,14 @@ def tree_layout(nodes: list[TreeNode]) -> dict[str, tuple[float, float]]:
 def _weight(analysis: Analysis, agents: Iterable[str], size_by: SizeBy) -> float:
     stats = analysis.agent_stats
     if size_by == "tokens":
-        return sum(stats[a].tokens for a in agents)
-    return sum(stats[a].active_s for a in agents)
+        return size_weight(sum(stats[a].tokens for a in agents))
+    return size_weight(sum(stats[a].active_s for a in agents))
+
+
+def size_weight(value: float) -> float:
+    """A figure as a node's weight, to scale marker sizes by: a sum past the largest float
+    (two agents of 1e308 tokens) counts as the largest float, so no ratio of two is NaN."""
+    return value if value < sys.float_info.max else sys.float_info.max
 
 
 def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Collection[str] = (),
@@ -405,7 +412,7 @@ def _node_hover(analysis: Analysis, node: TreeNode) -> str:
     lines = [f"<b>{plotly_text(s.name, 60)}</b> ({plotly_text(s.role, 30)})",
              f"parent: {plotly_text(s.parent, 40) if s.parent else '—'} · depth {s.depth}",
              f"events {s.events} · tool calls {s.tool_calls} · messages {s.messages_sent}",
-             f"tokens {s.tokens:,.0f} · cost ${s.cost_usd:.4f}",
+             f"tokens {figure_text('tokens', s.tokens)} · cost {figure_text('cost', s.cost_usd)}",
              f"lifetime {s.lifetime_s:.1f}s · active {s.active_s:.1f}s",
              f"spawned {len(s.children)} agents"]
     if node.kind == "collapsed":
@@ -759,7 +766,7 @@ def communication_html(analysis: Analysis, *, height: int = 560, selected: str |
         if n.kind == "agent":
             label = canvas_text(n.agent, 24, one_line=True)
             title = "\n".join([f"{stats.name} ({stats.role})", f"events {stats.events}",
-                               f"tokens {stats.tokens:,.0f}",
+                               f"tokens {figure_text('tokens', stats.tokens)}",
                                f"messages sent {stats.messages_sent}"])
         elif n.kind == "collapsed":
             label = canvas_text(n.agent, 15, one_line=True) + f" +{n.hidden}"

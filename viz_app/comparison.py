@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from pydantic import BaseModel, Field
 
 from viz_app import charts
-from viz_app.analysis import FIGURES, Analysis, figure_numbers
+from viz_app.analysis import FIGURES, Analysis, figure_numbers, figure_text
 from viz_app.branch import Fork, fork_of
 from viz_app.model import Event, Trace
 from viz_app.text import plotly_text
@@ -211,7 +211,7 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
     fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#adb5bd", width=1.5),
                              hoverinfo="skip", showlegend=False))
     stats = analysis.agent_stats
-    top = max((stats[a].tokens for a in mine.values()), default=0) or 1.0
+    top = max((charts.size_weight(stats[a].tokens) for a in mine.values()), default=0) or 1.0
     by_role: dict[str, list[Slot]] = {}
     for s, agent in mine.items():
         by_role.setdefault(analysis.role_of(agent), []).append(s)
@@ -223,10 +223,10 @@ def aligned_tree_figure(analysis: Analysis, alignment: Alignment, side: str, *,
             mode="markers+text" if labelled else "markers", name=plotly_text(role, 24),
             text=[plotly_text(mine[s], 18) if labelled else "" for s in members],
             textposition="bottom center", textfont=dict(size=11, color="#343a40"),
-            marker=dict(size=[12 + 26 * math.sqrt(stats[mine[s]].tokens / top) for s in members],
+            marker=dict(size=[12 + 26 * math.sqrt(charts.size_weight(stats[mine[s]].tokens) / top) for s in members],
                         color=charts.role_colour(role), line=dict(color="white", width=1.5)),
             hovertext=[f"{plotly_text(mine[s], 60)} ({plotly_text(role, 40)})<br>"
-                       f"tokens {stats[mine[s]].tokens:,.0f} · events {stats[mine[s]].events}"
+                       f"tokens {figure_text('tokens', stats[mine[s]].tokens)} · events {stats[mine[s]].events}"
                        + ("<br><b>no counterpart in the other run</b>" if s not in other else
                           f"<br>the other run has {plotly_text(other[s], 40)} here"
                           if s and s[-1][0] == "~" else "")

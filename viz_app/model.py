@@ -92,10 +92,15 @@ back to the call it judges and stored rollouts re-scored."""
 
 EXTENSION_KEYS.update(CALL_KEYS)
 
-Number = int | float
-NonNegative = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)]
+INT_LIMIT = 2**63 - 1
+"""The largest integer a trace holds (a 64-bit one): readers differ past it (JavaScript's rounds,
+orjson refuses to write it, a float cannot hold a 400-digit one), so the compiled path leaves a
+larger one to the general path, which refuses it naming the place (`io.native`)."""
+Int64 = Annotated[int, Meta(ge=-INT_LIMIT, le=INT_LIMIT)]
+Number = Int64 | float
+NonNegative = Annotated[int, Meta(ge=0, le=INT_LIMIT)] | Annotated[float, Meta(ge=0)]
 Text = Annotated[str, Meta(min_length=1)]
-CallId = str | int
+CallId = str | Int64
 
 OTHER = "\ufdd0other"
 """The name `Event.other` is written under by msgspec: a noncharacter no trace uses. Writers
@@ -148,8 +153,8 @@ class Event(Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=True,
     tool_call_id: CallId = None  # type: ignore[assignment]
     tool_use_id: CallId = None  # type: ignore[assignment]
     source_id: CallId = None  # type: ignore[assignment]
-    prompt_token_ids: list[int] = None  # type: ignore[assignment]
-    response_token_ids: list[int] = None  # type: ignore[assignment]
+    prompt_token_ids: list[Int64] = None  # type: ignore[assignment]
+    response_token_ids: list[Int64] = None  # type: ignore[assignment]
     other: dict[str, Any] = field(name=OTHER, default=None)  # type: ignore[assignment]
 
     def __hash__(self) -> int:

@@ -27,7 +27,7 @@ from pydantic_core import from_json
 from viz_app.errors import TraceError
 from viz_app.io import schema_models
 from viz_app.io.decode import costs_plain, decode
-from viz_app.model import (EDGE_TYPES, EVENT_TYPES, FIELD_OF, OTHER, TOPOLOGIES, Edge, Event,
+from viz_app.model import (INT_LIMIT, EDGE_TYPES, EVENT_TYPES, FIELD_OF, OTHER, TOPOLOGIES, Edge, Event,
                            Trace, paused_gc)
 
 DEFAULT_MAX_BYTES = int(os.environ.get("ORCHVIZ_MAX_BYTES", 200 * 1024 * 1024))
@@ -422,12 +422,22 @@ def _float(text: str) -> Any:
     return value if math.isfinite(value) else _NotFinite(text)
 
 
+class _TooLong(int):
+    """An integer as written in the JSON text, beyond 64 bits (`model.INT_LIMIT`)."""
+
+
+def _int(text: str) -> Any:
+    value = int(text) if len(text) < 4000 else 10**4000
+    return value if -INT_LIMIT <= value <= INT_LIMIT else _TooLong(value)
+
+
 def _refuse_ambiguous(data: bytes, label: str, prefix: str) -> None:
-    """Raise a TraceError naming the first key that comes twice in one object, or the first
-    number that is not finite; return when there is none (or the text is not JSON at all)."""
+    """Raise a TraceError naming the first key that comes twice in one object, the first
+    number that is not finite or the first integer beyond 64 bits; return when there is none
+    (or the text is not JSON at all)."""
     try:
         tree = json.loads(data, object_pairs_hook=_pairs, parse_constant=_NotFinite,
-                          parse_float=_float, strict=False)
+                          parse_float=_float, parse_int=_int, strict=False)
     except (ValueError, RecursionError):
         return
     stack: list[tuple[Any, str]] = [(tree, "")]
@@ -436,6 +446,9 @@ def _refuse_ambiguous(data: bytes, label: str, prefix: str) -> None:
         if type(value) is _NotFinite:
             raise TraceError(label, prefix + (path or "top level"),
                              f"{value} is not a finite number, which a trace cannot hold")
+        if type(value) is _TooLong:
+            place, problem = _big_integer(int(value), path or "top level")  # type: ignore[misc]
+            raise TraceError(label, prefix + place, problem)
         if isinstance(value, dict):
             if type(value) is _Twice:
                 raise TraceError(label, prefix + (f"{path}.{value.key}" if path else value.key),
@@ -473,6 +486,7 @@ def _finish(trace: Trace, label: str, prefix: str, source_format: str,
     _check_references(trace, label, prefix)
     if not nesting_checked:
         _check_extras(trace, label, prefix)
+    _check_integers(trace, label, prefix)
     trace._source = label
     trace._source_format = source_format
 
@@ -508,6 +522,59 @@ def _check_extras(trace: Trace, label: str, prefix: str) -> None:
                 problem = _extra_problem(value)
                 if problem:
                     raise TraceError(label, f"{prefix}events[{index}].{key}", problem)
+
+
+_NUMERIC_FIELDS = (("t", "t"), ("end_t_", "end_t"), ("tokens_", "tokens"),
+                   ("cost_usd_", "cost_usd"), ("llm_call_id", "llm_call_id"),
+                   ("response_id", "response_id"), ("call_id", "call_id"),
+                   ("tool_call_id", "tool_call_id"), ("tool_use_id", "tool_use_id"),
+                   ("source_id", "source_id"), ("prompt_token_ids", "prompt_token_ids"),
+                   ("response_token_ids", "response_token_ids"), ("other", ""))
+
+
+def _check_integers(trace: Trace, label: str, prefix: str) -> None:
+    """No integer beyond 64 bits (`model.INT_LIMIT`) anywhere in the trace: JSON readers differ
+    on one (JavaScript's rounds it, orjson cannot write it, a float cannot hold 400 digits), so
+    a figure, an index row or an export would not say what the file says. The compiled path
+    holds none (msgspec checks the limit); this path walks what the structs keep."""
+    for key in ("rewards", "costs_", "metrics"):
+        place = _big_integer(getattr(trace, key), "costs" if key == "costs_" else key)
+        if place is not None:
+            raise TraceError(label, prefix + place[0], place[1])
+    for index, event in enumerate(trace.events):
+        for attribute, name in _NUMERIC_FIELDS:
+            value = getattr(event, attribute)
+            if value is None or value.__class__ is str:
+                continue
+            found = _big_integer(value, f"events[{index}]" + (f".{name}" if name else ""))
+            if found is not None:
+                raise TraceError(label, prefix + found[0], found[1])
+
+
+def _big_integer(value: Any, path: str) -> tuple[str, str] | None:
+    """(place, problem) of the first integer beyond 64 bits in a value, else None."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        kind = item.__class__
+        if kind is int:
+            if -INT_LIMIT <= item <= INT_LIMIT:
+                continue
+            digits = str(abs(item)) if item.bit_length() < 4000 else ""
+            shown = (f"{'-' if item < 0 else ''}{digits[:4]}…{digits[-4:]} ({len(digits)} digits)"
+                     if len(digits) > 24 else (digits and str(item)) or "an integer of over "
+                     "1,200 digits")
+            return where, (f"{shown} is an integer beyond the 64 bits a trace's numbers can "
+                           "hold (JSON readers differ past them)")
+        if kind is dict:
+            stack.extend((child, f"{where}.{key}" if where else key)
+                         for key, child in item.items())
+        elif kind is list:
+            if item and all(child.__class__ is int for child in item) \
+                    and -INT_LIMIT <= min(item) and max(item) <= INT_LIMIT:
+                continue  # token ids, checked at C speed
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+    return None
 
 
 def _extra_problem(value: Any) -> str | None:

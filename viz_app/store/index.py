@@ -123,7 +123,11 @@ class TraceIndex:
         for done, (path, stat) in enumerate(todo, start=1):
             if progress is not None:
                 progress(done - 1, len(todo), str(path))
-            self._index_file(path, stat, rubric, on_read)
+            try:
+                self._index_file(path, stat, rubric, on_read)
+            except Exception as err:  # noqa: BLE001 - one file must not stop the library
+                self._index_failure(path, stat, TraceError(str(path), "", f"could not be "
+                                                           f"indexed ({err!r})"))
             result.parsed += 1
         if progress is not None and todo:
             progress(len(todo), len(todo), "")
@@ -203,8 +207,13 @@ class TraceIndex:
                     errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
         size, mtime = stat if stat is not None else (-1, -1)
         now = time.time()
-        records = [{**trace_record(trace, rubric), "position": i}
-                   for i, trace in enumerate(traces)]
+        records = []
+        for position, trace in enumerate(traces):  # a trace's position in its file: read_at's
+            try:
+                records.append({**trace_record(trace, rubric), "position": position})
+            except Exception as err:  # noqa: BLE001 - one trace's figures must not stop the rest
+                errors.append(TraceError(str(path), f"trace {trace.trace_id}",
+                                         f"could not be summarised ({err!r})"))
         records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
         with self.engine.begin() as conn:
             conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
@@ -212,6 +221,16 @@ class TraceIndex:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
+
+    def _index_failure(self, path: Path, stat: tuple[int, int] | None, err: TraceError) -> None:
+        """Record one failure row for a file whose indexing failed past its reader (its traces'
+        rows written so far are replaced): the library lists it, and indexes the others."""
+        size, mtime = stat if stat is not None else (-1, -1)
+        with self.engine.begin() as conn:
+            conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
+            conn.execute(trace_index.insert(), [{
+                **_EMPTY, "position": -1, "error": str(err), "path": str(path), "size": size,
+                "mtime_ns": mtime, "indexed_at": time.time()}])
 
     def _matching_keys(self, terms: Sequence[str]) -> set[tuple[str, int]]:
         conditions = [trace_index.c.search_text.like(f"%{_like_escape(t)}%", escape="\\")
