@@ -6,6 +6,7 @@ file that fails while being indexed is one failure row, never a broken library."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from viz_app.analysis import analyze, figure_rows, figure_text
 from viz_app.errors import TraceError
 from viz_app.export import FORMATS
 from viz_app.io.detect import read_any
-from viz_app.io.native import trace_from_dict, trace_from_json
+from viz_app.io.native import dump_trace, trace_from_dict, trace_from_json
 
 HUGE = int("9" * 400)
 """A 400-digit integer: valid JSON, beyond any float."""
@@ -151,8 +152,8 @@ def test_a_trace_that_fails_after_its_reader_is_one_failure_row_and_the_others_l
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "viz_app", *args], capture_output=True,
-                          text=True, timeout=180, cwd=cwd, env={
-                              **__import__("os").environ, "PYTHONPATH": str(REPO)})
+                          text=True, timeout=180, cwd=cwd, env={**os.environ,
+                                                                "PYTHONPATH": str(REPO)})
 
 
 def test_inspect_and_report_say_one_sentence_for_the_400_digit_trace(hostile_folder, tmp_path):
@@ -219,3 +220,54 @@ def test_read_any_refuses_the_400_digit_trace_in_a_jsonl_pool_by_its_line(tmp_pa
     assert trace.trace_id == "a"
     (error,) = errors
     assert error.place == "line 2: events[1].tokens"
+
+
+# -- every reader ---------------------------------------------------------------------------------
+
+IMPORTER_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "importers"
+LITERALS = {"a 400-digit integer": "9" * 400, "1e308": "1e308", "-1e308": "-1e308",
+            "-0.0": "-0.0", "a huge exponent": "1e999999", "2**64": str(2**64)}
+_SLOT = "\ue000number\ue000"
+
+
+def _numbers_replaced(tree, slot: str):
+    if isinstance(tree, bool) or tree is None:
+        return tree
+    if isinstance(tree, (int, float)):
+        return slot
+    if isinstance(tree, dict):
+        return {key: _numbers_replaced(value, slot) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_numbers_replaced(value, slot) for value in tree]
+    return tree
+
+
+def every_number_as(path: Path, literal: str) -> bytes:
+    """The file with every number in it (timestamps, token counts, ids...) written as
+    `literal`; a line of a JSON Lines file that is not JSON stays as it is."""
+    text = path.read_text("utf-8")
+    lines = text.splitlines() if path.suffix == ".jsonl" else [text]
+    written = []
+    for line in lines:
+        try:
+            written.append(json.dumps(_numbers_replaced(json.loads(line), _SLOT)))
+        except ValueError:
+            written.append(line)
+    return "\n".join(written).replace(json.dumps(_SLOT), literal).encode()
+
+
+@pytest.mark.parametrize("fixture", sorted(
+    p.name for p in IMPORTER_FIXTURES.iterdir() if p.suffix in (".json", ".jsonl")))
+def test_every_reader_refuses_or_reads_every_hostile_number_and_its_figures_stand(fixture):
+    for literal in LITERALS.values():
+        data = every_number_as(IMPORTER_FIXTURES / fixture, literal)
+        errors: list[TraceError] = []
+        try:
+            traces = read_any(data, name=fixture, on_error=errors.append)
+        except TraceError as err:
+            assert err.file == fixture and "Traceback" not in str(err)
+            continue
+        for trace in traces:  # what was read is figured and written back without a crash
+            for row in figure_rows(analyze(trace).figures):
+                assert len(row.value) <= 24
+            trace_from_json(dump_trace(trace), "again.json")

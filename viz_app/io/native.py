@@ -159,6 +159,9 @@ def _parse_problem(data: bytes, err: orjson.JSONDecodeError, line: int | None) -
         return place, "nests arrays or objects too deeply to be a trace"
     if err.pos >= len(data.rstrip()):
         return place, "the JSON ends too early: the file looks truncated"
+    if "infinity when parsed" in err.msg:  # orjson's words for 1e400 and a 400-digit integer
+        return place, ("holds a number beyond the largest a float can hold (about 1.8e308), "
+                       "which orchviz cannot read")
     return place, f"is not valid JSON ({err.msg})"
 
 
