@@ -2,8 +2,8 @@
 `POST /v1/chat/completions` from a table keyed by the question id and the target the prompt
 names ("Question id: ...", and the `target` of its delimited trace data; "" for the whole
 trace), and can answer as a real endpoint misbehaves: slowly (a timeout), a byte at a time (a
-trickle that never ends), with a reply of hundreds of megabytes, with a refusal, with text that
-is not JSON, with an answer off the question's scale, or with HTTP 500. Every request it
+trickle that never ends), with a reply of hundreds of megabytes, with a refusal, with an HTML page
+(HTTP 200), with text that is not JSON, with an answer off the question's scale, or with HTTP 500. Every request it
 receives is kept, so a test can read the prompt it was sent, and so is the count of bytes it
 managed to send. A request the table has no row for (a continuation of a trace,
 `viz_app.branch`, names no question) gets the next reply of `script`, in order; the last one is
@@ -40,6 +40,9 @@ class Reply:
     """Seconds between single bytes of a reply that never ends (0: answer at once)."""
     size: int = 0
     """Bytes of a 200 reply sent without a length, in 1 MB chunks (0: the content as it is)."""
+    html: str | None = None
+    """A body sent as it is, as `text/html` (a proxy's sign-in page, a gateway's error page
+    answered with HTTP `status`), instead of a chat completion."""
 
     @classmethod
     def answer(cls, value: Any, confidence: float = 0.9, evidence: tuple[str, ...] = (),
@@ -109,6 +112,8 @@ class OpenAIStub:
                     return self._trickle(reply.trickle)
                 if reply.size:
                     return self._huge(reply.size)
+                if reply.html is not None:
+                    return self._page(reply.status, reply.html)
                 if reply.status != 200:
                     return self._send(reply.status, {"error": {
                         "message": reply.content or "server error", "type": "server_error"}})
@@ -154,6 +159,14 @@ class OpenAIStub:
                     self.wfile.write(b'"}}]}')
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def _page(self, status: int, html: str) -> None:
+                data = html.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()

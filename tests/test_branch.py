@@ -135,7 +135,10 @@ def test_a_sub_agents_event_cannot_be_continued():
     (Reply(status=500, content="overloaded"), "HTTP 500"),
     (Reply(content=""), "empty"),
     (Reply.turn("stop", "x" * 300_000), "over 262,144 bytes"),
-], ids=["timeout", "refusal", "not-json", "off-format", "cut", "http-500", "empty", "too-big"])
+    (Reply(html="<!doctype html><html><head><title>Sign in</title></head>"
+                "<body><form>Sign in to the gateway</form></body></html>"), "answered HTTP 200 with an HTML page (“Sign in”), not a chat completion"),
+], ids=["timeout", "refusal", "not-json", "off-format", "cut", "http-500", "empty", "too-big",
+        "html-200"])
 def test_a_failed_reply_is_one_sentence_and_never_a_trace(tmp_path, reply, says):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     with OpenAIStub(script=[reply]) as stub:
@@ -145,6 +148,31 @@ def test_a_failed_reply_is_one_sentence_and_never_a_trace(tmp_path, reply, says)
     assert says in message and message.endswith("nothing was saved")
     assert "\n" not in message and message.count(". ") == 0
     assert not (tmp_path / "uploads").exists()
+
+
+def test_a_turn_naming_an_agent_the_trace_lacks_is_kept_with_a_warning():
+    script = [Reply.turn("spawn", "a checker", to="checker"),
+              Reply.turn("delegate", "check the index", to="checker"),
+              Reply.turn("communicate", "anyone there?", to="ghost_agent"),
+              Reply.turn("stop", "done")]
+    with OpenAIStub(script=script) as stub:
+        branch = continue_from(premature(), "e13", WAIT, endpoint(stub))
+    (warning,) = branch.warnings  # the spawned checker is known from its spawn on
+    assert warning == ("turn e13.r3 names 'ghost_agent', an agent the trace does not have "
+                       "(kept as the model wrote it)")
+    assert branch.trace.event("e13.r3").to == "ghost_agent"
+    assert branch.trace.event("e13.r3").extras["unknown_agent"] is True
+
+
+def test_orchviz_replay_prints_the_warning_of_an_unknown_agent(tmp_path, capsys):
+    script = [Reply.turn("delegate", "over to you", to="ghost_agent"), Reply.turn("stop", "x")]
+    with OpenAIStub(script=script) as stub:
+        assert main(["replay", str(PREMATURE), "--event", "e13", "--kind", "continue",
+                     "--decision", "wait", "--judge-url", stub.url, "--judge-model", "stub",
+                     "-o", str(tmp_path / "branch.json")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: turn e13.r1 delegates to 'ghost_agent', an agent the trace does not " \
+           "have" in err
 
 
 def test_a_failure_on_a_later_turn_saves_nothing_either(tmp_path):

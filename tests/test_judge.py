@@ -175,8 +175,10 @@ def test_a_huge_reply_is_cut_off_early_and_named_in_a_sentence():
     (Reply.answer("premature", confidence=1.7), "does not fit its format"),
     (Reply.answer("premature", evidence=("e99",)), "does not have, such as “e99”"),
     (Reply(status=500, content="boom"), "HTTP 500"),
+    (Reply(html="<!doctype html><html><head><title>Sign in</title></head>"
+                "<body><form>Sign in to the gateway</form></body></html>"), "answered HTTP 200 with an HTML page (“Sign in”), not a chat completion"),
 ], ids=["timeout", "refusal", "invalid-json", "off-scale", "bad-confidence",
-        "unknown-evidence", "http-500"])
+        "unknown-evidence", "http-500", "html-200"])
 def test_a_failed_answer_is_recorded_as_a_failure_and_never_a_suggestion(reply, says):
     _, made, failed = run({STOP: reply}, questions=["stopping_correctness"], timeout=1.0)
     assert made == []

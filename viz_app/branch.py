@@ -40,7 +40,7 @@ from viz_app.errors import OrchvizError
 from viz_app.labels.correction import Decision as CorrectedDecision
 from viz_app.model import DECISIONS, Decision, Event, Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits
-from viz_app.text import brief
+from viz_app.text import brief, what_came
 
 FORK_KEYS = ("forked_from", "fork_event")
 """The extra keys of a branch's edited event that link it to the original trace."""
@@ -153,6 +153,23 @@ class Branch(BaseModel):
     fork: Fork
     turns: int = Field(description="Turns the model gave.")
     seconds: float = Field(description="How long the continuation took.")
+    warnings: list[str] = Field(default_factory=list, description="What a reviewer should "
+                                "know of the model's turns: a turn naming an agent the trace "
+                                "does not have (kept as the model wrote it), one sentence each.")
+
+
+def unknown_agent(turn: Turn, turn_id: str, known: set[str]) -> str | None:
+    """The warning for a turn that delegates to or messages an agent that neither the trace
+    nor an earlier spawn of the branch has (a spawn adds its agent to `known`)."""
+    if not turn.to:
+        return None
+    if turn.decision == "spawn":
+        known.add(turn.to)
+        return None
+    if turn.to in known:
+        return None
+    return (f"turn {turn_id} {'delegates to' if turn.decision == 'delegate' else 'names'} "
+            f"{turn.to!r}, an agent the trace does not have (kept as the model wrote it)")
 
 
 # -- reading a trace ------------------------------------------------------------------------------
@@ -368,7 +385,10 @@ class _Asker:
             raise self._fail(f"{where} cannot be reached") from None
         except openai.OpenAIError as err:
             raise self._fail(f"the request to {where} failed ({brief(err, 160)})") from None
-        if reply.usage is not None:
+        if not hasattr(reply, "choices"):  # a body that is not JSON, handed back as its text
+            raise self._fail(f"{where} answered HTTP 200 with {what_came(reply)}, not a chat "
+                             "completion")
+        if getattr(reply, "usage", None) is not None:
             self.tokens += float(reply.usage.total_tokens or 0)
         if not reply.choices:
             raise self._fail("the reply held no turn")
@@ -479,6 +499,10 @@ def continue_from(trace: Trace, event_id: str, replacement: Replacement,
     previous = event_id
     given = 0
     limit_reached = False
+    known = set(analysis.agents)
+    warnings = [w for w in [unknown_agent(Turn(decision=replacement.kind, text="",
+                                               to=replacement.to, tool=""), event_id, known)]
+                if w]
     started = time.monotonic()
     if replacement.kind != "stop":
         asker = _Asker(endpoint, limits, f"the continuation of {trace.trace_id} from {event_id}")
@@ -501,6 +525,10 @@ def continue_from(trace: Trace, event_id: str, replacement: Replacement,
                     event["role"] = original.role
                 if turn.to:
                     event["to"] = turn.to
+                    warning = unknown_agent(turn, turn_id, known)
+                    if warning is not None:
+                        event["unknown_agent"] = True
+                        warnings.append(warning)
                 if n == limits.turns and turn.decision != "stop":
                     event["turn_limit_reached"] = limit_reached = True
                 events.append(event)
@@ -535,7 +563,8 @@ def continue_from(trace: Trace, event_id: str, replacement: Replacement,
     found = fork_of(branch)
     assert found is not None
     found.turn_limit_reached = limit_reached
-    return Branch(trace=branch, fork=found, turns=given, seconds=round(seconds, 3))
+    return Branch(trace=branch, fork=found, turns=given, seconds=round(seconds, 3),
+                  warnings=warnings)
 
 
 def _costs(events: list[dict[str, Any]], replay_tokens: float) -> dict[str, float]:

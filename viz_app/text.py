@@ -70,6 +70,22 @@ def brief(text: object, limit: int = 200) -> str:
     return _shortened(" ".join(str(text).split()), limit)
 
 
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
+
+
+def what_came(body: object) -> str:
+    """What an endpoint sent instead of a chat completion, in a few words for a sentence: the
+    openai package hands back a reply whose type is not JSON (a proxy's sign-in page, a
+    gateway's error page) as its text. "an HTML page (“Sign in”)", "text (“…”)"."""
+    text = str(body)
+    if re.search(r"<!doctype html|<html[\s>]|<head[\s>]|<body[\s>]", text[:4096], re.I):
+        title = _TITLE.search(text[:65536])
+        named = brief(html.unescape(re.sub(r"<[^>]*>", "", title.group(1))), 60) if title else ""
+        return f"an HTML page (“{named}”)" if named else "an HTML page"
+    shown = brief(text, 60)
+    return f"text (“{shown}”)" if shown else "an empty body"
+
+
 def markdown_literal(text: object, limit: int | None = 80) -> str:
     """Trace text for Markdown, shown exactly as written: on one line (control, zero-width and
     bidi characters become spaces), shortened to `limit` characters (None: whole), every

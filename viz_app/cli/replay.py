@@ -4,6 +4,7 @@ decision with a model behind an OpenAI-compatible endpoint, and write the branch
 from __future__ import annotations
 
 import argparse
+import sys
 
 from viz_app.cli.report import _no_store
 from viz_app.errors import OrchvizError
@@ -109,5 +110,7 @@ def replay_verb(args: argparse.Namespace) -> int:
           f"turns of {terminal_text(endpoint.model)} after {terminal_text(args.event)}, ended at "
           f"{ending}; {len(branch.fork.requested)} requests shown, not run "
           f"({branch.seconds:.1f} s)")
+    for warning in branch.warnings:
+        print(f"warning: {terminal_text(warning)}", file=sys.stderr)
     return 0
 

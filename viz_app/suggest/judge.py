@@ -53,7 +53,7 @@ from viz_app.labels.rubric import LabelTarget, Question, Rubric, check_answer, t
 from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
 from viz_app.model import Trace
 from viz_app.suggest.context import TargetContext, target_context
-from viz_app.text import brief, prompt_data
+from viz_app.text import brief, prompt_data, what_came
 
 VERSION = "1"
 """The judge's own version (how it asks and checks); the prompt's hash is kept apart."""
@@ -434,7 +434,10 @@ class JudgeProducer:
         except (openai.OpenAIError, ValueError) as err:
             raise Refused(f"the judge at {self.url} sent a reply that is not a chat "
                           f"completion ({brief(type(err).__name__)})") from None
-        choices = getattr(reply, "choices", None)
+        if not hasattr(reply, "choices"):  # a body that is not JSON, handed back as its text
+            raise Refused(f"the judge at {self.url} answered HTTP 200 with {what_came(reply)}, "
+                          "not a chat completion")
+        choices = reply.choices
         if not choices:
             raise Refused("the judge's reply has no answer")
         choice = choices[0]

@@ -132,11 +132,14 @@ def continue_panel(event_id: str) -> None:
                 said = markdown_literal(err, 400)
                 st.error(said[:1].upper() + said[1:] + ".")
                 return
-        st.session_state[made] = (branch.trace.trace_id, branch.turns)
+        st.session_state[made] = (branch.trace.trace_id, branch.turns, branch.warnings)
     if made in st.session_state:
-        branch_id, turns = st.session_state[made]
+        branch_id, turns, warnings = st.session_state[made]
         st.success(f"Saved the branch **{markdown_literal(branch_id, 80)}** ({turns} turns "
                    "of the orchestrator after this decision).")
+        for warning in warnings:
+            said = markdown_literal(warning, 300)
+            st.warning(said[:1].upper() + said[1:] + ".", icon=":material/person_alert:")
         st.page_link("app_pages/compare.py", label="See it beside the original on Compare",
                      icon=":material/compare:",
                      query_params={"a": trace.trace_id, "b": branch_id})
