@@ -31,7 +31,7 @@ from viz_app.io.records import first_value
 from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
                                  number, pending_note, prompt_key, rollout_lines, step_in_name,
                                  with_note)
-from viz_app.model import Trace
+from viz_app.model import Trace, paused_gc
 
 NAME = "art"
 PARQUET_MAGIC = b"PAR1"
@@ -64,9 +64,10 @@ def import_art(source: Source, *, name: str | None = None) -> list[Trace]:
     model, split, step = where(label)
     traces: list[Trace] = []
     if data[:4] == PARQUET_MAGIC:
-        for number_, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
-            traces.append(_trace(trajectory, group_info, group, index, f"row {number_ + 1}",
-                                 label, model, split, step))
+        with paused_gc():
+            for n, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
+                traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}",
+                                     label, model, split, step))
     else:
         for line, row in rollout_lines(data, label):
             if not isinstance(row.get("trajectories"), list):

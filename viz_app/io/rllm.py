@@ -27,7 +27,7 @@ from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value, json_values
 from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
                                  number, prompt_key)
-from viz_app.model import Trace
+from viz_app.model import Trace, paused_gc
 
 NAME = "rllm"
 DEFAULT_NAME = "default_traj_name"
@@ -59,7 +59,9 @@ def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
     """One trace per rLLM episode."""
     data, label = read_source(source, name)
     traces = []
-    for line, value in json_values(data, label):
+    with paused_gc():
+        values = json_values(data, label)
+    for line, value in values:
         items = value if isinstance(value, list) else [value]
         for n, item in enumerate(items):
             if not _is_episode(item):

@@ -28,7 +28,7 @@ import msgspec
 import orjson
 
 from viz_app.errors import TraceError
-from viz_app.model import Edge, Event, Trace, TraceWarning
+from viz_app.model import Edge, Event, Trace, TraceWarning, paused_gc
 
 TRAINER_REWARD = "trainer"
 """The key of `Trace.rewards` that holds the trainer's own reward for the rollout."""
@@ -176,7 +176,13 @@ def complete_lines(data: bytes) -> tuple[bytes, bool]:
 
 def rollout_lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each complete line of a rollout file (see `complete_lines`).
-    A line that is not a JSON object is refused naming it."""
+    A line that is not a JSON object is refused naming it. The cyclic garbage collector waits
+    while the lines become traces: it would scan them again and again for cycles they lack."""
+    with paused_gc():
+        yield from _lines(data, label)
+
+
+def _lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     body, _pending = complete_lines(data)
     number_, start, size = 0, 0, len(body)
     while start < size:
@@ -338,28 +344,29 @@ class Chat:
         aggregate, the root stops after the last event, the rollout is kept on the first."""
         if not self.events:
             raise TraceError(label, rollout.source or "", "holds no prompt or response")
-        returned = any(e["type"] == "return" for e in self.events)
-        final = next((e for e in reversed(self.events)
-                      if e["agent"] == self.root and e["type"] == "message"), None)
-        if returned and final is not None and any(
-                e["type"] == "return" and e["t"] < final["t"] for e in self.events):
-            final["type"] = "aggregate"
+        types = [e["type"] for e in self.events]
+        if "return" in types:
+            final = next((e for e in reversed(self.events)
+                          if e["agent"] == self.root and e["type"] == "message"), None)
+            if final is not None and any(e["type"] == "return" and e["t"] < final["t"]
+                                         for e in self.events):
+                final["type"] = "aggregate"
         end = self.events[-1]["t"]
         self.add("orchestrator_decision", self.root, decision="stop", inferred_by="importer",
                  content="rollout ended")
         self.events[-1]["t"] = end
         self.events[0][ROLLOUT_KEY] = rollout.to_dict()
-        events = [Event.of(**e) for e in self.events]
+        events = [_event(e) for e in self.events]
         tokens = 0.0
         for event in events:
-            if event.tokens is not None:
-                tokens += event.tokens
+            if event.tokens_ is not None and event.tokens_ >= 0:
+                tokens += event.tokens_
         costs = {"tokens": tokens, "wall_clock_s": float(end),
-                 "tool_calls": float(sum(e.type == "tool_call" for e in events)),
+                 "tool_calls": float(types.count("tool_call")),
                  "messages": float(sum(e.type == "message" for e in events))}
-        spawned = any(e.type == "spawn" for e in events)
         trace = Trace(trace_id=trace_id or "rollout", task_id=task_id or "task",
-                      system=system or None, topology="centralized" if spawned else None,
+                      system=system or None,
+                      topology="centralized" if "spawn" in types else None,
                       events=events, edges=self.edges, rewards=rewards, costs_=costs,
                       metrics=metrics or None)
         trace._source = label
@@ -367,6 +374,33 @@ class Chat:
         if self.notes:
             trace._warnings = list(self.notes)
         return trace
+
+
+_STRING_FIELDS = {"agent": "agent", "type": "type", "id": "id", "role": "role",
+                  "from": "from_", "to": "to", "tool": "tool", "content": "content",
+                  "decision": "decision_", "model": "model"}
+_NUMBER_FIELDS = {"t": "t", "tokens": "tokens_", "end_t": "end_t_"}
+_ID_FIELDS = {"tool_call_id": "tool_call_id", "source_id": "source_id"}
+
+
+def _event(keys: dict[str, Any]) -> Event:
+    """An event from the keys a `Chat` gave it, each into its field when of the field's type
+    (as `Event.of`, without its general checks: a chat's keys are of few kinds)."""
+    fields: dict[str, Any] = {}
+    other: dict[str, Any] = {}
+    for key, value in keys.items():
+        kind = value.__class__
+        if kind is str and key in _STRING_FIELDS:
+            fields[_STRING_FIELDS[key]] = value
+        elif (kind is float or kind is int) and key in _NUMBER_FIELDS:
+            fields[_NUMBER_FIELDS[key]] = value
+        elif (kind is str or kind is int) and key in _ID_FIELDS:
+            fields[_ID_FIELDS[key]] = value
+        else:
+            other[key] = value
+    if other:
+        fields["other"] = other
+    return Event(**fields)
 
 
 def _tool_calls(value: Any) -> list[dict[str, Any]]:
