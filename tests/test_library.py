@@ -33,15 +33,15 @@ def folder(tmp_path):
 
 
 def count_reads(monkeypatch) -> list[str]:
-    """Record every file the index reads through read_any."""
+    """Record every file the index reads whole (through io.follow.read_file)."""
     reads: list[str] = []
-    real = index_module.read_any
+    real = index_module.read_file
 
     def spy(source, **kwargs):
         reads.append(str(source))
         return real(source, **kwargs)
 
-    monkeypatch.setattr(index_module, "read_any", spy)
+    monkeypatch.setattr(index_module, "read_file", spy)
     return reads
 
 

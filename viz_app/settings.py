@@ -63,13 +63,18 @@ class Settings(BaseModel):
                                            "trace from an edited decision.")
     replay: ReplayLimits = Field(default_factory=ReplayLimits, description="Limits of a "
                                  "continuation from an edited decision.")
+    follow: float | None = Field(None, gt=0, description="Seconds between two looks at the "
+                                 "folders for what a trainer wrote since (`--follow`): the "
+                                 "library lists new rollouts as they come; None looks when a "
+                                 "page is drawn.")
 
     @classmethod
     def from_env(cls) -> Settings:
         """Settings from ORCHVIZ_TRACES, ORCHVIZ_DB, ORCHVIZ_UPLOADS, ORCHVIZ_RUBRIC,
         ORCHVIZ_POOLS (a JSON list of URLs: they hold the `:` that separates ORCHVIZ_TRACES),
-        ORCHVIZ_JUDGE (the judge's endpoint as JSON: url, model, key_env, timeout) and
-        ORCHVIZ_REPLAY (replay limits as JSON: turns, deadline, reply_bytes, max_tokens)."""
+        ORCHVIZ_JUDGE (the judge's endpoint as JSON: url, model, key_env, timeout),
+        ORCHVIZ_REPLAY (replay limits as JSON: turns, deadline, reply_bytes, max_tokens) and
+        ORCHVIZ_FOLLOW (seconds between looks for new rollouts)."""
         traces = os.environ.get("ORCHVIZ_TRACES")
         pools = json.loads(os.environ.get("ORCHVIZ_POOLS") or "[]")
         folders = [Path(p) for p in traces.split(os.pathsep) if p] if traces else \
@@ -81,7 +86,9 @@ class Settings(BaseModel):
                    endpoint=ModelEndpoint.model_validate_json(os.environ["ORCHVIZ_JUDGE"])
                    if os.environ.get("ORCHVIZ_JUDGE") else None,
                    replay=ReplayLimits.model_validate_json(os.environ["ORCHVIZ_REPLAY"])
-                   if os.environ.get("ORCHVIZ_REPLAY") else ReplayLimits())
+                   if os.environ.get("ORCHVIZ_REPLAY") else ReplayLimits(),
+                   follow=float(os.environ["ORCHVIZ_FOLLOW"])
+                   if os.environ.get("ORCHVIZ_FOLLOW") else None)
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these settings in another process."""
@@ -97,4 +104,6 @@ class Settings(BaseModel):
             env["ORCHVIZ_JUDGE"] = self.endpoint.model_dump_json()
         if self.replay != ReplayLimits():
             env["ORCHVIZ_REPLAY"] = self.replay.model_dump_json()
+        if self.follow is not None:
+            env["ORCHVIZ_FOLLOW"] = f"{self.follow:g}"
         return env

@@ -28,6 +28,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
     p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default")
     p.add_argument("--uploads", default="uploads", help="folder for uploaded traces")
+    p.add_argument("--follow", nargs="?", type=float, const=2.0, default=None,
+                   metavar="SECONDS", help="follow a run while a trainer writes it: look for new "
+                   "rollout files and lines every SECONDS (default 2) and list them as they "
+                   "come; a half-written last line is waited for")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--host", default="localhost", help="address to listen on")
     p.add_argument("--secrets", default=None, metavar="FILE",
@@ -124,12 +128,18 @@ def app(args: argparse.Namespace) -> int:
                         db_url=database_url(args.db), uploads=Path(args.uploads).resolve(),
                         rubric=Path(args.rubric) if args.rubric else None)
     settings.endpoint, settings.replay = _endpoint(args)
+    if args.follow is not None:
+        if args.follow <= 0:
+            raise OrchvizError("--follow takes a number of seconds above 0")
+        settings.follow = args.follow
     secrets, sign_in = secrets_flags(args.secrets)
     env = {**os.environ, **settings.to_env(), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     command = [sys.executable, "-m", "streamlit", "run", str(PACKAGE / "ui" / "app.py"),
                *streamlit_flags(), *secrets, f"--server.port={args.port}",
                f"--server.address={args.host}"]
     print(f"orchviz: http://{args.host}:{args.port}  (traces: "
-          f"{', '.join(folders)}; labels: {settings.db_url}; {sign_in})", flush=True)
+          f"{', '.join(folders)}; labels: {settings.db_url}; {sign_in}"
+          + (f"; following every {settings.follow:g} s" if settings.follow else "") + ")",
+          flush=True)
     os.execve(sys.executable, command, env)
     return 0  # not reached: the process is Streamlit now

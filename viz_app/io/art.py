@@ -28,9 +28,9 @@ import orjson
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
-                                 number, pending_note, prompt_key, rollout_lines, step_in_name,
-                                 with_note)
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, content_text,
+                                 group_id, number, pending_note, prompt_key, rollout_lines,
+                                 step_in_name, with_note)
 from viz_app.model import Trace, paused_gc
 
 NAME = "art"
@@ -58,7 +58,8 @@ def where(label: str) -> tuple[str, str, int | None]:
     return model, split, step_in_name(path.stem)
 
 
-def import_art(source: Source, *, name: str | None = None) -> list[Trace]:
+def import_art(source: Source, *, name: str | None = None,
+               first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
     """One trace per trajectory of an ART trajectory log (Parquet or legacy JSON Lines)."""
     data, label = read_source(source, name)
     model, split, step = where(label)
@@ -69,7 +70,7 @@ def import_art(source: Source, *, name: str | None = None) -> list[Trace]:
                 traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}",
                                      label, model, split, step))
     else:
-        for line, row in rollout_lines(data, label):
+        for line, row in rollout_lines(data, label, first_line, on_error):
             if not isinstance(row.get("trajectories"), list):
                 raise TraceError(label, f"line {line}", "is not an ART trajectory group (no "
                                  "trajectories)")

@@ -20,7 +20,7 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, group_id, number,
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
                                  pending_note, prompt_key, rollout_lines, run_name, with_note)
 from viz_app.model import Trace
 
@@ -40,7 +40,8 @@ def detect(data: bytes, name: str = "") -> float:
     return 0.6 if "step" in first else 0.0
 
 
-def import_openrlhf(source: Source, *, name: str | None = None) -> list[Trace]:
+def import_openrlhf(source: Source, *, name: str | None = None,
+                    first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
     """One trace per sample of an OpenRLHF rollout log."""
     data, label = read_source(source, name)
     found = _RANK.search(PurePath(label).name)
@@ -48,7 +49,7 @@ def import_openrlhf(source: Source, *, name: str | None = None) -> list[Trace]:
     split = "val" if found and found.group(1) else "train"
     run = run_name(label)
     traces = []
-    for line, row in rollout_lines(data, label):
+    for line, row in rollout_lines(data, label, first_line, on_error):
         if not all(k in row for k in ("prompt", "response")):
             raise TraceError(label, f"line {line}", "is not an OpenRLHF rollout (no prompt and "
                              "response)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -174,17 +174,30 @@ def complete_lines(data: bytes) -> tuple[bytes, bool]:
     return data, False
 
 
-def rollout_lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of each complete line of a rollout file (see `complete_lines`).
-    A line that is not a JSON object is refused naming it. The cyclic garbage collector waits
-    while the lines become traces: it would scan them again and again for cycles they lack."""
+OnError = Callable[[TraceError], None]
+
+
+def rollout_lines(data: bytes, label: str, first_line: int = 1,
+                  on_error: OnError | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each complete line of a rollout file (see `complete_lines`),
+    numbered from `first_line` (the bytes may be the part a trainer added since a line was
+    read). A line that is not a JSON object is refused naming it: raised, or with `on_error`
+    told to it and left out, the other lines read. The cyclic garbage collector waits while the
+    lines become traces: it would scan them again and again for cycles they lack."""
     with paused_gc():
-        yield from _lines(data, label)
+        for found in _lines(data, label, first_line):
+            if isinstance(found, TraceError):
+                if on_error is None:
+                    raise found
+                on_error(found)
+            else:
+                yield found
 
 
-def _lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _lines(data: bytes, label: str,
+           first_line: int) -> Iterator[tuple[int, dict[str, Any]] | TraceError]:
     body, _pending = complete_lines(data)
-    number_, start, size = 0, 0, len(body)
+    number_, start, size = first_line - 1, 0, len(body)
     while start < size:
         end = body.find(b"\n", start)
         if end < 0:
@@ -197,11 +210,13 @@ def _lines(data: bytes, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as err:
-            raise TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a rollout "
-                             "file holds one JSON object a line") from None
+            yield TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a rollout "
+                             "file holds one JSON object a line")
+            continue
         if not isinstance(value, dict):
-            raise TraceError(label, f"line {number_}", "is not a JSON object; a rollout file "
+            yield TraceError(label, f"line {number_}", "is not a JSON object; a rollout file "
                              "holds one rollout (an object) a line")
+            continue
         yield number_, value
 
 

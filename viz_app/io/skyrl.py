@@ -21,7 +21,7 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, group_id, number,
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
                                  pending_note, prompt_key, rollout_lines, run_name, step_in_name,
                                  with_note)
 from viz_app.model import Trace
@@ -48,7 +48,8 @@ def detect(data: bytes, name: str = "") -> float:
     return 0.0
 
 
-def import_skyrl(source: Source, *, name: str | None = None) -> list[Trace]:
+def import_skyrl(source: Source, *, name: str | None = None,
+                 first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
     """One trace per trajectory of a SkyRL dump (none for a step's aggregated metrics)."""
     data, label = read_source(source, name)
     path = PurePath(label)
@@ -59,7 +60,7 @@ def import_skyrl(source: Source, *, name: str | None = None) -> list[Trace]:
     evaluation = path.parent.name.endswith("_evals") or path.parent.name == "eval_only"
     run = run_name(label, RUN_FOLDERS)
     traces = []
-    for line, row in rollout_lines(data, label):
+    for line, row in rollout_lines(data, label, first_line, on_error):
         if evaluation or ("input_prompt" in row and "prompt" not in row):
             traces.append(_eval_trace(row, line, label, run, step))
         elif all(k in row for k in ("prompt", "text")):

@@ -19,7 +19,7 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, group_id, number,
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
                                  pending_note, prompt_key, reward_parts, rollout_lines,
                                  step_in_name, with_note)
 from viz_app.model import Trace
@@ -44,14 +44,15 @@ def split_of(label: str) -> str:
         else "train"
 
 
-def import_verl(source: Source, *, name: str | None = None) -> list[Trace]:
+def import_verl(source: Source, *, name: str | None = None,
+                first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
     """One trace per sample of a verl rollout dump."""
     data, label = read_source(source, name)
     split = split_of(label)
     run = "/".join(PurePath(label).parent.parts[-2:]) if PurePath(label).parent.name else ""
     file_step = step_in_name(PurePath(label).stem)
     traces = []
-    for line, row in rollout_lines(data, label):
+    for line, row in rollout_lines(data, label, first_line, on_error):
         if not all(k in row for k in ("input", "output")):
             raise TraceError(label, f"line {line}", "is not a verl rollout (no input and "
                              "output)")

@@ -5,8 +5,10 @@ parsed once and later starts list it at once. A file holds one trace (JSON) or a
 (JSONL), so a row is keyed by its file and its position in that file. A file that fails to load gets
 a row too, with its `TraceError` message: the library lists failures, it never hides them.
 
-Files are read only through `viz_app.io.detect.read_any`, so every format an importer adds shows
-up here with its `source_format`. The index writes no labels: a caller that wants to act on each
+Files are read only through `viz_app.io.follow.read_file` (`read_any`, remembering where a
+trainer's rollout file was left), so every format an importer adds shows up here with its
+`source_format`; a followed file that grew is read from there on (`read_more`), its new rollouts
+added after the rows it had. The index writes no labels: a caller that wants to act on each
 freshly read trace (the Workspace imports published annotations) passes `on_read`.
 """
 
@@ -22,7 +24,9 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine, and_, delete, select
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.detect import library_files, read_any
+from viz_app.io.detect import library_files
+from viz_app.io.follow import Tail, read_file, read_more
+from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels.rubric import Rubric
 from viz_app.model import Trace
 from viz_app.store.tables import trace_index
@@ -52,6 +56,14 @@ class IndexRow(BaseModel):
     targets: dict[str, list[str]] | None = Field(
         None, description="What the rubric asks to label in it: target key ('' for the trace) "
         "-> the questions that must be answered; None when indexed without a rubric.")
+    rollout_step: int | None = Field(
+        None, description="The training step a trainer's rollout was sampled at (None for "
+        "another trace).")
+    rollout_group: str | None = Field(
+        None, description="The group of siblings sampled for one prompt at one step.")
+    trainer_reward: float | None = Field(
+        None, description="The reward the trainer gave the rollout (a reward the trace "
+        "carries, not a label).")
 
     def labelled(self, answered: dict[str, set[str]]) -> int:
         """How many of its targets have every required question answered (`answered`: target
@@ -90,6 +102,9 @@ class TraceIndex:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        self.tails: dict[str, Tail] = {}
+        """Where the reading of each growing rollout file was left (this process's memory: after
+        a restart a changed file is read whole once, then followed again)."""
 
     def update(self, folders: Iterable[str | os.PathLike], *, rubric: Rubric | None = None,
                progress: IndexProgress | None = None,
@@ -97,10 +112,10 @@ class TraceIndex:
         """Bring the index up to date with the folders and return their traces and failures.
 
         Files whose size and modification time are unchanged are not read again; new and changed
-        files are read with `read_any`; rows of files that disappeared from these folders are
-        dropped. With a rubric, each row records the trace's targets under it, so the library can
-        say "2 of 5 labelled" without loading the trace; files indexed under another rubric are
-        read again.
+        files are read with `read_any` (a followed rollout file from where it was left); rows of
+        files that disappeared from these folders are dropped. With a rubric, each row records
+        the trace's targets under it, so the library can say "2 of 5 labelled" without loading
+        the trace; files indexed under another rubric are read again.
         """
         folders = [Path(f).resolve() for f in folders]
         files = library_files(folders)
@@ -124,8 +139,10 @@ class TraceIndex:
             if progress is not None:
                 progress(done - 1, len(todo), str(path))
             try:
-                self._index_file(path, stat, rubric, on_read)
+                if not self._index_more(path, stat, rubric, on_read):
+                    self._index_file(path, stat, rubric, on_read)
             except Exception as err:  # noqa: BLE001 - one file must not stop the library
+                self.tails.pop(str(path), None)
                 self._index_failure(path, stat, TraceError(str(path), "", f"could not be "
                                                            f"indexed ({err!r})"))
             result.parsed += 1
@@ -193,18 +210,16 @@ class TraceIndex:
     def _index_file(self, path: Path, stat: tuple[int, int] | None, rubric: Rubric | None,
                     on_read: OnRead | None) -> None:
         errors: list[TraceError] = []
+        self.tails.pop(str(path), None)
         try:
-            traces = read_any(path, on_error=errors.append)
+            traces, tail = read_file(path, on_error=errors.append)
+            if tail is not None:
+                self.tails[str(path)] = tail
         except TraceError as err:
             traces, errors = [], [err]
         except Exception as err:  # an importer's bug must not stop the rest of the library
             traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
-        for trace in traces:
-            if on_read is not None:
-                try:
-                    on_read(trace)
-                except OrchvizError as err:  # the trace still lists; its failure is listed beside it
-                    errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
+        errors += self._heard(path, traces, on_read)
         size, mtime = stat if stat is not None else (-1, -1)
         now = time.time()
         records = []
@@ -231,6 +246,61 @@ class TraceIndex:
             conn.execute(trace_index.insert(), [{
                 **_EMPTY, "position": -1, "error": str(err), "path": str(path), "size": size,
                 "mtime_ns": mtime, "indexed_at": time.time()}])
+
+    def _index_more(self, path: Path, stat: tuple[int, int] | None, rubric: Rubric | None,
+                    on_read: OnRead | None) -> bool:
+        """Index what a trainer appended to a file followed since it was read (its earlier rows
+        stay as they are: a label saved on one never moves); False when the file must be read
+        whole (not followed, shrunk, rewritten, or failed before)."""
+        tail = self.tails.get(str(path))
+        if tail is None or stat is None:
+            return False
+        errors: list[TraceError] = []
+        try:
+            found = read_more(path, tail, on_error=errors.append)
+        except TraceError:
+            found = None
+        if found is None:
+            return False
+        traces, self.tails[str(path)] = found
+        errors += self._heard(path, traces, on_read)
+        now = time.time()
+        size, mtime = stat
+        records = []
+        for i, trace in enumerate(traces):
+            try:
+                records.append({**trace_record(trace, rubric), "position": tail.traces + i})
+            except Exception as err:  # noqa: BLE001 - one trace's figures must not stop the rest
+                errors.append(TraceError(str(path), f"trace {trace.trace_id}",
+                                         f"could not be summarised ({err!r})"))
+        with self.engine.begin() as conn:
+            conn.execute(trace_index.update().where(trace_index.c.path == str(path))
+                         .values(size=size, mtime_ns=mtime))
+            if records:
+                conn.execute(trace_index.insert(), [
+                    {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
+                     "indexed_at": now} for r in records])
+            if errors:
+                taken = conn.execute(select(trace_index.c.position).where(
+                    trace_index.c.path == str(path), trace_index.c.position < 0)).scalars()
+                first = min([0, *taken]) - 1
+                conn.execute(trace_index.insert(), [
+                    {**_EMPTY, "position": first - i, "error": str(err), "path": str(path),
+                     "size": size, "mtime_ns": mtime, "indexed_at": now}
+                    for i, err in enumerate(errors)])
+        return True
+
+    @staticmethod
+    def _heard(path: Path, traces: Sequence[Trace], on_read: OnRead | None) -> list[TraceError]:
+        """Hand each trace read to `on_read`; the failures it raises, as the file's errors."""
+        errors: list[TraceError] = []
+        for trace in traces:
+            if on_read is not None:
+                try:
+                    on_read(trace)
+                except OrchvizError as err:  # the trace still lists, its failure beside it
+                    errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
+        return errors
 
     def _matching_keys(self, terms: Sequence[str]) -> set[tuple[str, int]]:
         conditions = [trace_index.c.search_text.like(f"%{_like_escape(t)}%", escape="\\")
@@ -265,7 +335,12 @@ def trace_record(trace: Trace, rubric: Rubric | None,
     """What the folder index keeps of one trace: its summary (`summary.summarise`, which the
     pool index keeps too), its targets as JSON and the rubric they are under."""
     found = summarise(trace, rubric, text_limit)
+    rollout = rollout_of(trace) if trace.source_format != "orchviz" or trace.events[0].other \
+        else None
     return {
+        "rollout_step": rollout.step if rollout is not None else None,
+        "rollout_group": rollout.group if rollout is not None else None,
+        "trainer_reward": trainer_reward(trace),
         "trace_id": found.trace_id, "task_id": found.task_id, "system": found.system,
         "topology": found.topology, "source_format": found.source_format,
         "events": found.events, "agents": found.agents, "depth": found.depth,

@@ -103,6 +103,9 @@ trace_index = Table(
     Column("rubric_sha", String(64)),
     Column("error", Text),
     Column("indexed_at", Float, nullable=False),
+    Column("rollout_step", Integer),
+    Column("rollout_group", Text),
+    Column("trainer_reward", Float),
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative

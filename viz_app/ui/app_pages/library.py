@@ -15,7 +15,6 @@ import streamlit as st
 
 from viz_app.errors import OrchvizError
 from viz_app.io.uploads import save_upload
-from viz_app.store.index import IndexRow
 from viz_app.store.pool_index import (FIELDS, NUMBER_FIELDS, PAGE_SIZE, Condition, IndexBusy,
                                       PoolIndex, PoolRow, parse_condition)
 from viz_app.text import markdown_literal
@@ -224,47 +223,81 @@ if workspace.pools:
         st.stop()  # nothing besides the pool (the uploads folder is listed once it holds files)
     st.subheader("Trace files")
 
-result = workspace.update_index(progress=show_progress)
-bar.empty()
+def folder_library() -> None:
+    """The traces of the folders, searchable; a rollout's step, group and trainer reward where
+    a trainer's file gives them. Following a run (`--follow`), this part of the page looks
+    again every few seconds: new rollouts come in below the rows already listed."""
+    own_bar = st.empty()  # a fragment draws only inside itself
 
-query_col, topology_col = st.columns([3, 1])
-query = query_col.text_input("Search", placeholder="trace id, task, agent name or any text",
-                             key="library_query")
-topologies = sorted({r.topology for r in result.rows if r.topology})
-chosen = topology_col.multiselect("Topology", topologies, key="library_topologies")
-rows = workspace.search(result.rows, query) if query.strip() else result.rows
-if chosen:
-    rows = [r for r in rows if r.topology in chosen]
+    def indexing(done: int, total: int, path: str) -> None:
+        if total:
+            own_bar.progress(done / total, text=f"Indexing {done + 1 if done < total else total}"
+                                                f" of {total} files…")
 
-st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or changed "
-           f"files, {result.skipped} unchanged · click a row to open the trace")
-# by this reviewer, or by anyone when none is named
-answered = workspace.answered(reviewer.name if reviewer else None)
+    result = workspace.update_index(progress=indexing)
+    own_bar.empty()
+
+    query_col, topology_col = st.columns([3, 1])
+    query = query_col.text_input("Search", placeholder="trace id, task, agent name or any text",
+                                 key="library_query")
+    topologies = sorted({r.topology for r in result.rows if r.topology})
+    chosen = topology_col.multiselect("Topology", topologies, key="library_topologies")
+    rows = workspace.search(result.rows, query) if query.strip() else result.rows
+    if chosen:
+        rows = [r for r in rows if r.topology in chosen]
+    rollouts = any(r.rollout_group is not None for r in result.rows)
+    steps = sorted({r.rollout_step for r in result.rows if r.rollout_step is not None})
+    if steps:
+        low, high = (steps[0], steps[-1]) if len(steps) > 1 else (steps[0], steps[0] + 1)
+        picked = st.slider("Training steps", low, high, (low, high), key="library_steps") \
+            if len(steps) > 1 else (low, high)
+        rows = [r for r in rows if r.rollout_step is None or picked[0] <= r.rollout_step
+                <= picked[1]]
+
+    following = workspace.settings.follow
+    st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or "
+               f"changed files, {result.skipped} unchanged"
+               + (f" · following the run: looking every {following:g} s" if following else "")
+               + " · click a row to open the trace")
+    # by this reviewer, or by anyone when none is named
+    answered = workspace.answered(reviewer.name if reviewer else None)
+    columns = ["trace id", "labelled", *(["step", "group", "trainer reward"] if rollouts
+                                         else []),
+               "task", "system", "topology", "format", "events", "agents", "depth",
+               "makespan (s)", "parallelism", "tokens", "file"]
+    frame = pd.DataFrame([{
+        "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
+        "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
+        "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
+        "labelled": workspace.labelled_text(r, answered), "file": r.path,
+        "step": r.rollout_step, "group": r.rollout_group, "trainer reward": r.trainer_reward,
+    } for r in rows], columns=columns)
+    table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
+    trace_table(frame, [r.trace_id for r in rows], table_key, {
+        "file": st.column_config.TextColumn(width="small"),
+        "group": st.column_config.TextColumn(width="small"),
+        "trainer reward": st.column_config.NumberColumn(
+            format="%.3f", help="The reward the trainer gave the rollout (carried by the "
+            "trace; the reviewers' labels are apart from it)"),
+        "labelled": st.column_config.TextColumn(
+            width="small", help="Targets (aggregates, stops, the trace...) with every required "
+            "question answered " + ("by you" if reviewer else "by anyone")
+            + ", of those the rubric asks for"),
+    })
+    failures(result)
 
 
-def labelled(row: IndexRow) -> str:
-    """'2 of 5' targets labelled."""
-    return workspace.labelled_text(row, answered)
+def failures(result) -> None:
+    """The files that failed to load, with why."""
+    if result.failures:
+        st.subheader(f"Files that failed to load ({len(result.failures)})")
+        st.dataframe(pd.DataFrame([{"file": f.path, "error": f.error}
+                                   for f in result.failures]),
+                     hide_index=True, width="stretch",
+                     column_config={"error": st.column_config.TextColumn(width="large")})
 
 
-frame = pd.DataFrame([{
-    "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
-    "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
-    "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-    "labelled": labelled(r), "file": r.path,
-} for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "format", "events",
-                           "agents", "depth", "makespan (s)", "parallelism", "tokens", "file"])
-table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
-trace_table(frame, [r.trace_id for r in rows], table_key, {
-    "file": st.column_config.TextColumn(width="small"),
-    "labelled": st.column_config.TextColumn(
-        width="small", help="Targets (aggregates, stops, the trace...) with every required "
-        "question answered " + ("by you" if reviewer else "by anyone")
-        + ", of those the rubric asks for"),
-})
-
-if result.failures:
-    st.subheader(f"Files that failed to load ({len(result.failures)})")
-    st.dataframe(pd.DataFrame([{"file": f.path, "error": f.error} for f in result.failures]),
-                 hide_index=True, width="stretch",
-                 column_config={"error": st.column_config.TextColumn(width="large")})
+if workspace.settings.follow:
+    st.fragment(run_every=workspace.settings.follow)(folder_library)()
+else:
+    folder_library()

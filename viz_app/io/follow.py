@@ -1,0 +1,99 @@
+"""Following a run while a trainer writes it: a file read once is read again from where it was
+left, so the rollouts a trainer appends are read as they come, not the whole file again.
+
+`read_file` reads a file whole (as `detect.read_any` does) and says where a later read can go
+on from: a `Tail` (the format, the bytes and lines read, the traces they gave, and a hash of the
+file's head that tells the same file from a rewritten one). `read_more` reads only what was
+appended since, from the first line not read. Only whole lines are read: a last line without its
+newline is waited for (the trainer is still writing it), never reported as an error. A file that
+shrank or whose head changed is read whole again by the caller. The readers that can go on from
+a line are those of a rollout per line (`TAIL_READERS`); every other file is read whole when it
+changes, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from viz_app.errors import TraceError
+from viz_app.io import art, openrlhf, skyrl, verl
+from viz_app.io.detect import choose_format, read_any
+from viz_app.io.native import DEFAULT_MAX_BYTES, read_source
+from viz_app.model import Trace
+
+TAIL_READERS: dict[str, Callable[..., list[Trace]]] = {
+    verl.NAME: verl.import_verl, openrlhf.NAME: openrlhf.import_openrlhf,
+    skyrl.NAME: skyrl.import_skyrl, art.NAME: art.import_art}
+"""The readers that read a file from a given line (`first_line`): JSON Lines of rollouts."""
+
+HEAD_BYTES = 4096
+"""How much of a file's beginning tells the same file from a rewritten one."""
+
+
+class Tail(msgspec.Struct, frozen=True):
+    """Where the reading of a file that grows was left."""
+
+    format: str
+    offset: int
+    """Bytes read: every whole line before this offset."""
+    lines: int
+    """Lines those bytes hold."""
+    traces: int
+    """Traces they gave (the next one's position in the file)."""
+    head: str
+    """SHA-256 of the file's first `head_size` bytes when it was first read."""
+    head_size: int
+    """HEAD_BYTES, or fewer when the file held fewer."""
+
+
+def _head(data: bytes, size: int) -> str:
+    return hashlib.sha256(data[:min(size, HEAD_BYTES)]).hexdigest()
+
+
+def read_file(path: str | os.PathLike, on_error: Callable[[TraceError], None] | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[Trace], Tail | None]:
+    """Every trace of a file, and where reading it can go on from (None for a file that is
+    not read by a line-by-line rollout reader, or whose last line has no newline yet)."""
+    data, label = read_source(Path(path), None, max_bytes)
+    fmt = choose_format(data, label) if data.strip() else None
+    if fmt not in TAIL_READERS or data[:4] == b"PAR1":
+        return read_any(Path(path), on_error=on_error, max_bytes=max_bytes), None
+    traces = TAIL_READERS[fmt](data, name=label, on_error=on_error)
+    offset = data.rfind(b"\n") + 1
+    if offset != len(data):  # a last line being written, read whole or not: read all next time
+        return traces, None
+    return traces, Tail(format=fmt, offset=offset, lines=data.count(b"\n"), traces=len(traces),
+                        head=_head(data, offset), head_size=min(offset, HEAD_BYTES))
+
+
+def read_more(path: str | os.PathLike, tail: Tail,
+              on_error: Callable[[TraceError], None] | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[Trace], Tail] | None:
+    """The traces a trainer appended to a file since `tail`, and where reading goes on from;
+    None when the file is not the one read (it shrank, or its head changed): read it whole.
+    A line that cannot be read is told to `on_error` (raised without one) and left out."""
+    file = Path(path)
+    try:
+        with open(file, "rb") as stream:
+            head = stream.read(HEAD_BYTES)
+            size = os.fstat(stream.fileno()).st_size
+            if size < tail.offset or _head(head, tail.head_size) != tail.head:
+                return None
+            stream.seek(tail.offset)
+            added = stream.read(min(size - tail.offset, max_bytes))
+    except OSError:
+        return None
+    whole = added[:added.rfind(b"\n") + 1]  # the lines a trainer finished writing
+    if not whole.strip():
+        return [], msgspec.structs.replace(tail, offset=tail.offset + len(whole),
+                                           lines=tail.lines + whole.count(b"\n"))
+    traces = TAIL_READERS[tail.format](whole, name=str(file), first_line=tail.lines + 1,
+                                       on_error=on_error)
+    return traces, msgspec.structs.replace(tail, offset=tail.offset + len(whole),
+                                           lines=tail.lines + whole.count(b"\n"),
+                                           traces=tail.traces + len(traces))
