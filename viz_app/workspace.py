@@ -1154,6 +1154,13 @@ class Workspace:
             progress(len(items), len(items), "")
         return report
 
+    @cached_property
+    def rewards(self) -> Any:
+        """The reward models trained on this workspace's labels (`viz_app.workspace_rewards`)."""
+        from viz_app.workspace_rewards import Rewards
+
+        return Rewards(self)
+
     @property
     def learned_models(self) -> LearnedModelStore:
         """The learned producer's stored models."""

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from viz_app import __version__
 from viz_app.errors import OrchvizError
-from viz_app.cli import (app, campaign, db, imports, labels, pool, replay, report, suggest,
-                         traces)
+from viz_app.cli import (app, campaign, db, imports, labels, pool, replay, report, reward,
+                         suggest, traces)
 from viz_app.text import terminal_text
 
-VERB_MODULES = [traces, imports, app, labels, campaign, report, db, pool, suggest, replay]
+VERB_MODULES = [traces, imports, app, labels, campaign, report, db, pool, suggest, replay,
+                reward]
 """Each module has `register(subparsers)`, adding its verbs with their `--help`."""
 
 

@@ -264,3 +264,24 @@ same labels give the same id and one more label a new one; `training` (JSON) hol
 rows and answers it was fitted on, from which the estimator is fitted again when it is used (no
 pickled object is ever read back from the store); `report` (JSON) its cross-validated agreement
 with held-out human labels."""
+
+reward_models_table = Table(
+    "reward_models", metadata,
+    Column("model_id", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("campaign", String(256), nullable=False, server_default=""),
+    Column("features_version", String(16), nullable=False),
+    Column("versions", Text, nullable=False),
+    Column("weights_sha256", String(64), nullable=False),
+    Column("decisions", Integer, nullable=False),
+    Column("training", Text, nullable=False),
+    Column("report", Text, nullable=False),
+    Column("created_by", String(256), nullable=False, server_default=""),
+    Column("created_at", String(32), nullable=False),
+    Index("reward_models_by_time", "created_at"),
+)
+"""A reward model (`orchviz reward train`): `model_id` is the SHA-256 of its training set and
+settings; `training` (JSON) holds the decisions, rewards and pairs it was fitted on, from which
+its weights are fitted again when it is loaded and checked against `weights_sha256` (no pickled
+object is ever read back); `versions` (JSON) the orchviz, scikit-learn, NumPy and SciPy of the
+fit; `report` (JSON) its held-out figures and held-out scores (the Agreement page's)."""
