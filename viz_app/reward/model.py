@@ -4,12 +4,14 @@ fitted on the team's scalar answers (as rewards) and decision pairs (as preferen
 
 **The fit.** A decision is a sparse row: hashed words and word pairs of the decision, hashed
 words of the context before it (scikit-learn's `HashingVectorizer`, stateless: nothing to
-store but its settings), the standardised structural figures (`decisions.STRUCTURE`) and a bias.
-Each answered decision asks `w . x = r` (its reward, -1 to 1); each decision pair asks
-`w . (x_chosen - x_rejected) = margin` (the bias cancels, so a pair says only which is
-better, as a Bradley-Terry model's difference does). One ridge regression (`Ridge`, the
-deterministic `lsqr` solver, no intercept: the bias column carries it) solves both. Scores are
-clipped to [-1, 1].
+store but its settings; binary and unnormalised, so the words both sides of a pair share
+cancel exactly in their difference), the standardised structural figures
+(`decisions.STRUCTURE`) and a bias. Each answered decision asks `w . x = r` (its reward, -1 to
+1); each decision pair asks `w . (x_chosen - x_rejected) = margin`, weighted by the export's
+`weight` (the bias cancels, so a pair says only which is better, as a Bradley-Terry model's
+difference does). One ridge regression (`ridge`: no intercept, the bias column carries it; a
+Cholesky solve of the smaller Gram matrix, deterministic) solves both. Scores are clipped to
+[-1, 1].
 
 **Stored as its training set**, as the learned producer's models are (`viz_app.suggest.
 learned`): the decisions, the rewards and pairs, the settings and the versions of orchviz's
@@ -40,7 +42,7 @@ HASH_BITS = 18
 SETTINGS = {"estimator": "ridge, alpha 1.0, no intercept: dual Cholesky up to 6000 rows, "
                          "else Ridge(solver=lsqr, tol=1e-6)",
             "hashing": f"HashingVectorizer(n_features=2**{HASH_BITS}, words+bigrams, "
-                       "context words, l2)",
+                       "context words, binary, no norm)",
             "pair_margin": 1.0, "pair_weight": 1.0, "structure_weight": 1.0,
             "features": FEATURES_VERSION}
 """The fitting settings, part of the training set's hash."""
@@ -81,11 +83,14 @@ class Example(BaseModel):
 
 
 class Pair(BaseModel):
-    """A preference between two examples: `chosen` should score above `rejected`."""
+    """A preference between two examples: `chosen` should score above `rejected`, with the
+    weight the export gives it (corrections and confirmations of a sub-decision weigh alike
+    whatever their counts)."""
 
     chosen: int
     rejected: int
     margin: float = PAIR_MARGIN
+    weight: float = 1.0
 
 
 class TrainingSet(BaseModel):
@@ -109,8 +114,12 @@ def _tokens(sub: str, text: str, context: str) -> list[str]:
 def _vectorizer():
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    return HashingVectorizer(n_features=2 ** HASH_BITS, analyzer=lambda doc: doc,
-                             alternate_sign=False, norm="l2")
+    return HashingVectorizer(n_features=2 ** HASH_BITS, analyzer=_identity,
+                             alternate_sign=False, binary=True, norm=None)
+
+
+def _identity(doc: list[str]) -> list[str]:
+    return doc
 
 
 class Head:
@@ -170,7 +179,7 @@ def fit_head(examples: Sequence[Example], rewards: dict[int, float], pairs: Sequ
         rejected = x[[at[p.rejected] for p in paired]]
         blocks.append(chosen - rejected)
         targets += [p.margin for p in paired]
-        weights += [SETTINGS["pair_weight"]] * len(paired)
+        weights += [SETTINGS["pair_weight"] * p.weight for p in paired]
     matrix = sparse.vstack(blocks, format="csr")
     weights_full = np.zeros(matrix.shape[1])
     used_columns = np.unique(matrix.indices)

@@ -248,7 +248,9 @@ def build_training_set(rubric: Rubric, labels: Sequence[LabelRecord],
                                     context=d.context, trace_id=row.get("trace_id", ""),
                                     event_id=row.get("event_id", "")))
             groups.append(row.get("trace_id", ""))
-        pairs.append(Pair(chosen=len(examples) - 2, rejected=len(examples) - 1))
+        weight = row.get("weight")
+        pairs.append(Pair(chosen=len(examples) - 2, rejected=len(examples) - 1,
+                          weight=float(weight) if isinstance(weight, (int, float)) else 1.0))
         pair_traces.append(row.get("trace_id", ""))
     return _Built(data=TrainingSet(examples=examples, rewards=rewards, pairs=pairs),
                   traces=groups, answered=answered, pair_traces=pair_traces, left_out=left)
