@@ -247,7 +247,7 @@ def test_a_0_1_database_keeps_its_trace_index(legacy_copy):
     before = rows(LEGACY_DB, "orchviz_trace_index")
     assert [{k: r[k] for k in before[0]} for r in kept] == before
     assert {(r["rollout_step"], r["rollout_group"], r["trainer_reward"]) for r in kept} == {
-        (None, None, None)}  # the rollout columns of 0009, empty for what 0.1 indexed
+        (None, None, None)}  # the rollout columns of 0008, empty for what 0.1 indexed
 
 
 def test_labels_of_a_0_1_database_say_nobody_recorded_how_their_reviewer_was_known(legacy_copy):

@@ -2,8 +2,8 @@
 siblings, the trainer's reward), kept in the trace index so the library lists, filters and
 samples rollouts by step and group without reading them again.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-06
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
