@@ -36,6 +36,8 @@ import time
 import uuid
 from pathlib import Path
 
+import msgspec
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
@@ -49,8 +51,10 @@ SHAPES = ("decision-pairs", "openrlhf-decision-pairs")
 # -- the export ----------------------------------------------------------------------------------
 
 
-def make_corrections(wanted: int, seed: int = 11):
-    """Traces and current label records holding about `wanted` correction labels."""
+def make_corrections(wanted: int, seed: int = 11, sound: float = 0.0):
+    """Traces and current label records holding about `wanted` correction labels (with
+    `sound`, that share of the targets answered with their question's best answer instead,
+    which makes confirmation pairs, and `wanted` counts every label)."""
     from viz_app.analysis import analyze
     from viz_app.io.native import trace_from_dict
     from viz_app.labels.label import FIELDS
@@ -77,7 +81,7 @@ def make_corrections(wanted: int, seed: int = 11):
     traces, records, corrections, n = {}, [], 0, 0
     while corrections < wanted:
         template, analysis, found = plans[n % TEMPLATES]
-        trace = template.model_copy(update={"trace_id": f"bench-{n}"})
+        trace = msgspec.structs.replace(template, trace_id=f"bench-{n}")
         trace._analysis = None
         trace._sha256 = uuid.uuid4().hex * 2
         traces[trace.trace_id] = trace
@@ -87,7 +91,14 @@ def make_corrections(wanted: int, seed: int = 11):
             if event is None:
                 continue
             answers: dict[str, object] = {}
-            if "aggregate" in target.kinds:
+            if sound and rng.random() < sound:
+                kind = next((k for k in ("aggregate", "stop", "spawn", "message")
+                             if k in target.kinds), None)
+                answers = {"aggregate": {"aggregation_quality": 5},
+                           "stop": {"stopping_correctness": "correct"},
+                           "spawn": {"spawn_necessity": "necessary"},
+                           "message": {"message_necessity": "necessary"}}.get(kind, {})
+            elif "aggregate" in target.kinds:
                 answers = {"aggregation_quality": 2, "merge_correction": {
                     "action": "merge", "text": f"{event.text} Also keeps the result of "
                     f"{rng.choice(agents)}."}}
@@ -111,17 +122,18 @@ def make_corrections(wanted: int, seed: int = 11):
                             and rng.random() < 0.5:
                         value = {**value, "text": value["text"] + " (in bob's words)"}
                     records.append(label(trace, target.event_id, question, value, reviewer))
-                    corrections += isinstance(value, dict)
+                    corrections += isinstance(value, dict) or bool(sound)
         n += 1
     return traces, records, rubric, corrections
 
 
-def bench_export(wanted: int, repeat: int) -> int:
+def bench_export(wanted: int, repeat: int, sound: float = 0.0) -> int:
     start = time.perf_counter()
-    traces, records, rubric, corrections = make_corrections(wanted)
-    print(f"{corrections:,} correction labels ({len(records):,} labels in all, two reviewers "
-          f"a target) on {len(traces):,} traces of 240 events (made in "
-          f"{time.perf_counter() - start:.1f} s)")
+    traces, records, rubric, corrections = make_corrections(wanted, sound=sound)
+    fixes = sum(isinstance(r["value"], dict) for r in records)
+    print(f"{fixes:,} correction labels ({len(records):,} labels in all, two reviewers "
+          f"a target, {sound:.0%} of the targets judged sound) on {len(traces):,} traces of "
+          f"240 events (made in {time.perf_counter() - start:.1f} s)")
     failed = 0
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "data.pickle"
@@ -242,6 +254,9 @@ def main() -> int:
     parser.add_argument("--targets", type=int, default=12, help="corrections by keyboard")
     parser.add_argument("--no-keyboard", action="store_true")
     parser.add_argument("--no-export", action="store_true")
+    parser.add_argument("--sound", type=float, default=0.0, help="share of the targets "
+                        "answered sound (confirmation pairs); then --corrections counts every "
+                        "label")
     args = parser.parse_args()
     print(machine())
     print("load average (1, 5, 15 min) at the start: %.2f %.2f %.2f" % os.getloadavg())
@@ -258,7 +273,7 @@ def main() -> int:
         else:
             failed += 1
     if not args.no_export:
-        failed += bench_export(args.corrections, args.repeat)
+        failed += bench_export(args.corrections, args.repeat, args.sound)
     print("load average (1, 5, 15 min) at the end: %.2f %.2f %.2f" % os.getloadavg())
     return 1 if failed else 0
 

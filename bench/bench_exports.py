@@ -32,6 +32,8 @@ import time
 import uuid
 from pathlib import Path
 
+import msgspec
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import machine  # noqa: E402
@@ -117,8 +119,8 @@ def make_data(labels_wanted: int, seed: int = 7):
     traces, records, n = {}, [], 0
     while len(records) < labels_wanted:
         template, analysis, found = plans[n % TEMPLATES]
-        trace = template.model_copy(update={"trace_id": f"bench-{n}",
-                                            "task_id": f"task-{n // 5}"})
+        trace = msgspec.structs.replace(template, trace_id=f"bench-{n}",
+                                        task_id=f"task-{n // 5}")
         trace._analysis = None
         trace._sha256 = uuid.uuid4().hex * 2
         traces[trace.trace_id] = trace

@@ -51,7 +51,7 @@ from viz_app.analysis import analyze, task_text
 from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, Answer, ExportOptions,
                                       dumps, provenance, select)
 from viz_app.export.steps import event_lines
-from viz_app.labels.confirmation import confirmation_pairs
+from viz_app.labels.confirmation import confirmation_pairs, sound
 from viz_app.labels.correction import DecisionPair, decision_pairs, diff_spans, pointer_node
 from viz_app.labels.knowledge import seen_positions
 from viz_app.labels.label import LabelRecord
@@ -364,7 +364,10 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
 
     kept: set[bytes] = set()
     weights: dict[tuple[str, str], float] = {}
-    if how != "none":  # first pass: how many of each, and which confirmations are kept
+    questions = rubric.questions_by_id
+    if how != "none" and any(sound(questions.get(a.question), a.value)
+                             for a in selection.answers):
+        # a first pass: how many of each, and which confirmations are kept
         counts: Counter = Counter()
         confirmations: dict[str, list[bytes]] = defaultdict(list)
         for trace_id in per_trace:
@@ -380,7 +383,7 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
         kept, weights, balance_notes = _balance(counts, confirmations, how)
         found.notes += balance_notes
         written = sum(len(v) for v in confirmations.values())
-        found.notes.append(f"{len([k for k in kept])} confirmations written of {written} "
+        found.notes.append(f"{len(kept)} confirmations written of {written} "
                            f"(--confirmations {how}) beside {sum(counts.values())} corrections")
     report = _Report()
 

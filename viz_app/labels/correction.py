@@ -482,19 +482,57 @@ _WORDS = re.compile(r"^\s+|\S+\s*")
 
 def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str]]:
     """The word-level edit from `before` to `after` as (op, text) runs: '=' kept, '-' removed,
-    '+' added (each word carries the whitespace after it)."""
-    a, b = _WORDS.findall(before or ""), _WORDS.findall(after or "")
-    runs: list[tuple[Literal["=", "-", "+"], str]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            runs.append(("=", "".join(a[i1:i2])))
-            continue
-        if op in ("delete", "replace"):
-            runs.append(("-", "".join(a[i1:i2])))
-        if op in ("insert", "replace"):
-            runs.append(("+", "".join(b[j1:j2])))
+    '+' added (each word carries the whitespace after it). The words both texts share at their
+    start and end are kept as they are and difflib aligns only what lies between, so a long
+    merge with one sentence edited costs the sentence; a middle of more than ALIGN_LIMIT word
+    pairs is one removal and one addition (difflib's time grows with their product)."""
+    before, after = before or "", after or ""
+    head = _shared_start(before, after)
+    while head and not (_between_words(before, head) and _between_words(after, head)):
+        head -= 1
+    tail = _shared_start(before[head:][::-1], after[head:][::-1])
+    while tail and not (_between_words(before, len(before) - tail)
+                        and _between_words(after, len(after) - tail)):
+        tail -= 1
+    a = _WORDS.findall(before[head:len(before) - tail])
+    b = _WORDS.findall(after[head:len(after) - tail])
+    runs: list[tuple[Literal["=", "-", "+"], str]] = [("=", before[:head])]
+    if not a or not b or len(a) * len(b) > ALIGN_LIMIT:
+        runs += [("-", "".join(a)), ("+", "".join(b))]
+    else:
+        matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op == "equal":
+                runs.append(("=", "".join(a[i1:i2])))
+                continue
+            if op in ("delete", "replace"):
+                runs.append(("-", "".join(a[i1:i2])))
+            if op in ("insert", "replace"):
+                runs.append(("+", "".join(b[j1:j2])))
+    runs.append(("=", before[len(before) - tail:]))
     return [r for r in runs if r[1]]
+
+
+ALIGN_LIMIT = 250_000
+"""Most word pairs difflib aligns in one edit (500 words against 500)."""
+
+
+def _shared_start(a: str, b: str) -> int:
+    """How many characters two texts share at their start (by halving: slices compare in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _between_words(text: str, at: int) -> bool:
+    """Whether position `at` falls between two of `word_diff`'s words (a word carries the
+    whitespace after it)."""
+    return at == 0 or at == len(text) or (text[at - 1].isspace() and not text[at].isspace())
 
 
 def diff_spans(before: str, after: str) -> tuple[list[list[int]], list[list[int]]]:
@@ -511,10 +549,7 @@ def diff_spans(before: str, after: str) -> tuple[list[list[int]], list[list[int]
             continue
         spans, start = (removed, a) if op == "-" else (added, b)
         if core:
-            if spans and start - 1 <= spans[-1][1] <= start:  # a run split by a space
-                spans[-1][1] = start + core
-            else:
-                spans.append([start, start + core])
+            spans.append([start, start + core])
         if op == "-":
             a += size
         else:
