@@ -67,9 +67,10 @@ def test_a_stop_judged_correct_is_stopping_over_going_on_and_going_on_before_its
 
 def test_a_sound_merge_is_chosen_over_the_same_merge_with_one_result_dropped(sound):
     ws, trace, _, merge, _ = sound
-    (row,) = [r for r in rows_of(ws, [trace], confirmations="all")
-              if r["origin"] == "confirm_merge"]
-    assert row["chosen"] == "aggregate: " + " ".join(trace.event(merge).text.split())
+    row, claim = [r for r in rows_of(ws, [trace], confirmations="all")
+                  if r["origin"] == "confirm_merge"]
+    assert row["chosen"] == claim["chosen"] == "aggregate: " + " ".join(
+        trace.event(merge).text.split())
     assert row["rejected_form"] == "own_words_edited" and row["rejected"].startswith(
         "aggregate: Answer: ")
     assert len(row["rejected"]) < len(row["chosen"])
@@ -77,6 +78,12 @@ def test_a_sound_merge_is_chosen_over_the_same_merge_with_one_result_dropped(sou
     assert dropped and dropped not in row["rejected"]  # one result's sentence, gone
     assert without_one_result(analyze(trace), merge) == row["rejected"].removeprefix(
         "aggregate: ")
+    # and over the same merge with a sentence no result supports: longer, and worse
+    assert claim["rejected"].startswith(row["chosen"]) and len(claim["rejected"]) > len(
+        row["chosen"])
+    (added,) = claim["rejected_spans"]
+    assert claim["rejected"][added[0]:added[1]].split(" is ")[1].split()[0] not in \
+        claim["prompt"]  # its figure is none of the results
 
 
 def test_a_needed_spawn_is_chosen_over_doing_it_itself_and_over_reusing_the_last_sibling(sound):
@@ -124,8 +131,8 @@ def test_a_disputed_sound_answer_makes_no_confirmation_until_adjudicated(sound):
              "source": "adjudication"} for r in records if r["reviewer"] == "ann"]
     rows = decision_pair_rows(records + lead, {trace.trace_id: trace}, ws.rubric,
                               ExportOptions(disputed="adjudicated", confirmations="all"))
-    assert [(r["origin"], r["resolution"], r["reviewers"]) for r in rows] == [
-        ("confirm_merge", "adjudicated", ["lee"])]
+    assert {(r["origin"], r["resolution"], tuple(r["reviewers"])) for r in rows} == {
+        ("confirm_merge", "adjudicated", ("lee",))}
 
 
 def test_decisions_are_compared_as_decisions_so_a_stop_with_a_merges_words_is_a_pair(tmp_path):

@@ -296,32 +296,66 @@ def _pairing(rubric: Rubric) -> set[str]:
     return found
 
 
-def _balance(counts: Mapping[str, int], confirmations: Mapping[str, list[bytes]],
-             how: str) -> tuple[set[bytes], dict[tuple[str, str], float], list[str]]:
-    """The confirmations kept (by digest), each (sub-decision, kind)'s weight, and a note.
-    Balanced keeps, per sub-decision, as many confirmations as corrections (the smallest
-    digests: a fixed, unbiased pick); a sub-decision without corrections keeps them all."""
+@dataclass(frozen=True)
+class _Shape:
+    """What a context-free reading sees of a pair: its sub-decision, the action on each side,
+    and whether the chosen side is the longer (1), the shorter (-1) or neither (0)."""
+
+    sub: str
+    chosen: str
+    rejected: str
+    longer: int
+
+    @classmethod
+    def of(cls, found: _Candidate) -> _Shape:
+        n, m = len(found.chosen), len(found.rejected)
+        return cls(found.pair.chosen.sub_decision, found.pair.chosen.action,
+                   found.pair.rejected.action, (n > m) - (n < m))
+
+
+def _balance(corrections: list[_Shape], confirmations: list[tuple[bytes, _Shape]], how: str
+             ) -> tuple[set[bytes], dict[tuple[str, str], float], list[str]]:
+    """The confirmations kept (by digest), each (sub-decision, kind)'s weight, and notes.
+
+    Balanced mirrors the corrections: for each correction choosing action A over B, one
+    confirmation choosing B over A in the same sub-decision (as many as there are), so the
+    actions win as often as they lose; among those, first the ones whose longer side wins
+    where the corrections' shorter side does (and the other way round), so length tells as
+    little; then by the pair's digest (a fixed, unbiased pick). A confirmation with no
+    correction to mirror is left out, and counted."""
     kept: set[bytes] = set()
     notes: list[str] = []
-    unmatched = []
-    for sub, keys in confirmations.items():
-        if how == "all" or not counts.get(sub):
-            kept.update(keys)
-            if how == "balanced" and keys:
-                unmatched.append(sub)
-        elif how == "balanced":
-            kept.update(sorted(keys)[:counts[sub]])
+    if how == "all":
+        kept = {key for key, _ in confirmations}
+    elif how == "balanced":
+        wanted: Counter = Counter((c.sub, c.rejected, c.chosen) for c in corrections)
+        lean: Counter = Counter()  # per sub-decision and pair of actions: longer side wins
+        for c in corrections:
+            lean[(c.sub, frozenset((c.chosen, c.rejected)))] += c.longer
+        offered: dict[tuple[str, str, str], list[tuple[int, bytes]]] = defaultdict(list)
+        for key, shape in confirmations:
+            tilt = lean[(shape.sub, frozenset((shape.chosen, shape.rejected)))]
+            against = shape.longer * (1 if tilt > 0 else -1 if tilt < 0 else 0)
+            offered[(shape.sub, shape.chosen, shape.rejected)].append((against, key))
+        unmatched: Counter = Counter()
+        for what, found in offered.items():
+            take = wanted.get(what, 0)
+            found.sort()
+            kept.update(key for _, key in found[:take])
+            if len(found) > take:
+                unmatched[what[0]] += len(found) - take
+        if unmatched:
+            notes.append("confirmations left out with no correction to mirror (the same "
+                         "actions the other way round; --confirmations all writes them): "
+                         + ", ".join(f"{n} {sub}" for sub, n in sorted(unmatched.items())))
+    counts = Counter(c.sub for c in corrections)
+    kept_by = Counter(shape.sub for key, shape in confirmations if key in kept)
     weights: dict[tuple[str, str], float] = {}
-    for sub in set(counts) | set(confirmations):
-        n_fix = counts.get(sub, 0)
-        n_ok = sum(1 for k in confirmations.get(sub, ()) if k in kept)
+    for sub in set(counts) | set(kept_by):
+        n_fix, n_ok = counts.get(sub, 0), kept_by.get(sub, 0)
         both = n_fix and n_ok
         weights[(sub, "correction")] = round((n_fix + n_ok) / (2 * n_fix), 4) if both else 1.0
         weights[(sub, "confirmation")] = round((n_fix + n_ok) / (2 * n_ok), 4) if both else 1.0
-    if unmatched:
-        notes.append("confirmations of " + ", ".join(sorted(unmatched)) + " kept whole: no "
-                     "correction of that sub-decision to balance them against (a model can "
-                     "learn there that the decision made always wins)")
     return kept, weights, notes
 
 
@@ -368,23 +402,21 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
     if how != "none" and any(sound(questions.get(a.question), a.value)
                              for a in selection.answers):
         # a first pass: how many of each, and which confirmations are kept
-        counts: Counter = Counter()
-        confirmations: dict[str, list[bytes]] = defaultdict(list)
+        corrections: list[_Shape] = []
+        confirmations: list[tuple[bytes, _Shape]] = []
         for trace_id in per_trace:
             context = _Context(traces[trace_id], options)
             seen: set = set()
             for event_id, answers in targets(trace_id, context):
                 for candidate in _candidates(context, rubric, event_id, answers, seen, None):
-                    sub = candidate.pair.chosen.sub_decision
                     if candidate.pair.kind == "correction":
-                        counts[sub] += 1
+                        corrections.append(_Shape.of(candidate))
                     else:
-                        confirmations[sub].append(candidate.key(trace_id))
-        kept, weights, balance_notes = _balance(counts, confirmations, how)
+                        confirmations.append((candidate.key(trace_id), _Shape.of(candidate)))
+        kept, weights, balance_notes = _balance(corrections, confirmations, how)
         found.notes += balance_notes
-        written = sum(len(v) for v in confirmations.values())
-        found.notes.append(f"{len(kept)} confirmations written of {written} "
-                           f"(--confirmations {how}) beside {sum(counts.values())} corrections")
+        found.notes.append(f"{len(kept)} confirmations written of {len(confirmations)} "
+                           f"(--confirmations {how}) beside {len(corrections)} corrections")
     report = _Report()
 
     def rows() -> Iterator[dict[str, Any]]:

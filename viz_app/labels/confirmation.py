@@ -10,7 +10,7 @@ the same form (`viz_app.labels.correction.Decision.canonical`):
 |---|---|---|---|
 | stop (O5) | `stop: <its words>` | `continue: wait for <agent>` (one it handed work to that has not answered, else the one that answered last) | `confirm_stop` |
 | stop (O5), not late | `continue: wait for <X>`, just before the last result X sent it began to arrive | `stop: <its words>` | `confirm_continue` |
-| merge (O4) | `aggregate: <its merge>` | the same merge with the sentences that carry one returned result taken out | `confirm_merge` |
+| merge (O4) | `aggregate: <its merge>` | the same merge with the sentences that carry one returned result taken out; the same merge with one more sentence no result supports (a sentence of it repeated with its figure changed) | `confirm_merge` |
 | spawn (O1) | `spawn <role>: <task>` | `do it itself: <task>`; `reuse <the sibling spawned last>: <task>` | `confirm_spawn` |
 | delegation (O2) | `delegate -> <agent>: <task>` | `delegate -> <the agent it handed work to last, another>: <task>` | `confirm_delegate` |
 | message (O3) | `message -> <to>: <text>` | `no message` | `confirm_message` |
@@ -94,6 +94,28 @@ def without_one_result(analysis: Analysis, aggregate_id: str) -> str | None:
     return lead + " ".join(kept)
 
 
+_NUMBER = re.compile(r"(?<![\w.])[0-9][0-9]*(?:\.[0-9]+)?(?![\w])")
+
+
+def with_a_claim_no_result_made(analysis: Analysis, aggregate_id: str) -> str | None:
+    """The aggregate's own words with one more sentence that no result supports: a copy of a
+    sentence of the merge holding a figure, the figure changed (the sentence chosen by the
+    event's id). None when no sentence of the merge holds a figure."""
+    text = " ".join(analysis.trace.event(aggregate_id).text.split())
+    head = _HEAD.match(text)
+    sentences = [x for x in _SENTENCE.split(text[len(head.group(0)) if head else 0:])
+                 if _NUMBER.search(x)]
+    if not sentences:
+        return None
+    seed = int(hashlib.sha256(aggregate_id.encode()).hexdigest()[:8], 16)
+    sentence = sentences[seed % len(sentences)]
+    figure = _NUMBER.search(sentence)
+    given = figure.group(0)
+    decimals = len(given.split(".")[1]) if "." in given else 0
+    changed = f"{float(given) * 1.37 + 1:.{decimals}f}"
+    return f"{text} {sentence[:figure.start()]}{changed}{sentence[figure.end():]}"
+
+
 def _handed_before(analysis: Analysis, agent: str, before: int, kinds: tuple[str, ...]
                    ) -> list[str]:
     """The agents `agent` spawned (or handed work to, by `kinds`) before position `before`,
@@ -163,6 +185,9 @@ def _decision(analysis: Analysis, event_id: str, qid: str, sub: str | None
         less = without_one_result(analysis, event_id)
         if less:
             pair(made.model_copy(update={"text": less}), "own_words_edited", "confirm_merge")
+        more = with_a_claim_no_result_made(analysis, event_id)
+        if more:
+            pair(made.model_copy(update={"text": more}), "own_words_edited", "confirm_merge")
     elif made.action == "spawn":
         pair(Decision(**base, action="do_it_itself", text=made.text), words, "confirm_spawn")
         child = analysis.trace.event(event_id).to

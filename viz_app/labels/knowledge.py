@@ -14,6 +14,7 @@ sound stop's context. Pure: an `Analysis` in, ids out.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 
 from viz_app.analysis import Analysis
@@ -49,25 +50,48 @@ def saw(analysis: Analysis, agent: str, event_id: str) -> bool:
 
 def first_had(analysis: Analysis, event_id: str, agent: str) -> str | None:
     """The first event at which `agent` had what event `event_id` says: the event itself when
-    the agent made it or received it; else the first later event addressed to the agent by an
-    agent that had it by then (what an event says spreads along messages, returns, spawns and
-    delegations from whoever made or received it). None when it never reached the agent."""
+    the agent made it or received it; else the first later event addressed to the agent that
+    carries it (`carries`) from an agent that had it by then. What an event says spreads from
+    whoever made or received it along the messages, returns, spawns and delegations that carry
+    it on; a later message from the same agent about something else does not. None when it
+    never reached the agent."""
     if saw(analysis, agent, event_id):
         return event_id
     start = analysis.position[event_id]
     event = analysis.order[start]
+    said = _content(event.text)
     knows = {analysis.actor[event_id]}
     link = analysis.link_of(event)
     if link is not None:
         knows.add(link[2])
     for later in analysis.order[start + 1:]:
         link = analysis.link_of(later)
-        if link is None or link[1] not in knows:
+        if link is None or link[1] not in knows or not carries(later.text, said):
             continue
         if link[2] == agent:
             return later.id
         knows.add(link[2])
     return None
+
+
+_FIGURE = re.compile(r"(?<![\w.])[0-9][0-9,]*(?:\.[0-9]+)?(?![\w])")
+_WORD = re.compile(r"[A-Za-z][\w'-]{3,}")
+
+
+def _content(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What a text says, for `carries`: its figures, and its words of four letters or more."""
+    return (frozenset(_FIGURE.findall(text or "")),
+            frozenset(w.lower() for w in _WORD.findall(text or "")))
+
+
+def carries(text: str, said: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether a text carries what another said (`_content` of it): every figure of it, or,
+    when it holds none, half its words or more."""
+    figures, words = said
+    mine = _content(text)
+    if figures:
+        return figures <= mine[0]
+    return bool(words) and len(words & mine[1]) * 2 >= len(words)
 
 
 def _deliveries(analysis: Analysis, agent: str, before: int) -> list[tuple[int, str]]:

@@ -76,9 +76,7 @@ def pairs_of(rows: Iterable[Mapping[str, Any]]) -> list[Pair]:
         chosen, rejected = text_of(row.get("chosen")), text_of(row.get("rejected"))
         if row.get("prompt") is not None:
             prompt = text_of(row.get("prompt"))
-            if isinstance(row.get("prompt"), list) and isinstance(row.get("chosen"), list):
-                pass
-        else:  # OpenRLHF: the prompt inside both
+        else:  # OpenRLHF: the prompt inside both, up to the last line they share
             n = 0
             for a, b in zip(chosen, rejected):
                 if a != b:
@@ -86,8 +84,6 @@ def pairs_of(rows: Iterable[Mapping[str, Any]]) -> list[Pair]:
                 n += 1
             n = chosen.rfind("\n", 0, n) + 1
             prompt, chosen, rejected = chosen[:n], chosen[n:], rejected[n:]
-        if isinstance(row.get("chosen"), list) and isinstance(row.get("prompt"), list):
-            prompt = text_of(row["prompt"])
         found.append(Pair(prompt, _answer_line(chosen), _answer_line(rejected),
                           str(row.get("sub_decision") or "all"),
                           str(row.get("pair_kind") or "pairs"),
