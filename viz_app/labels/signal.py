@@ -387,3 +387,38 @@ def check_signal(train: Sequence[Pair], test: Sequence[Pair]) -> SignalReport:
                        f"on held-out {where.group} pairs), so a reward model trained on them can "
                        "learn a prior over answers instead of the decision.")
     return SignalReport(len(train), len(test), groups, overall, warning)
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of an export file: JSON Lines (or a JSON array), Parquet, or a `--hf-dataset`
+    folder's Parquet shards. OSError or ValueError naming the file and line when unreadable."""
+    from pathlib import Path
+
+    import orjson
+
+    given = Path(path)
+    if given.is_dir():
+        shards = sorted(p for p in given.rglob("*.parquet") if "arrow" not in p.parts)
+        if not shards:
+            raise ValueError(f"{path}: no Parquet shards in this folder")
+        return [row for shard in shards for row in _parquet(shard)]
+    if given.suffix == ".parquet":
+        return _parquet(given)
+    data = given.read_bytes()
+    if data.lstrip().startswith(b"["):
+        return orjson.loads(data)
+    rows = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(orjson.loads(line))
+            except orjson.JSONDecodeError as err:
+                raise ValueError(f"{path}: line {number}: not valid JSON ({err})") from None
+    return rows
+
+
+def _parquet(path) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
