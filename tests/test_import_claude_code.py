@@ -10,7 +10,7 @@ from importing import (FIXTURES, assert_reference_valid, returns, spawns, stop_a
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.claude_code import import_claude_code, read_project
-from viz_app.io.detect import read_any, read_folder
+from viz_app.io.detect import library_files, read_any, read_folder
 
 SESSION = FIXTURES / "claude_session.jsonl"
 PROJECT = FIXTURES / "claude_code_project"
@@ -226,3 +226,73 @@ def test_a_compaction_file_read_alone_is_a_trace_of_its_own_not_the_session(tmp_
     assert trace.trace_id == "s-4444/agent-acompact-7c2"
     assert {e.agent for e in trace.events} == {"acompact-7c2"}
     assert "compaction_owner_unknown" in warning_codes(trace)
+
+
+TEAM = FIXTURES / "claude_code_team"
+WORKFLOW = FIXTURES / "claude_code_workflow"
+
+
+def test_an_agent_team_is_one_trace_its_teammates_named_as_the_team_names_them():
+    (trace,) = read_folder(TEAM)
+    assert_reference_valid(trace)
+    assert trace.trace_id == "5b1f0c2e-team-lead-0001"
+    assert spawns(trace) == [("main", "qa-tester"), ("main", "doc-writer")]
+    assert {e.agent for e in trace.events} == {"main", "qa-tester", "doc-writer"}
+    first = min(trace.events, key=lambda e: e.t)
+    assert first.extras["team_name"] == "qa-team"
+    tested = [e for e in trace.events if e.agent == "qa-tester" and e.type == "tool_call"]
+    assert tested[0].tool == "Bash"  # a teammate's work is under it
+
+
+def test_send_message_is_a_message_between_agents_and_reports_reach_the_lead():
+    (trace,) = read_folder(TEAM)
+    said = [(e.agent, e.to, e.content) for e in sorted(trace.events, key=lambda e: e.t)
+            if e.type == "message" and e.tool == "SendMessage"]
+    assert said == [
+        ("qa-tester", "main", "Two failures: coupon codes are ignored, and the total drops "
+                              "shipping."),
+        ("qa-tester", "doc-writer", "Failures: test_coupon_applies, "
+                                    "test_total_includes_shipping."),
+        ("doc-writer", "main", "docs/checkout.md lists both failures with repro steps.")]
+    assert not [e for e in trace.events if e.type == "human_intervention"
+                and "teammate-message" in (e.content or "")]
+    (point,) = analyze(trace).aggregates  # the lead's answer once both reported
+    assert "docs/checkout.md" in trace.event(point.event_id).content
+
+
+def test_a_teammate_message_whose_sender_session_is_missing_stands_for_it(tmp_path):
+    for path in TEAM.glob("*.jsonl"):
+        if "doc" not in path.name:
+            shutil.copy(path, tmp_path)
+    (trace,) = read_folder(tmp_path)
+    inferred = [(e.agent, e.to) for e in trace.events if e.extras.get("inferred_by")
+                == "importer" and e.type == "message"]
+    assert inferred == [("doc-writer", "main")]
+
+
+def test_teammate_sessions_are_not_listed_on_their_own():
+    listed = library_files([TEAM])
+    assert [p.name for p in listed] == ["5b1f0c2e-team-lead-0001.jsonl"]
+
+
+def test_workflow_agents_are_spawned_sub_agents_returning_their_journal_results():
+    (trace,) = read_folder(WORKFLOW)
+    assert_reference_valid(trace)
+    children = [child for parent, child in spawns(trace)]
+    assert children == ["workflow-a00eb133276976080", "workflow-a11fc244387087191",
+                        "workflow-a22ad355498198202"]
+    back = {e.agent: e.content for e in trace.events if e.type == "return"}
+    assert back["workflow-a22ad355498198202"] == (
+        '{"plan":"Merge the two walkers; drop the dead team_name branch."}')
+    assert all(e.extras.get("workflow_run") == "wf_dd551b62-a1d" for e in trace.events
+               if e.type in ("spawn", "return"))
+    assert "unclaimed_sidechain" not in warning_codes(trace)
+    (point,) = analyze(trace).aggregates
+    assert trace.event(point.event_id).content.startswith("Plan: merge")
+
+
+def test_a_workflow_runs_files_are_read_with_their_session_never_listed_alone():
+    listed = library_files([WORKFLOW])
+    assert [p.name for p in listed] == ["20ddae6f-workflow-session.jsonl"]
+    (trace,) = read_any(WORKFLOW / "20ddae6f-workflow-session.jsonl")
+    assert len(spawns(trace)) == 3

@@ -121,3 +121,23 @@ def test_a_general_log_of_events_is_not_taken_for_inspect(tmp_path):
     with pytest.raises(TraceError) as err:
         detect_format(log)
     assert "no format orchviz reads" in err.value.problem
+
+
+def test_model_events_without_completed_keep_the_calls_duration_from_output_time(tmp_path):
+    events = json.loads(EVENTS.read_text("utf-8"))
+    took = {}
+    for e in events:
+        if e.get("event") == "model":
+            e.pop("completed", None)
+            e.setdefault("output", {})["time"] = took[e["timestamp"]] = 0.25 + len(took) / 10
+        elif e.get("event") == "tool":
+            e.pop("completed", None)  # its working_time stands for it
+    log = tmp_path / "sample_events.json"
+    log.write_text(json.dumps(events), "utf-8")
+    (trace,) = read_any(log)
+    assert_reference_valid(trace)
+    calls = [e for e in trace.events if e.extras.get("kind") == "generation"]
+    assert [round(e.end_t - e.t, 6) for e in calls] == [round(v, 6) for v in took.values()]
+    results = [e for e in trace.events if e.type == "tool_result"]
+    assert results and all(e.t > 0 for e in results)
+    assert trace.costs.wall_clock_s > 0

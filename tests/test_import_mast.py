@@ -165,3 +165,20 @@ def test_a_raw_run_keeps_its_task_cost_and_file_but_publishes_no_labels(run):
     kept = run.events[0].extras["mast_run"]
     assert kept["log_file"] == "logs/programdev/leap-year-3.log" and "content" not in kept
     assert published(run) == [] and annotation_records(run, {"stopping_correctness"}) == []
+
+
+def test_a_metagpt_log_keeps_its_wall_clock(run):
+    """Defect: every turn was at t = i, whatever the log's stamps said."""
+    said = [(e.agent, e.t) for e in sorted(run.events, key=lambda e: e.t)
+            if e.type == "message"]
+    # 14:46:40.217, 14:46:45.580, 14:46:51.003, 14:46:55.410 from the first stamped turn
+    assert said == [("SimpleCoder", 0.0), ("SimpleTester", pytest.approx(5.363)),
+                    ("SimpleReviewer", pytest.approx(10.786)),
+                    ("SimpleTester", pytest.approx(15.193))]
+    assert run.costs.wall_clock_s == pytest.approx(15.193)
+
+
+def test_the_inferred_stop_of_a_round_of_roles_is_the_last_speakers(run):
+    """Defect: the first role to speak was said to stop the run."""
+    (stop,) = [e for e in run.events if e.decision == "stop"]
+    assert stop.agent == "SimpleTester" and stop.extras["inferred_by"] == "importer"

@@ -15,10 +15,13 @@ is counted once per `message.id`, however many lines share it.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from viz_app.errors import TraceError
 from viz_app.io.files import source_path
@@ -29,7 +32,17 @@ from viz_app.model import Trace
 
 NAME = "claude_code"
 SPAWN_TOOLS = frozenset({"Task", "Agent"})
-"""Tool names with which Claude Code starts a sub-agent."""
+"""Tool names with which Claude Code starts a sub-agent (or, given `team_name` and `name`, a
+teammate of an agent team)."""
+MESSAGE_TOOL = "SendMessage"
+"""The tool with which an agent of a team writes to another (`recipient`, `content`)."""
+LEAD = "team-lead"
+"""What a team calls its lead (the session that created it: `main` here)."""
+TEAM_NOTICES = frozenset({"idle_notification", "shutdown_request", "shutdown_response",
+                          "shutdown_approved", "permission_request", "permission_response"})
+"""Team protocol messages that carry no words between agents."""
+_TEAMMATE_MESSAGE = re.compile(
+    r'<teammate-message\s+teammate_id="([^"]+)"[^>]*>\n?(.*?)\n?</teammate-message>', re.S)
 SKIPPED_TYPES = frozenset({"summary", "system", "progress", "file-history-snapshot",
                            "queue-operation", "custom-title", "tag"})
 """Line types that carry nothing orchviz shows (compaction summaries, UI progress, snapshots)."""
@@ -50,19 +63,36 @@ def detect(data: bytes, name: str = "") -> float:
 
 
 def import_claude_code(source: Source, *, name: str | None = None,
-                       subagent_files: Iterable[Source] | None = None) -> list[Trace]:
+                       subagent_files: Iterable[Source] | None = None,
+                       teammate_files: Iterable[Source] | None = None) -> list[Trace]:
     """The session in a transcript file as one trace; `subagent_files` are the session's
     `agent-<id>.jsonl` files, read as its sidechains (found beside a session file when not
-    given)."""
+    given, with the agents of its `Workflow` runs and their journals); `teammate_files` the
+    sessions of the teammates of the agent team the session leads (found beside it)."""
     data, label = read_source(source, name)
+    path = source_path(source, name, len(data))
     if subagent_files is None:
-        path = source_path(source, name, len(data))
         subagent_files = subagent_files_of(path) if path is not None else []
+    if teammate_files is None:
+        teammate_files = teammate_files_of(path) if path is not None else []
     lines = list(_lines(data, label))
     for extra in subagent_files:
         more, more_label = read_source(extra)
-        lines.extend(_lines(more, more_label))
-    return [session_trace(lines, label)]
+        run = _workflow_run(Path(more_label))
+        for line in _lines(more, more_label):
+            if run is not None:
+                line["__workflow"] = run
+            lines.append(line)
+    for teammate in teammate_files:
+        more, more_label = read_source(teammate)
+        for line in _lines(more, more_label):
+            name_ = line.get("agentName")
+            if line.get("isSidechain") or not isinstance(name_, str):
+                continue  # a teammate's own sub-agents, or a line that names no teammate
+            line.update(isSidechain=True, agentId=name_, __teammate=name_)
+            lines.append(line)
+    results = workflow_results(path) if path is not None else {}
+    return [session_trace(lines, label, results)]
 
 
 def _lines(data: bytes, label: str) -> Iterable[dict[str, Any]]:
@@ -74,8 +104,10 @@ def _lines(data: bytes, label: str) -> Iterable[dict[str, Any]]:
             yield {"type": "__not_an_object", "__line": number}
 
 
-def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
-    """One session's lines (main thread and sidechains, in any order) as a trace."""
+def session_trace(lines: list[dict[str, Any]], label: str,
+                  workflow: dict[str, Any] | None = None) -> Trace:
+    """One session's lines (main thread, sidechains, teammates' sessions, in any order) as a
+    trace; `workflow` holds the journal results of the session's `Workflow` agents by id."""
     if not lines:
         raise TraceError(label, "", "the file is empty")
     if not any("sessionId" in line or "uuid" in line for line in lines):
@@ -120,11 +152,21 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
     compactions = {a: threads.pop(a) for a in list(threads) if is_compaction(a)}
 
     spawns = _spawn_calls(threads.get(None, []), progress_of)
+    teammates = {a for a, thread in threads.items() if thread and thread[0][2].get("__teammate")}
+    runs = {a: thread[0][2]["__workflow"] for a, thread in threads.items()
+            if thread and thread[0][2].get("__workflow")}
     names = _agent_names(threads, spawns)
+    names.update({a: a for a in teammates})  # as the team names them
+    names.update({a: f"workflow-{a}" for a in runs})
     calls: dict[str, dict[str, Any]] = {}
     spawn_events: dict[str, dict[str, Any]] = {}
+    sent: list[dict[str, Any]] = []
+    received: list[tuple[float, str, str, str, dict[str, Any]]] = []
     for agent_id, thread in sorted(threads.items(), key=lambda kv: kv[0] is not None):
-        _thread_events(draft, thread, names[agent_id], agent_id, calls, spawn_events, spawns)
+        _thread_events(draft, thread, names[agent_id], agent_id, calls, spawn_events, spawns,
+                       sent, received)
+    _received(draft, sent, received, names)
+    _workflow_agents(draft, threads, runs, names, spawn_events, workflow or {})
     for agent_id, thread in sorted(compactions.items(), key=lambda kv: kv[1][0][0]):
         owner = _compacted(thread, boundaries, threads)
         if owner is None and None not in threads:
@@ -133,7 +175,11 @@ def session_trace(lines: list[dict[str, Any]], label: str) -> Trace:
                        "transcript it compacted; it is shown as an agent of its own")
         _compaction(draft, agent_id, thread, names.get(owner, owner or MAIN))
     _unspawned(draft, threads, names, spawn_events)
-    _aggregates(draft)
+    _aggregates(draft, {names[a] for a in teammates})
+    team = next((line.get("teamName") for line in lines if isinstance(line.get("teamName"), str)
+                 and not line.get("__teammate")), None)
+    if team and draft.events:
+        min(draft.events, key=lambda e: e["t"])["team_name"] = team
     draft.conclude(MAIN, aggregate=False)
     trace_id = session
     if None not in threads:  # a sub-agent's (or a compaction's) file read without its session
@@ -209,19 +255,24 @@ def _compaction(draft: TraceDraft, agent_id: str,
               source_id=thread[0][2].get("uuid"), compaction_id=agent_id)
 
 
-def _aggregates(draft: TraceDraft) -> None:
+def _aggregates(draft: TraceDraft, teammates: set[str] = frozenset()) -> None:
     """Mark where `main` merges what its sub-agents returned: its first text once every sub-agent
     spawned so far has returned, before the next human turn (if sub-agents are still out when
-    the human speaks, its first text after the latest return)."""
-    timeline = sorted((e for e in draft.events if e["agent"] == MAIN or e["type"] == "return"),
-                      key=lambda e: e["t"])
+    the human speaks, its first text after the latest return). A teammate's message to the lead
+    is its return."""
+    for event in draft.events:
+        if event["type"] == "message" and event["agent"] in teammates and event.get("to") == MAIN:
+            event["__reports"] = True
+    timeline = sorted((e for e in draft.events if e["agent"] == MAIN or e["type"] == "return"
+                       or e.pop("__reports", False)), key=lambda e: e["t"])
     out: set[str] = set()
     returned = False
     since_return: list[dict[str, Any]] = []
     for event in timeline:
         if event["type"] == "spawn" and event["agent"] == MAIN:
             out.add(event["to"])
-        elif event["type"] == "return" and event.get("to") == MAIN:
+        elif event["type"] in ("return", "message") and event.get("to") == MAIN \
+                and event["agent"] != MAIN:
             out.discard(event["agent"])
             returned, since_return = True, []
         elif event["type"] == "human_intervention":
@@ -252,15 +303,25 @@ def _spawn_calls(main: list[tuple[float, int, dict[str, Any]]],
     for _, _, line in main:
         for block in _blocks(line):
             if block.get("type") == "tool_use" and block.get("name") in SPAWN_TOOLS:
-                found[str(block.get("id"))] = {"input": block.get("input") or {},
-                                               "agent_id": progress_of.get(str(block.get("id")))}
+                given = block.get("input") if isinstance(block.get("input"), dict) else {}
+                mate = _teammate(given)
+                found[str(block.get("id"))] = {"input": given, "teammate": mate is not None,
+                                               "agent_id": mate or progress_of.get(
+                                                   str(block.get("id")))}
     for _, _, line in main:
         result = line.get("toolUseResult")
         for block in _blocks(line):
-            if block.get("type") == "tool_result" and block.get("tool_use_id") in found:
+            if block.get("type") == "tool_result" and block.get("tool_use_id") in found \
+                    and not found[block["tool_use_id"]]["teammate"]:
                 if isinstance(result, dict) and isinstance(result.get("agentId"), str):
                     found[block["tool_use_id"]]["agent_id"] = result["agentId"]
     return found
+
+
+def _teammate(given: dict[str, Any]) -> str | None:
+    """The teammate a spawning call starts (its `name`, given with a `team_name`), if any."""
+    name = given.get("name")
+    return name if isinstance(name, str) and name and given.get("team_name") else None
 
 
 def _agent_names(threads: dict[str | None, list], spawns: dict[str, dict[str, Any]]
@@ -332,8 +393,12 @@ def _usage_tokens(message: dict[str, Any]) -> float | None:
 def _thread_events(draft: TraceDraft, thread: list[tuple[float, int, dict[str, Any]]],
                    agent: str, agent_id: str | None, calls: dict[str, dict[str, Any]],
                    spawn_events: dict[str, dict[str, Any]],
-                   spawns: dict[str, dict[str, Any]]) -> None:
-    """Events of one thread (the main one, or a sidechain) in time order."""
+                   spawns: dict[str, dict[str, Any]], sent: list[dict[str, Any]],
+                   received: list[tuple[float, str, str, str]]) -> None:
+    """Events of one thread (the main one, a sidechain, a teammate's session) in time order.
+    A team's messages: `SendMessage` calls are messages to their recipient (`sent`); the
+    `<teammate-message>` turns that deliver them are kept aside (`received`), to stand for a
+    message whose sender's session is missing."""
     counted: set[str] = set()
     first_prompt_seen = agent_id is None
     for t, _, line in thread:
@@ -359,8 +424,21 @@ def _thread_events(draft: TraceDraft, thread: list[tuple[float, int, dict[str, A
                 if not first_prompt_seen:
                     first_prompt_seen = True  # a sub-agent's prompt: its spawn carries it
                     continue
-                draft.add(t, "human_intervention", agent, from_="user",
-                          content=as_text(block.get("text")), source_id=uuid)
+                text = as_text(block.get("text")) or ""
+                if text.lstrip().startswith("<task-notification>"):  # a background task's end
+                    draft.add(t, "tool_result", agent, tool="task-notification", content=text,
+                              source_id=uuid, trusted=False)
+                    continue
+                delivered = _TEAMMATE_MESSAGE.findall(text)
+                if delivered:
+                    for sender, body in delivered:
+                        if _notice(body):
+                            draft.skip("team notice (idle, shutdown, permission)")
+                        else:
+                            received.append((t, sender, agent, body.strip()))
+                    continue
+                draft.add(t, "human_intervention", agent, from_="user", content=text,
+                          source_id=uuid)
             elif kind == "text":
                 draft.add(t, "message", agent, from_=agent, content=as_text(block.get("text")),
                           **keys)
@@ -372,16 +450,29 @@ def _thread_events(draft: TraceDraft, thread: list[tuple[float, int, dict[str, A
                 else:
                     draft.add(t, "message", agent, from_=agent, kind="thinking", content=text,
                               **keys)
+            elif kind == "tool_use" and block.get("name") == MESSAGE_TOOL:
+                given = block.get("input") if isinstance(block.get("input"), dict) else {}
+                to = as_text(given.get("recipient") or given.get("to")) or "team"
+                event = draft.add(t, "message", agent, from_=agent,
+                                  to=MAIN if to == LEAD else to,
+                                  content=as_text(given.get("content") or given.get("message")),
+                                  summary=as_text(given.get("summary")), tool=MESSAGE_TOOL,
+                                  tool_use_id=block.get("id"), **keys)
+                sent.append(event)
+                calls[str(block.get("id"))] = event
             elif kind == "tool_use" and block.get("name") in SPAWN_TOOLS and agent_id is None:
                 spawn = spawns.get(str(block.get("id")), {})
                 given = block.get("input") if isinstance(block.get("input"), dict) else {}
                 child = spawn.get("agent_id")
                 child_name = f"{given.get('subagent_type') or 'agent'}-{child}" if child \
                     else f"{given.get('subagent_type') or 'agent'}-{block.get('id')}"
+                if spawn.get("teammate"):
+                    child_name = child
                 event = draft.add(t, "spawn", agent, to=child_name,
                                   role=as_text(given.get("subagent_type") or "agent"),
                                   tool=block.get("name"), content=as_text(given.get("prompt")),
                                   description=as_text(given.get("description")),
+                                  team_name=as_text(given.get("team_name")),
                                   source_id=uuid, tool_use_id=block.get("id"), **_no_source(keys))
                 spawn_events[child_name] = event
                 calls[str(block.get("id"))] = event
@@ -397,6 +488,58 @@ def _thread_events(draft: TraceDraft, thread: list[tuple[float, int, dict[str, A
             keys["tokens"] = None
 
 
+def _notice(body: str) -> bool:
+    """Whether a delivered teammate message is team protocol (idle, shutdown...), not words."""
+    try:
+        value = orjson.loads(body.strip())
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and value.get("type") in TEAM_NOTICES
+
+
+def _received(draft: TraceDraft, sent: list[dict[str, Any]],
+              received: list[tuple[float, str, str, str]], names: dict[str | None, str]) -> None:
+    """A delivered teammate message whose sender's `SendMessage` is not among the sessions read
+    is a message from that sender, when it arrived (`inferred_by: importer`)."""
+    known = {(e["agent"], e.get("to"), (e.get("content") or "").strip()) for e in sent}
+    for t, sender, recipient, body in received:
+        who = MAIN if sender == LEAD else sender
+        if (who, recipient, body) in known:
+            continue
+        draft.add(t, "message", who, from_=who, to=recipient, content=body,
+                  inferred_by="importer", tool=MESSAGE_TOOL)
+
+
+def _workflow_agents(draft: TraceDraft, threads: dict[str | None, list],
+                     runs: dict[str, str], names: dict[str | None, str],
+                     spawn_events: dict[str, dict[str, Any]], results: dict[str, Any]) -> None:
+    """Each agent of a `Workflow` run is spawned by `main` when its transcript begins (after
+    the `Workflow` call that started the run) and returns to it when it ends, with the result
+    the run's journal recorded for it (else its last words)."""
+    if None not in threads:
+        return
+    launches = sorted((e for e in draft.events if e["agent"] == MAIN
+                       and e["type"] == "tool_call" and e.get("tool") == "Workflow"),
+                      key=lambda e: e["t"])
+    for agent_id, run in runs.items():
+        thread = threads[agent_id]
+        child = names[agent_id]
+        start, end = thread[0][0], thread[-1][0]
+        launch = next((e for e in reversed(launches) if e["t"] <= start), None)
+        spawn = draft.add(start, "spawn", MAIN, to=child, role="workflow-subagent",
+                          content=_first_prompt(thread), tool="Workflow", workflow_run=run)
+        if launch is not None:
+            draft.link(launch, spawn, "causal")
+        said = [b.get("text") for _, _, line in thread if line.get("type") == "assistant"
+                for b in _blocks(line) if b.get("type") == "text"]
+        result = results.get(agent_id)
+        back = draft.add(end, "return", child, from_=child, to=MAIN,
+                         content=as_text(result) if result is not None else
+                         (said[-1] if said else None), workflow_run=run)
+        draft.link(spawn, back, "return")
+        spawn_events[child] = spawn
+
+
 def _no_source(keys: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in keys.items() if k != "source_id"}
 
@@ -406,6 +549,8 @@ def _tool_result(draft: TraceDraft, t: float, agent: str, line: dict[str, Any],
     call = calls.get(str(block.get("tool_use_id")))
     text = _result_text(block.get("content"))
     uuid = line.get("uuid")
+    if call is not None and (call["type"] == "message" or call.get("team_name")):
+        return  # a message delivered, a teammate started: the call is the event
     if call is not None and call["type"] == "spawn":
         result = line.get("toolUseResult") if isinstance(line.get("toolUseResult"), dict) else {}
         child = call["to"]
@@ -447,28 +592,106 @@ def _unspawned(draft: TraceDraft, threads: dict[str | None, list], names: dict[s
 
 
 def read_project(folder: str | Path) -> list[Trace]:
-    """One trace per session of a Claude Code project folder, each with its sub-agent files."""
-    sessions = sorted(p for p in Path(folder).glob("*.jsonl") if not p.name.startswith("agent-"))
+    """One trace per session of a Claude Code project folder, each with its sub-agent files;
+    an agent team's sessions are one trace, its lead's."""
+    sessions = sorted(p for p in Path(folder).glob("*.jsonl") if not p.name.startswith("agent-")
+                      and not is_teammate_file(p))
     return [trace for path in sessions for trace in import_claude_code(path)]
+
+
+WORKFLOWS = "workflows"
+"""Under `<sessionId>/subagents/`: one folder per `Workflow` run, its agents' transcripts
+(`agent-<id>.jsonl`, with `agent-<id>.meta.json`) and its `journal.jsonl`."""
 
 
 def subagent_files_of(session: Path) -> list[Path]:
     """A session's sub-agent transcripts: `agent-<id>.jsonl` beside it that name its session,
-    and every file under `<sessionId>/subagents/`."""
+    every one under `<sessionId>/subagents/`, and those of its `Workflow` runs
+    (`<sessionId>/subagents/workflows/<run>/agent-<id>.jsonl`)."""
     if session.name.startswith("agent-") or not session.parent.is_dir():
         return []
     beside = [p for p in sorted(session.parent.glob("agent-*.jsonl"))
               if _session_of(p) == session.stem]
-    return beside + sorted((session.parent / session.stem / "subagents").glob("agent-*.jsonl"))
+    own = session.parent / session.stem / "subagents"
+    return beside + sorted(own.glob("agent-*.jsonl")) + sorted(
+        own.glob(f"{WORKFLOWS}/*/agent-*.jsonl"))
+
+
+def _workflow_run(path: Path) -> str | None:
+    """The `Workflow` run a sub-agent transcript belongs to (its folder), if any."""
+    parts = path.parts
+    return parts[-2] if len(parts) >= 4 and parts[-3] == WORKFLOWS \
+        and parts[-4] == "subagents" else None
+
+
+def workflow_results(session: Path) -> dict[str, Any]:
+    """What each agent of the session's `Workflow` runs returned, by agent id: the `result`
+    lines of each run's `journal.jsonl` (a journal that cannot be read gives none)."""
+    found: dict[str, Any] = {}
+    root = session.parent / session.stem / "subagents" / WORKFLOWS
+    for journal in sorted(root.glob("*/journal.jsonl")) if root.is_dir() else ():
+        try:
+            for _, value in json_lines(journal.read_bytes(), str(journal)):
+                if isinstance(value, dict) and value.get("type") == "result" \
+                        and isinstance(value.get("agentId"), str):
+                    found[value["agentId"]] = value.get("result")
+        except (OSError, TraceError):
+            continue
+    return found
+
+
+def _team_of(path: Path) -> tuple[str | None, str | None]:
+    """(team, agent name) a session's first lines carry: a lead's lines name the team only,
+    a teammate's its own name too."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None, None
+    if b'"teamName"' not in head:
+        return None, None
+    for raw in head.split(b"\n")[:50]:
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(line, dict) and isinstance(line.get("teamName"), str):
+            name = line.get("agentName")
+            return line["teamName"], name if isinstance(name, str) else None
+    return None, None
+
+
+def teammate_files_of(session: Path) -> list[Path]:
+    """The sessions of the teammates of the team a session leads (beside it in its folder)."""
+    team, name = _team_of(session)
+    if team is None or name not in (None, LEAD) or not session.parent.is_dir():
+        return []
+    return [p for p in sorted(session.parent.glob("*.jsonl")) if p != session
+            and not p.name.startswith("agent-") and (lambda t: t[0] == team and t[1] not in
+                                                     (None, LEAD))(_team_of(p))]
+
+
+def is_teammate_file(path: Path) -> bool:
+    """Whether a session is a teammate's whose team lead's session is beside it (and so is read
+    with the lead's, as one trace)."""
+    team, name = _team_of(path)
+    if team is None or name in (None, LEAD):
+        return False
+    return any(_team_of(p) in ((team, None), (team, LEAD)) for p in path.parent.glob("*.jsonl")
+               if p != path and not p.name.startswith("agent-"))
 
 
 def is_subagent_file(path: Path) -> bool:
-    """Whether a file is a sub-agent transcript that belongs to a session file (and so is read
-    with that session, not on its own)."""
+    """Whether a file belongs to a session file and is read with it, not on its own: a
+    sub-agent transcript, anything under `<sessionId>/subagents/` (a `Workflow` run's agents,
+    their `meta.json`, its journal), a teammate's session beside its lead's."""
+    for depth, parent in enumerate(path.parents):
+        if parent.name == "subagents" and depth <= 3:
+            return (parent.parent.parent / f"{parent.parent.name}.jsonl").exists()
+    if path.name.endswith(".jsonl") and not path.name.startswith("agent-"):
+        return is_teammate_file(path)
     if not (path.name.startswith("agent-") and path.name.endswith(".jsonl")):
         return False
-    if path.parent.name == "subagents":
-        return (path.parent.parent.parent / f"{path.parent.parent.name}.jsonl").exists()
     session = _session_of(path)
     return session is not None and (path.parent / f"{session}.jsonl").exists()
 

@@ -208,7 +208,7 @@ def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Tr
         if t is None:
             draft.skip(f"{kind} event without a timestamp")
             continue
-        done = parse_time(e.get("completed")) or t
+        done = parse_time(e.get("completed")) or _ended(e, t)
         if kind == "span_begin" and e.get("type") == "agent":
             agent = name_of(str(e.get("id")))
             parent_span = agent_span(e.get("parent_id"))
@@ -261,6 +261,17 @@ def _sample_trace(sample: Any, ev: dict[str, Any], label: str, place: str) -> Tr
     return draft.build(label, NAME, trace_id=trace_id, task_id=f"{task}/{sample_id}",
                        system=as_text(ev.get("model")) or "inspect-ai",
                        topology=draft.shape())
+
+
+def _ended(event: dict[str, Any], t: float) -> float:
+    """When an event without `completed` ended: its start plus the seconds the model call took
+    (`output.time`, which logs of every version keep) or the tool's `working_time`; else its
+    start."""
+    output = event.get("output") if isinstance(event.get("output"), dict) else {}
+    for took in (output.get("time"), event.get("working_time")):
+        if isinstance(took, (int, float)) and not isinstance(took, bool) and 0 <= took < 1e7:
+            return t + float(took)
+    return t
 
 
 def _choice_text(output: dict[str, Any]) -> str | None:

@@ -35,7 +35,7 @@ from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import (CERTAIN, UNCERTAIN, TraceDraft, as_text, first_value, head_has,
-                                json_values, label_record, publish, published)
+                                json_values, label_record, parse_time, publish, published)
 from viz_app.model import Trace
 
 NAME = "mast"
@@ -72,6 +72,8 @@ class Turn:
     content: str
     to: str | None = None
     tool: str | None = None
+    at: float | None = None
+    """When the log stamped the turn (seconds since the epoch), where it stamps turns."""
 
 
 def _is_record(value: Any) -> bool:
@@ -150,7 +152,9 @@ def record_trace(record: dict[str, Any], label: str, *,
     root = _root(turns)
     spawned: set[str] = set()
     calls: dict[str, dict[str, Any]] = {}
-    for i, turn in enumerate(turns):
+    clock = _clock(turns)
+    for n, turn in enumerate(turns):
+        i = clock[n]
         keys = {"source_id": f"turn[{i}]", "content": turn.content or None}
         if turn.kind == "human":
             draft.add(i, "human_intervention", root, from_="human", **keys)
@@ -174,7 +178,7 @@ def record_trace(record: dict[str, Any], label: str, *,
                                        trusted=False, **keys), "tool_dependency")
         else:
             draft.add(i, "message", turn.agent, from_=turn.agent, to=turn.to, **keys)
-    draft.conclude(root)
+    draft.conclude(_stopper(turns, root))
     first = min(draft.events, key=lambda e: e["t"])
     if run is not None:
         first["mast_run"] = run
@@ -262,6 +266,27 @@ def _turns(system: str, trajectory: Any) -> list[Turn]:
         if len(turns) >= 2:
             return turns
     return []
+
+
+def _clock(turns: list[Turn]) -> list[float]:
+    """When each turn happened: the log's wall-clock stamps where it stamps its turns (a turn
+    without one takes the last stamp before it), else turn `i` at `t = i`."""
+    stamped = [turn.at for turn in turns if turn.at is not None]
+    if len(stamped) < max(2, len(turns) // 2):
+        return [float(i) for i in range(len(turns))]
+    clock, last = [], stamped[0]
+    for turn in turns:
+        last = max(last, turn.at) if turn.at is not None else last
+        clock.append(last)
+    return clock
+
+
+def _stopper(turns: list[Turn], root: str) -> str:
+    """Who stops a run whose log says no stop: the agent that runs it when one delegates, else
+    the last to speak (in a round of peers, such as MetaGPT's roles, the last word is theirs)."""
+    if any(t.kind == "delegate" for t in turns):
+        return root
+    return next((t.agent for t in reversed(turns) if t.kind != "human"), root)
 
 
 def _root(turns: list[Turn]) -> str:
@@ -361,9 +386,18 @@ _LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \|\s*[A-Z]+\s*\
 """Any other line of MetaGPT's logger (costs, files saved): bookkeeping, not what a role said."""
 
 
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)")
+"""The wall-clock stamp loguru starts each of MetaGPT's log lines with."""
+
+
+def _stamp(line: str) -> float | None:
+    found = _STAMP.match(line.strip())
+    return parse_time(found.group(1).replace(" ", "T")) if found else None
+
+
 def _metagpt(text: str) -> list[Turn]:
     turns = [Turn(m["profile"].strip(), "message",
-                  (m["rest"] + "\n" + _LOGURU.sub("", body)).strip())
+                  (m["rest"] + "\n" + _LOGURU.sub("", body)).strip(), at=_stamp(m.group(0)))
              for m, body in _blocks(text, _METAGPT)]
     if not turns:
         turns = [Turn(m["name"].split("(")[0], "message", body.split("\n---")[0].strip())
