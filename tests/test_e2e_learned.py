@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
-from test_learned import SPAWN, labelled
+from test_learned import SPAWN, learnable
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("sklearn", reason="the learned producer is the `agreement` extra")
@@ -18,7 +18,7 @@ TRACE = "demo-12-review-over-spawning"
 
 def test_a_learned_suggestion_shows_its_answer_features_and_evidence(chromium, app_server,
                                                                      tmp_path):
-    ws, _ = labelled(tmp_path)  # ann answered every spawn blind
+    ws, _ = learnable(tmp_path)  # ann answered every spawn blind
     model, _ = ws.train_producer(SPAWN, resamples=20)
     ws.suggest([ws.trace(TRACE)], producer="learned")
     [made] = ws.suggestions(TRACE, event_id="e4", producer="learned")

@@ -48,6 +48,25 @@ def labelled(tmp_path, limit=None, db=None):
     return ws, spawns
 
 
+def learnable(tmp_path):
+    """A workspace of the demos whose 84 spawns a reviewer labelled blind by a rule the
+    features can learn (a child with few events was a redundant spawn: 35 necessary, 49
+    redundant), so its model agrees with the team above chance on held-out traces. The
+    demos' expected answers (`labelled`) are not learnable from these features on so few
+    traces: that model is worse than chance on its own folds, and is refused."""
+    from viz_app.suggest.features import question_rows
+
+    ws = make_workspace(tmp_path, traces=[DEMO_DIR])
+    spawns = []
+    for trace, key, _ in spawn_targets(ws):
+        few = question_rows(trace, ws.rubric, SPAWN)[key]["child_events"].value < 1.5
+        spawns.append((trace, key, "redundant" if few else "necessary"))
+    ws.labels.add([label for trace, key, answer in spawns
+                   for label in ws.labels.checked(trace, key, {SPAWN: answer}, "ann",
+                                                  suggestions_visible=False)])
+    return ws, spawns
+
+
 def train(ws, **kw):
     return ws.train_producer(SPAWN, resamples=50, **kw)
 
@@ -129,7 +148,7 @@ def test_a_disputed_target_is_left_out_and_an_adjudicated_one_takes_the_adjudica
 
 def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_version(
         tmp_path):
-    ws, spawns = labelled(tmp_path)
+    ws, spawns = learnable(tmp_path)
     model, _ = train(ws)
     labels_before = len(ws.labels.current_records())
     report = ws.suggest(ws.read_traces().traces, producer="learned")
@@ -145,7 +164,7 @@ def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_
 
 
 def test_a_model_read_back_from_the_store_suggests_exactly_what_it_did_when_trained(tmp_path):
-    ws, _ = labelled(tmp_path)
+    ws, _ = learnable(tmp_path)
     trained, _ = train(ws)
     [stored] = ws.learned_models.all()
     trace = ws.read_traces().traces["demo-12-review-over-spawning"]
@@ -195,7 +214,7 @@ def test_train_has_help(capsys):
 
 
 def test_train_prints_the_version_and_held_out_alpha_and_suggest_uses_it(tmp_path, capsys):
-    ws, _ = labelled(tmp_path)
+    ws, _ = learnable(tmp_path)
     db = str(tmp_path / "orchviz.db")
     assert main(["suggest", "train", "--db", db, "--traces", str(DEMO_DIR), "--question", SPAWN,
                  "--resamples", "50"]) == 0
@@ -276,7 +295,7 @@ def test_an_explanation_holds_no_text_of_the_trace(tmp_path):
     from viz_app.suggest.learned import LearnedProducer
     from viz_app.synth import hostile_trace
 
-    ws, _ = labelled(tmp_path)
+    ws, _ = learnable(tmp_path)
     model, _ = train(ws)
     hostile = trace_from_dict(hostile_trace(), "hostile.json")
     made, _ = LearnedProducer([model]).produce(hostile, ws.rubric)
@@ -298,7 +317,7 @@ def test_a_model_fitted_on_other_features_is_refused_not_misread(tmp_path):
 
 
 def test_models_lists_each_stored_model_and_marks_the_one_in_use(tmp_path, capsys):
-    ws, spawns = labelled(tmp_path)
+    ws, spawns = learnable(tmp_path)
     first, _ = train(ws)
     trace, key, answer = spawns[0]
     ws.labels.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
@@ -308,3 +327,86 @@ def test_models_lists_each_stored_model_and_marks_the_one_in_use(tmp_path, capsy
     assert len(lines) == 2
     assert lines[0].startswith(second.version) and lines[0].endswith("(in use)")
     assert lines[1].startswith(first.version) and "held-out alpha" in lines[1]
+
+
+# -- a stored model is checked before use (issue 39, item 6) --------------------------------------
+
+
+def edit_stored(ws, change) -> None:
+    """Edit the stored model's row as someone with the database file could: `change(training)`
+    returns the new text of its `training` column (given the column's JSON as a dict)."""
+    from sqlalchemy import update
+
+    from viz_app.store.tables import learned_models_table as table
+
+    with ws.engine.begin() as conn:
+        (text,) = conn.execute(table.select().with_only_columns(table.c.training)).one()
+        conn.execute(update(table).values(training=change(json.loads(text))))
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda t: json.dumps({**t, "answers": t["answers"][::-1]}), "the stored answers were edited"),
+    (lambda t: json.dumps({**t, "answers": ["<script>x</script>", "'; DROP TABLE labels; --"]}),
+     "the stored answers were edited"),
+    (lambda t: json.dumps({**t, "rows": [{**r, "value": "redundant"} for r in t["rows"]]}),
+     "do not give the hash that names it"),
+    (lambda t: json.dumps(t)[:-40], "its JSON is broken"),
+    (lambda t: json.dumps({**t, "x": "DROP TABLE"}), "does not hold a model's fields"),
+], ids=["answers-flipped", "script-and-drop-table", "rows-edited", "broken-json", "not-a-model"])
+def test_an_edited_stored_model_is_refused_in_one_sentence_and_suggests_nothing(
+        tmp_path, capsys, change, says):
+    ws, _ = learnable(tmp_path)
+    train(ws)
+    edit_stored(ws, change)
+    with pytest.raises(LearnError) as refused:
+        ws.learned_producer()
+    assert says in str(refused.value) and "train it again" in str(refused.value)
+    db = str(tmp_path / "orchviz.db")
+    assert main(["suggest", "--producer", "learned", "--db", db, "--traces", str(DEMO_DIR)]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert says in line and "Traceback" not in captured.err
+    assert ws.suggestions("demo-12-review-over-spawning", producer="learned") == []
+    assert main(["suggest", "models", "--db", db]) == 0  # listed, marked, never a traceback
+    (listed,) = capsys.readouterr().out.strip().splitlines()
+    assert says in listed and ("REFUSED" in listed or "NOT USED" in listed)
+
+
+def test_training_again_replaces_a_stored_model_whose_row_was_edited(tmp_path):
+    ws, _ = learnable(tmp_path)
+    model, _ = train(ws)
+    edit_stored(ws, lambda t: json.dumps(t)[:-40])
+    again, added = train(ws)
+    assert added and again.model_id == model.model_id
+    assert [m.model_id for m in ws.learned_models.all()] == [model.model_id]
+    ws.learned_producer()  # usable again
+
+
+def test_a_model_worse_than_chance_on_its_own_held_out_folds_is_refused(tmp_path):
+    from viz_app.suggest.learned import LearnedProducer
+
+    ws, _ = learnable(tmp_path)
+    model, _ = train(ws)
+    report = model.report.model_copy(update={
+        "accuracy": 0.35, "mean_confidence": 0.93,
+        "learned": model.report.learned.model_copy(update={
+            "alpha": model.report.learned.alpha.model_copy(update={"value": -0.48})})})
+    worse = model.model_copy(update={"report": report})
+    with pytest.raises(LearnError, match=r"worse than chance on its own held-out folds \(alpha "
+                                         r"-0\.48, accuracy 0\.35 at a mean confidence of 0\.93\)"):
+        LearnedProducer([worse], ws.rubric)
+
+
+def test_the_demos_expected_answers_give_a_model_worse_than_chance_said_and_refused(
+        tmp_path, capsys):
+    """The issue's model: held-out alpha about -0.5, accuracy 0.35, confidence 0.93."""
+    labelled(tmp_path)
+    db = str(tmp_path / "orchviz.db")
+    assert main(["suggest", "train", "--db", db, "--traces", str(DEMO_DIR), "--question", SPAWN,
+                 "--resamples", "20"]) == 0
+    (warning,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert warning.startswith("WARNING: this model agrees with the team worse than chance")
+    assert main(["suggest", "--db", db, "--traces", str(DEMO_DIR), "--producer", "learned"]) == 1
+    assert "worse than chance" in capsys.readouterr().err
+    assert main(["suggest", "models", "--db", db]) == 0
+    assert "NOT USED: agrees with the team worse than chance" in capsys.readouterr().out

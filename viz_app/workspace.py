@@ -1175,7 +1175,7 @@ class Workspace:
         for q in questions or ():
             self.rubric.question(q)
         return LearnedProducer(self.learned_models.newest(list(questions) if questions
-                                                          else None))
+                                                          else None), self.rubric)
 
     def train_producer(self, question: str, campaign: str | None = None, *,
                        folds: int | None = None, resamples: int = 1000, seed: int = 0,

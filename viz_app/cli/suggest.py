@@ -305,6 +305,12 @@ def train_verb(args: argparse.Namespace) -> int:
           f"{_stat('alpha', r.reviewers.alpha)}  {_stat('kappa', r.reviewers.kappa)}")
     print(f"held-out accuracy {r.accuracy:.3f}, mean confidence {r.mean_confidence:.3f}, "
           f"Brier {r.brier:.3f}")
+    from viz_app.suggest.learned import worse_than_chance
+
+    worse = worse_than_chance(r)
+    if worse is not None:
+        print(f"WARNING: this model {worse}: `--producer learned` refuses it; label more "
+              "targets (or check the labels) and train again", file=sys.stderr)
     print(("stored" if added else "already stored (the same training set)")
           + f"; suggest with it: orchviz suggest --producer learned --db {terminal_text(args.db)}"
           " --traces DIR")
@@ -314,20 +320,28 @@ def train_verb(args: argparse.Namespace) -> int:
 def models_verb(args: argparse.Namespace) -> int:
     """List the stored learned models, newest first, the one in use per question marked."""
     from viz_app.suggest.features import FEATURES_VERSION
+    from viz_app.suggest.learned import LearnError, model_problem
 
     ws = Workspace.open(args.db)
-    models = ws.learned_models.all(args.question)
+    models = ws.learned_models.listing(args.question)
     if not models:
         print("no learned model is stored: train one with `orchviz suggest train --question Q`")
         return 0
     used: set[str] = set()
+    rubric = ws.rubric if ws.rubric_error is None else None
     for m in models:
+        if isinstance(m, LearnError):  # a row that cannot be read: said in its place
+            used.add(m.question)  # type: ignore[attr-defined]
+            print(f"REFUSED  {terminal_text(m)}")
+            continue
         mark = ""
         if m.question not in used:
             used.add(m.question)
             mark = "  (in use)"
         if m.features_version != FEATURES_VERSION:
             mark = f"  (stale: features {terminal_text(m.features_version)}, train again)"
+        elif (problem := model_problem(m, rubric)) is not None:
+            mark = f"  (NOT USED: {terminal_text(problem)})"
         alpha = _stat("held-out alpha", m.report.learned.alpha) if m.report else "-"
         print(f"{m.version}  {terminal_text(m.question):<22} "
               f"{terminal_text(m.campaign or 'all labels'):<16} {terminal_text(m.created_at)[:19]}"

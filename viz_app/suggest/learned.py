@@ -33,6 +33,7 @@ row holds.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -47,6 +48,7 @@ from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
 from viz_app.model import Trace
+from viz_app.text import brief
 from viz_app.suggest.features import FEATURES_VERSION, FeatureRow, TraceFeatures, \
     feature_names, question_kind, question_rows, shown, vector
 
@@ -448,13 +450,59 @@ def cross_validate(rubric: Rubric, model: LearnedModel, human: Sequence[LabelRec
 # -- suggesting ----------------------------------------------------------------------------------
 
 
+def worse_than_chance(report: LearnedReport | None) -> str | None:
+    """Why a model's own held-out folds say it must not be offered: its held-out answers agree
+    with the team's below chance (Krippendorff's alpha under 0); None otherwise."""
+    alpha = report.learned.alpha.value if report is not None else None
+    if alpha is None or alpha >= 0:
+        return None
+    return (f"agrees with the team worse than chance on its own held-out folds (alpha "
+            f"{alpha:+.2f}, accuracy {report.accuracy:.2f} at a mean confidence of "
+            f"{report.mean_confidence:.2f})")
+
+
+def model_problem(model: LearnedModel, rubric: Rubric | None = None) -> str | None:
+    """Why a stored model cannot be trusted, in words for a sentence; None when it is what
+    training made. A model is refitted from its stored training set on use, so every part of
+    it is checked: its rows against the hash that names it (an edited row changes it), its
+    answers against its rows and the rubric's choices (answers flipped, or replaced by
+    `<script>`), its features against those this version computes, its matrix's shape and
+    numbers, and its held-out agreement (`worse_than_chance`)."""
+    if training_sha256(model.question, model.campaign, model.rows) != model.model_id:
+        return "its training rows do not give the hash that names it (the stored row was edited)"
+    if len(model.x) != len(model.rows) or len(model.y) != len(model.rows):
+        return "its feature matrix and its answers are not one row per target"
+    if len(set(model.y)) < 2 or any(not 0 <= y < len(model.answers) for y in model.y):
+        return "its answers' indexes do not fit its list of answers"
+    if any(len(row) != len(model.features) or not all(map(math.isfinite, row))
+           for row in model.x):
+        return "its feature matrix is not one finite number per feature"
+    for row, y in zip(model.rows, model.y):
+        if orjson.dumps(model.answers[y]) != orjson.dumps(row.value):
+            return (f"its answer for {row.trace_id} {row.event_id or '(the trace)'} is not "
+                    "the one the team gave (the stored answers were edited)")
+    if rubric is not None:
+        if model.question not in rubric.questions_by_id:
+            return f"its question {model.question!r} is not in the rubric"
+        q = rubric.question(model.question)
+        allowed = {orjson.dumps(c.value) for c in q.choices}
+        odd = [a for a in model.answers if orjson.dumps(a) not in allowed]
+        if odd:
+            return (f"it answers {brief(repr(odd[0]), 60)}, which is no choice of "
+                    f"{model.question}")
+        if model.kind != question_kind(rubric, model.question) or \
+                model.features != feature_names(model.kind):
+            return "its features are not those this version computes for its question"
+    return worse_than_chance(model.report)
+
+
 class LearnedProducer:
     """Suggestions from stored models, one per question: on every target a model's question is
     asked about, its most probable answer with that probability as the confidence, and the
     features that pushed it there most as the explanation (feature names and numbers only: no
     trace text) with the events behind them as evidence."""
 
-    def __init__(self, models: Sequence[LearnedModel]):
+    def __init__(self, models: Sequence[LearnedModel], rubric: Rubric | None = None):
         if not models:
             raise LearnError("no learned model is stored: train one first with "
                              "`orchviz suggest train --question Q`")
@@ -465,6 +513,12 @@ class LearnedProducer:
                              f"{stale[0].features_version}, and this orchviz computes "
                              f"{FEATURES_VERSION}: train it again with `orchviz suggest train "
                              f"--question {stale[0].question}`")
+        for model in models:  # checked before its estimator is fitted from what is stored
+            problem = model_problem(model, rubric)
+            if problem is not None:
+                raise LearnError(f"the stored model of {model.question} ({model.version}) is "
+                                 f"not used: {problem}; train it again with `orchviz suggest "
+                                 f"train --question {model.question}`")
         self.models = list(models)
 
     @property
