@@ -359,9 +359,9 @@ def test_orchviz_campaign_create_refuses_an_uncertain_order_in_one_line(capsys, 
 
 def test_with_the_learned_producer_trained_and_run_the_queue_asks_its_least_sure_first(tmp_path):
     pytest.importorskip("sklearn", reason="the learned producer is the `agreement` extra")
-    from test_learned import SPAWN, labelled
+    from test_learned import SPAWN, learnable
 
-    ws, _ = labelled(tmp_path)
+    ws, _ = learnable(tmp_path)
     ws.train_producer(SPAWN, resamples=20)
     ws.suggest(ws.read_traces().traces, producer="learned")
     campaign = ws.create_campaign(CampaignSpec(name="unsure", questions=[SPAWN],
