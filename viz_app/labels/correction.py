@@ -497,8 +497,8 @@ def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str
     a = _WORDS.findall(before[head:len(before) - tail])
     b = _WORDS.findall(after[head:len(after) - tail])
     runs: list[tuple[Literal["=", "-", "+"], str]] = [("=", before[:head])]
-    if not a or not b or len(a) * len(b) > ALIGN_LIMIT:
-        runs += [("-", "".join(a)), ("+", "".join(b))]
+    if not a or not b or len(a) * len(b) > ALIGN_LIMIT or set(a).isdisjoint(b):
+        runs += [("-", "".join(a)), ("+", "".join(b))]  # (no word to align: difflib's too)
     else:
         matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
