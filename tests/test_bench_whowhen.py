@@ -79,8 +79,21 @@ def test_the_judge_is_asked_every_event_question_and_its_blame_scored(folder):
 def test_without_an_endpoint_the_judge_is_skipped_and_says_so(folder, capsys):
     bench.main([str(folder), "--folds", "2"])
     out = capsys.readouterr().out
-    assert "judge     skipped: no --endpoint URL given" in out
-    assert "rules     Hand-Crafted" in out and "all-at-once (GPT-4o, with ground truth)" in out
+    assert "judge      skipped: no --endpoint URL given" in out
+    assert "rules      Hand-Crafted" in out and "all-at-once (GPT-4o, with ground truth)" in out
+    assert "last step  Hand-Crafted" in out and "after task Algorithm-Generated" in out
+
+
+def test_the_positional_rules_blame_the_last_step_and_the_step_after_the_task(folder):
+    for case in bench.load(folder):
+        steps = bench.steps_of(case.trace)
+        last = bench.positional_blame("last step")(case)
+        after = bench.positional_blame("after task")(case)
+        assert bench.step_of(case.trace, last) == max(steps)
+        assert bench.step_of(case.trace, after) == min(s for s in steps if s > 0)
+        tally = bench.Tally()
+        bench.score(case, after, tally)  # scored as any producer's blame
+        assert tally.runs == 1 and not tally.silent
 
 
 def test_the_learned_producer_blames_held_out_runs_where_its_training_runs_put_faults(tmp_path):
