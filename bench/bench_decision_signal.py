@@ -203,6 +203,26 @@ def main(argv=None) -> int:
             by_origin[origin] = part
             print(f"  origin {origin:<18}{part.rows:>5}  model {part.model.text()}  length "
                   f"{part.length.text()}  template {part.template.text()}")
+    slices = {
+        "O5 at premature-stop traces (the stop's words are the same in faults and controls: "
+        "only the context tells)": lambda r: r["sub_decision"] == "O5"
+        and "-premature_stop-" in r["trace_id"],
+        "O5 elsewhere": lambda r: r["sub_decision"] == "O5"
+        and "-premature_stop-" not in r["trace_id"],
+        "O1 where the task is stated (not the numbered shape's 'Spawn X.')":
+        lambda r: r["sub_decision"] == "O1" and "-numbered-" not in r["trace_id"],
+        "O1 numbered shape (no words tell the task: only its tool calls, after the spawn)":
+        lambda r: r["sub_decision"] == "O1" and "-numbered-" in r["trace_id"],
+    }
+    sliced = {}
+    for name, keep in slices.items():
+        subset = [r for r in test_rows if keep(r)]
+        part = check_signal(pairs_of(train_rows), pairs_of(subset)).overall if subset else None
+        if part is not None:
+            sliced[name] = part
+            print(f"  {name}: {part.rows} rows, model {part.model.text()}, answers only "
+                  f"{part.response_only.text()}, length {part.length.text()}, template "
+                  f"{part.template.text()}")
     bad, pointers = unfaithful(train_rows + test_rows)
     print(f"pointer rows whose chosen side states a figure its prompt lacks: {bad} of {pointers}")
     print(f"load at the end {os.getloadavg()[0]:.2f}")
@@ -212,7 +232,11 @@ def main(argv=None) -> int:
             "pointer_rows": pointers,
             "by_origin": {o: {"rows": g.rows, "model": g.model.accuracy,
                               "length": g.length.accuracy, "template": g.template.accuracy}
-                          for o, g in by_origin.items()}}, indent=2))
+                          for o, g in by_origin.items()},
+            "slices": {o: {"rows": g.rows, "model": g.model.accuracy,
+                           "response_only": g.response_only.accuracy,
+                           "length": g.length.accuracy, "template": g.template.accuracy}
+                       for o, g in sliced.items()}}, indent=2))
     return 0
 
 

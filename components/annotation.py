@@ -23,6 +23,7 @@ import streamlit as st
 
 from components.correction import correction_box
 from components.keyboard import typing_note
+from components.pointer import pointer_check
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
@@ -756,12 +757,15 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
         if st.session_state.get(key) not in options:
             st.session_state.pop(key, None)
         when = f" (only when {', '.join(map(str, q.ask_when.values))})" if q.ask_when else ""
-        return st.selectbox(label + when, options, key=key, help=q.guidance or None,
-                            on_change=_keep, args=(base, key),
-                            format_func=lambda i: "—" if i is None else
-                            "later than this run recorded" if i == LATER_THAN_RECORDED
-                            and i not in analysis.position else
-                            _event_labels(trace, analysis)[i])
+        chosen = st.selectbox(label + when, options, key=key, help=q.guidance or None,
+                              on_change=_keep, args=(base, key),
+                              format_func=lambda i: "—" if i is None else
+                              "later than this run recorded" if i == LATER_THAN_RECORDED
+                              and i not in analysis.position else
+                              _event_labels(trace, analysis)[i])
+        pointer_check(analysis, target.event_id, chosen, key,
+                      lambda event_id: _set_answer(base, key, event_id))
+        return chosen
     return st.text_area(label, key=key, help=q.guidance or None, height=68, on_change=_keep,
                         args=(base, key))
 

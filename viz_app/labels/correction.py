@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError
-from viz_app.labels.knowledge import first_had, outstanding, waited_for
+from viz_app.labels.knowledge import first_had, outstanding, saw, waited_for
 from viz_app.model import Event, Trace
 
 Action = Literal["merge", "stop", "continue", "do_it_itself", "reuse_agent", "spawn",
@@ -371,6 +371,44 @@ def pointer_node(analysis: Analysis, stop_id: str, pointer: Any) -> str | None:
     if analysis.position[pointer] < analysis.position[stop_id] <= analysis.position[node]:
         return None
     return node
+
+
+class PointerAdvice(BaseModel):
+    """What the label form says when a 'should have stopped at' pointer names an event the
+    stopping agent did not see: one sentence, and the event to offer instead (if any)."""
+
+    model_config = ConfigDict(frozen=True)
+    pointer: str
+    agent: str
+    had_at: str | None = Field(description="The first event at which the agent had what the "
+                               "pointer names (the pair will sit there), or None.")
+    text: str
+
+
+def pointer_advice(analysis: Analysis, stop_id: str, pointer: Any) -> PointerAdvice | None:
+    """None when the stopping agent made or received the event pointed at (or the pointer
+    names no event of the trace); else the sentence the form shows at once, and the first
+    event at which the agent had what it says (`pointer_node`: where the pair goes)."""
+    if not isinstance(pointer, str) or pointer not in analysis.position \
+            or stop_id not in analysis.position:
+        return None
+    agent = analysis.actor[stop_id]
+    if saw(analysis, agent, pointer):
+        return None
+    event = analysis.trace.event(pointer)
+    what = f"{event.type} of {analysis.actor[pointer]}" + (f" to {event.to}" if event.to
+                                                          else "")
+    node = pointer_node(analysis, stop_id, pointer)
+    head = f"{agent} never saw {pointer} ({what}), so it could not have stopped on it"
+    if node is None:
+        return PointerAdvice(pointer=pointer, agent=agent, had_at=None, text=(
+            f"{head}; nothing after it brought it to {agent}"
+            + (" before its stop" if analysis.position[pointer] < analysis.position[stop_id]
+               else "") + ": point at an event it had, or at 'later than this run recorded'."))
+    carrier = analysis.trace.event(node)
+    return PointerAdvice(pointer=pointer, agent=agent, had_at=node, text=(
+        f"{head}: it first had it at {node} ({carrier.type} of {analysis.actor[node]}); "
+        f"the pair will sit there."))
 
 
 def _bringer(analysis: Analysis, node: str, agent: str) -> str:

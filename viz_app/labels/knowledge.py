@@ -85,12 +85,13 @@ def _content(text: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def carries(text: str, said: tuple[frozenset[str], frozenset[str]]) -> bool:
-    """Whether a text carries what another said (`_content` of it): every figure of it, or,
-    when it holds none, half its words or more."""
+    """Whether a text carries what another said (`_content` of it): three quarters of its
+    figures or more (all of three or fewer: one result's figure is not another's), or, when it
+    holds none, half its words or more."""
     figures, words = said
     mine = _content(text)
     if figures:
-        return figures <= mine[0]
+        return len(figures & mine[0]) * 4 >= len(figures) * 3
     return bool(words) and len(words & mine[1]) * 2 >= len(words)
 
 
