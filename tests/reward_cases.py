@@ -64,3 +64,40 @@ def labelled_workspace(folder: Path, every: int = 4) -> tuple[Workspace, list]:
                                       suggestions_visible=False)
     ws.labels.add(made)
     return ws, [ws.trace(t.trace_id) for t, _ in cases]
+
+
+def planted_labels(pairs: list) -> list[dict]:
+    """The truth of planted traces as blind label records of one reviewer (no store)."""
+    from viz_app.labels.rubric import reward_of
+
+    rubric = default_rubric()
+    made = []
+    for trace, truth in pairs:
+        for key, answers in answers_of(trace, truth).items():
+            for q, value in answers.items():
+                made.append({"trace_id": trace.trace_id, "trace_sha256": trace.sha256,
+                             "event_id": key, "question": q, "value": value,
+                             "reward": reward_of(rubric.question(q), value),
+                             "reviewer": REVIEWER, "source": "human",
+                             "suggestions_visible": False,
+                             "created_at": "2026-01-01T00:00:00+00:00",
+                             "label_id": f"{trace.trace_id}/{key}/{q}"})
+    return made
+
+
+def small_model_file(path: Path, every: int = 12) -> Path:
+    """A reward model trained (no store, no held-out figures) on every `every`-th planted
+    tuning case, written as a model file."""
+    from viz_app.reward.scoring import write_model_file
+    from viz_app.reward.train import build_training_set, library_versions
+    from viz_app.reward.model import training_sha256, weights_sha256
+    from viz_app.reward.train import RewardModel
+
+    cases = planted_traces("tuning", every)
+    built = build_training_set(default_rubric(), planted_labels(cases), [],
+                               {t.trace_id: t for t, _ in cases})
+    model = RewardModel(model_id=training_sha256(built.data, {"test": True}),
+                        versions=library_versions(), training=built.data)
+    model.weights_sha256 = weights_sha256(model.heads())
+    write_model_file(model, path)
+    return path

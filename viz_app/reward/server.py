@@ -6,12 +6,14 @@ Routes:
 - `POST /get_reward` (and `POST /`): OpenRLHF's remote reward protocol, as its `serve_rm`
   speaks it and its `--remote_rm_url` client sends it: `{"query": [text, ...], "prompts":
   [...], "labels": [...]}` answered `{"rewards": [...], "scores": [...], "extra_logs":
-  {"model_version": [...]}}`, one reward per query (`Scorer.score_texts`; a query that
-  begins with its prompt is scored from where the prompt ends). Queries of requests
+  {"orchviz_decisions": [...]}, "model_version": "..."}`, one reward per query (`Scorer.score_texts`; a query that
+  begins with its prompt is scored from where the prompt ends; OpenRLHF turns every
+  `extra_logs` value into a tensor, so it holds numbers only: the decisions each query held).
+  Queries of requests
   that arrive together are scored in one batch (`Batcher`).
 - `POST /score`: a whole rollout: the body is a trace, or any file `orchviz import` reads (a
   pool's JSON Lines, an OpenTelemetry export, a Claude Code session...), JSON or bytes
-  (`?format=` names the format where detection cannot). Answered `{"model_version": ...,
+  (`?format=` names the format where detection cannot, `?name=` the file's name). Answered `{"model_version": ...,
   "rollouts": [{"trace_id", "team_reward", "decisions": [{"event_id", "sub_decision",
   "agent", "reward"}]}]}`.
 - `GET /health`: the model's version and kind.
@@ -202,7 +204,8 @@ def create_app(scorer: Scorer, settings: ServeSettings, audit: Any = None):
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model_version": scorer.version, "kind": scorer.kind}
+        return {"status": "ok", "model_version": scorer.version, "kind": scorer.kind,
+                "worker": os.getpid()}
 
     async def get_reward(request: Request):
         data = _json(await body(request))
@@ -224,7 +227,8 @@ def create_app(scorer: Scorer, settings: ServeSettings, audit: Any = None):
         prompts = [p if isinstance(p, str) else "" for p in prompts] or [""] * len(queries)
         rewards = await batcher.score(queries, prompts) if queries else []
         return {"rewards": rewards, "scores": rewards,
-                "extra_logs": {"model_version": [scorer.version] * len(rewards)}}
+                "extra_logs": {"orchviz_decisions": decisions_of(queries, prompts)},
+                "model_version": scorer.version}
 
     app.post("/get_reward")(get_reward)
     app.post("/")(get_reward)
@@ -236,7 +240,11 @@ def create_app(scorer: Scorer, settings: ServeSettings, audit: Any = None):
             raise Refused(422, "the body is empty: send a trace, or any file `orchviz "
                           "import` reads")
         fmt = request.query_params.get("format")
-        traces = await asyncio.to_thread(_read_rollout, raw, fmt, settings.max_body_bytes)
+        name = request.query_params.get("name") or (
+            "request.jsonl" if raw.lstrip().startswith(b"{") and b"\n{" in raw.strip()
+            else "request.json")
+        traces = await asyncio.to_thread(_read_rollout, raw, fmt, name,
+                                         settings.max_body_bytes)
         scored = await asyncio.to_thread(scorer.score_rollouts, traces)
         if audit is not None:
             await asyncio.to_thread(audit.add, traces, scored)
@@ -251,6 +259,18 @@ def create_app(scorer: Scorer, settings: ServeSettings, audit: Any = None):
     return app
 
 
+def decisions_of(queries: Sequence[str], prompts: Sequence[str]) -> list[int]:
+    """How many decisions each query was scored on (0: read as one free text)."""
+    from viz_app.reward.decisions import ANY, text_decisions
+
+    found = []
+    for query, prompt in zip(queries, prompts):
+        text = query[len(prompt):] if prompt and query.startswith(prompt) else query
+        decisions = text_decisions(text, "")
+        found.append(0 if decisions and decisions[0].sub_decision == ANY else len(decisions))
+    return found
+
+
 def _json(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
@@ -258,11 +278,13 @@ def _json(raw: bytes) -> Any:
         raise Refused(400, f"the body is not JSON ({err})") from None
 
 
-def _read_rollout(raw: bytes, fmt: str | None, max_bytes: int) -> list:
+def _read_rollout(raw: bytes, fmt: str | None, name: str, max_bytes: int) -> list:
+    """The traces of a body, read as a file called `name` (`?name=` gives the file's own
+    name, whose ending some formats are told by)."""
     from viz_app.io.detect import read_any
 
     try:
-        traces = read_any(raw, name="the request body", fmt=fmt, max_bytes=max_bytes)
+        traces = read_any(raw, name=name, fmt=fmt, max_bytes=max_bytes)
     except OrchvizError as err:
         raise Refused(422, str(err).replace("with --from", "with ?format=")) from None
     if not traces:
