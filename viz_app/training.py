@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -210,3 +211,39 @@ def compare_rewards(rows: Iterable[RolloutRow], reviewers: Mapping[str, float],
             for r in rows if r.trace_id in reviewers and span]
     gaps.sort(key=lambda g: (-abs(g.gap), g.trace_id))
     return RewardComparison(steps=steps, rollouts=gaps, scale=span)
+
+
+# -- reading a group's rollouts, a reward model's view of them -------------------------------------
+
+
+def read_rows(rows: Sequence[Any]) -> dict[str, Trace]:
+    """The traces of library rows (with `path` and `position`), each file read once: a group's
+    siblings mostly share one rollout file, which `Workspace.trace` would read once per sibling.
+    A file that cannot be read leaves its rows out (the trace page says why, when opened)."""
+    from viz_app.errors import TraceError
+    from viz_app.io.detect import read_any
+
+    by_file: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        by_file[str(row.path)].append(row)
+    found: dict[str, Trace] = {}
+    for path, wanted in by_file.items():
+        try:
+            traces = read_any(Path(path), on_error=lambda _err: None)
+        except TraceError:
+            continue
+        for row in wanted:
+            if 0 <= row.position < len(traces) and traces[row.position].trace_id == row.trace_id:
+                found[row.trace_id] = traces[row.position]
+    return found
+
+
+def model_rewards(model: Any, traces: Iterable[Trace], rubric: Any) -> dict[str, float]:
+    """Trace id -> a stored reward model's team reward for each rollout (`viz_app.reward`)."""
+    from viz_app.reward.scoring import SklearnScorer
+
+    traces = list(traces)
+    if not traces:
+        return {}
+    scores = SklearnScorer(model, rubric).score_rollouts(traces)
+    return {s.trace_id: float(s.team_reward) for s in scores}

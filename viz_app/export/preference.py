@@ -115,8 +115,23 @@ def _row(chosen: Trace, rejected: Trace, margin: float, source: str, options: Ex
            "source": source, "reviewers": [], "reasons": [], "chosen_score": None,
            "rejected_score": None, "disputed": False, "resolution": "scores",
            "provenance": provenance(labels)}
+    row.update(_rollouts(chosen, rejected))
     row.update(extra)
     return row
+
+
+def _rollouts(chosen: Trace, rejected: Trace) -> dict[str, Any]:
+    """For two rollouts of a trainer's run: their step and group (when one: siblings judged
+    against each other) and the trainer's reward of each, beside the reviewers' choice."""
+    from viz_app.io.rollouts import rollout_of, trainer_reward
+
+    a, b = rollout_of(chosen), rollout_of(rejected)
+    if a is None or b is None:
+        return {}
+    return {"step": a.step if a.step == b.step else None,
+            "group": a.group if a.group == b.group else None,
+            "chosen_trainer_reward": trainer_reward(chosen),
+            "rejected_trainer_reward": trainer_reward(rejected)}
 
 
 def _judged(labels: list[LabelRecord]) -> dict[tuple[str, str], list[LabelRecord]]:

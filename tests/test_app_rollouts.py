@@ -1,0 +1,98 @@
+"""A run's rollouts in the app: the library lists their step, group and trainer reward; the group
+page sets siblings side by side, where they part marked, labels them one after another and
+judges two against each other; the training-run page sets the trainer's reward beside the
+reviewers' per step and lists the rollouts where they part most."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from factories import APP, app_env, make_workspace
+
+ROLLOUTS = Path(__file__).resolve().parent / "fixtures" / "rollouts"
+
+
+@pytest.fixture
+def run_env(tmp_path, monkeypatch):
+    """The app on a verl run of two steps (the fixture's step 3, and a step 4 copy)."""
+    run = tmp_path / "run" / "rollout_data"
+    run.mkdir(parents=True)
+    shutil.copy(ROLLOUTS / "verl" / "gsm8k-grpo" / "rollout_data" / "3.jsonl", run)
+    lines = (run / "3.jsonl").read_text("utf-8").replace('"step": 3', '"step": 4')
+    (run / "4.jsonl").write_text(lines, "utf-8")
+    return app_env(monkeypatch, make_workspace(tmp_path, traces=[run]))
+
+
+def page(path: str, **params) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.switch_page(path)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at
+
+
+def test_the_library_lists_each_rollouts_step_group_and_trainer_reward(run_env):
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert sorted(set(table["step"])) == [3, 4]
+    assert table["group"].nunique() == 4
+    assert sorted(table["trainer reward"].tolist()) == sorted([1.0, 0.0, 1.0, 1.0, 0.0, -0.5] * 2)
+
+
+def test_the_group_page_sets_the_siblings_side_by_side_with_where_they_part(run_env):
+    rows = run_env.update_index().rows
+    at = page("app_pages/group.py", trace=rows[0].trace_id).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["trace id"].tolist() == [r.trace_id for r in rows[:3]]
+    assert table["trainer reward"].tolist() == [1.0, 0.0, 1.0]
+    assert all(w.startswith("message") for w in table["where they part"])
+    assert any("They part at step 2" in c.value for c in at.caption)
+
+
+def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
+    rows = run_env.update_index().rows
+    at = page("app_pages/group.py", trace=rows[0].trace_id).run()
+    at.sidebar.text_input(key="_reviewer_box").input("ann").run()
+    for _ in range(2):  # answer the outcome by its key, save, and the next member comes
+        at.button(key=[b.key for b in at.button if b.key and b.key.endswith(":key:1")][0]) \
+            .click().run()
+        at.button(key=[b.key for b in at.button if b.key and ":save:" in b.key][0]).click().run()
+        assert not at.exception
+    saved = {r["trace_id"]: r["value"] for r in run_env.labels.current_records()
+             if r["question"] == "task_outcome"}
+    assert saved == {rows[0].trace_id: "success", rows[1].trace_id: "success"}
+    assert any("Label member 3 of 3" in m.value for m in at.markdown)
+    at.text_input(key="pair_reason").input("#2 shows its working").run()
+    at.button(key="pair_b_better").click().run()
+    assert any("#2 is better" in s.value for s in at.success)
+    judged = [r for r in run_env.labels.current_records()
+              if r["question"] == "pairwise_preference"]
+    assert len(judged) == 1 and judged[0]["reviewer"] == "ann"
+    assert judged[0]["value"]["chosen"] == rows[1].trace_id
+    run_env.export("preference", run_env.settings.uploads.parent / "pairs.jsonl")
+    (row,) = [json.loads(x) for x in (run_env.settings.uploads.parent / "pairs.jsonl")
+              .read_text("utf-8").splitlines()]
+    assert (row["chosen_trace_id"], row["step"], row["group"]) == (
+        rows[1].trace_id, 3, rows[0].rollout_group)
+    assert (row["chosen_trainer_reward"], row["rejected_trainer_reward"]) == (0.0, 1.0)
+
+
+def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
+    rows = run_env.update_index().rows
+    from viz_app.labels.label import Reviewer
+
+    ann = Reviewer(name="ann", via="self-declared")
+    for row, value in zip(rows[:3], ("failure", "success", "failure")):
+        run_env.save_answers(run_env.trace(row.trace_id), "", {"task_outcome": value}, ann)
+    at = page("app_pages/run.py").run()
+    assert not at.exception
+    gaps = at.dataframe[0].value
+    assert gaps["trace id"].tolist()[:2] == [rows[0].trace_id, rows[2].trace_id]
+    assert gaps["gap"].tolist()[:2] == [2.0, 2.0]  # the trainer's 1.0 where reviewers said -1

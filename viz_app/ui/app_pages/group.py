@@ -1,0 +1,215 @@
+"""The group page: the siblings a trainer sampled for one prompt at one step, side by side, with
+their trainer rewards and the reviewers' labels, the event where they part marked. A reviewer
+labels the members one after another by keyboard (the digits answer, Ctrl+Enter saves and moves
+to the next member, N / P move) and judges two members against each other (Shift+A, Shift+B,
+Shift+T: a pairwise judgement, exported as a preference row). Opened by `?group=<id>` or
+`?trace=<id>` (that trace's group)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pandas as pd
+import streamlit as st
+
+from components.annotation import target_form
+from viz_app.analysis import analyze
+from viz_app.errors import LabelError, OrchvizError
+from viz_app.labels.label import Label
+from viz_app.text import markdown_literal
+from viz_app.training import parting, read_rows, reviewers_rewards
+from viz_app.ui import session
+
+GROUP_PARAM = "group"
+COLUMNS = 4  # siblings side by side per row: 16 make four rows at 1600 px
+
+reviewer = session.reviewer()
+workspace = session.workspace()
+rows = workspace.update_index().rows
+wanted = st.query_params.get(GROUP_PARAM)
+if not wanted and st.query_params.get("trace"):
+    wanted = next((r.rollout_group for r in rows if r.trace_id == st.query_params["trace"]),
+                  None)
+members = [r for r in rows if wanted and r.rollout_group == wanted]
+
+if not members:
+    grouped = sorted({(r.rollout_step, r.rollout_group) for r in rows if r.rollout_group},
+                     key=lambda k: (k[0] is None, k[0] or 0, k[1]))
+    st.markdown("### Groups")
+    if not grouped:
+        st.info("No trace in the library is a trainer's rollout with a group. Point the app at "
+                "a run's rollout files (verl, OpenRLHF, OpenPipe ART, SkyRL, rLLM).")
+        st.stop()
+    if wanted:
+        st.warning(f"No group {markdown_literal(wanted, 120)} in the library.")
+    sizes = {g: [r for r in rows if r.rollout_group == g] for _, g in grouped}
+    frame = pd.DataFrame([{
+        "step": step, "group": group, "siblings": len(sizes[group]),
+        "trainer mean": statistics.fmean(r.trainer_reward for r in sizes[group]
+                                         if r.trainer_reward is not None)
+        if any(r.trainer_reward is not None for r in sizes[group]) else None}
+        for step, group in grouped])
+    picked = st.dataframe(frame, hide_index=True, on_select="rerun", key="groups_table",
+                          selection_mode="single-row", height=min(560, 38 + 35 * len(frame)))
+    if picked is not None and picked.selection.rows:
+        st.query_params.clear()
+        st.query_params[GROUP_PARAM] = grouped[picked.selection.rows[0]][1]
+        st.rerun()
+    st.stop()
+
+st.query_params[GROUP_PARAM] = wanted
+traces = read_rows(members)
+members = [r for r in members if r.trace_id in traces]
+ordered = [traces[r.trace_id] for r in members]
+found = parting(ordered)
+records = workspace.labels.current_records()
+judged = reviewers_rewards(r for r in records if r["trace_id"] in traces)
+mine = {r["trace_id"]: r for r in records if r["trace_id"] in traces and not r["event_id"]
+        and reviewer is not None and r["reviewer"] == reviewer.name}
+state = st.session_state.setdefault("_group", {})
+at = min(state.get(wanted, 0), len(members) - 1)
+
+step = members[0].rollout_step
+rewards = [r.trainer_reward for r in members if r.trainer_reward is not None]
+st.markdown(f"### Group {markdown_literal(wanted, 80)}")
+st.caption(f"step **{step if step is not None else 'not given'}** · {len(members)} siblings · "
+           f"trainer mean **{statistics.fmean(rewards):.3f}**" if rewards else
+           f"step **{step}** · {len(members)} siblings")
+first = next((e for e in analyze(ordered[0]).order if e.type == "human_intervention"), None)
+if first is not None:
+    with st.expander("The prompt", expanded=False):
+        st.code(first.text, language=None, wrap_lines=True, height=180)
+
+
+def where(trace_id: str) -> str:
+    """What a sibling does where the siblings part."""
+    if found is None:
+        return "alike throughout"
+    event_id = found.events.get(trace_id)
+    if event_id is None:
+        return "(had ended)"
+    event = traces[trace_id].event(event_id)
+    said = " ".join(event.text.split())[:70]
+    return f"{event.type} {event.tool or ''} {said}".strip()
+
+
+table = pd.DataFrame([{
+    "#": i + 1, "trace id": r.trace_id, "trainer reward": r.trainer_reward,
+    "reviewers": judged.get(r.trace_id),
+    "your answer": ", ".join(f"{x['question']}={x['value']}" for x in records
+                             if reviewer is not None and x["trace_id"] == r.trace_id
+                             and x["reviewer"] == reviewer.name and not x["event_id"]),
+    "where they part": where(r.trace_id)} for i, r in enumerate(members)])
+st.dataframe(table, hide_index=True, key="group_table", height=min(420, 38 + 35 * len(table)),
+             column_config={"trainer reward": st.column_config.NumberColumn(format="%.3f"),
+                            "reviewers": st.column_config.NumberColumn(
+                                format="%.2f", help="The reviewers' mean reward, -1 to 1")})
+if found is not None:
+    how = {"decision": "another decision", "content": "the same step, other words",
+           "length": "one ended, another went on"}[found.by]
+    st.caption(f"They part at step {found.position + 1} of their runs ({how}); "
+               f"{found.shared} steps before it are alike. The parting step is marked ▶.")
+
+
+def sibling(i: int) -> None:
+    """One sibling: its rewards, then its steps from just before the parting one."""
+    row, trace = members[i], ordered[i]
+    trainer = f"{row.trainer_reward:.3f}" if row.trainer_reward is not None else "—"
+    seen = f"reviewers **{judged[row.trace_id]:.2f}**" if row.trace_id in judged \
+        else "not reviewed"
+    st.markdown(f"**#{i + 1}** · trainer **{trainer}** · {seen}"
+                + (" · **▸ labelling**" if i == at else ""))
+    steps = [e for e in analyze(trace).order if e.decision != "stop"]
+    start = max(0, (found.position if found else 0) - 1)
+    parted = found.events.get(trace.trace_id) if found else None
+    with st.container(height=260, border=True):
+        for event in steps[start:]:
+            head = ("▶ " if event.id == parted else "") + f"{event.type} · {event.agent}"
+            st.caption(markdown_literal(head, 80))
+            if event.text:
+                st.text(event.text[:1200])
+
+
+for top in range(0, len(members), COLUMNS):
+    for col, i in zip(st.columns(COLUMNS, gap="small"), range(top, min(top + COLUMNS,
+                                                                        len(members)))):
+        with col:
+            sibling(i)
+
+st.divider()
+if reviewer is None:
+    st.info(session.identify_first("label this group"))
+    st.stop()
+
+
+def move(to: int) -> None:
+    state[wanted] = max(0, min(to, len(members) - 1))
+
+
+label_col, pair_col = st.columns([3, 2], gap="large")
+with label_col:
+    current = ordered[at]
+    st.markdown(f"#### Label member {at + 1} of {len(members)}")
+    nav = st.columns(3)
+    nav[0].button("Previous member", key="group_previous", shortcut="P", on_click=move,
+                  args=(at - 1,), disabled=at == 0, icon=":material/skip_previous:",
+                  help="The sibling before this one (key P)")
+    nav[1].button("Next member", key="group_next", shortcut="N", on_click=move,
+                  args=(at + 1,), disabled=at >= len(members) - 1, icon=":material/skip_next:",
+                  help="The next sibling (key N); saving moves on too")
+    nav[2].page_link("app_pages/trace.py", label="Open its trace",
+                     query_params={"trace": current.trace_id}, icon=":material/account_tree:")
+    whole = next((t for t in workspace.targets(current) if t.key == ""), None)
+    if whole is None:
+        st.caption("The rubric asks nothing about a whole run.")
+    else:
+        def save(values: dict, comment: str, seconds: float) -> list[Label]:
+            made = workspace.save_answers(current, whole, values, reviewer, comment=comment,
+                                          seconds_spent=seconds)
+            move(at + 1)
+            return made
+
+        target_form(current, analyze(current), workspace.rubric, whole,
+                    key=f"group:{wanted}:{current.trace_id}", save=save,
+                    saved=workspace.labels.answers(current.trace_id, reviewer.name).get("")
+                    or workspace.labels.answers(current.trace_id, reviewer.name).get(None),
+                    save_label="Save and next")
+
+with pair_col:
+    st.markdown("#### Which of two is better?")
+    numbers = list(range(len(members)))
+    a_col, b_col = st.columns(2)
+    a = a_col.selectbox("A", numbers, index=at, format_func=lambda i: f"#{i + 1}", key="pair_a")
+    b = b_col.selectbox("B", numbers, index=min(at + 1, len(members) - 1) if len(members) > 1
+                        else 0, format_func=lambda i: f"#{i + 1}", key="pair_b")
+    reason = st.text_input("Why", key="pair_reason", placeholder="a few words: needed to save")
+    given = workspace.judgement(ordered[a].trace_id, ordered[b].trace_id, reviewer.name) \
+        if a != b else None
+
+    def judge(chosen: str | None) -> None:
+        if a == b:
+            st.session_state["_pair_said"] = ("warning", "Pick two different siblings.")
+            return
+        try:
+            workspace.save_preference(ordered[a], ordered[b], chosen, reviewer, reason)
+        except (LabelError, OrchvizError) as err:
+            st.session_state["_pair_said"] = ("error", f"Nothing was saved: {err}")
+            return
+        better = "a tie" if chosen is None else \
+            f"#{(a if chosen == ordered[a].trace_id else b) + 1} is better"
+        st.session_state["_pair_said"] = ("success", f"Saved: {better}.")
+
+    keys = st.columns(3)
+    keys[0].button("A is better", key="pair_a_better", shortcut="Shift+A", on_click=judge,
+                   args=(ordered[a].trace_id,), width="stretch")
+    keys[1].button("B is better", key="pair_b_better", shortcut="Shift+B", on_click=judge,
+                   args=(ordered[b].trace_id,), width="stretch")
+    keys[2].button("Tie", key="pair_tie", shortcut="Shift+T", on_click=judge, args=(None,),
+                   width="stretch")
+    said = st.session_state.pop("_pair_said", None)
+    if said:
+        getattr(st, said[0])(markdown_literal(said[1], 300))
+    elif given is not None:
+        st.caption("You judged this pair before; a new judgement replaces it.")
+    st.caption("Judgements of two siblings export as preference rows "
+               "(`orchviz labels export --format preference`), with their step and group.")
