@@ -182,7 +182,7 @@ def test_words_written_in_large_segments_search_as_in_many_small_ones(tmp_path, 
     """The word index takes an update's words in large transactions and segments, merged
     seldom (WORDS_COMMIT, WORDS_HASH, WORDS_MERGE): what a search finds and how it ranks them is
     the same as with a commit and a segment for every couple of traces, merged often."""
-    from viz_app.store import pool_index
+    from viz_app.store.pool_index import _writer as pool_index
 
     location, _ = written
     large, _ = indexed(tmp_path / "a", location)
@@ -235,12 +235,13 @@ import sys
 from multiprocessing import get_context
 from viz_app.io import pool
 from viz_app.store import pool_index
+from viz_app.store.pool_index import _executors
 
 def spied(method):
     print(method, flush=True)
     return get_context(method)
 
-pool_index.get_context = spied
+_executors.get_context = spied
 index = pool_index.PoolIndex(sys.argv[2], sys.argv[1])
 done = index.update(pool.shards(sys.argv[1]), workers=2)
 print(done.engine, done.traces)
@@ -268,7 +269,7 @@ def test_words_that_fail_on_their_thread_are_one_sentence_and_the_index_stays(
     import sqlite3
     import threading
 
-    from viz_app.store import pool_index
+    from viz_app.store.pool_index import _writer as pool_index
 
     location, _ = written
     index, _ = indexed(tmp_path, location, workers=2)
@@ -388,7 +389,8 @@ def test_batches_are_written_in_the_pools_order_when_later_pieces_finish_first(w
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from viz_app.store.pool_index import Batch, Piece, _in_order
+    from viz_app.store.pool_index import Batch, Piece
+    from viz_app.store.pool_index._executors import _in_order
 
     shards = pool.shards(written[0])
     pieces = [Piece(shards[i % 4], (i, i + 1), first=True, last=True) for i in range(9)]
@@ -418,7 +420,8 @@ def test_a_batch_sends_its_words_once_and_arrives_whole(written):
     them back, the same as summarising the piece here gives."""
     import pickle
 
-    from viz_app.store.pool_index import _summarise_pickled, _unpickled, plan, summarise_piece
+    from viz_app.store.pool_index import plan, summarise_piece
+    from viz_app.store.pool_index._executors import _summarise_pickled, _unpickled
 
     piece = plan(pool.shards(written[0]), 2)[0]
     here = summarise_piece(piece, default_rubric())
@@ -471,7 +474,7 @@ def test_the_words_before_the_last_pieces_are_committed_while_workers_read(
         tmp_path, written, monkeypatch):
     """The last commit of the words, which the update waits for once the workers are done,
     holds only the words of the last WORDS_TAIL traces or fewer; the index is the same."""
-    from viz_app.store import pool_index
+    from viz_app.store.pool_index import _writer as pool_index
 
     location, _ = written
     inline, _ = indexed(tmp_path / "a", location, workers=1)

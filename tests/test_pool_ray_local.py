@@ -12,11 +12,11 @@ import pytest
 
 from conftest import need
 from factories import REPO
-from viz_app.store import ray_local
+from viz_app.store.pool_index import _ray_local as ray_local
 
 STARTS_RAY = """
 import time
-from viz_app.store.pool_index import _ray_init
+from viz_app.store.pool_index._executors import _ray_init
 _ray_init("auto")
 print("ready", flush=True)
 time.sleep(300)
@@ -64,7 +64,7 @@ def test_the_watcher_ends_only_ray_processes_of_its_parent(tmp_path):
     fake_ray.write_text("import time\ntime.sleep(120)\n")
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import subprocess, sys, time
-from viz_app.store import ray_local
+from viz_app.store.pool_index import _ray_local as ray_local
 ray_local.watch_local_ray()
 ray_ = subprocess.Popen([sys.executable, {str(fake_ray)!r}])
 other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])

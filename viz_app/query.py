@@ -1,0 +1,115 @@
+"""The filter language of the library, folders and pools alike: a filter is a list of
+`Condition(field, op, value)` over the fields of FIELDS (or `reward.NAME`, a carried reward
+channel), written on a command line or in the app as `agents>10`, `topology=tree` or
+`reward.team>=0.5`.
+
+It is parsed and checked here; the stores turn a Condition into their own SQL, always binding
+its value as a parameter, so no user text becomes SQL. The UI and the CLI import this module to
+read a filter, never a store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from viz_app.errors import OrchvizError
+
+
+class FilterError(OrchvizError):
+    """A filter or sort the library cannot use: an unknown field, operator or value."""
+
+
+@dataclass(frozen=True)
+class IndexField:
+    """A field of the library that filters, sorts, histograms and strata may name."""
+
+    column: str
+    """Its column in the pool index's `traces` table."""
+    kind: Literal["text", "number"]
+    help: str
+
+
+FIELDS: dict[str, IndexField] = {
+    "trace_id": IndexField("trace_id", "text", "the trace's id"),
+    "task_id": IndexField("task_id", "text", "the task the run attempted"),
+    "group": IndexField("task_id", "text", "the GRPO group: rollouts of one task"),
+    "system": IndexField("system", "text", "the system that produced it"),
+    "topology": IndexField("topology", "text", "its orchestration topology"),
+    "source_format": IndexField("source_format", "text", "orchviz, or the importer's name"),
+    "shard": IndexField("shard", "text", "the shard it is in"),
+    "row": IndexField("position", "number", "its row in the shard"),
+    "events": IndexField("events", "number", "number of events"),
+    "agents": IndexField("agents", "number", "number of agents"),
+    "depth": IndexField("depth", "number", "depth of the spawn tree"),
+    "makespan_s": IndexField("makespan_s", "number", "first event to the end of the last (s)"),
+    "parallelism": IndexField("parallelism", "number", "agent lifetimes over the makespan"),
+    "tokens": IndexField("tokens", "number", "tokens the run used"),
+    "cost_usd": IndexField("cost_usd", "number", "what the run cost in dollars"),
+    "warnings": IndexField("warnings", "number", "structural warnings"),
+    "targets": IndexField("target_count", "number", "what the rubric asks to label in it"),
+}
+"""Every field by the name filters use; `reward.NAME` names a carried reward channel too."""
+
+NUMBER_FIELDS = [name for name, f in FIELDS.items() if f.kind == "number"]
+REWARD_PREFIX = "reward."
+Op = Literal["=", "!=", "<", "<=", ">", ">=", "~", "in"]
+OPS = ("<=", ">=", "!=", "==", "=", "<", ">", "~")
+"""The operators a written filter may use (`in` is only built, never written)."""
+_CONDITION = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|!=|==|=|<|>|~)\s*(.*?)\s*$")
+
+
+class Condition(BaseModel):
+    """One structured filter: `field op value` (`~` is "contains", for text fields)."""
+
+    field: str = Field(description="A name of FIELDS, or reward.NAME.")
+    op: Op = Field(description="Comparison: = != < <= > >= ~ (contains) in (one of a list).")
+    value: str | float | int | list[str | float | int] = Field(description="What to compare "
+                                                                "with (a list for `in`).")
+
+
+def parse_condition(expr: str) -> Condition:
+    """A condition from a command-line expression such as `agents>10`, `topology=tree` or
+    `reward.team>=0.5`; FilterError (one sentence) when it is not one."""
+    found = _CONDITION.match(expr or "")
+    if found is None or not found.group(3):
+        raise FilterError(f"cannot read the filter {expr!r}: write FIELD OP VALUE, such as "
+                          f"agents>10 or topology=tree (operators {' '.join(OPS)})")
+    name, op, value = found.groups()
+    op = "=" if op == "==" else op
+    kind = field_kind(name)
+    if kind == "number":
+        if op == "~":
+            raise FilterError(f"the filter {expr!r} uses ~ (contains) on {name}, a number")
+        try:
+            number = float(value)
+        except ValueError:
+            raise FilterError(f"the filter {expr!r} compares {name}, a number, with "
+                              f"{value!r}") from None
+        return Condition(field=name, op=op, value=number)
+    return Condition(field=name, op=op, value=value.strip("'\""))
+
+
+def field_kind(name: str) -> str:
+    """"number" or "text": what a field holds (a reward channel is a number); FilterError for
+    a name the library has no field for."""
+    if name.startswith(REWARD_PREFIX) and len(name) > len(REWARD_PREFIX):
+        return "number"
+    if name not in FIELDS:
+        raise FilterError(f"the pool index has no field {name!r} (fields: "
+                          f"{', '.join(FIELDS)}, reward.NAME)")
+    return FIELDS[name].kind
+
+
+def field_value(name: str, value: Any) -> float | str:
+    """A value as the field compares it: a float for a number field, else text; FilterError
+    when a number field is given something that is not one."""
+    if field_kind(name) == "number":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise FilterError(f"{name} is a number, not {value!r}") from None
+    return str(value)

@@ -1,0 +1,281 @@
+"""The pool index's queries over the traces a filter and a search select."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from viz_app.errors import TraceError
+from viz_app.io.pool import Shard, read_trace
+from viz_app.model import Trace
+from viz_app.query import Condition, FilterError, field_kind
+from viz_app.store.pool_index._files import IndexFiles
+from viz_app.store.pool_index._rows import (
+    _ROW_COLUMNS,
+    Bin,
+    PoolFailure,
+    PoolRow,
+    pool_row,
+)
+from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
+
+PAGE_SIZE = 50
+RANKED_HITS = 20_000
+"""A search with more hits than this lists them in index order, not by relevance."""
+
+
+class Queries(IndexFiles):
+    """What the index answers: pages, counts, histograms, values, samples of the traces a filter
+    and search select, where a trace is, and what failed."""
+
+    def _words_exact(self) -> bool:
+        """Whether every doc of the word index has its row (no shard was dropped since the
+        last whole update), so the word index alone can count and page a search."""
+        with self._duck() as con:
+            if int(self._meta(con, "stale_words") or 0) != 0:
+                return False
+        return not self._words_dirty()  # an update's words not yet (or no longer) in DuckDB
+
+    def _word_count(self, search: str) -> int:
+        """How many docs of the word index a search matches (counted inside SQLite)."""
+        key = "#" + (search_query(search) or "")
+        if key not in self._hit_cache:
+            with self._text() as db:
+                self._hit_cache[key] = [db.execute(
+                    "SELECT count(*) FROM words WHERE words MATCH ?",
+                    [search_query(search)]).fetchall()[0][0], None]
+        return self._hit_cache[key][0]
+
+    def _hits(self, search: str, ranked: bool = False) -> pa.Table | None:
+        """The docs of the traces matching a search; None when there is nothing to search.
+        With `ranked`, and no more than RANKED_HITS of them, with their bm25 `rank` too (a word
+        that most traces hold is not worth ranking them all by). The last few searches are
+        kept until the index changes: a page and its count search once."""
+        import numpy as np
+
+        query = search_query(search)
+        if query is None:
+            return None
+        found = self._hit_cache.get(query)
+        if found is None:
+            with self._text() as db:
+                try:
+                    docs = np.fromiter((r[0] for r in db.execute(
+                        "SELECT rowid FROM words WHERE words MATCH ?", [query])), np.int64)
+                except sqlite3.OperationalError as err:
+                    raise FilterError(f"cannot search for {search!r} ({err})") from None
+            found = [pa.table({"doc": docs}), None]
+            while len(self._hit_cache) >= 8:
+                self._hit_cache.pop(next(iter(self._hit_cache)))
+            self._hit_cache[query] = found
+        if not ranked or found[0].num_rows > RANKED_HITS:
+            return found[0]
+        if found[1] is None:
+            with self._text() as db:
+                rows = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
+                                  [query]).fetchall()
+            docs, ranks = zip(*rows) if rows else ((), ())
+            found[1] = pa.table({"doc": pa.array(docs, pa.int64()),
+                                 "rank": pa.array(ranks, pa.float64())})
+        return found[1]
+
+    @contextmanager
+    def _selection(self, filters: Sequence[Condition], search: str, ranked: bool = False
+                   ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list]]:
+        """A connection, the FROM ... WHERE ... of the traces a filter and search select, and
+        its parameters (callers put theirs before or after, in the order of the SQL text)."""
+        hits = self._hits(search, ranked)
+        params: list = []
+        where = where_sql(filters, params)
+        with self._duck() as con:
+            if hits is None:
+                yield con, f"FROM traces t WHERE {where}", params
+            else:
+                con.register("hits", hits)
+                yield con, f"FROM traces t JOIN hits h ON h.doc = t.doc WHERE {where}", params
+
+    def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
+             descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE) -> list[PoolRow]:
+        """One page of the traces a filter and search select, sorted by a field (default: by
+        relevance when searching, else index order)."""
+        if sort is None and not filters and search_query(search) is not None and \
+                self._words_exact() and self._word_count(search) > RANKED_HITS:
+            return self._word_page(search, offset, limit)  # a common word: no need to join all
+        order_params: list = []
+        hits = self._hits(search, ranked=sort is None)
+        ranked = sort is None and hits is not None and "rank" in hits.column_names
+        if sort is not None:
+            order = f"{field_sql(sort, order_params)} {'DESC' if descending else 'ASC'} NULLS LAST"
+        else:
+            order = "h.rank" if ranked else "t.doc"
+        with self._selection(filters, search, ranked) as (con, selection, params):
+            columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
+            found = con.execute(f"SELECT {columns} {selection} ORDER BY {order}, t.doc "
+                                "LIMIT ? OFFSET ?", [*params, *order_params, max(0, int(limit)),
+                                                     max(0, int(offset))]).fetchall()
+        return [pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
+
+    def _word_page(self, search: str, offset: int, limit: int) -> list[PoolRow]:
+        """A page of a search in index order, read from the word index in doc order (FTS5
+        gives matches by rowid, so it stops after the page)."""
+        with self._text() as db:
+            docs = [r[0] for r in db.execute(
+                "SELECT rowid FROM words WHERE words MATCH ? ORDER BY rowid LIMIT ? OFFSET ?",
+                [search_query(search), max(0, int(limit)), max(0, int(offset))])]
+        with self._duck() as con:
+            con.register("picked", pa.table({"doc": pa.array(docs, pa.int64())}))
+            columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
+            found = con.execute(f"SELECT {columns} FROM traces t JOIN picked p ON p.doc = t.doc "
+                                "ORDER BY t.doc").fetchall()
+        return [pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
+
+    def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
+        """How many traces a filter and search select."""
+        if search_query(search) is not None and not filters and self._words_exact():
+            return self._word_count(search)
+        with self._selection(filters, search) as (con, selection, params):
+            return con.execute(f"SELECT count(*) {selection}", params).fetchall()[0][0]
+
+    def histogram(self, field: str, filters: Sequence[Condition] = (), search: str = "",
+                  bins: int = 20) -> list[Bin]:
+        """Bars of a numeric field over the traces selected (equal widths, `bins` at most;
+        one per whole number when the field's values are whole and fewer)."""
+        if field_kind(field) != "number":
+            raise FilterError(f"a histogram needs a numeric field, not {field}")
+        field_params: list = []
+        expr = field_sql(field, field_params)
+        bins = max(1, int(bins))
+        with self._selection(filters, search) as (con, selection, params):
+            values = (f"(SELECT {expr} AS x {selection}) WHERE x IS NOT NULL "
+                      "AND isfinite(x)")
+            low, high, whole = con.execute(
+                f"SELECT min(x), max(x), bool_and(x = floor(x)) FROM {values}",
+                [*field_params, *params]).fetchall()[0]
+            if low is None:
+                return []
+            if whole and high - low + 1 <= bins:
+                width, bins = 1.0, int(high - low + 1)
+            else:
+                width = (high - low) / bins or 1.0
+            counts = dict(con.execute(
+                f"SELECT least(CAST(floor((x - ?) / ?) AS BIGINT), ?) AS b, count(*) "
+                f"FROM {values} GROUP BY b",
+                [low, width, bins - 1, *field_params, *params]).fetchall())
+        return [Bin(low=low + i * width, high=low + (i + 1) * width, count=counts.get(i, 0))
+                for i in range(bins)]
+
+    def values(self, field: str, filters: Sequence[Condition] = (), search: str = "",
+               limit: int = 100) -> list[tuple[str, int]]:
+        """The commonest values of a text field among the traces selected, with counts."""
+        if field_kind(field) != "text":
+            raise FilterError(f"values() needs a text field, not {field}")
+        field_params: list = []
+        expr = field_sql(field, field_params)
+        with self._selection(filters, search) as (con, selection, params):
+            return [(str(v), int(n)) for v, n in con.execute(
+                f"SELECT v, count(*) AS n FROM (SELECT {expr} AS v {selection}) GROUP BY v "
+                "ORDER BY n DESC, v LIMIT ?", [*field_params, *params, int(limit)]).fetchall()]
+
+    def sample(self, n: int, seed: int = 0, filters: Sequence[Condition] = (), search: str = "",
+               stratify: str | None = None, strata: int = 4) -> list[str]:
+        """Trace ids of `n` traces drawn without replacement from those selected, the same for
+        the same seed and index. With `stratify`, drawn evenly over its strata (a text field's
+        values, or `strata` quantile bins of a numeric field): each stratum gives n / k, a
+        small stratum all it has, and what it could not give goes to the others."""
+        import numpy as np
+        import pandas as pd
+
+        rng = np.random.default_rng(seed)
+        key_params: list = []
+        if stratify is None:
+            key = "0"
+        elif field_kind(stratify) == "number":
+            key = (f"ntile({max(1, int(strata))}) OVER (ORDER BY "
+                   f"{field_sql(stratify, key_params)}, t.doc)")
+        else:
+            key = field_sql(stratify, key_params)
+        with self._selection(filters, search) as (con, selection, params):
+            table = con.sql(f"SELECT t.doc AS doc, {key} AS s {selection} ORDER BY t.doc",
+                            params=[*key_params, *params]).to_arrow_table()
+            docs = table.column("doc").to_numpy()
+            codes, strata_found = pd.factorize(table.column("s").to_pandas(), use_na_sentinel=False)
+            order = np.argsort(codes, kind="stable")  # rows grouped by stratum, in doc order
+            sizes = np.bincount(codes, minlength=len(strata_found)) if len(codes) else \
+                np.zeros(0, np.int64)
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else sizes
+            quota = _even_quota({j: int(sizes[j]) for j in range(len(sizes))}, max(0, int(n)))
+            chosen: list[int] = []
+            for j in sorted(range(len(sizes)), key=lambda j: (strata_found[j] is None,
+                                                              str(strata_found[j]))):
+                if quota[j]:
+                    members = order[starts[j]:starts[j] + sizes[j]]
+                    chosen += members[rng.choice(len(members), quota[j], replace=False)].tolist()
+            picked = pa.table({"doc": pa.array(docs[chosen] if chosen else [], pa.int64()),
+                               "i": pa.array(range(len(chosen)), pa.int64())})
+            con.register("picked", picked)
+            return [r[0] for r in con.execute(
+                "SELECT t.trace_id FROM traces t JOIN picked p ON p.doc = t.doc ORDER BY p.i"
+            ).fetchall()]
+
+    def locate(self, trace_id: str) -> tuple[Shard, int] | None:
+        """The shard and row of a trace, or None when the index has no such id."""
+        with self._duck() as con:
+            found = con.execute(
+                "SELECT s.url, s.format, s.compressed, t.position FROM traces t "
+                "JOIN shards s ON s.url = t.shard WHERE t.trace_id = ? ORDER BY t.doc LIMIT 1",
+                [trace_id]).fetchall()
+        if not found:
+            return None
+        url, fmt, compressed, row = found[0]
+        return Shard(url=url, format=fmt, compressed=bool(compressed)), int(row)
+
+    def trace(self, trace_id: str) -> Trace:
+        """A trace of the pool by id, reading only its row group; TraceError when the index
+        has no such id or its shard cannot be read."""
+        found = self.locate(trace_id)
+        if found is None:
+            raise TraceError(self.location or str(self.path), "",
+                             f"no trace with id {trace_id!r} in the pool's index")
+        return read_trace(*found)
+
+    def failures(self, limit: int = 100) -> list[PoolFailure]:
+        """The shards and rows that failed, first ones first."""
+        with self._duck() as con:
+            return [PoolFailure(shard=s, row=r, error=e) for s, r, e in con.execute(
+                "SELECT shard, position, error FROM failures ORDER BY shard, position LIMIT ?",
+                [int(limit)]).fetchall()]
+
+    def failure_count(self) -> int:
+        """How many failures the index holds."""
+        with self._duck() as con:
+            return con.execute("SELECT count(*) FROM failures").fetchall()[0][0]
+
+    def reward_names(self) -> list[str]:
+        """The reward channels the traces carry (kept as shards are indexed: a channel of a
+        shard gone since may stay listed until the next whole update)."""
+        with self._duck() as con:
+            return json.loads(self._meta(con, "reward_names") or "[]")
+
+
+
+def _even_quota(sizes: dict[Any, int], n: int) -> dict[Any, int]:
+    """n split as evenly as the sizes allow (water filling): no stratum gives more than it has."""
+    quota = {k: 0 for k in sizes}
+    left = min(n, sum(sizes.values()))
+    open_ = sorted(sizes, key=lambda k: (sizes[k], str(k)))
+    while left > 0 and open_:
+        share = max(1, left // len(open_))
+        for k in list(open_):
+            take = min(share, sizes[k] - quota[k], left)
+            quota[k] += take
+            left -= take
+            if quota[k] >= sizes[k]:
+                open_.remove(k)
+            if left == 0:
+                break
+    return quota

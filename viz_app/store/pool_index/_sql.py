@@ -1,0 +1,57 @@
+"""How a filter (`viz_app.query.Condition`) and a search become the pool index's SQL: a
+field's column, a WHERE clause whose values are all bound as parameters, and the FTS5 query of
+the words a person typed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from viz_app.query import (
+    FIELDS,
+    REWARD_PREFIX,
+    Condition,
+    FilterError,
+    field_kind,
+    field_value,
+)
+
+
+def field_sql(name: str, params: list) -> str:
+    """The SQL of a field; a reward channel's name goes in as a parameter."""
+    field_kind(name)
+    if name.startswith(REWARD_PREFIX):
+        params.append(name[len(REWARD_PREFIX):])
+        return "t.rewards[?]"
+    return f"t.{FIELDS[name].column}"
+
+
+def where_sql(filters: Sequence[Condition], params: list) -> str:
+    parts = ["TRUE"]
+    for c in filters:
+        sql = field_sql(c.field, params)
+        if c.op == "in":
+            values = c.value if isinstance(c.value, list) else [c.value]
+            if not values:
+                parts.append("FALSE")
+                continue
+            parts.append(f"{sql} IN ({', '.join('?' for _ in values)})")
+            params.extend(field_value(c.field, v) for v in values)
+        elif c.op == "~":
+            if field_kind(c.field) != "text":
+                raise FilterError(f"~ (contains) needs a text field, not {c.field}")
+            parts.append(f"contains(lower({sql}), lower(?))")
+            params.append(str(c.value))
+        else:
+            parts.append(f"{sql} {c.op} ?")
+            params.append(field_value(c.field, c.value))
+    return " AND ".join(parts)
+
+
+def search_query(search: str) -> str | None:
+    """The FTS5 query of what a person typed: each word a quoted prefix phrase, all required (no
+    FTS5 syntax of theirs is ever parsed); None when nothing searchable is left."""
+    words = [w for w in (search or "").split() if re.search(r"\w", w)]
+    if not words:
+        return None
+    return " AND ".join('"' + w.replace('"', '""') + '"*' for w in words)
