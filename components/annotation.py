@@ -27,12 +27,10 @@ from components.pointer import pointer_check
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
 from viz_app.errors import LabelError, RubricError, StoreError
-from viz_app.labels.correction import LATER_THAN_RECORDED
-from viz_app.labels.label import Label, Reviewer, progress_of
-from viz_app.labels.rubric import LabelTarget, Question, Rubric, asked
-from viz_app.labels.suggestion import Suggestion
+from viz_app.labels import (LATER_THAN_RECORDED, Label, LabelTarget, Question, Reviewer, Rubric,
+                            Suggestion, asked, progress_of)
 from viz_app.model import Event, Trace
-from viz_app.store.labels import LabelStore
+from viz_app.store import LabelStore
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 

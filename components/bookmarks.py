@@ -16,9 +16,9 @@ import streamlit as st
 
 from viz_app.analysis import Analysis
 from viz_app.errors import BookmarkError, StoreError
-from viz_app.labels.bookmark import Bookmark, bookmarks_at
+from viz_app.labels import Bookmark, bookmarks_at
 from viz_app.model import Trace
-from viz_app.store.bookmarks import BookmarkStore
+from viz_app.store import BookmarkStore
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.workspace import Workspace
 
@@ -155,8 +155,7 @@ def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = No
     """A download button for the trace's case-study report with its current labels and
     bookmarks (built when clicked, not on every run): every label for a lead, else those
     `viewer` may see (`Workspace.case_study`)."""
-    from viz_app.export.report import report_html
-    from viz_app.export.traces import file_name
+    from viz_app.export import file_name, report_html
 
     def build() -> str:
         return report_html(trace, *workspace.case_study(trace, viewer, lead=lead),

@@ -20,8 +20,7 @@ from typing import Any
 import streamlit as st
 
 from viz_app.analysis import Analysis
-from viz_app.labels.correction import ACTION_LABELS, word_diff
-from viz_app.labels.rubric import LabelTarget, Question
+from viz_app.labels import ACTION_LABELS, LabelTarget, Question, word_diff
 from viz_app.model import Trace
 from viz_app.text import markdown_literal
 

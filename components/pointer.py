@@ -9,7 +9,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from viz_app.analysis import Analysis
-from viz_app.labels.correction import pointer_advice
+from viz_app.labels import pointer_advice
 from viz_app.text import markdown_literal
 
 

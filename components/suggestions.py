@@ -19,8 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-from viz_app.labels.rubric import Question, Rubric
-from viz_app.labels.suggestion import Suggestion
+from viz_app.labels import Question, Rubric, Suggestion
 from viz_app.text import markdown_literal
 
 EVIDENCE_SHOWN = 8

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import OrchvizError
-from viz_app.labels.correction import Decision as CorrectedDecision
+from viz_app.labels import Decision as CorrectedDecision
 from viz_app.model import DECISIONS, Decision, Event, Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits
 from viz_app.text import brief, what_came

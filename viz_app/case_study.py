@@ -13,8 +13,7 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
-from viz_app.labels.bookmark import Bookmark
-from viz_app.labels.label import LabelRecord
+from viz_app.labels import Bookmark, LabelRecord
 
 MARK = "#f03e3e"
 """Colour of bookmark marks (red: apart from every event type's colour but safety's hexagon)."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from viz_app.analysis import analyze
-from viz_app.labels.rubric import Rubric, required_questions
+from viz_app.labels import Rubric, required_questions
 
 if TYPE_CHECKING:
     from viz_app.model import Trace

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from viz_app.errors import OrchvizError
-from viz_app.labels.label import now
+from viz_app.labels import now
 
 if TYPE_CHECKING:
     from viz_app.reward.train import RewardModel
-    from viz_app.store.rewards import RewardModelStore
+    from viz_app.store import RewardModelStore
     from viz_app.workspace import Workspace
 
 
@@ -23,7 +23,7 @@ class Rewards:
 
     @property
     def store(self) -> RewardModelStore:
-        from viz_app.store.rewards import RewardModelStore
+        from viz_app.store import RewardModelStore
 
         return RewardModelStore(self.ws.engine)
 
@@ -35,7 +35,7 @@ class Rewards:
         O1-O5 questions as rewards and the decision-pairs export's pairs as preferences;
         measure it on held-out traces and store it under its training set's hash
         (`viz_app.reward.train`). Returns the model and whether it was stored now."""
-        from viz_app.export.decision_pairs import decision_pair_rows
+        from viz_app.export import decision_pair_rows
         from viz_app.reward.train import FOLDS, train
 
         ws = self.ws

@@ -15,12 +15,9 @@ from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, say_unread
 from viz_app.errors import LabelError
-from viz_app.export import FORMATS
-from viz_app.export.consensus import ExportOptions
-from viz_app.labels.campaign import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
-                                     Filter, Sample, optional_questions, spec_error)
-from viz_app.labels.label import Reviewer
-from viz_app.labels.rubric import load_rubric
+from viz_app.export import FORMATS, ExportOptions
+from viz_app.labels import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus, Filter,
+                            Reviewer, Sample, load_rubric, optional_questions, spec_error)
 from viz_app.text import terminal_text
 from viz_app.workspace import Workspace
 

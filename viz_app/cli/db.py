@@ -7,7 +7,7 @@ import argparse
 
 from viz_app.errors import OrchvizError
 from viz_app.settings import database_url
-from viz_app.store.database import SchemaState, check, engine_for, sqlite_file, state, upgrade
+from viz_app.store import SchemaState, check, engine_for, sqlite_file, state, upgrade
 from viz_app.text import terminal_text
 
 

@@ -121,7 +121,7 @@ def import_traces(args: argparse.Namespace) -> int:
 def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) -> None:
     """Store every Who&When annotation among the traces as imported labels, checked against
     the rubric (default: the packaged one)."""
-    from viz_app.labels.rubric import load_rubric
+    from viz_app.labels import load_rubric
     from viz_app.workspace import Workspace
 
     ws = Workspace.open(db, rubric=load_rubric(rubric))

@@ -15,10 +15,9 @@ from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
 from viz_app.errors import LabelError, OrchvizError
-from viz_app.export import FORMATS, NEEDS_TRACES, TRAINING, check_options
-from viz_app.export.consensus import CONFIRMATIONS, DISPUTED, ExportOptions
-from viz_app.labels.agreement import agreement
-from viz_app.labels.rubric import load_rubric
+from viz_app.export import (CONFIRMATIONS, DISPUTED, FORMATS, NEEDS_TRACES, TRAINING,
+                            ExportOptions, check_options)
+from viz_app.labels import load_rubric, rubric_agreement
 from viz_app.text import terminal_text
 from viz_app.workspace import TraceSet, Workspace
 
@@ -262,7 +261,7 @@ def progress_verb(args: argparse.Namespace) -> int:
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print agreement per question."""
     ws = _workspace(args)
-    report = agreement(ws.rubric, ws.labels.current_records())
+    report = rubric_agreement(ws.rubric, ws.labels.current_records())
     if args.json:
         print(json.dumps([q.model_dump() for q in report], indent=2, default=str))
         return 0
@@ -294,7 +293,7 @@ def rubric_verb(args: argparse.Namespace) -> int:
 
 def check_signal_verb(args: argparse.Namespace) -> int:
     """Fit the pairwise model on part of an export and print the held-out figures."""
-    from viz_app.labels.signal import check_signal, pairs_of, read_rows, split_rows
+    from viz_app.labels import check_signal, pairs_of, read_rows, split_rows
 
     try:
         pairs = pairs_of(read_rows(args.export))

@@ -198,7 +198,7 @@ class _TraceBar:
     def __init__(self) -> None:
         # tqdm's monitor thread would make the command threaded, and a threaded process starts
         # the index's workers by spawn (slow to start, slow to notice their parent was killed)
-        # rather than fork (`viz_app.store.pool_index._process_summaries`)
+        # rather than fork (`viz_app.store.pool_index._executors`)
         tqdm.monitor_interval = 0
         self.bar: tqdm | None = None
 
@@ -241,7 +241,7 @@ def register_index(verbs: argparse._SubParsersAction) -> None:
 
 def index(args: argparse.Namespace) -> int:
     """Bring the pool's index up to date; say what it did and name the failures."""
-    from viz_app.store.pool_index import IndexBusy
+    from viz_app.store import IndexBusy
 
     workspace = _pool_workspace(args)
     bar = _TraceBar()
@@ -286,7 +286,7 @@ def timings(done) -> str:
 
 def register_ls(verbs: argparse._SubParsersAction) -> None:
     """Add `pool ls`."""
-    from viz_app.store.pool_index import FIELDS
+    from viz_app.query import FIELDS
 
     p = verbs.add_parser(
         "ls", help="list a pool's traces from its index: search, filter, sort",
@@ -313,7 +313,8 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
 
 def ls(args: argparse.Namespace) -> int:
     """Print a page of the traces selected, and how many there are."""
-    from viz_app.store.pool_index import IndexBusy, parse_condition
+    from viz_app.query import parse_condition
+    from viz_app.store import IndexBusy
 
     filters = [parse_condition(expr) for expr in args.filter]
     workspace = _pool_workspace(args)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from viz_app.export.report import write_report
+from viz_app.export import write_report
 from viz_app.io.detect import read_any
 from viz_app.text import file_name, terminal_text
 from viz_app.workspace import Workspace

@@ -124,7 +124,7 @@ def _store_options(p: argparse.ArgumentParser, *, rubric: bool = True) -> None:
 def train_verb(args: argparse.Namespace) -> int:
     """Fit, measure and store the reward model."""
     from viz_app.cli.traces import progress_bar
-    from viz_app.labels.rubric import load_rubric
+    from viz_app.labels import load_rubric
     from viz_app.reward.scoring import write_model_file
     from viz_app.reward.train import report_lines
     from viz_app.workspace import Workspace

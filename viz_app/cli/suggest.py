@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
 from viz_app.errors import OrchvizError
-from viz_app.labels.rubric import load_rubric
+from viz_app.labels import load_rubric
 from viz_app.text import terminal_text
 from viz_app.workspace import Workspace
 
@@ -143,7 +143,7 @@ def _judge(args: argparse.Namespace, ws: Workspace | None = None):
     if not args.judge_url or not args.judge_model:
         raise OrchvizError("--producer judge needs --judge-url and --judge-model")
     try:
-        from viz_app.suggest.judge import JudgeProducer
+        from viz_app.suggest import JudgeProducer
     except ImportError as err:
         raise OrchvizError(f"the judge is unavailable in this installation ({err})") from None
     if not args.judge_timeout > 0:
@@ -212,7 +212,7 @@ def _stat(name: str, found) -> str:
 def _versions(ws: Workspace, args: argparse.Namespace) -> int:
     """Print each producer version's agreement with blind labels, oldest first, and the
     versions that left their predecessor's interval (on stderr too: a script notices)."""
-    from viz_app.labels.agreement import short_version
+    from viz_app.labels import short_version
 
     history = ws.agreement_history(args.question, resamples=args.resamples, seed=args.seed)
     if args.json:
@@ -305,7 +305,7 @@ def train_verb(args: argparse.Namespace) -> int:
           f"{_stat('alpha', r.reviewers.alpha)}  {_stat('kappa', r.reviewers.kappa)}")
     print(f"held-out accuracy {r.accuracy:.3f}, mean confidence {r.mean_confidence:.3f}, "
           f"Brier {r.brier:.3f}")
-    from viz_app.suggest.learned import worse_than_chance
+    from viz_app.suggest import worse_than_chance
 
     worse = worse_than_chance(r)
     if worse is not None:
@@ -319,8 +319,7 @@ def train_verb(args: argparse.Namespace) -> int:
 
 def models_verb(args: argparse.Namespace) -> int:
     """List the stored learned models, newest first, the one in use per question marked."""
-    from viz_app.suggest.features import FEATURES_VERSION
-    from viz_app.suggest.learned import LearnError, model_problem
+    from viz_app.suggest import FEATURES_VERSION, LearnError, model_problem
 
     ws = Workspace.open(args.db)
     models = ws.learned_models.listing(args.question)

@@ -15,7 +15,7 @@ from viz_app.errors import TraceError
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, load_trace, load_traces, trace_from_dict
 from viz_app.model import TOPOLOGIES, orchviz_schema
-from viz_app.store.index import IndexFailure, IndexProgress
+from viz_app.store import IndexFailure, IndexProgress
 from viz_app.text import terminal_text
 
 

@@ -41,9 +41,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from viz_app.errors import OrchvizError
-from viz_app.labels.label import FIELDS, LabelRecord
-from viz_app.labels.pairs import PAIRWISE_QUESTION
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import FIELDS, PAIRWISE_QUESTION, LabelRecord, Rubric
 
 Disputed = Literal["drop", "mean", "adjudicated"]
 """What a training export does with a target whose reviewers disagree."""

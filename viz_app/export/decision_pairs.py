@@ -51,11 +51,8 @@ from viz_app.analysis import analyze, task_text
 from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, Answer, ExportOptions,
                                       dumps, provenance, select)
 from viz_app.export.steps import event_lines
-from viz_app.labels.confirmation import confirmation_pairs, sound
-from viz_app.labels.correction import DecisionPair, decision_pairs, diff_spans, pointer_node
-from viz_app.labels.knowledge import seen_positions
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import (DecisionPair, LabelRecord, Rubric, confirmation_pairs, decision_pairs,
+                            diff_spans, pointer_node, seen_positions, sound)
 from viz_app.model import Trace
 
 DECISION_PAIR_FIELDS = ("prompt", "chosen", "rejected", "chosen_form", "rejected_form",

@@ -38,8 +38,7 @@ import orjson
 
 from viz_app.errors import OrchvizError
 from viz_app.export.lengths import card_lines
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import LabelRecord, Rubric
 
 SHARD_ROWS = 50_000
 """Rows per Parquet shard."""
@@ -314,7 +313,7 @@ def summary(format: str, framework: str, rows: int, labels: Sequence[LabelRecord
             lengths: dict[str, Any] | None = None) -> dict[str, Any]:
     """The facts the card and `orchviz_export.json` state (`used`: the ids of the labels the
     rows rest on; the reviewers table counts those, not every label read)."""
-    from viz_app.labels.agreement import pairwise_agreement, question_agreement
+    from viz_app.labels import pairwise_agreement, question_agreement
 
     alpha = []
     if rubric is not None:  # `agreement(rubric, labels)`, the labels sorted by question once

@@ -43,10 +43,8 @@ from viz_app.export.prompts import conversation, header
 from viz_app.export.steps import event_line
 from viz_app.export.records import write_jsonl
 from viz_app.export.steps import TraceSteps
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.pairs import (PAIRWISE_QUESTION, STRENGTHS, Preference, pair_key,
-                                  preference_of, preferences)
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, LabelRecord, Preference, Rubric,
+                            pair_key, preference_of, preferences)
 from viz_app.model import Trace
 
 PREFERENCE_FIELDS = ("prompt", "chosen", "rejected", "margin", "chosen_trace_id",

@@ -53,8 +53,7 @@ from viz_app.errors import OrchvizError
 from viz_app.export.consensus import ExportOptions, answers_labels, dumps, provenance
 from viz_app.export.steps import (Step, TraceSteps, branch_positions, branch_steps,
                                   stop_line)
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import LabelRecord, Rubric
 from viz_app.model import Trace
 
 

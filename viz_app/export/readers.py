@@ -20,7 +20,7 @@ import orjson
 from viz_app.errors import OrchvizError
 from viz_app.export.consensus import records_of
 from viz_app.export.hf import SUMMARY, read_hf_rows
-from viz_app.labels.label import LabelRecord
+from viz_app.labels import LabelRecord
 from viz_app.text import csv_value
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from viz_app.labels.label import FIELDS, LabelRecord
+from viz_app.labels import FIELDS, LabelRecord
 from viz_app.text import csv_cell
 
 

@@ -32,9 +32,7 @@ from pydantic import BaseModel, Field
 from viz_app import charts
 from viz_app.analysis import Analysis, analyze, figure_rows
 from viz_app.case_study import Step, steps, timeline_marks
-from viz_app.labels.bookmark import Bookmark
-from viz_app.labels.pairs import PAIRWISE_QUESTION, STRENGTHS
-from viz_app.labels.label import LabelRecord
+from viz_app.labels import PAIRWISE_QUESTION, STRENGTHS, Bookmark, LabelRecord
 from viz_app.model import Trace
 from viz_app import text as safe_text
 from viz_app.text import html_text, markdown_literal

@@ -8,8 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from viz_app.labels.rubric import Rubric
-from viz_app.labels.label import LabelRecord
+from viz_app.labels import LabelRecord, Rubric
 
 REWARD_FIELDS = ("trace_id", "event_id", "question", "family", "credit_unit", "sub_decision",
                  "channel", "reward", "reward_std", "reward_min", "reward_max", "reviewers",

@@ -35,8 +35,7 @@ from typing import Any
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.export.consensus import Answer, answers_labels
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import LabelRecord, Rubric
 from viz_app.model import CALL_KEYS, DECISIONS, Event, Trace
 
 DECISION = "decision"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from viz_app.export.records import write_jsonl
-from viz_app.labels.suggestion import Suggestion
+from viz_app.labels import Suggestion
 
 
 def suggestion_record(suggestion: Suggestion) -> dict[str, Any]:

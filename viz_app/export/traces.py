@@ -12,8 +12,7 @@ from typing import Any
 import orjson
 
 from viz_app.export.rewards import target_rewards
-from viz_app.labels.rubric import Rubric
-from viz_app.labels.label import LabelRecord
+from viz_app.labels import LabelRecord, Rubric
 from viz_app.model import Trace
 from viz_app.text import file_name
 

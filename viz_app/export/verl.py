@@ -30,7 +30,7 @@ from typing import Any
 from viz_app.export.consensus import PROVENANCE_FIELDS, Answer, ExportOptions, dumps, provenance
 from viz_app.export.prompts import header
 from viz_app.export.steps import TraceSteps, call_of
-from viz_app.labels.rubric import Question, Rubric
+from viz_app.labels import Question, Rubric
 
 HINDSIGHT = frozenset({"stop"})
 """Targets judged with what came after them: a stop is premature or late by the events that

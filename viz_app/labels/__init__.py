@@ -1,1 +1,56 @@
-"""Reward labelling: the rubric, the label store and inter-reviewer agreement."""
+"""Reward labelling, pure (no SQL): the rubric and its targets, Label and its records, corrections
+(what the orchestrator should have done), decision pairs, suggestions as data, bookmarks,
+campaigns (their specs, queues and disagreements), attention and inter-reviewer agreement.
+
+Callers import from this face, never from its modules, so the modules can split without moving a
+caller. The face is lazy (`viz_app.face`): a pool's worker that needs the rubric loads
+`labels.rubric`, not the agreement statistics with it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from viz_app.face import lazy
+
+if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each from its module
+    from viz_app.labels.agreement import (AgreementHistory, AgreementRow, REVIEWERS,
+                                          SuggestionAgreement, agreement, agreement_history,
+                                          blind_labels, correction_agreements,
+                                          correction_similarity, pairwise_agreement,
+                                          question_agreement, short_version, suggestion_agreement,
+                                          version_shifts)
+    from viz_app.labels.attention import (LEARNED, contest, contests, earlier_reviewers,
+                                          first_answers, latest_version, uncertainty)
+    from viz_app.labels.bookmark import (Bookmark, anchor, bookmarks_at, checked_note,
+                                         checked_reviewer, current_bookmarks)
+    from viz_app.labels.campaign import (Campaign, CampaignProgress, CampaignSpec, CampaignStatus,
+                                         Claim, Disagreement, EXPIRED, FIGURES, Filter, ORDERS,
+                                         PlannedTarget, ROLES, ReviewerStatus, Role, SPREAD,
+                                         STRATA, Sample, assign_agreement, campaign_questions,
+                                         default_questions, disputed, filter_rows,
+                                         find_disagreements, gold_accuracy, gold_answers,
+                                         label_target, optional_questions, plan_targets,
+                                         prioritise, row_targets, sample_rows, spec_error,
+                                         unindexed)
+    from viz_app.labels.correction import (ACTION_LABELS, Decision, DecisionPair,
+                                           LATER_THAN_RECORDED, corrected_decision, decision_pairs,
+                                           word_diff)
+    from viz_app.labels.label import (ANSWER_KEY, FIELDS, Identity, ImportReport, Label,
+                                      LabelRecord, NEWER_KEY, Progress, Reviewer, current_labels,
+                                      derived_label_id, imported_time, label_from_record,
+                                      newest_per_answer, now, progress_of, trace_sha256)
+    from viz_app.labels.pairs import (PAIRWISE_PROMPT, PAIRWISE_QUESTION, Preference, STRENGTHS,
+                                      judgement, judgement_label, pair_key, preference_of,
+                                      preferences)
+    from viz_app.labels.rubric import (CREDIT_UNITS, LabelError, LabelTarget, Question,
+                                       REWARD_FAMILIES, Rubric, RubricError, TraceTarget, asked,
+                                       check_answer, counted, default_rubric, load_rubric,
+                                       pointer_optional, required_questions, reward_of,
+                                       rubric_from_dict, rubric_from_yaml, targets)
+    from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
+    from viz_app.labels.confirmation import confirmation_pairs, sound
+    from viz_app.labels.correction import diff_spans, pointer_advice, pointer_node
+    from viz_app.labels.knowledge import seen_positions
+    from viz_app.labels.signal import check_signal, pairs_of, read_rows, split_rows
+
+__getattr__, __dir__ = lazy(__name__, __file__)

@@ -31,7 +31,7 @@ from viz_app.labels.label import LabelRecord, Reviewer
 from viz_app.labels.rubric import ORDINAL_KINDS, LabelTarget, Question, Rubric, check_value
 
 if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
-    from viz_app.store.index import IndexRow
+    from viz_app.store import IndexRow
 
 Role = Literal["lead", "reviewer"]
 """What a member may do: a `lead` creates campaigns, sees everyone's progress, adjudicates and

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from viz_app.analysis import Analysis, analyze
-from viz_app.export.steps import event_line
-from viz_app.labels.rubric import Question, Rubric, targets
+from viz_app.export import event_line
+from viz_app.labels import Question, Rubric, targets
 from viz_app.model import Trace
 
 ANY = "any"

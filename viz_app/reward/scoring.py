@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, Field
 
-from viz_app.labels.rubric import Rubric, default_rubric
+from viz_app.labels import Rubric, default_rubric
 from viz_app.model import Trace
 from viz_app.reward.decisions import Decision, text_decisions, trace_decisions
 from viz_app.reward.model import RewardError
@@ -216,8 +216,7 @@ def load_scorer(model: str, *, db: str | None = None, hf: bool = False,
         return SklearnScorer(read_model_file(path), rubric)
     if db is not None:
         from viz_app.settings import database_url
-        from viz_app.store.database import connect
-        from viz_app.store.rewards import RewardModelStore
+        from viz_app.store import RewardModelStore, connect
 
         store = RewardModelStore(connect(database_url(db)))
         found = store.newest() if model == "newest" else store.find(model)

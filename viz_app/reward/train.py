@@ -36,10 +36,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, Field
 
-from viz_app.labels.agreement import AgreementRow, blind_labels, suggestion_agreement
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Question, Rubric, reward_of
-from viz_app.labels.suggestion import Producer, Suggestion
+from viz_app.labels import (AgreementRow, LabelRecord, Producer, Question, Rubric, Suggestion,
+                            blind_labels, reward_of, suggestion_agreement)
 from viz_app.model import Trace
 from viz_app.reward.decisions import (ANY, STRUCTURE, Decision, pair_decisions,
                                       reward_questions, trace_decisions)
@@ -186,7 +184,7 @@ def build_training_set(rubric: Rubric, labels: Sequence[LabelRecord],
                        suggestions: Sequence[Suggestion], traces: Mapping[str, Trace | None],
                        pair_rows: Iterable[Mapping[str, Any]] = ()) -> _Built:
     """The examples, rewards and pairs of a store's labels (see the module's docstring)."""
-    from viz_app.suggest.learned import truths
+    from viz_app.suggest import truths
 
     asked = reward_questions(rubric)
     examples: list[Example] = []

@@ -9,9 +9,8 @@ from typing import Any
 from sqlalchemy import Engine, insert, select
 
 from viz_app.errors import BookmarkError
-from viz_app.labels.bookmark import (Bookmark, anchor, checked_note, checked_reviewer,
-                                     current_bookmarks)
-from viz_app.labels.label import now, trace_sha256
+from viz_app.labels import (Bookmark, anchor, checked_note, checked_reviewer, current_bookmarks,
+                            now, trace_sha256)
 from viz_app.model import Trace
 from viz_app.store.tables import bookmarks_table
 

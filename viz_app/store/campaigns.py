@@ -38,10 +38,10 @@ from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func,
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import ClaimError, LabelError
-from viz_app.labels.campaign import (EXPIRED, Campaign, CampaignSpec, Claim, Filter,
-                                     PlannedTarget, Sample)
-from viz_app.labels.label import Label, Reviewer, now
-from viz_app.store.pool_index import Condition, PoolIndex, PoolRow
+from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
+                            Reviewer, Sample, now)
+from viz_app.query import Condition
+from viz_app.store.pool_index import PoolIndex, PoolRow
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
                                   campaign_targets_table, campaigns_table, labels_table,
                                   suggestions_table)

@@ -27,7 +27,7 @@ from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files
 from viz_app.io.follow import Tail, read_file, read_more
 from viz_app.io.rollouts import rollout_of, trainer_reward
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import Rubric
 from viz_app.model import Trace
 from viz_app.store.tables import trace_index
 from viz_app.summary import SEARCH_TEXT_LIMIT, search_text, summarise  # noqa: F401 (search_text: the index's words)

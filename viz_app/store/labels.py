@@ -20,10 +20,9 @@ from sqlalchemy import Engine, func, insert, select
 
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError
-from viz_app.labels.label import (ANSWER_KEY, FIELDS, NEWER_KEY, Identity, ImportReport, Label,
-                                  Progress, label_from_record, newest_per_answer, now,
-                                  progress_of, trace_sha256)
-from viz_app.labels.rubric import Rubric, asked, check_answer, targets
+from viz_app.labels import (ANSWER_KEY, FIELDS, NEWER_KEY, Identity, ImportReport, Label, Progress,
+                            Rubric, asked, check_answer, label_from_record, newest_per_answer, now,
+                            progress_of, targets, trace_sha256)
 from viz_app.model import Trace
 from viz_app.store.tables import labels_table, retractions_table
 

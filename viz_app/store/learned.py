@@ -7,9 +7,9 @@ import orjson
 from pydantic import ValidationError
 from sqlalchemy import Engine, delete, insert, select
 
-from viz_app.labels.label import now
+from viz_app.labels import now
 from viz_app.store.tables import learned_models_table
-from viz_app.suggest.learned import LearnedModel, LearnedReport, LearnError, training_sha256
+from viz_app.suggest import LearnedModel, LearnedReport, LearnError, training_sha256
 
 _BODY = ("kind", "features", "answers", "rows", "x", "y")
 """The fields of a model kept in its `training` column."""

@@ -12,8 +12,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine, delete, insert, select
 
 from viz_app.errors import LabelError
-from viz_app.labels.campaign import ROLES, Role
-from viz_app.labels.label import now
+from viz_app.labels import ROLES, Role, now
 from viz_app.store.tables import members_table
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 from sqlalchemy import Engine, insert, select
 
-from viz_app.labels.label import now
+from viz_app.labels import now
 from viz_app.reward.train import HeldOut, RewardModel, RewardReport
 from viz_app.reward.model import TrainingSet
 from viz_app.store.tables import reward_models_table

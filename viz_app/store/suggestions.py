@@ -9,8 +9,7 @@ from collections.abc import Collection, Iterable
 import orjson
 from sqlalchemy import Engine, func, insert, select
 
-from viz_app.labels.label import now
-from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
+from viz_app.labels import Producer, Suggestion, SuggestionFailure, now
 from viz_app.store.tables import suggestion_failures_table, suggestions_table
 
 

@@ -6,44 +6,27 @@ Three producers exist: `rules` (deterministic detectors over the analysis,
 team's own labels (`viz_app.suggest.learned`, over the features of `viz_app.suggest.features`). Suggestions are kept apart from labels (their own
 table, `viz_app.store.suggestions`); the Workspace stores them (`Workspace.suggest`).
 
-`produce(trace, rubric, producer)` is the one entry: `producer` is the name "rules" or any object
+Callers import from this face (lazy, `viz_app.face`), never from its modules; the rules'
+findings are read through the module, `suggest.rules`.
+
+`produce(trace, rubric, producer)` (`suggest.producers`) is the one entry: `producer` is the name "rules" or any object
 with a `produce(trace, rubric) -> (suggestions, failures)` method (a judge, a learned producer).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
-from viz_app.errors import OrchvizError
-from viz_app.labels.rubric import Rubric
-from viz_app.labels.suggestion import Suggestion, SuggestionFailure
-from viz_app.model import Trace
+from viz_app.face import lazy
 
+if TYPE_CHECKING:  # the face: what callers import from viz_app.suggest, each from its module
+    from viz_app.suggest.context import TargetContext, target_context
+    from viz_app.suggest.features import FEATURES_VERSION, TraceFeatures
+    from viz_app.suggest.judge import (JUDGED_KINDS, MAX_INPUTS, TEXT_LIMIT, Example,
+                                       JudgeProducer)
+    from viz_app.suggest.learned import (FOLDS, LearnedModel, LearnedProducer, LearnedReport,
+                                         LearnError, train)
+    from viz_app.suggest.producers import SuggestError, SuggestionProducer, produce
+    from viz_app.suggest.learned import model_problem, training_sha256, truths, worse_than_chance
 
-class SuggestError(OrchvizError, ValueError):
-    """A producer that cannot be used as asked (an unknown name, a judge not configured)."""
-
-
-class SuggestionProducer(Protocol):
-    """Anything that proposes answers on one trace (the rules, a judge)."""
-
-    def produce(self, trace: Trace, rubric: Rubric) -> tuple[list[Suggestion],
-                                                             list[SuggestionFailure]]: ...
-
-
-def produce(trace: Trace, rubric: Rubric, producer: str | Any = "rules",
-            answered: Collection[tuple[str, str]] = ()
-            ) -> tuple[list[Suggestion], list[SuggestionFailure]]:
-    """The suggestions a producer makes on one trace, and the targets it failed on.
-    `producer` is "rules" or an object with a `produce(trace, rubric)` method; `answered`
-    ((event id or '', question) the producer answered before on this trace version) is passed
-    on when there are any, for a producer that asks at a cost (the judge) to leave them out."""
-    if isinstance(producer, str):
-        if producer != "rules":
-            raise SuggestError(f"unknown producer {producer!r}: name 'rules' or pass a judge")
-        from viz_app.suggest import rules
-        return rules.suggest(trace, rubric), []
-    if answered:
-        return producer.produce(trace, rubric, answered=answered)
-    return producer.produce(trace, rubric)
+__getattr__, __dir__ = lazy(__name__, __file__)

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from viz_app.analysis import Analysis
-from viz_app.labels.rubric import LabelTarget
+from viz_app.labels import LabelTarget
 from viz_app.model import Event
 
 AROUND = 4

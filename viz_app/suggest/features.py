@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from viz_app.analysis import Analysis, analyze
-from viz_app.labels.rubric import Rubric, TraceTarget, targets
+from viz_app.labels import Rubric, TraceTarget, targets
 from viz_app.model import Event, Trace
 from viz_app.suggest import rules
 

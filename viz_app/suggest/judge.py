@@ -49,8 +49,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError, OrchvizError
-from viz_app.labels.rubric import LabelTarget, Question, Rubric, check_answer, targets
-from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
+from viz_app.labels import (LabelTarget, Producer, Question, Rubric, Suggestion, SuggestionFailure,
+                            check_answer, targets)
 from viz_app.model import Trace
 from viz_app.suggest.context import TargetContext, target_context
 from viz_app.text import brief, prompt_data, what_came

@@ -43,10 +43,8 @@ import orjson
 from pydantic import BaseModel, Field
 
 from viz_app.errors import OrchvizError
-from viz_app.labels.agreement import AgreementRow, blind_labels, suggestion_agreement
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
-from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
+from viz_app.labels import (AgreementRow, LabelRecord, Producer, Rubric, Suggestion,
+                            SuggestionFailure, blind_labels, suggestion_agreement)
 from viz_app.model import Trace
 from viz_app.text import brief
 from viz_app.suggest.features import FEATURES_VERSION, FeatureRow, TraceFeatures, \

@@ -32,8 +32,7 @@ from rapidfuzz import fuzz, utils
 from rapidfuzz.distance import Indel
 
 from viz_app.analysis import Analysis, StopPoint, analyze
-from viz_app.labels.rubric import LabelTarget, Rubric, targets
-from viz_app.labels.suggestion import Producer, Suggestion
+from viz_app.labels import LabelTarget, Producer, Rubric, Suggestion, targets
 from viz_app.model import Event, Trace
 from viz_app.suggest.overlap import (STOPWORDS, Lexicon, content, is_figure, is_number,
                                      is_year, sentences)

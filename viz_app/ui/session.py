@@ -31,11 +31,11 @@ from sqlalchemy import Engine
 from viz_app import charts
 from viz_app.analysis import analyze
 from viz_app.errors import OrchvizError
-from viz_app.labels.label import Reviewer
+from viz_app.labels import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
-from viz_app.store.index import IndexProgress, IndexResult
-from viz_app.store.pool_index import Condition, PoolRow
+from viz_app.query import Condition
+from viz_app.store import IndexProgress, IndexResult, PoolRow
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 

@@ -18,8 +18,9 @@ from multiprocessing import get_context
 from typing import Any
 
 import pyarrow as pa
+
 from viz_app.errors import OrchvizError
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import Rubric
 from viz_app.store.pool_index._plan import Batch, Piece, summarise_piece
 from viz_app.store.pool_index._words import _unpacked_utf8
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+
 from viz_app.errors import StoreError
 from viz_app.store.pool_index._rows import _SCHEMA, PoolUpdate
 from viz_app.store.pool_index._words import unpack_words

@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+
 from viz_app.io.pool import Shard, row_groups
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import Rubric
 from viz_app.store.pool_index._rows import _BATCH_TYPES, summarise_shard
 
 # -- the unit of work: a piece of a shard, and the batch of rows it gives -------------------------

@@ -10,18 +10,13 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+
 from viz_app.errors import TraceError
 from viz_app.io.pool import Shard, read_trace
 from viz_app.model import Trace
 from viz_app.query import Condition, FilterError, field_kind
 from viz_app.store.pool_index._files import IndexFiles
-from viz_app.store.pool_index._rows import (
-    _ROW_COLUMNS,
-    Bin,
-    PoolFailure,
-    PoolRow,
-    pool_row,
-)
+from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, PoolRow, pool_row
 from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
 
 PAGE_SIZE = 50

@@ -9,10 +9,11 @@ import re
 
 import pyarrow as pa
 from pydantic import BaseModel, Field
+
 from viz_app.analysis import forget
 from viz_app.errors import TraceError
 from viz_app.io.pool import Shard, read_shard
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import Rubric
 from viz_app.model import Trace, paused_gc
 from viz_app.store.pool_index._words import pack_words
 from viz_app.summary import summarise

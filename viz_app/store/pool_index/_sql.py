@@ -7,14 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from viz_app.query import (
-    FIELDS,
-    REWARD_PREFIX,
-    Condition,
-    FilterError,
-    field_kind,
-    field_value,
-)
+from viz_app.query import FIELDS, REWARD_PREFIX, Condition, FilterError, field_kind, field_value
 
 
 def field_sql(name: str, params: list) -> str:

@@ -10,22 +10,13 @@ from contextlib import ExitStack, contextmanager
 
 import duckdb
 import pyarrow as pa
+
 from viz_app.io.pool import Shard
-from viz_app.labels.rubric import Rubric
-from viz_app.store.pool_index._executors import (
-    _parallelism,
-    _process_summaries,
-    _ray_init,
-    _ray_summaries,
-)
+from viz_app.labels import Rubric
+from viz_app.store.pool_index._executors import (_parallelism, _process_summaries, _ray_init,
+                                                 _ray_summaries)
 from viz_app.store.pool_index._files import IndexFiles
-from viz_app.store.pool_index._plan import (
-    Batch,
-    Progress,
-    plan,
-    shard_stamp,
-    summarise_piece,
-)
+from viz_app.store.pool_index._plan import Batch, Progress, plan, shard_stamp, summarise_piece
 from viz_app.store.pool_index._rows import _TRACE_TYPES, PoolUpdate
 from viz_app.store.pool_index._writer import _WordWriter
 

@@ -19,7 +19,7 @@ from components.annotation import asked_only, target_form
 from components.suggestions import answer_text
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels.label import Label
+from viz_app.labels import Label
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views

@@ -17,7 +17,7 @@ import streamlit as st
 from viz_app.ui import session
 from viz_app.export import FORMATS, NEEDS_TRACES, export
 from viz_app.charts import agreement_history_figure
-from viz_app.labels.agreement import REVIEWERS, agreement, correction_agreements
+from viz_app.labels import REVIEWERS, agreement, correction_agreements
 from viz_app.errors import RubricError
 from viz_app.text import markdown_literal
 

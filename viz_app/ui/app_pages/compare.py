@@ -16,7 +16,7 @@ from viz_app.analysis import Analysis, analyze, figure_text
 from viz_app.comparison import (Divergence, FigureDiff, align, aligned_tree_figure, divergence,
                                 figure_differences, shared_timeline)
 from viz_app.errors import LabelError, OrchvizError, RubricError, StoreError
-from viz_app.labels.pairs import PAIRWISE_PROMPT, STRENGTHS
+from viz_app.labels import PAIRWISE_PROMPT, STRENGTHS
 from viz_app.model import Event, Trace
 from viz_app.text import markdown_literal
 

@@ -15,8 +15,8 @@ import streamlit as st
 
 from viz_app.errors import OrchvizError
 from viz_app.io.uploads import save_upload
-from viz_app.store.pool_index import (FIELDS, NUMBER_FIELDS, PAGE_SIZE, Condition, IndexBusy,
-                                      PoolIndex, PoolRow, parse_condition)
+from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_condition
+from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex, PoolRow
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 

@@ -27,9 +27,7 @@ from components.keyboard import typing_note
 from components.suggestions import suggestions_view
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels.campaign import Claim
-from viz_app.labels.label import Label
-from viz_app.labels.rubric import LabelTarget
+from viz_app.labels import Claim, Label, LabelTarget
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views
