@@ -5,11 +5,11 @@ target or trace.
 Everything the reviewer saves goes through the Workspace the page gives (no SQL here, and the
 rules of a save are the Workspace's).
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
-Keyboard: Streamlit's own button shortcuts (no script of ours runs in the page): digits pick
-the n-th answer, letters toggle tags, Ctrl+Enter saves, N / P / S move on, back and skip,
-Shift+N opens the next trace, arrows and Enter pick where a stop should have been, ? or H lists
-them (`KEYS_HELP`); `components.keyboard` adds ? and Ctrl+Enter from a focused answer. Trace
-text never goes into a label that takes HTML.
+Keyboard: Streamlit's own button shortcuts, each key read from the one key map
+(`components.keys`): digits pick the n-th answer, letters toggle tags, Ctrl+Enter saves, N / P /
+S move on, back and skip, Shift+N opens the next trace, arrows and Enter pick where a stop should
+have been, ? or H lists them (`keys.help_table("trace")`); `components.keyboard` adds ?, W and
+Ctrl+Enter from a focused answer. Trace text never goes into a label that takes HTML.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components import keys as key_map
 from components.correction import correction_box
 from components.keyboard import typing_note
 from components.pointer import pointer_check
@@ -37,7 +38,7 @@ from viz_app.workspace import Workspace
 CONTEXT_EVENTS = 4
 """Events shown before and after a stop decision."""
 
-SCALE_KEYS = "123456789"
+SCALE_KEYS = "".join(key_map.key("pick").presses())
 """Keys that pick the n-th answer of a scale or category question (Streamlit button shortcuts)."""
 
 
@@ -301,56 +302,38 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
     cols = st.columns(3, gap="small") + st.columns([2, 1], gap="small")
     cols[0].button("Back", key=f"{base}:previous", icon=":material/skip_previous:",
                    on_click=move, args=(before,), disabled=before is None, width="stretch",
-                   shortcut="P", help="The target before this one (key P)")
+                   shortcut=key_map.shortcut("previous-target"),
+                   help=f"The target before this one (key {key_map.shortcut('previous-target')})")
     cols[1].button("Next target", key=f"{base}:next", icon=":material/skip_next:",
                    on_click=move, args=(upcoming,), disabled=upcoming is None,
-                   width="stretch", shortcut="N",
+                   width="stretch", shortcut=key_map.shortcut("next-target"),
                    help="The next target you have not labelled yet; skipped ones come last "
-                        "(key N)")
+                        f"(key {key_map.shortcut('next-target')})")
     cols[2].button("Skip", key=f"{base}:skip", icon=":material/redo:", on_click=move,
-                   args=(upcoming,), kwargs={"skip": True}, width="stretch", shortcut="S",
-                   disabled=state["target"] in done,
-                   help="Leave this target for later: it comes back after the others (key S)")
+                   args=(upcoming,), kwargs={"skip": True}, width="stretch",
+                   shortcut=key_map.shortcut("skip-target"), disabled=state["target"] in done,
+                   help="Leave this target for later: it comes back after the others "
+                        f"(key {key_map.shortcut('skip-target')})")
 
     if cols[3].button("Next trace", key=f"{base}:next_trace", width="stretch",
-                      icon=":material/fast_forward:", shortcut="Shift+N",
+                      icon=":material/fast_forward:", shortcut=key_map.shortcut("next-trace"),
                       help="The next trace in the library with targets you have not labelled "
-                           "(Shift+N)"):
+                           f"({key_map.shortcut('next-trace')})"):
         following = workspace.next_unlabelled(reviewer.name, after=trace.trace_id)
         if following is None:
             st.toast("Every trace in the library is labelled. Thank you!",
                      icon=":material/check_circle:")
         else:
             open_trace(following)  # not from a callback: pages are known only to a run
-    if cols[4].button("Keys", key=f"{base}:keys", shortcut="H", width="stretch",
-                      icon=":material/keyboard:",
-                      help="The keys of the labels panel (key ? or H)"):
+    if cols[4].button("Keys", key=f"{base}:keys", shortcut=key_map.shortcut("keys"),
+                      width="stretch", icon=":material/keyboard:",
+                      help=f"The keys of the labels panel (key {key_map.shown('keys')})"):
         _keys_help()
 
 
 @st.dialog("Keys of the labels panel")
 def _keys_help() -> None:
-    st.markdown(KEYS_HELP)
-
-
-KEYS_HELP = """
-| key | what it does |
-|---|---|
-| 1 – 9 | pick the n-th answer of the target's first scale or category question (Alt+1 – 9: the second) |
-| letters | toggle a tag (each tag shows its letter) |
-| Ctrl+Enter | save the target's answers, wherever the focus is (an answer, a tag, the note box) |
-| Ctrl+S | save too |
-| N / P | next unlabelled target / previous target |
-| S | skip this target (it comes back after the others) |
-| Shift+N | next trace with a target you have not labelled |
-| ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
-| W | write the correction: the focus goes to its first field (Tab moves on; save as above) |
-| ? or H | this list |
-| Enter in the Reviewer box | keep the name; the next keys label |
-| Esc in a text box | leave the box; the next keys label |
-
-Keys without Ctrl do nothing while you type in a text box (the panel says so then).
-"""
+    st.markdown(key_map.help_table("trace"))
 
 
 # -- what the reviewer judges -------------------------------------------------------------------
@@ -553,14 +536,17 @@ def _walk(analysis: Analysis, event: Event, base: str, state: dict, cursors: dic
 
     keys = st.columns([1, 1, 1.3], gap="small")
     keys[0].button("earlier", key=f"{base}:walk-up:{event.id}", icon=":material/arrow_upward:",
-                   on_click=walk, args=(-1,), shortcut="Up", width="stretch",
-                   disabled=at == 0, help="Move the cursor ▶ to the event before (↑)")
+                   on_click=walk, args=(-1,), shortcut=key_map.shortcut("walk-earlier"),
+                   width="stretch", disabled=at == 0,
+                   help="Move the cursor ▶ to the event before (↑)")
     keys[1].button("later", key=f"{base}:walk-down:{event.id}",
-                   icon=":material/arrow_downward:", on_click=walk, args=(1,), shortcut="Down",
+                   icon=":material/arrow_downward:", on_click=walk, args=(1,),
+                   shortcut=key_map.shortcut("walk-later"),
                    width="stretch", disabled=at == len(order) - 1,
                    help="Move the cursor ▶ to the event after (↓)")
     keys[2].button("stop here", key=f"{base}:walk-pick:{event.id}", on_click=pick,
-                   shortcut="Enter", width="stretch", disabled=order[at].id == event.id,
+                   shortcut=key_map.shortcut("walk-pick"), width="stretch",
+                   disabled=order[at].id == event.id,
                    icon=":material/keyboard_return:",
                    help="Make the event under the cursor the 'should have stopped here' "
                         "answer (Enter)")
@@ -580,18 +566,16 @@ def _walk(analysis: Analysis, event: Event, base: str, state: dict, cursors: dic
 # -- the form ---------------------------------------------------------------------------------
 
 
-RESERVED_LETTERS = set("CRNPSHW")
-"""Letters a tag cannot take: C and R are Streamlit's own, N P S H W are the panel's."""
-
-
 def tag_letters(labels: list[str]) -> list[str]:
     """A letter key for each tag: the first letter of its label still free, else the first
-    free letter of the alphabet ('' when none is left)."""
+    free letter of the alphabet ('' when none is left). Free: no other key of the form's pages
+    binds it, nor Streamlit (`keys.tag_free`)."""
+    allowed = set(key_map.tag_free())
     taken: set[str] = set()
     letters = []
     for label in labels:
         free = [c for c in label.upper() + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                if "A" <= c <= "Z" and c not in RESERVED_LETTERS and c not in taken]
+                if c in allowed and c not in taken]
         letter = free[0] if free else ""
         taken.add(letter)
         letters.append(letter)
@@ -640,7 +624,7 @@ def _form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
             elif value is not None:
                 st.session_state[key] = value
     choice_questions = [q for q in questions if q.kind in ("scale", "categorical", "boolean")]
-    digits = {q.id: prefix for q, prefix in zip(choice_questions, ("", "Alt+"))}
+    digits = {q.id: action for q, action in zip(choice_questions, ("pick", "pick-second"))}
     with st.container(border=True, key="ann-form"):
         with st.container(key="ann-keys", horizontal=True):
             for q in questions:
@@ -663,14 +647,15 @@ def _form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
             _save(save, target, values, st.session_state.get(note_key) or "", state, base)
 
         save_col, status_col = st.columns([1.3, 2], vertical_alignment="center")
-        save_col.button(save_label, type="primary", shortcut="Ctrl+Enter", icon=":material/save:",
+        save_col.button(save_label, type="primary", shortcut=key_map.shortcut("save"),
+                        icon=":material/save:",
                         key=f"{base}:save:{target.key}", on_click=save_now, width="stretch")
         status_col.caption(f"{status} · nothing is stored until you save")
         with st.container(key="ann-keys-save"):
             # Streamlit's radio and pills keep Enter to themselves while focused (after a click
             # on an answer); Ctrl+S reaches the page from anywhere
-            st.button("Save (Ctrl+S)", key=f"{base}:save-s:{target.key}", shortcut="Ctrl+S",
-                      on_click=save_now)
+            st.button(f"Save ({key_map.shortcut('save-too')})", key=f"{base}:save-s:{target.key}",
+                      shortcut=key_map.shortcut("save-too"), on_click=save_now)
         for q in questions:
             _widget(q, _widget_key(base, target, q), trace, analysis, target, base,
                     digits.get(q.id))
@@ -680,14 +665,15 @@ def _form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
         typing_note("form")  # last: showing it moves none of the answers
 
 
-def _choice_keys(question: Question, key: str, modifier: str, base: str) -> None:
-    """Buttons with the keys 1..n (or Alt+1..n) as shortcuts: each picks the n-th answer.
-    Hidden by the page's style: the answers show their digit."""
+def _choice_keys(question: Question, key: str, action: str, base: str) -> None:
+    """Buttons with the keys of `action` ("pick": 1..n, "pick-second": Alt+1..n) as shortcuts:
+    each picks the n-th answer. Hidden by the page's style: the answers show their digit."""
     values = [c.value for c in question.choices][: len(SCALE_KEYS)]
-    for value, digit in zip(values, SCALE_KEYS):
-        st.button(digit, key=f"{key}:key:{digit}", shortcut=f"{modifier}{digit}",
+    for n, value in enumerate(values, 1):
+        press = key_map.digit_shortcut(action, n)
+        st.button(str(n), key=f"{key}:key:{n}", shortcut=press,
                   on_click=_set_answer, args=(base, key, value),
-                  help=f"{question.choice(value).label} (key {modifier}{digit})")
+                  help=f"{question.choice(value).label} (key {press})")
 
 
 def _tag_keys(question: Question, key: str, base: str) -> None:
@@ -712,7 +698,9 @@ def _keyed(label: str, key: str) -> str:
 
 
 def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: LabelTarget,
-            base: str, modifier: str | None = None) -> Any:
+            base: str, digits: str | None = None) -> Any:
+    """One question's widget; `digits` is the key map's action whose digits pick its answers
+    ("pick", "pick-second"), None when no digit does."""
     label = markdown_literal(q.prompt, 200)
     if q.kind in ("scale", "categorical", "boolean"):
         values = [c.value for c in q.choices]
@@ -720,14 +708,14 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
             # no answer yet (set here, so no default is passed); set only once: a value set
             # here would overwrite an answer the key script ticked while this run was under way
             st.session_state[key] = None
-        shown = {v: _keyed(q.choice(v).label, f"{modifier or ''}{i}" if modifier is not None
+        shown = {v: _keyed(q.choice(v).label, key_map.digit_shortcut(digits, i) if digits
                            and i <= len(SCALE_KEYS) else "") for i, v in enumerate(values, 1)}
         guidance = "\n".join([q.guidance or ""] + [f"- **{c.label}**: {c.guidance}"
                                                     for c in q.choices if c.guidance]).strip()
         # the container names the digits' question for the page's key script (keyboard.js),
         # which ticks the answer in the browser at once, before the server hears of it
-        holder = (st.container(key=f"ann-pick-{'alt' if modifier else 'plain'}")
-                  if modifier is not None else st.container())
+        holder = (st.container(key=f"ann-pick-{'alt' if digits == 'pick-second' else 'plain'}")
+                  if digits is not None else st.container())
         with holder:
             return st.radio(label, values, key=key, help=guidance or None,
                             format_func=shown.__getitem__, on_change=_keep, args=(base, key))

@@ -1,12 +1,13 @@
 """The keys Streamlit's button shortcuts cannot give: `?` opens the list of keys, and
 Ctrl+Enter (or Ctrl+S) saves the labels form wherever the focus is, also right after a click
-on a radio or a tag (a focused radio or pills button keeps Enter to itself).
+on a radio or a tag (a focused radio or pills button keeps Enter to itself). Which key does
+what is `components.keys`: the script is handed its map (`keys.script_keys()`) as JSON.
 
 The script (`static/keyboard.js`) is a constant file: no trace text and nothing a user typed
-goes into it, and it only clicks the panel's own buttons, so the hostile trace still runs
-nothing. It installs one listener per browser tab, whatever the number of runs. Enter in the
-Reviewer box and Esc in any text box hand the focus to the page, and `typing_note` tells the
-reviewer while their keys type into a box."""
+goes into it or into the key map (the code's own), and it only clicks the panel's own buttons,
+so the hostile trace still runs nothing. It installs one listener per browser tab, whatever the
+number of runs. Enter in the Reviewer box and Esc in any text box hand the focus to the page,
+and `typing_note` tells the reviewer while their keys type into a box."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from functools import cache
 from pathlib import Path
 
 import streamlit as st
+
+from components.keys import script_keys
 
 SCRIPT = Path(__file__).resolve().parent / "static" / "keyboard.js"
 
@@ -29,7 +32,8 @@ def _script() -> str:
                       for place in NOTE_PLACES)
     return ("<style>.st-key-orchviz-keyboard { display: none !important; }"
             f" {notes} {{ display: none !important; }}</style>"
-            f"<script>{_compact(SCRIPT.read_text(encoding='utf-8'))}</script>")
+            f"<script>{_compact(SCRIPT.read_text(encoding='utf-8'))}\n"
+            f"orchvizKeys({script_keys()});</script>")
 
 
 def _compact(script: str) -> str:

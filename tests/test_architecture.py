@@ -111,7 +111,8 @@ def imports_of(name: str, path: Path, known: Container[str] = MODULES,
         names = tuple(alias.name for alias in node.names)
         for alias in node.names:
             submodule = f"{base}.{alias.name}"
-            target = submodule if submodule in known else faces.get(base, {}).get(alias.name, base)
+            target = submodule if submodule in known else \
+                faces.get(base, {}).get(alias.name, (base,))[0]
             found.append(Import(name, target, node.lineno, base, names))
     return found
 
@@ -221,6 +222,13 @@ def test_the_faces_are_lazy_and_every_name_of_theirs_is_found():
         missing = [n for n in names if not hasattr(package, n)]
         assert missing == [], face
         assert set(names) <= set(dir(package))
+
+
+def test_no_face_shows_a_name_that_is_one_of_its_packages_modules():
+    """Importing the module would set the package's attribute to it, hiding the name."""
+    wrong = [f"{face}.{name}" for face, names in FACES.items() for name in names
+             if f"{face}.{name}" in MODULES]
+    assert wrong == []
 
 
 def test_no_module_imports_the_face_of_its_own_package():

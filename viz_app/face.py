@@ -19,17 +19,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def face_names(path: str | Path) -> dict[str, str]:
-    """Each name a face shows -> the module it comes from, as its `if TYPE_CHECKING:` block
-    imports them."""
+def face_names(path: str | Path) -> dict[str, tuple[str, str]]:
+    """Each name a face shows -> the module it comes from and its name there, as the face's
+    `if TYPE_CHECKING:` block imports them (`import x as y` shows x as y: a face never shows a
+    name that is also one of its package's modules, which importing that module would hide)."""
     tree = ast.parse(Path(path).read_text("utf-8"), str(path))
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
             for statement in node.body:
                 if isinstance(statement, ast.ImportFrom) and statement.module:
                     for alias in statement.names:
-                        found[alias.asname or alias.name] = statement.module
+                        found[alias.asname or alias.name] = (statement.module, alias.name)
     return found
 
 
@@ -39,10 +40,10 @@ def lazy(package: str, path: str) -> tuple[Callable[[str], object], Callable[[],
     where = face_names(path)
 
     def __getattr__(name: str) -> object:
-        module = where.get(name)
-        if module is None:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        module, original = where[name]
+        value = getattr(importlib.import_module(module), original)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -1,25 +1,34 @@
 // orchviz keys that Streamlit's button shortcuts cannot give (a constant script: no trace text
-// is ever put in it, and it reads nothing of the page but buttons and the focus).
-//   ?                 opens the keys of the labels panel (clicks its "Keys" button)
-//   Ctrl/Cmd+Enter    save, also while the focus is on a radio, a tag or a button
-//   Ctrl/Cmd+S        save too (never the browser's "Save page")
+// is ever put in it, and it reads nothing of the page but buttons and the focus). The keys are
+// those of components/keys.py, handed in by components/keyboard.py as `KEYS` (action -> the
+// browser's `KeyboardEvent.key`, lower case, and whether Ctrl or Cmd goes with it):
+//   keys-question     opens the keys of the labels panel (clicks its "Keys" button)
+//   save, save-too    save, also while the focus is on a radio, a tag or a button
 //   1-9, Alt+1-9      tick the n-th answer of the form's first (second) choice question
 //   A-Z (a tag's)     toggle that tag
-//   W                 put the focus in the correction's first field (its action, or its text)
-//   S then 1-3        on the Review page, a digit typed before the skip reasons are drawn
-//                     waits for them and picks that reason, never an answer of the form left
+//   correct           put the focus in the correction's first field (its action, or its text)
+//   review-skip, 1-3  on the Review page, a digit typed before the skip reasons are drawn
+//                     waits for them and picks that reason, never an answer of the form left;
+//                     skip-back forgets it
 // The answers are ticked here, in the browser, so the reviewer sees the choice at once; the
 // click then reaches the server as any click does. Without this script, Streamlit's hidden
 // shortcut buttons do the same through the server.
-// In a text box Ctrl+Enter is left to Streamlit, which first keeps the text, then saves.
-//   Enter             in the sidebar's Reviewer box: Streamlit keeps the name, then the focus
+// In a text box the save key is left to Streamlit, which first keeps the text, then saves.
+//   name-done         in the sidebar's Reviewer box: Streamlit keeps the name, then the focus
 //                     goes to the page, so the next keys label rather than type into the name
-//   Esc               in any text box: the focus goes to the page
+//   leave-box         in any text box: the focus goes to the page
 // While the focus is in a text box the page's root carries the class `orchviz-typing`, which
 // shows the panels' "keys type there" notes (a style sheet beside this script).
-(function () {
+function orchvizKeys(KEYS) {
   if (window.__orchvizKeys) return;
   window.__orchvizKeys = true;
+
+  function is(event, action) {
+    // the key of an action of components/keys.py (Alt and Shift are checked where it matters)
+    const key = KEYS[action];
+    return !!key && (event.key || "").toLowerCase() === key.key &&
+      (event.ctrlKey || event.metaKey) === key.ctrl;
+  }
 
   function typing(el) {
     if (!el) return false;
@@ -134,7 +143,7 @@
     const active = document.activeElement;
     const ctrl = event.ctrlKey || event.metaKey;
     if (typing(active) && !ctrl && !event.altKey && !event.shiftKey &&
-        (event.key === "Escape" || (event.key === "Enter" && nameBox(active)))) {
+        (is(event, "leave-box") || (is(event, "name-done") && nameBox(active)))) {
       toPage(active);
       return;
     }
@@ -146,7 +155,7 @@
         pickReasonWhenShown(reason, skipAskedAt);
         return;
       }
-      if (event.key === "Escape") skipAskedAt = 0;
+      if (is(event, "skip-back")) skipAskedAt = 0;
       const answer = answerOption(event) || tagButton(event);
       if (answer) {
         event.preventDefault();
@@ -154,7 +163,7 @@
         answer.click();
         return;
       }
-      if ((event.key === "w" || event.key === "W") && !event.altKey && !event.shiftKey) {
+      if (is(event, "correct") && !event.altKey && !event.shiftKey) {
         const field = correctionField();
         if (field) {
           event.preventDefault();
@@ -163,12 +172,12 @@
           return;
         }
       }
-      if ((event.key === "s" || event.key === "S") && !event.altKey && !event.shiftKey &&
+      if (is(event, "review-skip") && !event.altKey && !event.shiftKey &&
           shown(".st-key-review-skip")) {
         skipAskedAt = performance.now();  // Streamlit's shortcut clicks Skip itself
       }
     }
-    if (event.key === "?" && !ctrl && !event.altKey && !typing(active)) {
+    if (is(event, "keys-question") && !event.altKey && !typing(active)) {
       const button = keysButton();
       if (button) {
         event.preventDefault();
@@ -177,11 +186,11 @@
       }
       return;
     }
-    const save = ctrl && !event.altKey && !event.shiftKey &&
-      (event.key === "Enter" || event.key === "s" || event.key === "S");
+    const save = !event.altKey && !event.shiftKey &&
+      (is(event, "save") || is(event, "save-too"));
     if (!save) return;
     if (typing(active)) {
-      if (event.key !== "Enter") event.preventDefault();  // no "Save page" from a text box
+      if (!is(event, "save")) event.preventDefault();  // no "Save page" from a text box
       return;  // Streamlit keeps the text and saves (Ctrl+Enter)
     }
     const button = saveButton();
@@ -191,4 +200,4 @@
     if (active && active !== document.body && active.blur) active.blur();
     button.click();
   }, true);
-})();
+}

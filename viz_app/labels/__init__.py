@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from viz_app.face import lazy
 
 if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each from its module
+    from viz_app.labels.agreement import agreement as rubric_agreement
     from viz_app.labels.agreement import (AgreementHistory, AgreementRow, REVIEWERS,
-                                          SuggestionAgreement, agreement, agreement_history,
+                                          SuggestionAgreement, agreement_history,
                                           blind_labels, correction_agreements,
                                           correction_similarity, pairwise_agreement,
                                           question_agreement, short_version, suggestion_agreement,

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from components import keys
 from components.annotation import asked_only, target_form
 from components.suggestions import answer_text
 from viz_app.analysis import analyze
@@ -141,10 +142,12 @@ def show_disagreements() -> None:
     place = min(st.session_state.get("_adj:place", 0), len(items) - 1)
     nav = st.columns([1, 1, 4], vertical_alignment="center")
     if nav[0].button("Previous", key="adj:previous", icon=":material/skip_previous:",
-                     disabled=place == 0, shortcut="P", width="stretch"):
+                     disabled=place == 0, shortcut=keys.shortcut("adjudicate-previous"),
+                     width="stretch"):
         place -= 1
     if nav[1].button("Next", key="adj:next", icon=":material/skip_next:",
-                     disabled=place >= len(items) - 1, shortcut="N", width="stretch"):
+                     disabled=place >= len(items) - 1,
+                     shortcut=keys.shortcut("adjudicate-next"), width="stretch"):
         place += 1
     st.session_state["_adj:place"] = place
     item = items[place]

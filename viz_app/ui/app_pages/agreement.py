@@ -17,7 +17,7 @@ import streamlit as st
 from viz_app.ui import session
 from viz_app.export import FORMATS, NEEDS_TRACES, export
 from viz_app.charts import agreement_history_figure
-from viz_app.labels import REVIEWERS, agreement, correction_agreements
+from viz_app.labels import REVIEWERS, correction_agreements, rubric_agreement
 from viz_app.errors import RubricError
 from viz_app.text import markdown_literal
 
@@ -41,7 +41,7 @@ st.caption(f"{len(records):,} current labels by {len(reviewers)} reviewer"
            f"{markdown_literal(store.rubric.name, 60)} {markdown_literal(store.rubric.version, 20)}"
            " · alpha is ordinal for scales, nominal for "
            "categories; only targets with two or more reviewers count")
-report = agreement(store.rubric, records)
+report = rubric_agreement(store.rubric, records)
 summary = pd.DataFrame([{
     "question": q.question, "level": q.level, "alpha": q.alpha, "reviewers": q.reviewers,
     "targets labelled": q.targets, "targets with 2+ reviewers": q.shared_targets,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components import keys
 from components.bookmarks import note
 from viz_app.ui import session
 from viz_app.analysis import analyze, figure_rows
@@ -50,12 +51,12 @@ head.caption(f"task **{markdown_literal(trace.task_id, 100)}** · {shown['agents
              f"{shown['events']} events · makespan {shown['makespan']}")
 back.button("previous", key="present:back", width="stretch",
             disabled=step is None or number <= 1, on_click=go, args=(number - 1,),
-            shortcut="Left", help="previous bookmark (←)")
+            shortcut=keys.shortcut("present-previous"), help="previous bookmark (←)")
 where.markdown(f"**{number if step else 0} / {count}**", text_alignment="center",
                help="bookmark shown / bookmarks of the trace")
 forward.button("next", key="present:next", width="stretch",
                disabled=step is None or number >= count, on_click=go, args=(number + 1,),
-               shortcut="Right", help="next bookmark (→)", type="primary")
+               shortcut=keys.shortcut("present-next"), help="next bookmark (→)", type="primary")
 leave.page_link(session.TRACE_PAGE, label="Leave", icon=":material/close:",
                 query_params={"trace": trace.trace_id}
                 | ({"event": step.bookmark.event_id} if step and step.bookmark.event_id else {}))

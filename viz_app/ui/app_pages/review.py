@@ -21,6 +21,7 @@ from typing import Any
 
 import streamlit as st
 
+from components import keys
 from components.annotation import asked_only, target_evidence, target_form
 from components.inspector import inspector
 from components.keyboard import typing_note
@@ -83,8 +84,10 @@ def ask_before_letting_go(held: Claim, before: str) -> None:
     keep_col, go_col = st.columns(2)
     if reviewer.via == "self-declared":
         keep_col.button(f"Keep reviewing as {old}", type="primary", key="review:keep-name",
-                        shortcut="Esc", icon=":material/undo:", on_click=keep, width="stretch",
-                        help="Put the name back and go on with the target you hold (Esc)")
+                        shortcut=keys.shortcut("keep-name"), icon=":material/undo:",
+                        on_click=keep, width="stretch",
+                        help="Put the name back and go on with the target you hold "
+                             f"({keys.shortcut('keep-name')})")
     go_col.button(f"Give it back and review as {new}", key="review:let-go",
                   icon=":material/logout:", on_click=let_go, width="stretch")
     st.stop()
@@ -153,14 +156,15 @@ if campaign.closed_at is not None and not state.get("claim"):  # a held target m
 
 if not state.get("started"):
     st.caption(f"{'Assisted: suggestions shown before you answer' if campaign.assisted else 'Blind: you see no other answer, and suggestions only after you save yours'}"
-               " · Save with Ctrl+Enter · S skips · ? lists the keys")
+               f" · Save with {keys.shown('save')} · {keys.shown('review-skip')} skips · "
+               f"{keys.shown('keys-question')} lists the keys")
     progress()
     typing_note("start")
     if state.get("error"):
         st.error(state["error"])
     st.button("Start", type="primary", icon=":material/play_arrow:", key="review:start",
-              shortcut="Ctrl+Enter", on_click=take_next,
-              help="Reserve the next target for you and show it (Ctrl+Enter)")
+              shortcut=keys.shortcut("review-start"), on_click=take_next,
+              help=f"Reserve the next target for you and show it ({keys.shown('review-start')})")
     st.stop()
 
 claim = state.get("claim")
@@ -263,8 +267,8 @@ def review_panel() -> None:
         elif target is None:
             st.error("The rubric asks nothing about this target in the trace as it is now "
                      "(the file may have changed): skip it.")
-            st.button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
-                      on_click=lambda: state.update(skipping=True))
+            st.button("Skip", key="review:skip", shortcut=keys.shortcut("review-skip"),
+                      icon=":material/redo:", on_click=lambda: state.update(skipping=True))
         else:
             questions()
         last_saved()
@@ -286,11 +290,14 @@ def questions() -> None:
                 save=submit, suggestions=suggestions, suggestions_hidden=not shown,
                 on_choose=select_event, evidence_apart=True)
     cols = st.columns(2)
-    cols[0].button("Skip", key="review:skip", shortcut="S", icon=":material/redo:",
-                   width="stretch", on_click=lambda: state.update(skipping=True),
-                   help="Put this target back for other reviewers, with a reason (key S)")
-    if cols[1].button("Keys", key="review:keys", shortcut="H", icon=":material/keyboard:",
-                      width="stretch", help="The keys of the review page (key H)"):
+    cols[0].button("Skip", key="review:skip", shortcut=keys.shortcut("review-skip"),
+                   icon=":material/redo:", width="stretch",
+                   on_click=lambda: state.update(skipping=True),
+                   help="Put this target back for other reviewers, with a reason "
+                        f"(key {keys.shown('review-skip')})")
+    if cols[1].button("Keys", key="review:keys", shortcut=keys.shortcut("keys"),
+                      icon=":material/keyboard:", width="stretch",
+                      help=f"The keys of the review page (key {keys.shown('keys')})"):
         keys_help()
 
 
@@ -312,15 +319,17 @@ def skip_reasons() -> None:
     st.markdown("**Why skip this target?** It goes back to the other reviewers.")
     for number, reason in enumerate(SKIP_REASONS, 1):
         st.button(f"{number} · {reason}", key=f"review:skip-reason:{number}",
-                  shortcut=str(number), on_click=skip, args=(reason,), width="stretch")
+                  shortcut=keys.digit_shortcut("skip-reason", number), on_click=skip,
+                  args=(reason,), width="stretch")
     with st.form("review:skip-form", border=False):
         typed = st.text_input("Another reason", key="review:skip-typed", max_chars=500,
                               placeholder="type it and press Enter")
         st.form_submit_button("Skip with this reason", on_click=lambda: skip(
             st.session_state.get("review:skip-typed") or ""))
-    st.button("Back to the target", key="review:skip-cancel", shortcut="Esc",
-              icon=":material/undo:", on_click=lambda: state.update(skipping=False, error=None),
-              help="Keep this target (Esc)")
+    st.button("Back to the target", key="review:skip-cancel",
+              shortcut=keys.shortcut("skip-back"), icon=":material/undo:",
+              on_click=lambda: state.update(skipping=False, error=None),
+              help=f"Keep this target ({keys.shown('skip-back')})")
     del typed
 
 
@@ -340,24 +349,7 @@ def last_saved() -> None:
 
 @st.dialog("Keys of the review page")
 def keys_help() -> None:
-    st.markdown(REVIEW_KEYS)
-
-
-REVIEW_KEYS = """
-| key | what it does |
-|---|---|
-| Ctrl+Enter | Start; then save the target's answers and show the next target |
-| Ctrl+S | save and next too, also right after a click on an answer or a tag |
-| 1 – 9 | pick the n-th answer of the first scale or category question (Alt+1 – 9: the second) |
-| letters | toggle a tag (each tag shows its letter) |
-| ↑ / ↓ then Enter | at a stop: walk the events around it, pick where it should have stopped |
-| S | skip this target: then 1 – 3 pick a reason, or type one and press Enter; Esc goes back |
-| ? or H | this list |
-| Enter in the Reviewer box | keep the name; the next keys label |
-| Esc in a text box | leave the box; the next keys label |
-
-Keys without Ctrl do nothing while you type in a text box (the panel says so then).
-"""
+    st.markdown(keys.help_table("review"))
 
 
 with side:
