@@ -20,15 +20,15 @@ from string import ascii_uppercase
 from typing import Literal
 
 Page = Literal["trace", "review-start", "review", "review-skip", "review-switch", "adjudicate",
-               "present"]
+               "group", "present"]
 """Where a key works: the trace page's labels panel, the review page's steps (before Start, at a
-target, choosing why to skip, after the reviewer's name changed), the adjudication page, and
-presentation mode. A page of several steps has one per step: only one step's keys are live."""
+target, choosing why to skip, after the reviewer's name changed), the adjudication page, the
+group page (a trainer's siblings of one prompt), and presentation mode. A page of several steps has one per step: only one step's keys are live."""
 
-FORM: tuple[Page, ...] = ("trace", "review", "adjudicate")
+FORM: tuple[Page, ...] = ("trace", "review", "adjudicate", "group")
 """The pages that draw a target's form (`components.annotation`), with its keys."""
 EVERY: tuple[Page, ...] = ("trace", "review-start", "review", "review-skip", "review-switch",
-                           "adjudicate", "present")
+                           "adjudicate", "group", "present")
 
 STREAMLIT_LETTERS = "CR"
 """Letters Streamlit keeps for itself (clear the cache, rerun), which no key of ours takes."""
@@ -112,6 +112,14 @@ KEYS: tuple[Key, ...] = (
     Key("skip-back", "Esc", "", ("review-skip",), row="review-skip", by="both"),
     Key("keep-name", "Esc", "after the name in the Reviewer box changed: keep reviewing as "
         "before, with the target you hold", ("review-switch",)),
+    # the group page: a trainer's siblings of one prompt, labelled one after another, two judged
+    Key("group-next", "N", "the next sibling (saving moves on too) / the one before", ("group",),
+        shown="N / P"),
+    Key("group-previous", "P", "", ("group",), row="group-next"),
+    Key("pair-a", "Shift+A", "of the two siblings chosen, A is better / B is / a tie",
+        ("group",), shown="Shift+A / Shift+B / Shift+T"),
+    Key("pair-b", "Shift+B", "", ("group",), row="pair-a"),
+    Key("pair-tie", "Shift+T", "", ("group",), row="pair-a"),
     # the adjudication page and presentation mode
     Key("adjudicate-next", "N", "the next disputed target / the one before", ("adjudicate",),
         shown="N / P"),
@@ -208,6 +216,7 @@ HELP_PAGES: dict[str, tuple[Page, ...]] = {
     "trace": ("trace",),
     "review": ("review-start", "review", "review-skip", "review-switch"),
     "adjudicate": ("adjudicate",),
+    "group": ("group",),
 }
 """The pages each help table lists: the labels panel's (`trace`, as docs/labels.md too), the
 review page's (all its steps), the adjudication page's."""

@@ -12,10 +12,11 @@ import statistics
 import pandas as pd
 import streamlit as st
 
+from components import keys
 from components.annotation import target_form
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
-from viz_app.labels.label import Label
+from viz_app.labels import Label
 from viz_app.text import markdown_literal
 from viz_app.training import parting, read_rows, reviewers_rewards
 from viz_app.ui import session
@@ -151,12 +152,15 @@ with label_col:
     current = ordered[at]
     st.markdown(f"#### Label member {at + 1} of {len(members)}")
     nav = st.columns(3)
-    nav[0].button("Previous member", key="group_previous", shortcut="P", on_click=move,
-                  args=(at - 1,), disabled=at == 0, icon=":material/skip_previous:",
-                  help="The sibling before this one (key P)")
-    nav[1].button("Next member", key="group_next", shortcut="N", on_click=move,
-                  args=(at + 1,), disabled=at >= len(members) - 1, icon=":material/skip_next:",
-                  help="The next sibling (key N); saving moves on too")
+    nav[0].button("Previous member", key="group_previous",
+                  shortcut=keys.shortcut("group-previous"), on_click=move, args=(at - 1,),
+                  disabled=at == 0, icon=":material/skip_previous:",
+                  help=f"The sibling before this one (key {keys.shortcut('group-previous')})")
+    nav[1].button("Next member", key="group_next", shortcut=keys.shortcut("group-next"),
+                  on_click=move, args=(at + 1,), disabled=at >= len(members) - 1,
+                  icon=":material/skip_next:",
+                  help=f"The next sibling (key {keys.shortcut('group-next')}); saving moves on "
+                       "too")
     nav[2].page_link("app_pages/trace.py", label="Open its trace",
                      query_params={"trace": current.trace_id}, icon=":material/account_tree:")
     whole = next((t for t in workspace.targets(current) if t.key == ""), None)
@@ -199,13 +203,13 @@ with pair_col:
             f"#{(a if chosen == ordered[a].trace_id else b) + 1} is better"
         st.session_state["_pair_said"] = ("success", f"Saved: {better}.")
 
-    keys = st.columns(3)
-    keys[0].button("A is better", key="pair_a_better", shortcut="Shift+A", on_click=judge,
-                   args=(ordered[a].trace_id,), width="stretch")
-    keys[1].button("B is better", key="pair_b_better", shortcut="Shift+B", on_click=judge,
-                   args=(ordered[b].trace_id,), width="stretch")
-    keys[2].button("Tie", key="pair_tie", shortcut="Shift+T", on_click=judge, args=(None,),
-                   width="stretch")
+    verdicts = st.columns(3)
+    verdicts[0].button("A is better", key="pair_a_better", shortcut=keys.shortcut("pair-a"),
+                       on_click=judge, args=(ordered[a].trace_id,), width="stretch")
+    verdicts[1].button("B is better", key="pair_b_better", shortcut=keys.shortcut("pair-b"),
+                       on_click=judge, args=(ordered[b].trace_id,), width="stretch")
+    verdicts[2].button("Tie", key="pair_tie", shortcut=keys.shortcut("pair-tie"),
+                       on_click=judge, args=(None,), width="stretch")
     said = st.session_state.pop("_pair_said", None)
     if said:
         getattr(st, said[0])(markdown_literal(said[1], 300))
