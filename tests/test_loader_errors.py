@@ -193,6 +193,16 @@ def test_a_gzip_file_over_the_limit_once_decompressed_is_refused(tmp_path):
     assert "once decompressed" in err.problem
 
 
+def test_a_gzip_bomb_is_refused_with_its_real_size_and_the_limit_and_is_not_inflated(tmp_path):
+    """Issue 39: the refusal said "the file is 1.0 MB" of a 10 kB file that inflates to 100 MB."""
+    bomb = gzip.compress(b" " * 100_000_000, compresslevel=9)
+    path = write_bytes(tmp_path, bomb, "bomb.json.gz")
+    err = load_error(path, max_bytes=1_000_000)
+    assert err.problem == (f"is {len(bomb) / 1e3:.1f} kB of gzip that inflates past the 1 MB "
+                           "limit once decompressed (inflating stopped there; set "
+                           "ORCHVIZ_MAX_BYTES to raise it)")
+
+
 def test_a_missing_file_is_a_trace_error(tmp_path):
     err = load_error(tmp_path / "nowhere.json")
     assert "cannot be read" in err.problem
@@ -237,4 +247,4 @@ def test_a_size_over_the_limit_never_reads_as_under_it(limit):
 def test_a_gzip_bomb_just_over_the_limit_says_a_size_over_it(tmp_path):
     path = write_bytes(tmp_path, gzip.compress(b" " * (1024 * 1024 + 1)), "bomb.json.gz")
     err = load_error(path, max_bytes=1024 * 1024)
-    assert err.problem.startswith("the file is 1.1 MB, over the 1 MB limit")
+    assert "of gzip that inflates past the 1 MB limit" in err.problem  # not "the file is"

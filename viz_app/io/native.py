@@ -121,9 +121,18 @@ def _gunzip(raw: bytes, label: str, max_bytes: int) -> bytes:
             data = stream.read(max_bytes + 1)
     except (OSError, EOFError) as err:
         raise TraceError(label, "", f"is not a readable gzip file ({err})") from None
-    if len(data) > max_bytes:
-        raise TraceError(label, "", _too_large(len(data), max_bytes) + " once decompressed")
+    if len(data) > max_bytes:  # inflated no further: a bomb's whole size is never made
+        raise TraceError(label, "", f"is {_bytes_text(len(raw))} of gzip that inflates past the "
+                         f"{limit_mb(max_bytes)} limit once decompressed (inflating stopped "
+                         "there; set ORCHVIZ_MAX_BYTES to raise it)")
     return data
+
+
+def _bytes_text(size: int) -> str:
+    """A file's size as people read it: bytes, kB or MB."""
+    if size < 1000:
+        return f"{size} bytes"
+    return f"{size / 1e3:.1f} kB" if size < 1e6 else f"{size / 1e6:.1f} MB"
 
 
 def is_pool_name(label: str) -> bool:
