@@ -416,3 +416,40 @@ def test_the_graph_shows_an_agent_s_name_as_written_in_chromium(page, tmp_path):
     assert tooltip.inner_text().startswith(f"{ODD_AGENT} (planner)")
     assert page.locator("#mynetwork a").count() == 0  # the href agent made no element
     shot(page, "graph_tooltip_as_text")
+
+
+# -- control characters in a reviewer's note and comment (issue 39, item 7) -----------------------
+
+STEERING_NOTE = ("title\x1b]0;pwned\x07 red\x1b[31m nul\x00 del\x7f csi\x9b2J cr\rx "
+                 "rtl\u202eevil tab\tnew\nline")
+"""A note that sets a terminal's title, colours it, and holds every other kind of control."""
+
+
+def test_visible_text_shows_each_control_as_its_picture_and_keeps_tabs_and_newlines():
+    from viz_app.text import visible_text
+
+    assert visible_text(STEERING_NOTE) == ("title␛]0;pwned␇ red␛[31m nul␀ del␡ csi�2J cr␍x "
+                                           "rtlevil tab\tnew\nline")
+    assert visible_text("windows\r\nline") == "windows\nline"
+    assert visible_text("family 👨\u200d👩\u200d👧") == "family 👨\u200d👩\u200d👧"
+
+
+def test_no_control_byte_of_a_note_or_comment_reaches_case_md_case_html_or_the_csv(tmp_path):
+    from factories import PREMATURE, PREMATURE_ID
+
+    ws = make_workspace(tmp_path, traces=[PREMATURE])
+    trace = ws.trace(PREMATURE_ID)
+    ws.bookmarks.add(trace, "ann", STEERING_NOTE, event_id="e13")
+    ws.labels.save(trace, "task_outcome", "success", "ann", comment=STEERING_NOTE)
+    db = str(tmp_path / "orchviz.db")
+    assert main(["report", str(PREMATURE), "--db", db, "-o", str(tmp_path / "case.html")]) == 0
+    assert main(["report", str(PREMATURE), "--db", db, "-o", str(tmp_path / "case.md"),
+                 "--format", "md"]) == 0
+    ws.export("csv", tmp_path / "labels.csv")
+    for name in ("case.md", "labels.csv", "case.html"):
+        text = (tmp_path / name).read_text("utf-8")
+        if name == "case.html":  # Plotly's inlined script is not trace text: the page's body is
+            text = text.split('id="bookmarks"', 1)[1]
+        assert not any(ch in text for ch in "\x1b\x07\x00\x7f\x9b\u202e"), name
+    assert "title␛]0;pwned␇ red␛[31m" in (tmp_path / "case.md").read_text("utf-8")
+    assert "title␛]0;pwned␇ red␛[31m" in (tmp_path / "labels.csv").read_text("utf-8")

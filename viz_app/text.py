@@ -192,9 +192,12 @@ def csv_cell(value: object) -> object:
     stay numbers: a value that is not text is returned as it is, and so is text that is a
     plain number (`-1`, `+0.5`, `-2e3`: a spreadsheet reads it as that number, and a value's
     JSON text stays JSON). Text that already starts with a quote gets one more, so that
-    `csv_value` reads every cell back exactly."""
+    `csv_value` reads every cell back exactly. Control characters are shown as their
+    pictures (`visible_text`): a raw ESC in a comment would run when the file is `cat`."""
     if not isinstance(value, str) or not value:
         return value
+    if _CSV_CONTROL.search(value) or _STEERING.search(value):  # as `visible_text`, CR kept
+        value = _CSV_CONTROL.sub(_control_picture, _STEERING.sub("", value))
     if value[0] == "'" or (value[0] in _FORMULA_START and not _PLAIN_NUMBER.fullmatch(value)):
         return "'" + value
     return value
@@ -236,6 +239,30 @@ def is_web_link(url: str) -> bool:
     return url.strip().lower().startswith(("http://", "https://"))
 
 
+_CONTROL = re.compile("[\u0000-\u0008\u000b-\u001f\u007f-\u009f]")
+_CSV_CONTROL = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]")
+"""The controls a CSV cell shows as pictures: a CR is the cell's own, and is kept."""
+_STEERING = re.compile("[\u200b\u200c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _control_picture(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # ␛ for ESC, ␇ for BEL, ␍ for a lone CR
+    return "\u2421" if code == 0x7f else "\ufffd"  # ␡ for DEL; C1 controls have no picture
+
+
+def visible_text(text: object) -> str:
+    """A reviewer's text (a note, a comment) with what would steer a display made visible:
+    each control character but tab and newline as its Unicode control picture (ESC as ␛,
+    BEL as ␇, a lone CR as ␍, DEL as ␡, a C1 control as �), so no terminal that shows the
+    file runs an escape sequence and no page shows an empty box; bidi overrides and
+    zero-width spaces removed (a zero-width joiner stays: emoji are made of it); CR LF read
+    as a newline. `note_markdown`, `note_html` and `csv_cell` apply it."""
+    text = str(text).replace("\r\n", "\n")
+    return _CONTROL.sub(_control_picture, _STEERING.sub("", text))
+
+
 @functools.cache
 def _note_parser(*, checking: bool = False) -> MarkdownIt:
     """markdown-it-py as notes are read: CommonMark with GitHub's tables and strikethrough, raw
@@ -261,6 +288,7 @@ def note_html(text: str, headings_below: int = 0) -> str:
     becomes a tag."""
     if not (text or "").strip():
         return ""
+    text = visible_text(text)
     parser = _note_parser()
     tokens = parser.parse(_outside_code(text, _links_as_text))
     for token in tokens:
@@ -346,6 +374,7 @@ def note_markdown(text: str, headings_below: int = 0) -> str:
     text everywhere, and the note has no link at all."""
     if not (text or "").strip():
         return ""
+    text = visible_text(text)
     safe = _outside_code(text, _inert)
     if not _only_web_links(safe):
         safe = _LINK_SYNTAX.sub(r"\\\1", text.replace("<", "&lt;").replace("@", WORD_JOINER + "@"))
