@@ -19,7 +19,7 @@ from typing import Any
 
 import streamlit as st
 
-from viz_app.labels import Question, Rubric, Suggestion
+from viz_app.labels import Question, Rubric, Suggestion, correction_text
 from viz_app.text import markdown_literal
 
 EVIDENCE_SHOWN = 8
@@ -31,6 +31,8 @@ def answer_text(question: Question | None, value: Any) -> str:
     boolean, the labels of the tags, the event id of a pointer (plain text, not escaped)."""
     if question is None:
         return str(value)
+    if question.kind == "correction" or (isinstance(value, dict) and "action" in value):
+        return correction_text(value)
     if question.kind == "tags" and isinstance(value, list):
         return ", ".join(answer_text(question, v) for v in value) or "no issue"
     choice = question.choice(value)

@@ -151,3 +151,23 @@ def test_with_sign_in_only_a_lead_adjudicates(workspace):
     assert not lead.exception, lead.exception
     assert any("Disagreement 1 of 1" in c.value for c in lead.caption)
     assert not any("not verified" in c.value for c in lead.caption)
+
+
+def test_a_correction_shows_in_words_not_as_a_python_dict(tmp_path, monkeypatch):
+    """Issue 39 (item 7) and 40 (item 1): "{'action': 'stop', 'text': ...}" was the cell."""
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness",
+                                                         "stop_correction"],
+                                    per_target=2), LEAD)
+    answers = {ANN: {"stopping_correctness": "premature", "stop_should_have_been": "e15",
+                     "stop_correction": {"action": "stop", "text": "Restore the coupon index."}},
+               BOB: {"stopping_correctness": "correct"}}
+    for reviewer, given in answers.items():
+        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+            ws.submit(claim, given, comment="")
+    at = adjudicate()
+    assert not at.exception, at.exception
+    cells = table(at, "question").to_csv()
+    assert "the final answer it should have given: Restore the coupon index." in cells
+    assert "{'action'" not in cells and '{"action"' not in cells

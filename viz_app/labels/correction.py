@@ -83,6 +83,25 @@ class Correction(BaseModel):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+def correction_text(value: Any, limit: int = 400) -> str:
+    """A stored correction as a person reads it, in plain text (escape it for its medium):
+    "the merge it should have made: Root cause is …", "delegate to another agent: db_analyst
+    (role: analyst) — check the index"; never the Python dict it is stored as."""
+    if not isinstance(value, dict) or "action" not in value:
+        return str(value)
+    action = str(value.get("action"))
+    head = ACTION_LABELS.get(action, action).removesuffix(" ...")
+    who = [str(value[k]) for k in ("agent", "to") if value.get(k)]
+    if value.get("role"):
+        who.append(f"(role: {value['role']})")
+    text = " ".join(str(value.get("text") or "").split())
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    parts = " ".join(who)
+    return head + (f": {parts}" if parts else "") + (f" — {text}" if text and parts else
+                                                     f": {text}" if text else "")
+
+
 def parse_correction(value: Any, actions: list[str], analysis: Analysis) -> Correction:
     """The correction an answer holds; LabelError naming what is wrong (an action the question
     does not take, a missing text, an agent the trace does not have)."""
