@@ -96,3 +96,11 @@ def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
     gaps = at.dataframe[0].value
     assert gaps["trace id"].tolist()[:2] == [rows[0].trace_id, rows[2].trace_id]
     assert gaps["gap"].tolist()[:2] == [2.0, 2.0]  # the trainer's 1.0 where reviewers said -1
+
+
+def test_a_rollouts_trace_page_says_its_step_and_links_its_group(run_env):
+    rows = run_env.update_index().rows
+    at = page("app_pages/trace.py", trace=rows[4].trace_id).run()
+    assert not at.exception
+    assert any("step **3**" in c.value and rows[4].rollout_group.rsplit(":", 1)[-1] in c.value
+               for c in at.caption)

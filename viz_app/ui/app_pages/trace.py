@@ -13,6 +13,7 @@ from components.inspector import inspector
 from viz_app.analysis import analyze, figure_rows
 from viz_app.branch import BranchError
 from viz_app.errors import OrchvizError
+from viz_app.io.rollouts import rollout_of
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views
@@ -47,6 +48,16 @@ def draw_header() -> None:
                f"format {markdown_literal(trace.source_format, 30)} · "
                f"file {markdown_literal(workspace.source_name(trace), 200)}"
                + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
+    rollout = rollout_of(trace)
+    if rollout is not None:  # a trainer's rollout: its step, and its siblings one click away
+        said, group = st.columns([4, 1.3], vertical_alignment="center")
+        said.caption(f"rollout of **{markdown_literal(rollout.trainer, 20)}** · step "
+                     f"**{rollout.step if rollout.step is not None else 'not given'}** · group "
+                     f"{markdown_literal(rollout.group, 80)}"
+                     + (f" · checkpoint {markdown_literal(rollout.checkpoint, 80)}"
+                        if rollout.checkpoint else ""))
+        group.page_link("app_pages/group.py", label="Its group", icon=":material/view_column:",
+                        query_params={"group": rollout.group})
     rows = figure_rows(analysis.figures, HEADER_FIGURES)
     with st.container(horizontal=True, gap="small"):  # wraps rather than cut a figure's name
         for row in rows:
