@@ -22,7 +22,7 @@ from viz_app.training import parting, read_rows, reviewers_rewards
 from viz_app.ui import session
 
 GROUP_PARAM = "group"
-COLUMNS = 4  # siblings side by side per row: 16 make four rows at 1600 px
+COLUMNS = 3  # siblings side by side per row, beside the labels column at 1600 px
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -94,34 +94,37 @@ def where(trace_id: str) -> str:
     return f"{event.type} {event.tool or ''} {said}".strip()
 
 
+left, side = st.columns([2.2, 1.5], gap="medium")
 table = pd.DataFrame([{
     "#": i + 1, "trace id": r.trace_id, "trainer reward": r.trainer_reward,
-    "reviewers": judged.get(r.trace_id),
+    "reviewers": f"{judged[r.trace_id]:.2f}" if r.trace_id in judged else "—",
     "your answer": ", ".join(f"{x['question']}={x['value']}" for x in records
                              if reviewer is not None and x["trace_id"] == r.trace_id
                              and x["reviewer"] == reviewer.name and not x["event_id"]),
     "where they part": where(r.trace_id)} for i, r in enumerate(members)])
-st.dataframe(table, hide_index=True, key="group_table", height=min(420, 38 + 35 * len(table)),
-             column_config={"trainer reward": st.column_config.NumberColumn(format="%.3f"),
-                            "reviewers": st.column_config.NumberColumn(
-                                format="%.2f", help="The reviewers' mean reward, -1 to 1")})
+left.dataframe(table, hide_index=True, key="group_table", height=min(420, 38 + 35 * len(table)),
+               column_config={"trainer reward": st.column_config.NumberColumn(format="%.3f"),
+                              "reviewers": st.column_config.TextColumn(
+                                  help="The reviewers' mean reward, -1 to 1 (— not reviewed)")})
 if found is not None:
     how = {"decision": "another decision", "content": "the same step, other words",
            "length": "one ended, another went on"}[found.by]
-    st.caption(f"They part at step {found.position + 1} of their runs ({how}); "
-               f"{found.shared} steps before it are alike. The parting step is marked ▶.")
+    alike = f"{found.shared} steps before it are alike" if found.shared != 1 else \
+        "1 step before it is alike"
+    left.caption(f"They part at step {found.position + 1} of their runs ({how}); {alike}. "
+                 "The parting step is marked ▶.")
 
 
 def sibling(i: int) -> None:
     """One sibling: its rewards, then its steps from just before the parting one."""
     row, trace = members[i], ordered[i]
     trainer = f"{row.trainer_reward:.3f}" if row.trainer_reward is not None else "—"
-    seen = f"reviewers **{judged[row.trace_id]:.2f}**" if row.trace_id in judged \
-        else "not reviewed"
-    st.markdown(f"**#{i + 1}** · trainer **{trainer}** · {seen}"
-                + (" · **▸ labelling**" if i == at else ""))
+    seen = f"{judged[row.trace_id]:.2f}" if row.trace_id in judged else "—"
+    st.markdown(f"{'**▸** ' if i == at else ''}**#{i + 1}** · trainer **{trainer}** · "
+                f"reviewers **{seen}**", help="▸: the member being labelled" if i == at
+                else None)
     steps = [e for e in analyze(trace).order if e.decision != "stop"]
-    start = max(0, (found.position if found else 0) - 1)
+    start = found.position if found else 0  # the prompt they share is above
     parted = found.events.get(trace.trace_id) if found else None
     with st.container(height=260, border=True):
         for event in steps[start:]:
@@ -131,15 +134,15 @@ def sibling(i: int) -> None:
                 st.text(event.text[:1200])
 
 
-for top in range(0, len(members), COLUMNS):
-    for col, i in zip(st.columns(COLUMNS, gap="small"), range(top, min(top + COLUMNS,
-                                                                        len(members)))):
-        with col:
-            sibling(i)
+with left:
+    for top in range(0, len(members), COLUMNS):
+        for col, i in zip(st.columns(COLUMNS, gap="small"), range(top, min(top + COLUMNS,
+                                                                            len(members)))):
+            with col:
+                sibling(i)
 
-st.divider()
 if reviewer is None:
-    st.info(session.identify_first("label this group"))
+    side.info(session.identify_first("label this group"))
     st.stop()
 
 
@@ -147,21 +150,21 @@ def move(to: int) -> None:
     state[wanted] = max(0, min(to, len(members) - 1))
 
 
-label_col, pair_col = st.columns([3, 2], gap="large")
+label_col, pair_col = side.container(), side.container(border=True)
 with label_col:
     current = ordered[at]
     st.markdown(f"#### Label member {at + 1} of {len(members)}")
     nav = st.columns(3)
-    nav[0].button("Previous member", key="group_previous",
+    nav[0].button("Back", key="group_previous",
                   shortcut=keys.shortcut("group-previous"), on_click=move, args=(at - 1,),
                   disabled=at == 0, icon=":material/skip_previous:",
                   help=f"The sibling before this one (key {keys.shortcut('group-previous')})")
-    nav[1].button("Next member", key="group_next", shortcut=keys.shortcut("group-next"),
+    nav[1].button("Next", key="group_next", shortcut=keys.shortcut("group-next"),
                   on_click=move, args=(at + 1,), disabled=at >= len(members) - 1,
                   icon=":material/skip_next:",
                   help=f"The next sibling (key {keys.shortcut('group-next')}); saving moves on "
                        "too")
-    nav[2].page_link("app_pages/trace.py", label="Open its trace",
+    nav[2].page_link("app_pages/trace.py", label="Its trace",
                      query_params={"trace": current.trace_id}, icon=":material/account_tree:")
     whole = next((t for t in workspace.targets(current) if t.key == ""), None)
     if whole is None:
@@ -177,7 +180,7 @@ with label_col:
                     key=f"group:{wanted}:{current.trace_id}", save=save,
                     saved=workspace.labels.answers(current.trace_id, reviewer.name).get("")
                     or workspace.labels.answers(current.trace_id, reviewer.name).get(None),
-                    save_label="Save and next")
+                    save_label="Save, next")
 
 with pair_col:
     st.markdown("#### Which of two is better?")

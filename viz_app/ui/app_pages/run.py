@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from viz_app.errors import OrchvizError
-from viz_app.training import compare_rewards, model_rewards, read_rows, reviewers_rewards
+from viz_app.training import (compare_rewards, model_rewards, read_rows, reviewers_rewards,
+                              scaled)
 from viz_app.ui import session
 
 TRAINER, REVIEWERS, MODEL, ALARM = "#1c7ed6", "#2f9e44", "#ae3ec9", "#e03131"
@@ -47,10 +48,13 @@ st.caption(f"{len(rows)} rollouts over {len(found.steps)} steps, {len(reviewed)}
 
 steps = [s.step for s in found.steps]
 figure = go.Figure()
-figure.add_scatter(x=steps, y=[s.trainer_mean for s in found.steps], name="trainer (all, raw)",
-                   mode="lines+markers", line=dict(color=TRAINER, dash="dot"), yaxis="y2")
+figure.add_scatter(x=steps, y=[scaled(s.trainer_mean, low, high) for s in found.steps],
+                   name="trainer (all rollouts)", mode="lines+markers",
+                   line=dict(color=TRAINER, dash="dot"),
+                   customdata=[s.trainer_mean for s in found.steps],
+                   hovertemplate="step %{x}: %{customdata:.3f} as logged<extra></extra>")
 figure.add_scatter(x=steps, y=[s.trainer_reviewed_mean for s in found.steps],
-                   name="trainer (reviewed, scaled)", mode="lines+markers",
+                   name="trainer (reviewed rollouts)", mode="lines+markers",
                    line=dict(color=TRAINER))
 figure.add_scatter(x=steps, y=[s.reviewers_mean for s in found.steps], name="reviewers",
                    mode="lines+markers", line=dict(color=REVIEWERS))
@@ -62,10 +66,11 @@ if alarms:
     figure.add_scatter(x=[s.step for s in alarms], y=[s.trainer_reviewed_mean for s in alarms],
                        name="trainer ≥ reviewers + 0.5", mode="markers",
                        marker=dict(color=ALARM, size=14, symbol="triangle-up"))
-figure.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10), xaxis_title="step",
+figure.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10),
+                     xaxis=dict(title="training step", tickformat="d", dtick=max(
+                         1, (steps[-1] - steps[0]) // 12) if steps else 1),
                      yaxis=dict(title="reward, -1 .. 1", range=[-1.1, 1.1]),
-                     yaxis2=dict(title="trainer's raw reward", overlaying="y", side="right",
-                                 showgrid=False), legend=dict(orientation="h", y=1.12))
+                     legend=dict(orientation="h", y=1.12))
 st.plotly_chart(figure, key="run_rewards", config={"displayModeBar": False})
 
 st.markdown("#### Where they part most")
