@@ -603,7 +603,7 @@ class Workspace:
                traces: Mapping[str, Trace] | None = None, reviewer: str | None = None,
                campaign: str | None = None, adjudicated_only: bool = False,
                from_scores: bool = False, options: ExportOptions | None = None,
-               hf_dataset: bool = False) -> ExportResult:
+               hf_dataset: bool = False, other_versions: str | None = None) -> ExportResult:
         """Write the current labels (or, for `bookmarks`, the current bookmarks) in one of
         `viz_app.export.FORMATS`, by one reviewer or (None) by everyone; a training format
         chooses its rows by `options` (`viz_app.export.consensus`) and, with `hf_dataset`, is
@@ -639,7 +639,8 @@ class Workspace:
                 traces = {**traces, **self._pooled(labels, traces)}
             given = ExportInput(labels=labels, rubric=self.rubric, from_scores=from_scores,
                                 traces=traces if found.needs_traces and traces is not None
-                                else {}, options=options or ExportOptions())
+                                else {}, options=options or ExportOptions(),
+                                versions=self.versions(), other_versions=other_versions)
         written = write_export(format, given, output, hf_dataset=hf_dataset)
         if written.rows is not None:
             count = written.rows
@@ -650,6 +651,15 @@ class Workspace:
         return ExportResult(format=format, output=Path(output), written=written.paths,
                             count=count, left_out=written.left_out, notes=written.notes,
                             hf_dataset=hf_dataset)
+
+    def versions(self) -> dict[str, frozenset[str]]:
+        """The versions (SHA-256) of each trace of the library as its files hold them now, by
+        id (two files may hold one id): what a label's `trace_sha256` is compared with to
+        tell a label made on another version of its trace."""
+        found: dict[str, set[str]] = {}
+        for row in self.update_index().rows if self.folders else ():
+            found.setdefault(row.trace_id, set()).add(row.sha256)
+        return {trace_id: frozenset(shas) for trace_id, shas in found.items()}
 
     def _pooled(self, labels: Sequence[LabelRecord], known: Mapping[str, Trace]
                 ) -> dict[str, Trace]:

@@ -90,6 +90,11 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--hf-dataset", action="store_true",
                    help="training shapes: write a Hugging Face datasets folder (Parquet shards "
                    "and a dataset card) at -o")
+    p.add_argument("--other-versions", choices=("keep", "drop"),
+                   help="labels made on another version of their trace than the library holds "
+                   "now (the file changed since): keep them (each row names its trace_sha256) "
+                   "or drop them; the export says which and how many either way (default: "
+                   "kept in jsonl, csv and parquet, dropped from every other format)")
     p.set_defaults(run=export_verb)
 
     p = sub.add_parser("import", help="add labels from files in the jsonl export's shape",
@@ -205,7 +210,8 @@ def export_verb(args: argparse.Namespace) -> int:
     ws = _workspace(args)
     traces = _read_traces(ws).traces if found.needs_traces else None
     result = ws.export(args.format, args.output, traces=traces, reviewer=args.reviewer,
-                       from_scores=from_scores, options=options, hf_dataset=args.hf_dataset)
+                       from_scores=from_scores, options=options, hf_dataset=args.hf_dataset,
+                       other_versions=args.other_versions)
     for sentence in [*result.left_out, *result.notes]:
         print(terminal_text(sentence), file=sys.stderr)
     print(terminal_text(result.text))

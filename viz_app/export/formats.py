@@ -6,7 +6,8 @@ package's face, `viz_app.export`.)"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from dataclasses import field as dataclass_field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,10 @@ from viz_app.labels import FIELDS, LabelRecord, Rubric
 from viz_app.model import Trace, paused_gc
 
 
+OtherVersions = Literal["keep", "drop"]
+"""What an export does with labels made on another version of their trace (`other_versions`)."""
+
+
 @dataclass(frozen=True)
 class ExportInput:
     """What an export is written from."""
@@ -55,6 +60,13 @@ class ExportInput:
     """Preference: also pair the traces of one task by their scalar labels."""
     options: ExportOptions = ExportOptions()
     """How a training format chooses and shapes its rows."""
+    versions: Mapping[str, frozenset[str]] = dataclass_field(default_factory=dict)
+    """The versions (SHA-256) of each trace the library holds now, by id (two files may hold
+    one id): a label whose `trace_sha256` is none of them was made on another version."""
+    other_versions: OtherVersions | None = None
+    """What to do with labels made on another version of their trace than the library holds:
+    keep or drop them; None: drop, but for the label records (jsonl, csv, parquet), which keep
+    them (each row names its version). Either way the export says so (`apart`)."""
 
 
 @dataclass
@@ -487,6 +499,52 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
     found = FORMATS.get(format)
     if found is None:
         raise OrchvizError(f"unknown export format {format!r} (known: {', '.join(FORMATS)})")
+    given, said, kept = other_versions(format, given)
+    written = _written(found, format, given, output, hf_dataset)
+    if kept:
+        written.notes[:0] = said
+    else:
+        written.left_out[:0] = said
+    return written
+
+
+RECORD_FORMATS = ("jsonl", "csv", "parquet")
+"""The label records: by default they keep labels made on another version of their trace
+(each row names its `trace_sha256`); every other format drops them by default."""
+
+
+def other_versions(format: str, given: ExportInput) -> tuple[ExportInput, list[str], bool]:
+    """The input with the labels made on another version of their trace than the library
+    holds now kept or dropped (`ExportInput.other_versions`), the sentence that says which,
+    and whether they were kept. A label is on another version when its `trace_sha256` is none
+    of the versions of its trace id the library holds (`versions`, and the traces given)."""
+    current: dict[str, set[str]] = {t: set(v) for t, v in given.versions.items()}
+    for trace_id, trace in given.traces.items():
+        current.setdefault(trace_id, set()).add(trace.sha256)
+    others = [r for r in given.labels if r.get("trace_sha256") and r["trace_id"] in current
+              and r["trace_sha256"] not in current[r["trace_id"]]]
+    if not others:
+        return given, [], True
+    keep = (given.other_versions or ("keep" if format in RECORD_FORMATS else "drop")) == "keep"
+    traces = sorted({r["trace_id"] for r in others})
+    shown = "; ".join(
+        f"{t} (made on {next(r['trace_sha256'] for r in others if r['trace_id'] == t)[:12]}, "
+        f"the library holds {', '.join(sorted(v[:12] for v in current[t]))})" for t in traces[:3])
+    more = f" and {len(traces) - 3} more" if len(traces) > 3 else ""
+    sentence = (f"{len(others)} label{'s' if len(others) != 1 else ''} on {len(traces)} "
+                f"trace{'s' if len(traces) != 1 else ''} were made on another version of the "
+                f"trace than the library holds now: {shown}{more}; ")
+    if keep:
+        return given, [sentence + "kept, each row naming the version it was made on "
+                       "(trace_sha256); --other-versions drop leaves them out"], True
+    ids = {id(r) for r in others}
+    return (replace(given, labels=[r for r in given.labels if id(r) not in ids]),
+            [sentence + "left out; --other-versions keep writes them, each row naming the "
+             "version it was made on"], False)
+
+
+def _written(found: ExportFormat, format: str, given: ExportInput, output: str | Path,
+             hf_dataset: bool) -> Written:
     target = Path(output)
     if hf_dataset:
         if not found.training:

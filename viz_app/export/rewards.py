@@ -10,7 +10,7 @@ from typing import Any
 
 from viz_app.labels import LabelRecord, Rubric
 
-REWARD_FIELDS = ("trace_id", "event_id", "question", "family", "credit_unit", "sub_decision",
+REWARD_FIELDS = ("trace_id", "trace_sha256", "event_id", "question", "family", "credit_unit", "sub_decision",
                  "channel", "reward", "reward_std", "reward_min", "reward_max", "reviewers",
                  "rubric_version")
 """The columns of the rewards export, in order."""
@@ -28,14 +28,21 @@ def target_rewards(labels: Iterable[LabelRecord]) -> dict[tuple[str, str, str], 
 
 
 def reward_rows(labels: Iterable[LabelRecord], rubric: Rubric) -> list[dict[str, Any]]:
-    """One row per labelled target and question: `reward` is the mean over reviewers,
+    """One row per labelled target, question and version of the trace judged (`trace_sha256`:
+    a target judged on two versions is two rows): `reward` is the mean over reviewers,
     `reward_std` the population standard deviation (0 for one reviewer), `reviewers` the count.
     `labels` must be current labels (one per reviewer)."""
+    found: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for label in labels:
+        if label["reward"] is not None:
+            found[(label["trace_id"], label.get("trace_sha256") or "", label["event_id"] or "",
+                   label["question"])].append(label["reward"])
     rows = []
-    for (trace_id, event_id, question_id), rewards in sorted(target_rewards(labels).items()):
+    for (trace_id, sha, event_id, question_id), rewards in sorted(found.items()):
         question = rubric.questions_by_id.get(question_id)
         rows.append({
-            "trace_id": trace_id, "event_id": event_id or None, "question": question_id,
+            "trace_id": trace_id, "trace_sha256": sha or None, "event_id": event_id or None,
+            "question": question_id,
             "family": question.family if question else None,
             "credit_unit": question.credit_unit if question else None,
             "sub_decision": question.sub_decision if question else None,
