@@ -19,10 +19,14 @@ datasets = pytest.importorskip("datasets")
 
 @pytest.fixture
 def ws(tmp_path):
-    """Two runs of demo 10 judged against each other, and labels on the first."""
+    """Two runs of demo 10 judged against each other, and labels on the first; the second is
+    replayed from the first's stop (a branch forked at e13: decision-groups' group)."""
     first, second = premature().to_dict(), premature().to_dict()
     second["trace_id"] = "rerun"
     second["events"][0]["content"] = "A rerun that waits for every analyst."
+    fork = next(e for e in second["events"] if e["id"] == "e13")
+    fork.update(forked_from=first["trace_id"], fork_event="e13", content="Wait for db_analyst.",
+                decision="continue")
     ws = make_workspace(tmp_path, traces=[first, second])
     trace, rerun = ws.trace(first["trace_id"]), ws.trace("rerun")
     from viz_app.labels.label import Reviewer
@@ -34,6 +38,7 @@ def ws(tmp_path):
         ws.save_preference(trace, rerun, "rerun", Reviewer(name=reviewer, via="cli"), "waits", 2)
     ws.labels.save(trace, "aggregation_quality", 4, "cy", "e12")  # a dispute: left out
     ws.labels.save(trace, "task_outcome", "failure", "ann")
+    ws.labels.save(rerun, "task_outcome", "success", "ann")
     return ws
 
 

@@ -162,7 +162,8 @@ def shape_has_no_place(format: str, label: dict, keys_in_steps: set, traces_with
 
 
 @pytest.mark.parametrize("format", [f for f in TRAINING if f not in (
-    "preference", "openrlhf-rm", "decision-pairs", "openrlhf-decision-pairs")])  # pairs: their own
+    "preference", "openrlhf-rm", "decision-pairs", "openrlhf-decision-pairs",
+    "decision-groups")])  # pairs and groups (which need replays): their own tests
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=scenario)

@@ -30,17 +30,25 @@ LATE = "demo-11-review-late-stop"
 RERUNS = {PREMATURE: "demo-10-rerun", LATE: "demo-11-rerun"}
 """Each judged run and its rerun (the same task, the orchestrator decided differently)."""
 
+FORKS = {PREMATURE: "e13", LATE: "e39"}
+"""Where each rerun leaves its run: replayed from the stop, it went on (decision-groups'
+groups: the run and its rerun from one fork point)."""
+
 EXPORT_OPTIONS = ("--disputed", "adjudicated")
 """Disputed targets take the lead's adjudication, as a team that adjudicates exports them."""
 
 
 def rerun(trace_id: str) -> dict:
-    """A second run of a demo's task: the same events, the orchestrator's first words changed,
+    """A second run of a demo's task, replayed from the run's stop (which it turned into going on):
+    the same events, the orchestrator's first words changed,
     and each event with the id of the LLM response it came from (`response_id`, as read from
     OpenTelemetry's `gen_ai.response.id`), which Agent Lightning links rewards by."""
     raw = _demo_dict(trace_id)
     raw["trace_id"] = RERUNS[trace_id]
     raw["events"][0]["content"] = "A rerun that waits for every analyst before answering."
+    fork = next(e for e in raw["events"] if e["id"] == FORKS[trace_id])
+    fork.update(forked_from=trace_id, fork_event=fork["id"], decision="continue",
+                content="Wait for every analyst before answering.", replay_model="stub")
     for event in raw["events"]:
         event["response_id"] = f"resp-{raw['trace_id']}-{event['id']}"
     return raw

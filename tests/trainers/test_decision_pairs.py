@@ -74,3 +74,54 @@ def test_openrlhf_decision_pairs_train_a_reward_model_step(shapes, tiny, tmp_pat
     assert math.isfinite(loss.item())
     loss.backward()
     optimiser.step()
+
+
+def test_a_reward_model_trained_on_the_balanced_export_scores_held_out_sound_and_corrected(
+        shapes, tiny, tmp_path):
+    """The default export (confirmations balanced against corrections) trains TRL's
+    RewardTrainer; the model then scores held-out pairs of both kinds, the decisions judged
+    sound and the ones corrected, each kind apart (the mechanics: a tiny model on the CPU
+    learns little; bench/bench_decision_signal.py states the figures)."""
+    import datasets
+    import torch
+    from trl import RewardConfig, RewardTrainer
+
+    rows = file_rows(shapes["decision-pairs"])
+    assert {r["pair_kind"] for r in rows} == {"correction", "confirmation"}
+    held, train = [], []
+    for kind in ("correction", "confirmation"):
+        mine = [r for r in rows if r["pair_kind"] == kind]
+        held += mine[::3]
+        train += [r for i, r in enumerate(mine) if i % 3]
+    columns = ("prompt", "chosen", "rejected")
+    data = datasets.Dataset.from_list([{k: r[k] for k in columns} for r in train])
+    tokenizer = tiny.tokenizer()
+    config = RewardConfig(output_dir=str(tmp_path / "out"), max_steps=3, report_to=[],
+                          per_device_train_batch_size=2, save_strategy="no", use_cpu=True,
+                          dataloader_num_workers=0, max_length=None, learning_rate=1e-3,
+                          center_rewards_coefficient=None)
+    trainer = RewardTrainer(model=tiny.reward_model(), args=config, processing_class=tokenizer,
+                            train_dataset=data)
+    trainer.train()
+    assert trainer.state.global_step == 3
+    model = trainer.model.eval()
+
+    def score(prompt: str, answer: str) -> float:
+        ids = tokenizer(prompt + answer, return_tensors="pt")
+        with torch.no_grad():
+            return float(model(**ids).logits[0, 0])
+
+    for kind in ("correction", "confirmation"):
+        pairs = [(score(r["prompt"], r["chosen"]), score(r["prompt"], r["rejected"]))
+                 for r in held if r["pair_kind"] == kind]
+        assert pairs, f"no held-out {kind}"
+        assert all(math.isfinite(a) and math.isfinite(b) for a, b in pairs)
+        accuracy = sum(a > b for a, b in pairs) / len(pairs)
+        assert 0.0 <= accuracy <= 1.0
+        print(f"held-out {kind}s: {len(pairs)} pairs, pairwise accuracy {accuracy:.2f}")
+
+
+def test_the_campaigns_reruns_make_decision_groups(shapes):
+    rows = file_rows(shapes["decision-groups"])
+    assert {r["fork_event"] for r in rows} == {"e13", "e39"}
+    assert all(len(r["completions"]) == len(r["rewards"]) >= 2 for r in rows)

@@ -23,6 +23,7 @@ from viz_app.export.hf import TRACE_BATCH_ROWS
 from viz_app.export.lengths import Lengths, Limit, Texts
 from viz_app.export import lengths
 from viz_app.export.openrlhf import NO_CONVERSATIONAL_PRM, prm_rows, rm_rows
+from viz_app.export.decision_groups import decision_group_export
 from viz_app.export.decision_pairs import decision_pair_export, openrlhf_rows
 from viz_app.export.preference import preference_export, unplaced_pairs
 from viz_app.export.prompts import NO_CONVERSATIONAL_STEPWISE, stepwise_rows, unpaired_rows
@@ -263,6 +264,11 @@ def _openrlhf_decision_pairs(given: ExportInput) -> Shaped:
     return Shaped(rows=openrlhf_rows(found.rows), left_out=found.left_out, notes=found.notes)
 
 
+def _decision_groups(given: ExportInput) -> Shaped:
+    found = decision_group_export(given.labels, given.traces, given.rubric, given.options)
+    return Shaped(rows=found.rows, left_out=found.left_out, notes=found.notes)
+
+
 def _verl(given: ExportInput) -> Shaped:
     all_steps, selection = _selected(given)
     averaged = sum(1 for a in selection.answers if a.resolution == "mean")
@@ -357,6 +363,14 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  "the same columns)",
                  texts=lengths.chosen_rejected,
                  limit=Limit(512, "--data.max_len", "cuts them at the end")),
+    ExportFormat("decision-groups", "the original decision and its replayed branches from one "
+                 "fork point in one group, each with its labels' reward (GRPO-style groups)",
+                 "decision-groups.jsonl", needs_traces=True, unit="groups", counts_rows=True,
+                 rows=_decision_groups, framework="GRPO-style trainers", options=PROMPTS,
+                 trainer="group-relative trainers (GRPO's completions with rewards and "
+                 "advantages; no packaged reader)",
+                 json_columns=frozenset({"rewards_by_question"}),
+                 texts=lengths.prompt_each_completion),
     ExportFormat("openrlhf-prm", "OpenRLHF process-reward rows {input, label} with a "
                  "placeholder per step, one per trace and one per stop pointer", "openrlhf-prm.jsonl", needs_traces=True, unit="rows",
                  counts_rows=True, rows=_steps_shape(prm_rows, "trace with a step"),

@@ -69,6 +69,12 @@ def prompt_completions(row: dict[str, Any]) -> list[list[str]]:
     return [[row["prompt"], *(c + "\n" for c in row["completions"])]]
 
 
+def prompt_each_completion(row: dict[str, Any]) -> list[list[str]]:
+    """decision-groups: the prompt with each member's completion (a GRPO group's sequences)."""
+    prompt = content(row["prompt"])
+    return [prompt + [c] for c in row["completions"]]
+
+
 def prompt_chosen_rejected(row: dict[str, Any]) -> list[list[str]]:
     """preference: the prompt with the chosen, and with the rejected."""
     prompt = content(row["prompt"])

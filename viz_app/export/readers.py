@@ -83,6 +83,7 @@ PROVENANCE: dict[str, Callable[[dict[str, Any]], Iterator[dict[str, Any]]]] = {
     "stepwise": _row_provenance, "unpaired": _row_provenance, "preference": _row_provenance,
     "openrlhf-rm": _row_provenance, "openrlhf-prm": _row_provenance,
     "decision-pairs": _row_provenance, "openrlhf-decision-pairs": _row_provenance,
+    "decision-groups": _row_provenance,
     "agent-rewards": _row_provenance, "rllm": _rllm_provenance,
     "agent-lightning": _agent_lightning_provenance, "verl": _verl_provenance,
 }
