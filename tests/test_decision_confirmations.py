@@ -55,7 +55,8 @@ def test_a_stop_judged_correct_is_stopping_over_going_on_and_going_on_before_its
     by_origin = {r["origin"]: r for r in rows}
     at_stop, before = by_origin["confirm_stop"], by_origin["confirm_continue"]
     assert at_stop["pair_kind"] == before["pair_kind"] == "confirmation"
-    assert at_stop["chosen"] == "stop: Enough to answer; stop." == before["rejected"]
+    final = " ".join(trace.event(analyze(trace).aggregates[-1].event_id).text.split())
+    assert at_stop["chosen"] == f"stop: {final}" == before["rejected"]  # its answer: its merge
     assert at_stop["rejected"].startswith("continue: wait for ")
     waited = at_stop["rejected"].removeprefix("continue: wait for ")
     assert f"{waited} return -> " in at_stop["prompt"]  # it had answered: waiting is wrong
@@ -173,7 +174,7 @@ def test_a_pointer_at_a_workers_return_to_its_lead_moves_to_the_leads_return_to_
     assert at_pointer["prompt"].endswith("lead_1 return -> orchestrator: LTO energy density "
                                          "is 133 Wh/kg, according to the manufacturer's "
                                          "whitepaper.\n")
-    assert "Enough to answer; stop." not in at_pointer["prompt"]
+    assert "orchestrator_decision (stop)" not in at_pointer["prompt"]
     assert any("first event at which it had it" in n for n in found.notes)
 
 

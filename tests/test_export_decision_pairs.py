@@ -76,7 +76,9 @@ def test_a_premature_stop_is_going_on_rather_than_stopping_then_stopping_at_the_
                                                                                         trace):
     at_stop, at_pointer = rows_of(ws, trace)[1:]
     assert at_stop["chosen"] == "continue: wait for db_analyst"  # who it was waiting for
-    assert at_stop["rejected"].startswith("stop: Two of three analysts agree")
+    # the stop states its final answer: the merge it stopped with
+    assert at_stop["rejected"] == "stop: Root cause: the v2.3.0 deploy. Recommend rolling " \
+        "back v2.3.0."
     assert at_stop["chosen_form"] == "canonical" and at_stop["rejected_form"] == "own_words"
     assert (at_pointer["chosen"], at_pointer["rejected"]) == (
         f"stop: {FINAL}", "continue: wait for db_analyst")

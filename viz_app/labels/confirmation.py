@@ -8,8 +8,8 @@ the same form (`viz_app.labels.correction.Decision.canonical`):
 
 | decision | chosen | rejected | origin |
 |---|---|---|---|
-| stop (O5) | `stop: <its words>` | `continue: wait for <agent>` (one it handed work to that has not answered, else the one that answered last) | `confirm_stop` |
-| stop (O5), not late | `continue: wait for <X>`, just before the last result X sent it began to arrive | `stop: <its words>` | `confirm_continue` |
+| stop (O5) | `stop: <its final answer>` | `continue: wait for <agent>` (one it handed work to that has not answered, else the one that answered last) | `confirm_stop` |
+| stop (O5), not late | `continue: wait for <X>`, just before the last result X sent it began to arrive | `stop: <its final answer>` | `confirm_continue` |
 | merge (O4) | `aggregate: <its merge>` | the same merge with the sentences that carry one returned result taken out; the same merge with one more sentence no result supports (a sentence of it repeated with its figure changed) | `confirm_merge` |
 | spawn (O1) | `spawn <role>: <task>` | `do it itself: <task>`; `reuse <the sibling spawned last>: <task>` | `confirm_spawn` |
 | delegation (O2) | `delegate -> <agent>: <task>` | `delegate -> <the agent it handed work to last, another>: <task>` | `confirm_delegate` |

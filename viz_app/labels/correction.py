@@ -365,14 +365,27 @@ def _stop_question(rubric, questions: Mapping[str, Any], answers: Mapping[str, A
     return None, None, None
 
 
+def final_answer(analysis: Analysis, stop_id: str) -> str:
+    """The answer a stop gives, in the stopping agent's own words: its last merge before the
+    stop (what it answers with), else the stop's own words ('' when it has neither)."""
+    agent = analysis.actor[stop_id]
+    where = analysis.position[stop_id]
+    merge = ""
+    for event in analysis.events_of.get(agent, ()):
+        at = analysis.position[event.id]
+        if at >= where:
+            break
+        if event.type == "aggregate" and event.text.strip():
+            merge = event.text
+    return " ".join((merge or analysis.trace.event(stop_id).text).split())
+
+
 def stopped(analysis: Analysis, event_id: str) -> tuple[Decision, Words]:
-    """The stop a stop target shows, in one form: its own words as the final answer (an
-    inferred stop, the root's last event, stops with that event's words)."""
-    made, own = made_decision(analysis, event_id)
-    if made.action != "stop":
-        words = " ".join(analysis.trace.event(event_id).text.split())
-        made = Decision(event_id=event_id, agent=made.agent, sub_decision="O5", action="stop",
-                        text=words)
+    """The stop a stop target shows, in one form: `stop: <its final answer>` (`final_answer`),
+    as a reviewer's corrected stop states the final answer it should have given."""
+    made, _ = made_decision(analysis, event_id)
+    made = Decision(event_id=event_id, agent=made.agent, sub_decision="O5", action="stop",
+                    text=final_answer(analysis, event_id))
     return made, _words(made, "own_words")
 
 
