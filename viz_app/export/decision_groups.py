@@ -31,10 +31,7 @@ from viz_app.analysis import analyze
 from viz_app.branch import fork_of
 from viz_app.export.consensus import SHOWN, Answer, ExportOptions, provenance, select
 from viz_app.export.decision_pairs import _Context
-from viz_app.labels.correction import made_decision
-from viz_app.labels.knowledge import seen_positions
-from viz_app.labels.label import LabelRecord
-from viz_app.labels.rubric import Rubric
+from viz_app.labels import LabelRecord, Rubric, made_decision, seen_positions
 from viz_app.model import Trace
 
 DECISION_GROUP_FIELDS = ("group_id", "prompt", "completions", "rewards", "advantages",
