@@ -280,3 +280,49 @@ def test_a_database_from_before_pairs_gains_the_pair_column(tmp_path, folder, tr
     save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
     assert ws.labels.count() == before + 1
     assert len(preference_rows(ws.labels.current_records(), traces)) == 1
+
+
+def test_an_empty_preference_export_says_why_without_scores(ws, store, traces, folder, url,
+                                                             tmp_path, capsys):
+    store.save(traces["run-a"], "task_outcome", "failure", "ann")
+    assert export(url, folder, tmp_path / "pref.jsonl") == []
+    said = capsys.readouterr().out
+    assert said.startswith("0 preference pairs -> ")
+    assert "no pair of traces was judged" in said and "--from-scores also pairs" in said
+
+
+def test_an_empty_preference_export_from_scores_says_no_two_scored_traces_share_a_task(
+        ws, store, traces, folder, url, tmp_path, capsys):
+    store.save(traces["run-a"], "task_outcome", "failure", "ann")
+    store.save(traces["run-z"], "task_outcome", "success", "ann")
+    assert export(url, folder, tmp_path / "pref.jsonl", "--from-scores") == []
+    said = capsys.readouterr().out
+    assert "no two of the 2 scored traces attempt the same task" in said
+
+
+def test_an_empty_preference_export_from_scores_says_the_scores_tie(ws, store, traces, folder,
+                                                                    url, tmp_path, capsys):
+    store.save(traces["run-a"], "task_outcome", "failure", "ann")
+    store.save(traces["run-b"], "task_outcome", "failure", "ann")
+    assert export(url, folder, tmp_path / "pref.jsonl", "--from-scores") == []
+    assert "have the same score (t1: " in capsys.readouterr().out
+
+
+def test_an_export_of_no_labels_says_none_was_read(url, folder, tmp_path, capsys):
+    assert export(url, folder, tmp_path / "pref.jsonl", "--from-scores") == []
+    assert "no current label was read" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("format", ["jsonl", "stepwise", "decision-pairs", "unpaired"])
+def test_every_export_writing_no_row_says_why_in_one_sentence(ws, store, traces, folder, url,
+                                                             tmp_path, capsys, format):
+    if format != "jsonl":  # a label whose trace makes no row of the shape
+        store.save(traces["run-a"], "task_outcome", "success", "ann", comment="")
+    out = tmp_path / "out.jsonl"
+    extra = ["--traces", str(folder)] if format != "jsonl" else []
+    code = main(["labels", "export", "--db", url, "--format", format, "-o", str(out), *extra])
+    assert code == 0
+    said = capsys.readouterr().out.strip()
+    assert said.startswith("0 ") and " · " in said, said
+    why = said.split(" · ", 1)[1]
+    assert why.endswith(".") and why.count(". ") == 0, why

@@ -301,3 +301,45 @@ def test_a_link_naming_no_agent_still_draws_the_timeline_and_the_report(event_id
     code = main(["report", str(write_json(tmp_path, raw, "odd.json")), "-o", str(out),
                  "--db", str(tmp_path / "none.db")])
     assert code == 0 and "<html" in out.read_text("utf-8")
+
+
+def _labels_section(page: str) -> str:
+    return page[page.index('id="labels"'):page.index('id="warnings"')]
+
+
+def test_a_correction_reads_as_words_and_the_adjudicated_answer_is_marked_final(tmp_path, trace):
+    ws = make_workspace(tmp_path, db=tmp_path / "case.db")
+    aggregate, _stop = analysis_points(trace)
+    ws.labels.save(trace, "aggregation_quality", 2, "ann", aggregate)
+    ws.labels.save(trace, "merge_correction", {"action": "merge", "text": "keep the dropped one"},
+                   "ann", aggregate)
+    records = ws.labels.current_records()
+    lead = {**next(r for r in records if r["question"] == "aggregation_quality"),
+            "label_id": "lead-1", "reviewer": "lea", "value": 3, "source": "adjudication"}
+    page = report_html(trace, [*records, lead])
+    labels = _labels_section(page)
+    assert "{&#x27;action" not in labels and "&quot;action&quot;" not in labels
+    assert "the merge it should have made · \u201ckeep the dropped one\u201d" in labels
+    assert labels.count('class="final"') == 1  # the lead's answer alone
+    markdown = report_markdown(trace, [*records, lead])
+    assert "3 (final: adjudicated)" in markdown.replace("\\", "") and "2 (final" not in markdown
+
+
+def test_the_labels_table_wraps_between_words_only():
+    page = report_html(premature())
+    css = page[page.index("<style>"):page.index("</style>")]
+    cells = css[css.index("th, td {"):]
+    assert "overflow-wrap: anywhere" not in cells[:cells.index("}")]
+    assert "word-break: normal" in cells[:cells.index("}")]
+
+
+def test_a_who_and_when_report_names_the_question_not_its_id():
+    from viz_app.io.detect import read_any
+
+    found = read_any(Path(__file__).parent / "fixtures" / "importers" / "whowhen_magentic.json")
+    trace = getattr(found, "traces", found)[0]
+    page = report_html(trace)
+    assert "task <strong>How many studio albums did the band release before 2000?</strong> " \
+           "(id ww-demo-1)" in page
+    assert "task **How many studio albums did the band release before 2000?** (id ww\\-demo\\-1)" \
+        in report_markdown(trace)

@@ -809,14 +809,16 @@ ONLY_TASK_ID = "(the trace records only the task's id)"
 
 def task_text(trace: Trace) -> str:
     """The task in the trace's own words: the root orchestrator's first instruction (its first
-    decision with words, or the first message addressed to it from outside the team, whichever
-    comes first), on one line; else the task id, saying that is all the trace records. The one
+    decision with words, or the first message or human intervention addressed to it from
+    outside the team, such as a Who&When question, whichever comes first), on one line; else the task id, saying that is all the trace records. The one
     place that says what the task was (prompts' `Task:` line, the trace header)."""
     analysis = analyze(trace)
     root = analysis.root
     for e in analysis.order:
         words = " ".join(e.text.split())
-        if e.type == "message" and e.to == root and words \
+        asked = e.to == root or (e.to is None and e.type == "human_intervention"
+                                 and analysis.actor[e.id] == root)
+        if e.type in ("message", "human_intervention") and asked and words \
                 and (e.from_ or "") not in analysis.agent_names:
             return words
         if analysis.actor[e.id] == root and e.type == "orchestrator_decision":
@@ -824,3 +826,10 @@ def task_text(trace: Trace) -> str:
                 return words
             break  # its first decision says nothing: what follows is no longer the task
     return f"{trace.task_id} {ONLY_TASK_ID}"
+
+
+def task_words(trace: Trace) -> str | None:
+    """The task's words when the trace holds them (`task_text`), else None: what a header shows
+    in bold, its id beside it."""
+    text = task_text(trace)
+    return None if text.endswith(ONLY_TASK_ID) else text

@@ -650,7 +650,7 @@ class Workspace:
             count = len(labels)
         return ExportResult(format=format, output=Path(output), written=written.paths,
                             count=count, left_out=written.left_out, notes=written.notes,
-                            hf_dataset=hf_dataset)
+                            hf_dataset=hf_dataset, empty=written.empty)
 
     def versions(self) -> dict[str, frozenset[str]]:
         """The versions (SHA-256) of each trace of the library as its files hold them now, by

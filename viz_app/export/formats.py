@@ -18,6 +18,7 @@ from viz_app.errors import OrchvizError
 from viz_app.export.agent_lightning import triplet_rows
 from viz_app.export.agent_rewards import matrix_rows
 from viz_app.export.bookmarks import bookmark_records
+from viz_app.export.empty import why_empty
 from viz_app.export.consensus import ExportOptions, Selection, select
 from viz_app.export.hf import TRACE_BATCH_ROWS
 from viz_app.export.lengths import Lengths, Limit, Texts
@@ -92,6 +93,8 @@ class Written:
     """The rows written, where the format counts them."""
     left_out: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    empty: str = ""
+    """Why nothing was written, in one sentence (`viz_app.export.empty`), when nothing was."""
 
 
 Writer = Callable[[ExportInput, Path], object]
@@ -505,7 +508,12 @@ def write_export(format: str, given: ExportInput, output: str | Path, *,
     and no cycles, and the collector's full scans of the answers, steps and analyses it holds
     were a third of a 100,000-label export's time (bench/bench_exports.py)."""
     with paused_gc():
-        return _write_export(format, given, output, hf_dataset)
+        written = _write_export(format, given, output, hf_dataset)
+    nothing = written.rows == 0 if written.rows is not None else (
+        FORMATS[format].reads == "labels" and not given.labels)
+    if nothing:
+        written.empty = why_empty(FORMATS[format], given, written.left_out)
+    return written
 
 
 def _write_export(format: str, given: ExportInput, output: str | Path,
@@ -635,13 +643,16 @@ class ExportResult(BaseModel):
     notes: list[str] = Field(default_factory=list, description="What the reader of the export "
                              "should know (disputed targets averaged, ...).")
     hf_dataset: bool = Field(False, description="Whether it was written as a `datasets` folder.")
+    empty: str = Field("", description="Why nothing was written, in one sentence, when nothing "
+                       "was (`viz_app.export.empty`).")
 
     @property
     def text(self) -> str:
         """'6 current labels -> labels.jsonl', '3 traces in labelled/' for a folder."""
         found = FORMATS[self.format]
+        why = f" · {self.empty}" if self.empty else ""
         if self.hf_dataset:
-            return f"{self.count} {found.unit} -> {self.output} (a datasets folder)"
+            return f"{self.count} {found.unit} -> {self.output} (a datasets folder){why}"
         where = f"{len(self.written)} traces in {self.output}" if found.writes_folder \
             else str(self.output)
-        return f"{self.count} {found.unit} -> {where}"
+        return f"{self.count} {found.unit} -> {where}{why}"

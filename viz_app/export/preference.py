@@ -306,3 +306,36 @@ def write_preference(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
                      path: str | Path, *, from_scores: bool = False) -> Path:
     """Write the preference export as JSON Lines."""
     return write_jsonl(preference_rows(labels, traces, from_scores=from_scores), path)
+
+
+def why_no_pairs(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
+                 rubric: Rubric | None = None, options: ExportOptions = ExportOptions(), *,
+                 from_scores: bool = False) -> str:
+    """Why the preference export has no row, in one sentence: no pair was judged (and, from
+    scores, no two scored traces attempt one task, or theirs tie), or every judged pair was left
+    out for the reasons said beside it."""
+    labels = list(labels)
+    judged = {p.pair for p in preferences(labels)}
+    if judged:
+        said = f"all {len(judged)} judged pairs were left out, for the reasons said above"
+    else:
+        said = ("no pair of traces was judged (a pairwise_preference answer: the Compare "
+                "page's 'which is better', or `orchviz labels add --pair`)")
+    if not from_scores:
+        return said + ("; --from-scores also pairs two traces of one task by their reviewers' "
+                       "rewards" if not judged else "")
+    scores = {t: s for t, (s, _) in trace_scores(select(labels, rubric, options)).items()
+              if t in traces}
+    if not scores:
+        return said + ", and no trace has a score to pair by (--from-scores reads the rewards " \
+                      "of its answers: none of the current answers has a reward)"
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for trace_id, score in scores.items():
+        by_task[traces[trace_id].task_id].append(score)
+    shared = {task: s for task, s in by_task.items() if len(s) > 1}
+    if not shared:
+        return said + f", and no two of the {len(scores)} scored traces attempt the same task " \
+                      f"(--from-scores pairs only within one task_id; {len(by_task)} tasks)"
+    return said + f", and the scored traces of each task have the same score (" + \
+        "; ".join(f"{task}: {scores[0]:+.2f}" for task, scores in sorted(shared.items())[:SHOWN]) \
+        + ")"

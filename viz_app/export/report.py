@@ -30,9 +30,11 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
 from viz_app import charts
-from viz_app.analysis import Analysis, analyze, figure_rows
+from viz_app.analysis import Analysis, analyze, figure_rows, task_words
 from viz_app.case_study import Step, steps, timeline_marks
-from viz_app.labels import PAIRWISE_QUESTION, STRENGTHS, Bookmark, LabelRecord
+from viz_app.export.consensus import ADJUDICATION
+from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, Bookmark, LabelRecord,
+                            correction_text)
 from viz_app.model import Trace
 from viz_app import text as safe_text
 from viz_app.text import html_text, markdown_literal
@@ -77,6 +79,8 @@ class LabelRow(BaseModel):
     reviewer: str
     created_at: str
     comment: str
+    final: bool = Field(False, description="A lead's adjudicated answer: the one that settles "
+                        "its target, over the reviewers' beside it.")
 
 
 def _answer(record: LabelRecord) -> str:
@@ -86,9 +90,22 @@ def _answer(record: LabelRecord) -> str:
             return "about the same"
         strength = STRENGTHS.get(value.get("strength"), "better")
         return f"{value['chosen']} is {strength}"
-    if isinstance(value, (list, dict)):
+    if isinstance(value, dict) and "action" in value:
+        return correction_text(value, limit=100_000)
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def task_meta(trace: Trace) -> tuple[str, str | None]:
+    """The task as a report's header names it: its words when the trace holds them, and its id
+    beside them (None when the id is all there is)."""
+    words = task_words(trace)
+    if not words or words == trace.task_id:
+        return trace.task_id, None
+    return words, trace.task_id
 
 
 def label_rows(trace: Trace, labels: Iterable[LabelRecord]) -> list[LabelRow]:
@@ -105,7 +122,8 @@ def label_rows(trace: Trace, labels: Iterable[LabelRecord]) -> list[LabelRow]:
         rows.append(LabelRow(
             target=target, question=r["question"], answer=_answer(r),
             reward="" if r["reward"] is None else f"{r['reward']:+.2f}", reviewer=r["reviewer"],
-            created_at=r["created_at"][:19].replace("T", " "), comment=r.get("comment") or ""))
+            created_at=r["created_at"][:19].replace("T", " "), comment=r.get("comment") or "",
+            final=r.get("source") == ADJUDICATION))
     order = analyze(trace).position
     return sorted(rows, key=lambda x: (x.target not in order, order.get(x.target, 0), x.target,
                                        x.question, x.reviewer))
@@ -142,7 +160,11 @@ h2 { font-size: 1.2rem; margin: 32px 0 10px; padding-bottom: 4px; border-bottom:
 .caption { color: var(--muted); font-size: .85rem; }
 table { border-collapse: collapse; width: 100%; font-size: .88rem; }
 th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom: 1px solid var(--rule);
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; word-break: normal; hyphens: none; }
+td.nowrap, th.nowrap { white-space: nowrap; }
+td.answer { min-width: 14ch; }
+.final { display: inline-block; font-size: .72rem; font-weight: 600; color: white;
+         background: #2b8a3e; border-radius: 3px; padding: 0 5px; margin-left: 6px; }
 th { background: #f1f3f5; }
 ol.bookmarks { list-style: none; padding: 0; counter-reset: none; }
 .bookmark { border: 1px solid var(--rule); border-left: 4px solid var(--mark); border-radius: 6px;
@@ -237,7 +259,8 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
     presented = steps(analysis, bookmarks, labels)
     figures = report_figures(analysis, bookmarks)
     stamp = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    meta = [f"task <strong>{esc(trace.task_id)}</strong>",
+    task, task_id = task_meta(trace)
+    meta = [f"task <strong>{esc(task)}</strong>" + (f" (id {esc(task_id)})" if task_id else ""),
             f"topology <strong>{esc(trace.topology or 'not given')}</strong>",
             f"format {esc(trace.source_format or 'orchviz')}"]
     body: list[str] = [
@@ -274,8 +297,11 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
                     "<th>reward</th><th>reviewer</th><th>when</th><th>comment</th></tr></thead>"
                     "<tbody>" + "".join(
                         f"<tr><td>{esc(r.target)}</td><td>{esc(r.question)}</td>"
-                        f"<td>{esc(r.answer)}</td><td>{esc(r.reward)}</td>"
-                        f"<td>{esc(r.reviewer)}</td><td>{esc(r.created_at)}</td>"
+                        f'<td class="answer">{esc(r.answer)}'
+                        + ('<span class="final" title="the lead\'s adjudicated answer settles '
+                           'this target">final</span>' if r.final else "")
+                        + f'</td><td class="nowrap">{esc(r.reward)}</td>'
+                        f"<td>{esc(r.reviewer)}</td><td class=\"nowrap\">{esc(r.created_at)}</td>"
                         f"<td>{esc(r.comment)}</td></tr>" for r in rows) + "</tbody></table>")
     else:
         body.append('<p class="empty">No labels.</p>')
@@ -321,8 +347,11 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
     presented = steps(analysis, list(bookmarks), labels)
     stamp = generated_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     images = images or {}
+    task, task_id = task_meta(trace)
     out = [f"# Case study: {markdown_literal(trace.trace_id, None)}", "",
-           f"task **{markdown_literal(trace.task_id, None)}** · "
+           f"task **{markdown_literal(task, None)}**"
+           + (f" (id {markdown_literal(task_id, None)})" if task_id else "")
+           + " · "
            f"topology **{markdown_literal(trace.topology or 'not given', None)}**"
            f" · format {markdown_literal(trace.source_format or 'orchviz', None)}", ""]
     if trace.system:
@@ -359,7 +388,9 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
     if rows:
         out += ["| target | question | answer | reward | reviewer | when | comment |",
                 "|---|---|---|---|---|---|---|"]
-        out += ["| " + " | ".join(_md_cell(v) for v in (r.target, r.question, r.answer, r.reward,
+        out += ["| " + " | ".join(_md_cell(v) for v in (r.target, r.question, r.answer
+                                                        + (" (final: adjudicated)" if r.final
+                                                           else ""), r.reward,
                                                         r.reviewer, r.created_at, r.comment))
                 + " |" for r in rows]
     else:

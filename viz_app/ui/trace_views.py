@@ -18,9 +18,19 @@ from components.replay import replay_bar
 from components.timeline import message_timeline
 from components.tree import TreeChoice, spawn_tree
 from viz_app import charts
-from viz_app.analysis import Analysis
+from viz_app.analysis import Analysis, task_words
 from viz_app.model import Trace
+from viz_app.text import markdown_literal
 from viz_app.ui import session
+
+
+def task_caption(trace: Trace, limit: int = 300) -> str:
+    """A header's task line in Markdown: the task in the trace's words (a Who&When question,
+    not its UUID) with its id beside it, or the id alone when that is all the trace records."""
+    words = task_words(trace)
+    if not words or words == trace.task_id:
+        return f"task **{markdown_literal(trace.task_id, 100)}**"
+    return f"task **{markdown_literal(words, limit)}** (id {markdown_literal(trace.task_id, 60)})"
 
 
 def trace_views(trace: Trace, analysis: Analysis, *, event_id: str | None, agent: str | None,

@@ -10,6 +10,7 @@ import streamlit as st
 from components import keys
 from components.bookmarks import note
 from viz_app.ui import session
+from viz_app.ui.trace_views import task_caption
 from viz_app.analysis import analyze, figure_rows
 from viz_app.case_study import steps, timeline_marks
 from viz_app.text import markdown_literal
@@ -47,7 +48,7 @@ head, back, where, forward, leave = st.columns([6, 1.1, 1.2, 1.1, 1.3],
                                                vertical_alignment="center")
 head.markdown(f"### {markdown_literal(trace.trace_id, 90)}")
 shown = {r.name: r.value for r in figure_rows(analysis.figures, ("agents", "events", "makespan"))}
-head.caption(f"task **{markdown_literal(trace.task_id, 100)}** · {shown['agents']} agents · "
+head.caption(task_caption(trace) + f" · {shown['agents']} agents · "
              f"{shown['events']} events · makespan {shown['makespan']}")
 back.button("previous", key="present:back", width="stretch",
             disabled=step is None or number <= 1, on_click=go, args=(number - 1,),

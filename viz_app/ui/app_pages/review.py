@@ -31,7 +31,7 @@ from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Claim, Label, LabelTarget
 from viz_app.text import markdown_literal
 from viz_app.ui import session
-from viz_app.ui.trace_views import trace_views
+from viz_app.ui.trace_views import task_caption, trace_views
 
 # (no bare strings at the top level of a page: Streamlit would print them)
 CAMPAIGN_PARAM = "campaign"
@@ -256,8 +256,8 @@ def review_panel() -> None:
         kinds = " + ".join(target.kinds) if target is not None else "target"
         with st.container(key="review-target"):
             st.markdown(f"#### {markdown_literal(where, 40)} · {markdown_literal(kinds, 40)}")
-            st.caption(f"trace **{markdown_literal(trace.trace_id, 80)}** · task "
-                       f"{markdown_literal(trace.task_id, 80)}"
+            st.caption(f"trace **{markdown_literal(trace.trace_id, 80)}** · "
+                       + task_caption(trace, 160)
                        + (f" · agent {markdown_literal(target.agent, 40)}"
                           if target is not None and target.agent else ""))
         if state.get("error"):

@@ -16,7 +16,7 @@ from viz_app.errors import OrchvizError
 from viz_app.io.rollouts import rollout_of
 from viz_app.text import markdown_literal
 from viz_app.ui import session
-from viz_app.ui.trace_views import trace_views
+from viz_app.ui.trace_views import task_caption, trace_views
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -43,7 +43,7 @@ def draw_header() -> None:
     with report_col:
         report_button(trace, workspace, viewer=reviewer.name if reviewer else None,
                       lead=session.is_lead(reviewer))
-    st.caption(f"task **{markdown_literal(trace.task_id, 100)}** · "
+    st.caption(task_caption(trace) + " · "
                f"topology **{trace.topology or 'not given'}** · "
                f"format {markdown_literal(trace.source_format, 30)} · "
                f"file {markdown_literal(workspace.source_name(trace), 200)}"
