@@ -195,3 +195,17 @@ def test_the_adjudication_page_reads_ahead_the_next_disagreements_trace(tmp_path
     following = ({PREMATURE_ID, DROPPED_ID} - {shown}).pop()
     assert app_workspace().trace_cache.wait()
     assert app_workspace().trace_cache.cached(app_workspace().trace_source(following))
+
+
+def test_a_who_and_when_trace_header_shows_the_question_not_its_uuid(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    source = Path(__file__).parent / "fixtures" / "importers" / "whowhen_magentic.json"
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / source.name).write_bytes(source.read_bytes())
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[folder]))
+    trace_id = workspace.update_index().rows[0].trace_id
+    shown = header(run(trace_id))
+    assert shown.startswith("task **How many studio albums did the band release before 2000?** "
+                            "(id ww-demo-1)")

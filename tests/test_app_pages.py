@@ -155,3 +155,13 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
         ("aggregation_issues", "ann@example.org", "oidc"),  # tags: saved even when none
         ("pairwise_preference", "ann@example.org", "oidc")}
     assert [b.reviewer for b in workspace.bookmarks.current()] == ["ann@example.org"]
+
+
+def test_the_library_shows_the_teams_progress_beside_the_named_reviewers_own(library_env):
+    trace = library_env.trace(DROPPED_ID)
+    library_env.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["_reviewer_box"] = "bob"
+    table = at.run().dataframe[0].value.set_index("trace id")
+    assert table.loc[DROPPED_ID, "labelled"] == "1 of 3"  # ann's answer counts for the team
+    assert table.loc[DROPPED_ID, "by you"] == "0 of 3"  # and bob has not answered yet

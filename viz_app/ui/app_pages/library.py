@@ -129,20 +129,23 @@ def pool_library(location: str) -> None:
                + (f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
                   if last is not None else "")
                + "click a row to open the trace")
-    answered = workspace.answered(reviewer.name if reviewer else None)
+    answered, yours = labelled_by(reviewer)
     frame = pd.DataFrame([{
-        "trace id": r.trace_id, "labelled": pool_labelled(r, answered), "task": r.task_id,
+        "trace id": r.trace_id, "labelled": pool_labelled(r, answered),
+        **({"by you": pool_labelled(r, yours)} if yours is not None else {}), "task": r.task_id,
         "system": r.system, "topology": r.topology, "events": r.events, "agents": r.agents,
         "depth": r.depth, "makespan (s)": r.makespan_s, "parallelism": r.parallelism,
         "tokens": r.tokens, **{name: r.rewards.get(name.removeprefix("reward.")) for name in
                                rewards},
         "shard": r.shard.rsplit("/", 1)[-1], "row": r.row,
-    } for r in rows], columns=["trace id", "labelled", "task", "system", "topology", "events",
+    } for r in rows], columns=["trace id", "labelled", *(["by you"] if yours is not None else []),
+                               "task", "system", "topology", "events",
                                "agents", "depth", "makespan (s)", "parallelism", "tokens",
                                *rewards, "shard", "row"])
     table_key = f"pool_table:{st.session_state.get('_library_visit', 0)}:{page}"
     trace_table(frame, [r.trace_id for r in rows], table_key, {
-        name: st.column_config.NumberColumn(format="%.3f") for name in rewards})
+        **LABELLED_COLUMNS,
+        **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}})
 
     previous, where, following, again = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key="pool_previous", disabled=page == 0,
@@ -204,6 +207,22 @@ def pool_library(location: str) -> None:
                          column_config={"error": st.column_config.TextColumn(width="large")})
 
 
+LABELLED_COLUMNS = {
+    "labelled": st.column_config.TextColumn(
+        width="small", help="Targets (aggregates, stops, the trace...) with every required "
+        "question answered by the team (any reviewer), of those the rubric asks for"),
+    "by you": st.column_config.TextColumn(
+        width="small", help="The same targets answered by you, the reviewer named"),
+}
+"""The library's two labelled columns: the team's progress, and the reviewer's own."""
+
+
+def labelled_by(named) -> tuple[dict, dict | None]:
+    """What the team answered, and what the named reviewer answered (None when no one is named):
+    a reviewer sees both the campaign's progress and their own."""
+    return workspace.answered(None), workspace.answered(named.name) if named else None
+
+
 def pool_labelled(row: PoolRow, answered: dict) -> str:
     """'2 of 5' targets labelled, as for a trace of the folders."""
     found = answered.get(row.trace_id, {})
@@ -259,17 +278,18 @@ def folder_library() -> None:
                f"changed files, {result.skipped} unchanged"
                + (f" · following the run: looking every {following:g} s" if following else "")
                + " · click a row to open the trace")
-    # by this reviewer, or by anyone when none is named
-    answered = workspace.answered(reviewer.name if reviewer else None)
-    columns = ["trace id", "labelled", *(["step", "group", "trainer reward"] if rollouts
-                                         else []),
+    answered, yours = labelled_by(reviewer)
+    columns = ["trace id", "labelled", *(["by you"] if yours is not None else []),
+               *(["step", "group", "trainer reward"] if rollouts else []),
                "task", "system", "topology", "format", "events", "agents", "depth",
                "makespan (s)", "parallelism", "tokens", "file"]
     frame = pd.DataFrame([{
         "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
         "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
         "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-        "labelled": workspace.labelled_text(r, answered), "file": r.path,
+        "labelled": workspace.labelled_text(r, answered),
+        **({"by you": workspace.labelled_text(r, yours)} if yours is not None else {}),
+        "file": r.path,
         "step": r.rollout_step, "group": r.rollout_group, "trainer reward": r.trainer_reward,
     } for r in rows], columns=columns)
     table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
@@ -279,10 +299,7 @@ def folder_library() -> None:
         "trainer reward": st.column_config.NumberColumn(
             format="%.3f", help="The reward the trainer gave the rollout (carried by the "
             "trace; the reviewers' labels are apart from it)"),
-        "labelled": st.column_config.TextColumn(
-            width="small", help="Targets (aggregates, stops, the trace...) with every required "
-            "question answered " + ("by you" if reviewer else "by anyone")
-            + ", of those the rubric asks for"),
+        **LABELLED_COLUMNS,
     })
     failures(result)
 
