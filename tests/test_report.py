@@ -319,7 +319,7 @@ def test_a_correction_reads_as_words_and_the_adjudicated_answer_is_marked_final(
     page = report_html(trace, [*records, lead])
     labels = _labels_section(page)
     assert "{&#x27;action" not in labels and "&quot;action&quot;" not in labels
-    assert "the merge it should have made · \u201ckeep the dropped one\u201d" in labels
+    assert "the merge it should have made: keep the dropped one" in labels
     assert labels.count('class="final"') == 1  # the lead's answer alone
     markdown = report_markdown(trace, [*records, lead])
     assert "3 (final: adjudicated)" in markdown.replace("\\", "") and "2 (final" not in markdown

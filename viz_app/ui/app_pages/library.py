@@ -207,6 +207,7 @@ def pool_library(location: str) -> None:
                          column_config={"error": st.column_config.TextColumn(width="large")})
 
 
+# the library's two labelled columns: the team's progress, and the named reviewer's own
 LABELLED_COLUMNS = {
     "labelled": st.column_config.TextColumn(
         width="small", help="Targets (aggregates, stops, the trace...) with every required "
@@ -214,7 +215,6 @@ LABELLED_COLUMNS = {
     "by you": st.column_config.TextColumn(
         width="small", help="The same targets answered by you, the reviewer named"),
 }
-"""The library's two labelled columns: the team's progress, and the reviewer's own."""
 
 
 def labelled_by(named) -> tuple[dict, dict | None]:
