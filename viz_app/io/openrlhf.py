@@ -20,8 +20,8 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
-                                 pending_note, prompt_key, rollout_lines, run_name, with_note)
+from viz_app.io.rollouts import (TRAINER_REWARD, OnError, PromptKeys, as_text, number,
+                                 pending_note, rollout_lines, run_name, text_trace, with_note)
 from viz_app.model import Trace
 
 NAME = "openrlhf"
@@ -42,57 +42,74 @@ def detect(data: bytes, name: str = "") -> float:
 
 def import_openrlhf(source: Source, *, name: str | None = None,
                     first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
-    """One trace per sample of an OpenRLHF rollout log."""
+    """One trace per sample of an OpenRLHF rollout log (numbered from `first_line` when the
+    bytes are what a trainer appended since; a bad line told to `on_error` and left out)."""
     data, label = read_source(source, name)
     found = _RANK.search(PurePath(label).name)
     rank = int(found.group(2)) if found else 0
     split = "val" if found and found.group(1) else "train"
     run = run_name(label)
+    where = "openrlhf/" + "/".join(p for p in (run, f"rank{rank}", "" if split == "train"
+                                               else split) if p)
+    keys = PromptKeys()
     traces = []
     for line, row in rollout_lines(data, label, first_line, on_error):
-        if not all(k in row for k in ("prompt", "response")):
-            raise TraceError(label, f"line {line}", "is not an OpenRLHF rollout (no prompt and "
-                             "response)")
-        traces.append(_trace(row, line, label, run, rank, split))
+        if "prompt" not in row or "response" not in row:
+            problem = TraceError(label, f"line {line}", "is not an OpenRLHF rollout (no prompt "
+                                 "and response)")
+            if on_error is None:
+                raise problem
+            on_error(problem)
+            continue
+        traces.append(_trace(row, line, label, where, split, keys))
     if not traces:
         raise TraceError(label, "", "holds no OpenRLHF rollouts yet")
     return with_note(traces, pending_note(data, label))
 
 
 def _total(values: Any) -> float | None:
-    if not isinstance(values, list):
+    """The sum of a list of numbers (None when it holds anything else)."""
+    if values.__class__ is not list or not values:
         return None
-    numbers = [number(v) for v in values]
-    return sum(n for n in numbers if n is not None) if numbers else None
+    try:
+        total = sum(values)  # C speed: a response's tokens can be thousands
+    except TypeError:
+        return None
+    return number(total)
 
 
-def _trace(row: dict[str, Any], line: int, label: str, run: str, rank: int,
-           split: str) -> Trace:
-    prompt = as_text(row.get("prompt")) or ""
-    step = row["step"] if row.get("step").__class__ is int else None
-    key = prompt_key(prompt)
-    rollout = Rollout(trainer=NAME, step=step, group=group_id(split, step, key), index=line - 1,
-                      split=split, source=f"line {line}")
+def _trace(row: dict[str, Any], line: int, label: str, where: str, split: str,
+           keys: PromptKeys) -> Trace:
+    prompt = row["prompt"]
+    if prompt.__class__ is not str:
+        prompt = as_text(prompt) or ""
+    step = row.get("step")
+    if step.__class__ is not int:
+        step = None
+    key = keys[prompt]
     rewards: dict[str, float] = {}
     if (reward := number(row.get("reward"))) is not None:
         rewards[TRAINER_REWARD] = reward
     if (with_kl := _total(row.get("token_rewards"))) is not None:
         rewards[f"{TRAINER_REWARD}.with_kl_penalty"] = with_kl
     metrics: dict[str, float] = {}
-    logprobs, reference = row.get("logprobs"), row.get("ref_logprobs")
-    if isinstance(logprobs, list) and isinstance(reference, list):
-        pairs = [(number(a), number(b)) for a, b in zip(logprobs, reference)]
-        metrics["kl"] = sum(a - b for a, b in pairs if a is not None and b is not None)
-    chat = Chat()
-    asked = chat.prompt(prompt)
-    if asked is not None and row.get("ground_truth") is not None:
-        asked["ground_truth"] = as_text(row["ground_truth"])
+    logprobs, reference = _total(row.get("logprobs")), _total(row.get("ref_logprobs"))
+    if logprobs is not None and reference is not None:
+        metrics["kl"] = logprobs - reference  # the summed log-ratio: sum(lp) - sum(ref lp)
+    said = {k: v for k, v in (("reference_response", as_text(row.get("ref_response"))),
+                              ("reference_reward", number(row.get("ref_reward"))))
+            if v is not None}
+    truth = row.get("ground_truth")
     tokens = row.get("response_tokens")
-    chat.response(row.get("response"),
-                  tokens=len(tokens) if isinstance(tokens, list) else None,
-                  reference_response=as_text(row.get("ref_response")),
-                  reference_reward=number(row.get("ref_reward")))
-    where = "/".join(p for p in (run, f"rank{rank}", "" if split == "train" else split) if p)
-    return chat.trace(label=label, source_format=NAME,
-                      trace_id=f"openrlhf/{where}/{step}/{line - 1}", task_id=f"prompt-{key}",
-                      rollout=rollout, rewards=rewards, system="openrlhf", metrics=metrics)
+    response = row["response"]
+    rollout = {"trainer": NAME, "group": f"{split}:{'-' if step is None else step}:{key}",
+               "index": line - 1, "split": split, "source": f"line {line}"}
+    if step is not None:
+        rollout["step"] = step
+    return text_trace(
+        label=label, source_format=NAME, trace_id=f"{where}/{step}/{line - 1}",
+        task_id=f"prompt-{key}", rollout=rollout, rewards=rewards, system="openrlhf",
+        metrics=metrics, prompt=prompt,
+        response=response if response.__class__ is str else as_text(response) or "",
+        asked={"ground_truth": as_text(truth)} if truth is not None else None,
+        said=said or None, tokens=float(len(tokens)) if tokens.__class__ is list else None)

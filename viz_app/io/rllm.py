@@ -60,8 +60,15 @@ def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
     data, label = read_source(source, name)
     traces = []
     with paused_gc():
-        values = json_values(data, label)
-    for line, value in values:
+        _read(data, label, traces)
+    if not traces:
+        raise TraceError(label, "", "holds no rLLM episodes")
+    return traces
+
+
+def _read(data: bytes, label: str, traces: list[Trace]) -> None:
+    system = _run(label)
+    for line, value in json_values(data, label):
         items = value if isinstance(value, list) else [value]
         for n, item in enumerate(items):
             if not _is_episode(item):
@@ -69,10 +76,7 @@ def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
                 raise TraceError(label, place, "is not an rLLM episode (no id and trajectories "
                                  "of steps)")
             place = f"line {line}" if not isinstance(value, list) else f"item {n + 1}"
-            traces.append(_trace(item, place, label))
-    if not traces:
-        raise TraceError(label, "", "holds no rLLM episodes")
-    return traces
+            traces.append(_trace(item, place, label, system))
 
 
 def _info(value: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +84,7 @@ def _info(value: dict[str, Any]) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _trace(episode: dict[str, Any], place: str, label: str) -> Trace:
+def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trace:
     episode_id = str(episode.get("id", episode.get("episode_id")) or "episode")
     task_id, _, rollout_idx = episode_id.partition(":")
     info = _info(episode)
@@ -125,7 +129,7 @@ def _trace(episode: dict[str, Any], place: str, label: str) -> Trace:
     return chat.trace(label=label, source_format=NAME,
                       trace_id=episode_id if step is None else f"{episode_id}@{step}",
                       task_id=task_id or f"prompt-{prompt_key(task or '')}", rollout=rollout,
-                      rewards=rewards, system=_run(label),
+                      rewards=rewards, system=system,
                       metrics=metrics)
 
 

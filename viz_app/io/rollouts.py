@@ -418,6 +418,67 @@ def _event(keys: dict[str, Any]) -> Event:
     return Event(**fields)
 
 
+_GENERATION = {"kind": "generation"}
+_STOPPED = {"inferred_by": "importer"}
+
+
+def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
+               rollout: dict[str, Any], rewards: dict[str, float], prompt: str | None,
+               response: str, asked: dict[str, Any] | None = None,
+               said: dict[str, Any] | None = None, tokens: float | None = None,
+               system: str | None = None, metrics: dict[str, float] | None = None) -> Trace:
+    """The trace of a rollout that is a prompt and a response (verl, OpenRLHF, SkyRL): the
+    user's turn, the policy's generation, its stop, the rollout (as `Rollout.to_dict` gives it)
+    on the first event; `asked` and `said` are other keys of the two events. The same trace a
+    `Chat` builds, built straight into its structs: a reader of 100,000 rollouts spends little
+    more than their parse (`Chat` stays for conversations)."""
+    events = []
+    t = 0.0
+    if prompt:
+        events.append(Event(id="e1", t=0.0, type="human_intervention", agent=POLICY,
+                            from_="user", content=prompt,
+                            other={ROLLOUT_KEY: rollout, **asked} if asked
+                            else {ROLLOUT_KEY: rollout}))
+        t = 1.0
+    other = {**_GENERATION, **said} if said else _GENERATION
+    if not events:
+        other = {**other, ROLLOUT_KEY: rollout}
+    n = len(events)
+    events.append(Event(id=f"e{n + 1}", t=t, type="message", agent=POLICY, content=response,
+                        tokens_=tokens, other=other) if tokens is not None else
+                  Event(id=f"e{n + 1}", t=t, type="message", agent=POLICY, content=response,
+                        other=other))
+    events.append(Event(id=f"e{n + 2}", t=t, type="orchestrator_decision", agent=POLICY,
+                        decision_="stop", content="rollout ended", other=_STOPPED))
+    trace = Trace(trace_id=trace_id, task_id=task_id, system=system, events=events, edges=[],
+                  rewards=rewards, costs_={"tokens": tokens or 0.0, "wall_clock_s": t,
+                                           "tool_calls": 0.0, "messages": 1.0},
+                  metrics=metrics or None)
+    trace._source = label
+    trace._source_format = source_format
+    return trace
+
+
+class PromptKeys(dict):
+    """Prompt text -> its key, computed once per prompt (a group's siblings share theirs)."""
+
+    def __missing__(self, text: str) -> str:
+        found = self[text] = prompt_key(text)
+        return found
+
+
+def rollout_dict(trainer: str, group: str, step: int | None, index: int | None,
+                 rollout_id: str | None = None, checkpoint: str | None = None,
+                 split: str | None = None, source: str | None = None) -> dict[str, Any]:
+    """A rollout as its trace's first event keeps it (`Rollout.to_dict`), without the struct."""
+    found: dict[str, Any] = {"trainer": trainer, "group": group}
+    for key, value in (("step", step), ("index", index), ("rollout_id", rollout_id),
+                       ("checkpoint", checkpoint), ("split", split), ("source", source)):
+        if value is not None:
+            found[key] = value
+    return found
+
+
 def _tool_calls(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):  # ART's flattened rows keep them as JSON text
         try:

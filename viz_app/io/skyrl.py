@@ -21,9 +21,9 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
-                                 pending_note, prompt_key, rollout_lines, run_name, step_in_name,
-                                 with_note)
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, PromptKeys, Rollout, as_text,
+                                 group_id, number, pending_note, rollout_lines, run_name,
+                                 step_in_name, text_trace, with_note)
 from viz_app.model import Trace
 
 NAME = "skyrl"
@@ -59,35 +59,55 @@ def import_skyrl(source: Source, *, name: str | None = None,
     step = step_in_name(path.stem) if folder_step is None else folder_step
     evaluation = path.parent.name.endswith("_evals") or path.parent.name == "eval_only"
     run = run_name(label, RUN_FOLDERS)
+    keys = PromptKeys()
     traces = []
     for line, row in rollout_lines(data, label, first_line, on_error):
         if evaluation or ("input_prompt" in row and "prompt" not in row):
-            traces.append(_eval_trace(row, line, label, run, step))
+            traces.append(_eval_trace(row, line, label, run, step, keys))
         elif all(k in row for k in ("prompt", "text")):
-            traces.append(_train_trace(row, line, label, run, step))
+            traces.append(_train_trace(row, line, label, run, step, keys))
         else:
-            raise TraceError(label, f"line {line}", "is not a SkyRL trajectory (no prompt and "
-                             "text, nor input_prompt and output_response)")
+            problem = TraceError(label, f"line {line}", "is not a SkyRL trajectory (no prompt "
+                                 "and text, nor input_prompt and output_response)")
+            if on_error is None:
+                raise problem
+            on_error(problem)
     if not traces:
         raise TraceError(label, "", "holds no SkyRL trajectories yet")
     return with_note(traces, pending_note(data, label))
 
 
 def _reward(value: Any) -> float | None:
-    if isinstance(value, list):  # token-level rewards, summed as SkyRL sums them
-        numbers = [n for n in map(number, value) if n is not None]
-        return sum(numbers) if numbers else None
+    if value.__class__ is list:  # token-level rewards, summed as SkyRL sums them
+        try:
+            return number(sum(value)) if value else None
+        except TypeError:
+            numbers = [n for n in map(number, value) if n is not None]
+            return sum(numbers) if numbers else None
     return number(value)
 
 
 def _train_trace(row: dict[str, Any], line: int, label: str, run: str,
-                 file_step: int | None) -> Trace:
+                 file_step: int | None, keys: PromptKeys) -> Trace:
     prompt = as_text(row.get("prompt")) or ""
     step = row["step"] if row.get("step").__class__ is int else file_step
-    key = prompt_key(prompt)
+    key = keys[prompt]
     rollout = Rollout(trainer=NAME, step=step, group=group_id("train", step, key), index=line - 1,
                       split="train", source=f"line {line}")
     rewards = {} if (reward := _reward(row.get("reward"))) is None else {TRAINER_REWARD: reward}
+    where = f"{run}/" if run else ""
+    system = as_text(row.get("env_key")) or "skyrl"
+    if not row.get("closing_turn"):  # a prompt and a response: straight into the structs
+        said = {k: v for k, v in (("stop_reason", as_text(row.get("stop_reason"))),
+                                  ("turns", number(row.get("turns"))),
+                                  ("image_paths", row.get("image_paths"))) if v is not None}
+        return text_trace(
+            label=label, source_format=NAME, trace_id=f"skyrl/{where}{step}/{line - 1}",
+            task_id=f"prompt-{key}", rollout=rollout.to_dict(), rewards=rewards,
+            system=system, prompt=prompt, response=as_text(row.get("text")) or "",
+            asked={k: as_text(row[k]) for k in ("env_key", "data_source")
+                   if row.get(k) is not None} or None,
+            said=said or None, tokens=number(row.get("tokens")))
     chat = Chat()
     asked = chat.prompt(prompt)
     if asked is not None:
@@ -101,29 +121,26 @@ def _train_trace(row: dict[str, Any], line: int, label: str, run: str,
                  kind="closing_turn", to=chat.root, outcome_info=row.get("outcome_info"))
         chat.link(said, chat.events[-1], "causal")
         chat.next_turn()
-    where = f"{run}/" if run else ""
     return chat.trace(label=label, source_format=NAME, trace_id=f"skyrl/{where}{step}/{line - 1}",
-                      task_id=f"prompt-{key}", rollout=rollout, rewards=rewards,
-                      system=as_text(row.get("env_key")) or "skyrl")
+                      task_id=f"prompt-{key}", rollout=rollout, rewards=rewards, system=system)
 
 
 def _eval_trace(row: dict[str, Any], line: int, label: str, run: str,
-                step: int | None) -> Trace:
+                step: int | None, keys: PromptKeys) -> Trace:
     prompt = as_text(row.get("input_prompt")) or ""
     dataset = as_text(row.get("data_source")) or PurePath(label).stem
-    key = prompt_key(prompt)
+    key = keys[prompt]
     rollout = Rollout(trainer=NAME, step=step, group=group_id("eval", dataset, step, key),
                       index=line - 1, split=dataset, source=f"line {line}")
     rewards = {} if (score := _reward(row.get("score"))) is None else {TRAINER_REWARD: score}
-    chat = Chat()
-    asked = chat.prompt(prompt)
-    if asked is not None:
-        kept = {"env_class": as_text(row.get("env_class")), "data_source": dataset,
-                "env_extras": row.get("env_extras")}
-        asked.update({k: v for k, v in kept.items() if v is not None})
-    chat.response(row.get("output_response"), stop_reason=as_text(row.get("stop_reason")))
+    kept = {"env_class": as_text(row.get("env_class")), "data_source": dataset,
+            "env_extras": row.get("env_extras")}
+    stop = as_text(row.get("stop_reason"))
     where = f"{run}/" if run else ""
-    return chat.trace(label=label, source_format=NAME,
-                      trace_id=f"skyrl/{where}eval/{step}/{dataset}/{line - 1}",
-                      task_id=f"prompt-{key}", rollout=rollout, rewards=rewards,
-                      system=as_text(row.get("env_class")) or "skyrl")
+    return text_trace(
+        label=label, source_format=NAME, trace_id=f"skyrl/{where}eval/{step}/{dataset}/{line - 1}",
+        task_id=f"prompt-{key}", rollout=rollout.to_dict(), rewards=rewards,
+        system=as_text(row.get("env_class")) or "skyrl", prompt=prompt,
+        response=as_text(row.get("output_response")) or "",
+        asked={k: v for k, v in kept.items() if v is not None},
+        said={"stop_reason": stop} if stop is not None else None)

@@ -19,9 +19,9 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, group_id, number,
-                                 pending_note, prompt_key, reward_parts, rollout_lines,
-                                 step_in_name, with_note)
+from viz_app.io.rollouts import (TRAINER_REWARD, OnError, PromptKeys, as_text, number,
+                                 pending_note, rollout_lines, step_in_name,
+                                 text_trace, with_note)
 from viz_app.model import Trace
 
 NAME = "verl"
@@ -46,42 +46,70 @@ def split_of(label: str) -> str:
 
 def import_verl(source: Source, *, name: str | None = None,
                 first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
-    """One trace per sample of a verl rollout dump."""
+    """One trace per sample of a verl rollout dump (numbered from `first_line` when the bytes
+    are what a trainer appended since; a bad line told to `on_error` and left out)."""
     data, label = read_source(source, name)
     split = split_of(label)
     run = "/".join(PurePath(label).parent.parts[-2:]) if PurePath(label).parent.name else ""
+    where = f"verl/{run}/" if run else "verl/"
     file_step = step_in_name(PurePath(label).stem)
+    keys = PromptKeys()
     traces = []
     for line, row in rollout_lines(data, label, first_line, on_error):
-        if not all(k in row for k in ("input", "output")):
-            raise TraceError(label, f"line {line}", "is not a verl rollout (no input and "
-                             "output)")
-        traces.append(_trace(row, line, label, run, split, file_step))
+        if "input" not in row or "output" not in row:
+            problem = TraceError(label, f"line {line}", "is not a verl rollout (no input and "
+                                 "output)")
+            if on_error is None:
+                raise problem
+            on_error(problem)
+            continue
+        traces.append(_trace(row, line, label, where, split, file_step, keys))
     if not traces:
         raise TraceError(label, "", "holds no verl rollouts yet")
     return with_note(traces, pending_note(data, label))
 
 
-def _trace(row: dict[str, Any], line: int, label: str, run: str, split: str,
-           file_step: int | None) -> Trace:
-    prompt = as_text(row.get("input")) or ""
-    step = row.get("step") if row.get("step").__class__ is int else file_step
-    key = prompt_key(prompt)
-    request = as_text(row.get("request_id"))
-    rollout = Rollout(trainer=NAME, step=step, group=group_id(split, step, key), index=line - 1,
-                      rollout_id=request, split=split, source=f"line {line}")
-    rewards = reward_parts(row, OWN)
+def _trace(row: dict[str, Any], line: int, label: str, where: str, split: str,
+           file_step: int | None, keys: PromptKeys) -> Trace:
+    prompt = row["input"]
+    if prompt.__class__ is not str:
+        prompt = as_text(prompt) or ""
+    step = row.get("step")
+    if step.__class__ is not int:
+        step = file_step
+    key = keys[prompt]
+    request = row.get("request_id")
+    if request is not None:
+        request = as_text(request)
+    rewards: dict[str, float] = {}
+    extras: dict[str, Any] = {}
+    for name_, value in row.items():
+        if name_ in OWN:
+            continue
+        kind = value.__class__
+        if (kind is float or kind is int) and value == value and value not in _INFINITE:
+            rewards[f"{TRAINER_REWARD}.{name_}"] = float(value)
+        elif kind is bool:
+            rewards[f"{TRAINER_REWARD}.{name_}"] = 1.0 if value else 0.0
+        else:
+            extras[name_] = value
     score = number(row.get("score"))
     if score is not None:
         rewards[TRAINER_REWARD] = score
-    chat = Chat()
-    asked = chat.prompt(prompt)
-    if asked is not None and row.get("gts") is not None:
-        asked["ground_truth"] = as_text(row["gts"])
-    extras = {k: v for k, v in row.items() if k not in OWN and number(v) is None}
-    chat.response(row.get("output"), reward_extra_info=extras or None)
-    where = f"{run}/" if run else ""
-    return chat.trace(label=label, source_format=NAME,
-                      trace_id=request or f"verl/{where}{step}/{line - 1}",
-                      task_id=f"prompt-{key}", rollout=rollout, rewards=rewards,
-                      system="verl")
+    gts = row.get("gts")
+    output = row["output"]
+    rollout = {"trainer": NAME, "group": f"{split}:{'-' if step is None else step}:{key}",
+               "index": line - 1, "split": split, "source": f"line {line}"}
+    if step is not None:
+        rollout["step"] = step
+    if request is not None:
+        rollout["rollout_id"] = request
+    return text_trace(
+        label=label, source_format=NAME, trace_id=request or f"{where}{step}/{line - 1}",
+        task_id=f"prompt-{key}", rewards=rewards, system="verl", rollout=rollout,
+        prompt=prompt, response=output if output.__class__ is str else as_text(output) or "",
+        asked={"ground_truth": as_text(gts)} if gts is not None else None,
+        said={"reward_extra_info": extras} if extras else None)
+
+
+_INFINITE = (float("inf"), float("-inf"))
