@@ -13,7 +13,8 @@ from tqdm import tqdm
 from viz_app.analysis import FIGURES, figure_rows, figures
 from viz_app.errors import TraceError
 from viz_app.io.files import trace_files
-from viz_app.io.native import dump_trace, load_trace, load_traces, trace_from_dict
+from viz_app.io.native import dump_trace, load_trace, trace_from_dict
+from viz_app.io.uploads import checked_traces
 from viz_app.model import TOPOLOGIES, orchviz_schema
 from viz_app.store import IndexFailure, IndexProgress
 from viz_app.text import terminal_text
@@ -55,13 +56,8 @@ def validate(args: argparse.Namespace) -> int:
     files = trace_files(args.paths)
     report: list[dict] = []
     for path in tqdm(files, desc="validating", unit="file", disable=None, file=sys.stderr):
-        errors: list[TraceError] = []
-        count = 0
-        try:
-            for _ in load_traces(path, on_error=errors.append):
-                count += 1
-        except TraceError as err:
-            errors.append(err)
+        checked = checked_traces(path, fmt="orchviz")  # the rule the app's upload applies
+        errors, count = checked.errors, len(checked.traces)
         report.append({"file": str(path), "ok": not errors, "traces": count,
                        "errors": [e.as_dict() for e in errors]})
         if not args.json:

@@ -8,33 +8,66 @@ trace ids at random or by stratum (`Workspace.sample_pool`, which review campaig
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from viz_app.errors import OrchvizError
-from viz_app.io.uploads import save_upload
+from viz_app.io.detect import FORMATS as IMPORT_FORMATS
+from viz_app.io.uploads import add_upload, relative_to, remove_upload
 from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_condition
-from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex, PoolRow
+from viz_app.store import PAGE_SIZE, IndexBusy, IndexRow, PoolIndex, PoolRow
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 
 if session.url_trace():  # a deep link to the app's root: `/?trace=<id>&event=<id>`
     session.open_trace(session.url_trace(), st.query_params.get("event"))
 
+DETECT = "detect the format"
 reviewer = session.reviewer()
 st.title("orchviz")
 st.markdown("Browse orchestration traces of LLM multi-agent systems: who spawned whom, who "
             "talked to whom, when, and what every event said. Pick a trace to open it.")
 
-uploads = st.file_uploader("Add traces (JSON, JSONL, or a format orchviz imports)",
-                           accept_multiple_files=True, key="uploads",
-                           help="Saved into the uploads folder, so they stay after a restart.")
+upload_col, format_col = st.columns([4, 1])
+read_as = format_col.selectbox(
+    "Read as", [DETECT, *IMPORT_FORMATS], key="upload_format",
+    help="The format to read the files added here in, as `orchviz import --from`: "
+         "detected by default; a file read in a format chosen here is saved converted.")
+uploads = upload_col.file_uploader(
+    "Add traces (JSON, JSONL, or a format orchviz imports)", accept_multiple_files=True,
+    key="uploads", help="Checked as `orchviz validate` checks a file (a pool with one bad line "
+    "is refused whole), and saved into the uploads folder only when accepted, so they stay "
+    "after a restart.")
+refused: dict[str, list[str]] = st.session_state.setdefault("_refused_uploads", {})
+checked_uploads: set = st.session_state.setdefault("_checked_uploads", set())
 for upload in uploads or []:
-    saved = session.settings().uploads
-    path = save_upload(saved, upload.name, upload.getvalue())
-    st.session_state.setdefault("_uploaded", set()).add(str(path))
+    seen = (upload.file_id, read_as)
+    if seen in checked_uploads:
+        continue
+    checked_uploads.add(seen)
+    checked, path = add_upload(session.settings().uploads, upload.name, upload.getvalue(),
+                               None if read_as == DETECT else read_as)
+    if path is None:  # the file as the user named it, and why: by the box they used
+        refused[upload.name] = [str(e) for e in checked.errors[:3]] + (
+            [f"and {len(checked.errors) - 3} more failures"] if len(checked.errors) > 3
+            else []) or [f"{upload.name}: holds no trace"]
+    else:
+        refused.pop(upload.name, None)
+        st.session_state.setdefault("_uploaded", set()).add(str(path))
+for name, said in list(refused.items()):
+    message_col, drop_col = st.columns([12, 1], vertical_alignment="center")
+    message_col.error(
+        f"**{markdown_literal(name, 80)}** was not added, and nothing of it was kept: "
+        + "; ".join(markdown_literal(s, 300) for s in said)
+        + ". Choose its format under *Read as* if it is in one orchviz imports, or fix the "
+        "file, and add it again.", icon=":material/upload_file:")
+    if drop_col.button("Dismiss", key=f"drop_upload:{name}",
+                       help="Forget this failed upload (it was never kept)"):
+        refused.pop(name, None)
+        st.rerun()
 
 bar = st.empty()
 
@@ -278,6 +311,16 @@ def folder_library() -> None:
                f"changed files, {result.skipped} unchanged"
                + (f" · following the run: looking every {following:g} s" if following else "")
                + " · click a row to open the trace")
+    roots = library_roots()
+    twice = same_ids(result.rows)
+    for trace_id, held in sorted(twice.items()):  # said above the table, where rows are read
+        st.warning(
+            f"The trace id **{markdown_literal(trace_id, 80)}** is in {len(held)} files: "
+            + ", ".join(f"{markdown_literal(relative_to(r.path, roots), 80)} (version "
+                        f"{r.sha256[:12]})" for r in held)
+            + ". A label belongs to the file whose version it was made on (its hash): the "
+            "trace page opens the file indexed last, and exports name each label's version.",
+            icon=":material/content_copy:")
     answered, yours = labelled_by(reviewer)
     columns = ["trace id", "labelled", *(["by you"] if yours is not None else []),
                *(["step", "group", "trainer reward"] if rollouts else []),
@@ -289,7 +332,7 @@ def folder_library() -> None:
         "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
         "labelled": workspace.labelled_text(r, answered),
         **({"by you": workspace.labelled_text(r, yours)} if yours is not None else {}),
-        "file": r.path,
+        "file": relative_to(r.path, roots),
         "step": r.rollout_step, "group": r.rollout_group, "trainer reward": r.trainer_reward,
     } for r in rows], columns=columns)
     table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
@@ -304,14 +347,43 @@ def folder_library() -> None:
     failures(result)
 
 
+def library_roots() -> list[Path]:
+    """The folders a file's path is shown relative to: never the server's full path."""
+    uploaded = workspace.settings.uploads
+    return [*map(Path, workspace.settings.traces), *([uploaded] if uploaded else [])]
+
+
+def same_ids(rows: list[IndexRow]) -> dict[str, list[IndexRow]]:
+    """Trace ids that more than one file (or one file twice) holds, with their rows."""
+    held: dict[str, list[IndexRow]] = {}
+    for row in rows:
+        held.setdefault(row.trace_id, []).append(row)
+    return {trace_id: found for trace_id, found in held.items() if len(found) > 1}
+
+
 def failures(result) -> None:
-    """The files that failed to load, with why."""
-    if result.failures:
-        st.subheader(f"Files that failed to load ({len(result.failures)})")
-        st.dataframe(pd.DataFrame([{"file": f.path, "error": f.error}
-                                   for f in result.failures]),
-                     hide_index=True, width="stretch",
-                     column_config={"error": st.column_config.TextColumn(width="large")})
+    """The files that failed to load, with why, each by its path in the library (a failed
+    upload an earlier orchviz kept can be removed here)."""
+    if not result.failures:
+        return
+    roots = library_roots()
+    shown = [(f, relative_to(f.path, roots)) for f in result.failures]
+    st.subheader(f"Files that failed to load ({len(result.failures)})")
+    st.dataframe(pd.DataFrame([{"file": name, "error": f.error.replace(f.path, name)}
+                               for f, name in shown]),
+                 hide_index=True, width="stretch",
+                 column_config={"error": st.column_config.TextColumn(width="large")})
+    uploaded = workspace.settings.uploads
+    kept = [(f, name) for f, name in shown if uploaded is not None
+            and Path(uploaded).resolve() in Path(f.path).resolve().parents]
+    if kept:  # failed uploads an earlier orchviz kept: the app's own folder, so removable here
+        drop = st.multiselect("Failed uploads to remove from the uploads folder",
+                              sorted({name for _, name in kept}), key="drop_failed_uploads")
+        if drop and st.button("Remove them", key="remove_failed_uploads"):
+            for f, name in kept:
+                if name in drop:
+                    remove_upload(uploaded, f.path)
+            st.rerun()
 
 
 if workspace.settings.follow:
