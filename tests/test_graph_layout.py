@@ -76,3 +76,37 @@ def test_count_labels_of_an_opened_tree_never_overlap(big):
     figure = charts.tree_figure(big, expanded=opened)
     drawn = [t for trace in figure.data if trace.text for t in trace.text if t]
     assert sorted(drawn) == sorted(t for t, _ in places.values() if t)
+
+
+LONG = "general-purpose-subagent-3"
+
+
+def _long_named_tree():
+    """A small tree whose last-placed worker has a Claude Code sub-agent's long name."""
+    import json
+
+    raw = json.loads(json.dumps(synth_trace(5, 40, seed=1)).replace("researcher_4", LONG))
+    return analyze(as_trace(raw))
+
+
+def test_a_long_agent_name_is_wrapped_on_two_lines_not_cut():
+    assert charts.wrapped_name(LONG) == "general-purpose-<br>subagent-3"
+    assert charts.wrapped_name("short_name") == "short_name"
+    assert "…" not in charts.wrapped_name(LONG)
+
+
+def test_every_label_of_the_tree_lies_inside_its_x_range():
+    a = _long_named_tree()
+    figure = charts.tree_figure(a)
+    low, high = figure.layout.xaxis.range
+    px = charts.TREE_WIDTH_PX / (high - low)
+    shown = 0
+    for trace in figure.data:
+        for x, text in zip(trace.x or (), trace.text or ()):
+            if text:
+                half = charts.label_half_px(text) / px
+                assert low <= x - half and x + half <= high, (text, x, low, high)
+                shown += 1
+    assert shown >= 5
+    assert any("general-purpose-<br>subagent-3" == t for trace in figure.data
+               for t in (trace.text or ()))

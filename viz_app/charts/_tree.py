@@ -234,7 +234,8 @@ def tree_figure(analysis: Analysis, *, size_by: SizeBy = "tokens", expanded: Col
         height=height or min(380, 220 + 60 * levels),
         margin=dict(l=10, r=10, t=legend_margin(fig), b=10),
         showlegend=True, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0, font=dict(size=11)),
-        xaxis=dict(visible=False), yaxis=dict(visible=False, range=_tree_y_range(fig)),
+        xaxis=dict(visible=False, range=_tree_x_range(pos, places)),
+        yaxis=dict(visible=False, range=_tree_y_range(fig)),
         plot_bgcolor="white", hovermode="closest", clickmode="event+select", dragmode="pan",
         uirevision="tree")
     return fig
@@ -284,9 +285,7 @@ def label_places(nodes: list[TreeNode], pos: dict[str, tuple[float, float]], lab
             text = _node_label(n, labelled)
             place = "bottom center"
             if text:
-                widest = max(len(html.unescape(re.sub(r"<[^>]+>", "", line)))
-                             for line in text.split("<br>"))
-                half = widest * LABEL_CHAR_PX / 2 + 3
+                half = label_half_px(text)
                 centre = pos[n.key][0] * px_per_unit
                 free = [p for p in ("bottom center", "top center") if centre - half >= edge[p]]
                 if free:
@@ -298,12 +297,56 @@ def label_places(nodes: list[TreeNode], pos: dict[str, tuple[float, float]], lab
     return places
 
 
+LABEL_LINE = 18
+"""Characters of a tree label's line: a longer agent name goes on two lines, broken after a
+`-`, `_`, `.` or `/` where it has one (`general-purpose-` / `subagent-3`), rather than cut."""
+
+LABEL_LIMIT = 2 * LABEL_LINE + 4
+"""The longest name a label shows whole; a longer one ends in `…` (its hover has it all)."""
+
+
+def wrapped_name(name: str) -> str:
+    """An agent's name as a tree label (Plotly HTML): one line when short, else two, broken
+    after a separator within the first line's width (or at the width when it has none)."""
+    name = " ".join(str(name).split())
+    if len(name) <= LABEL_LINE:
+        return plotly_text(name)
+    cut = max((i + 1 for i, c in enumerate(name[:LABEL_LINE + 1]) if c in "-_./: "), default=0)
+    cut = cut if cut >= 4 else LABEL_LINE
+    first, rest = name[:cut].rstrip(), name[cut:].lstrip()
+    return plotly_text(first) + "<br>" + plotly_text(rest, LABEL_LIMIT - len(first))
+
+
 def _node_label(node: TreeNode, labelled: bool) -> str:
     if node.kind == "more":
         return f"+{node.hidden} more"
     if node.kind == "collapsed":
-        return (plotly_text(node.agent, 16) + "<br>" if labelled else "") + f"+{node.hidden}"
-    return plotly_text(node.agent, 18) if labelled else ""
+        return (wrapped_name(node.agent) + "<br>" if labelled else "") + f"+{node.hidden}"
+    return wrapped_name(node.agent) if labelled else ""
+
+
+def label_half_px(text: str) -> float:
+    """Half the drawn width (px) of a label's widest line, with a little room."""
+    if not text:
+        return 0.0
+    widest = max(len(html.unescape(re.sub(r"<[^>]+>", "", line))) for line in text.split("<br>"))
+    return widest * LABEL_CHAR_PX / 2 + 3
+
+
+def _tree_x_range(pos: dict[str, tuple[float, float]], places: dict[str, tuple[str, str]],
+                  width_px: float = TREE_WIDTH_PX) -> list[float]:
+    """The x range that holds every node and every label whole: a label at the tree's edge
+    reaches past its node, and the plot would clip it."""
+    xs = [x for x, _ in pos.values()] or [0.0]
+    px_per_unit = width_px / (max(xs) - min(xs) + 1)
+    left = min(xs) - 0.5
+    right = max(xs) + 0.5
+    for key, (text, _) in places.items():
+        if text and key in pos:
+            reach = label_half_px(text) / px_per_unit
+            left = min(left, pos[key][0] - reach)
+            right = max(right, pos[key][0] + reach)
+    return [left, right]
 
 
 def _node_hover(analysis: Analysis, node: TreeNode) -> str:
