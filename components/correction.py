@@ -149,11 +149,12 @@ def correction_box(question: Question, key: str, trace: Trace, analysis: Analysi
     return value
 
 
-def _diff(before: str, after: str) -> None:
-    """The word diff of an edit: removed words struck through in red, added ones in green."""
+def diff_markdown(before: str, after: str) -> str:
+    """The word diff of an edit as Markdown: removed words struck through in red, added ones in
+    green, the words both share as they are ('' when nothing changed)."""
     runs = word_diff(before, after)
     if all(op == "=" for op, _ in runs):
-        return
+        return ""
     shown, used = [], 0
     for op, text in runs:
         if used > DIFF_SHOWN:
@@ -169,5 +170,13 @@ def _diff(before: str, after: str) -> None:
             shown.append(f":green-background[{words}] ")
         else:
             shown.append(words + " ")
+    return "".join(shown)
+
+
+def _diff(before: str, after: str) -> None:
+    """The word diff of the edit in the box, under it."""
+    shown = diff_markdown(before, after)
+    if not shown:
+        return
     with st.container(height=130, border=False, key="ann-correction-diff"):
-        st.markdown("**Edit** · " + "".join(shown))
+        st.markdown("**Edit** · " + shown)

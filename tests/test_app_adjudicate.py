@@ -51,13 +51,21 @@ def table(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
+def drawn_answers(at: AppTest) -> list[str]:
+    """The side-by-side answers as drawn, in order: the reviewers' names, then each question
+    and every reviewer's answer to it (Markdown escapes taken out)."""
+    shown = [m.value.replace("\\", "") for m in at.markdown]
+    start = shown.index("**What the reviewers answered**")
+    return shown[start + 1:]
+
+
 def test_a_disagreement_shows_each_reviewers_answer_beside_the_trace(workspace):
     at = adjudicate()
     assert not at.exception, at.exception
     assert any("Disagreement 1 of 1" in c.value and markdown_literal(PREMATURE_ID) in c.value
                for c in at.caption)
-    answers = table(at, "question")
-    assert answers.iloc[0]["ann"] == "premature" and answers.iloc[0]["bob"] == "correct"
+    drawn = drawn_answers(at)
+    assert drawn[:5] == ["**ann**", "**bob**", "⚠ stopping_correctness", "premature", "correct"]
     assert any("ann thinks premature" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) >= 2  # the trace's tree and timeline
     assert any("names are not verified" in c.value for c in at.caption)
@@ -78,6 +86,9 @@ def test_the_final_answer_is_a_new_label_from_adjudication_and_the_reviewers_lab
         ("lee", "correct", "the workers had all returned")]
     assert {x.reviewer for x in labels if x.source == "human"} == {"ann", "bob"}
     assert any("No open disagreement" in s.value for s in at.success)
+    said = next(s.value for s in at.success if "Saved the final answer" in s.value)
+    assert "stopping_correctness = correct" in said.replace("\\", "")
+    assert "the workers had all returned" in said
 
 
 def test_a_final_answer_without_a_reason_is_refused_and_kept(workspace):
@@ -168,6 +179,31 @@ def test_a_correction_shows_in_words_not_as_a_python_dict(tmp_path, monkeypatch)
             ws.submit(claim, given, comment="")
     at = adjudicate()
     assert not at.exception, at.exception
-    cells = table(at, "question").to_csv()
+    cells = "\n".join(drawn_answers(at))
     assert "the final answer it should have given: Restore the coupon index." in cells
     assert "{'action'" not in cells and '{"action"' not in cells
+    # and the correction's words beside what the orchestrator said when it stopped
+    diff = next(c.value for c in at.caption if c.value.startswith("against what it did: "))
+    assert ":green-background[" in diff and "Restore" in diff
+
+
+def test_a_long_answer_leaves_every_reviewer_in_view(tmp_path, monkeypatch):
+    """Issue 40, item 1: a long first cell pushed the second reviewer's column out of view."""
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
+    ws.update_index()
+    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness",
+                                                         "stop_correction"],
+                                    per_target=2), LEAD)
+    long = "Restore the coupon index before stopping, then " + "check every shard " * 40
+    given = {ANN: {"stopping_correctness": "premature", "stop_should_have_been": "e15",
+                   "stop_correction": {"action": "stop", "text": long}},
+             BOB: {"stopping_correctness": "correct"}}
+    for reviewer, answer in given.items():
+        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+            ws.submit(claim, answer, comment="")
+    at = adjudicate()
+    assert not at.dataframe or all("bob" not in d.value.columns for d in at.dataframe)
+    drawn = drawn_answers(at)
+    assert drawn[:2] == ["**ann**", "**bob**"]  # a column each, each cell wrapping its words
+    row = drawn[drawn.index("stop_correction") + 1:][:2]
+    assert row[0].startswith("the final answer it should have given: Restore") and row[1] == "—"

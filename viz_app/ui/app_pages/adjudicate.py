@@ -17,10 +17,11 @@ import streamlit as st
 
 from components import keys
 from components.annotation import asked_only, target_form
+from components.correction import diff_markdown
 from components.suggestions import answer_text
-from viz_app.analysis import analyze
+from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels import Label
+from viz_app.labels import Label, made_decision
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 from viz_app.ui.trace_views import trace_views
@@ -134,6 +135,12 @@ def show_disagreements() -> None:
     settled = st.toggle("show settled ones too", key="adj:settled",
                         help="Disagreements that already have an adjudicated answer")
     items = [d for d in found if settled or not d.resolved]
+    just = st.session_state.get("_adj:settled")
+    if just:  # what the last adjudication saved, until the lead moves on
+        shown = min(st.session_state.get("_adj:place", 0), len(items) - 1) + 1
+        upcoming = (f" Now showing disagreement {shown} of {len(items)}." if items
+                    else " No open disagreement is left.")
+        st.success(markdown_literal(just, 600) + upcoming, icon=":material/gavel:")
     if not items:
         st.success("No open disagreement in this campaign." if found or not settled else
                    "The reviewers of this campaign agree so far.",
@@ -145,10 +152,12 @@ def show_disagreements() -> None:
                      disabled=place == 0, shortcut=keys.shortcut("adjudicate-previous"),
                      width="stretch"):
         place -= 1
+        st.session_state.pop("_adj:settled", None)
     if nav[1].button("Next", key="adj:next", icon=":material/skip_next:",
                      disabled=place >= len(items) - 1,
                      shortcut=keys.shortcut("adjudicate-next"), width="stretch"):
         place += 1
+        st.session_state.pop("_adj:settled", None)
     st.session_state["_adj:place"] = place
     item = items[place]
     nav[2].caption(f"Disagreement {place + 1} of {len(items)} · trace "
@@ -178,7 +187,7 @@ def one_disagreement(item) -> None:
               if x.event_id == key]
     views, side = st.columns([2.0, 1.7], gap="medium")
     with side:
-        answers_table(item, labels)
+        answers_side_by_side(item, labels, analysis)
         if target is None:
             st.error("The rubric asks nothing about this target in the trace as it is now.")
         else:
@@ -195,24 +204,56 @@ def one_disagreement(item) -> None:
                     on_agent=lambda a: None, key="adj:")
 
 
-def answers_table(item, labels: list[Label]) -> None:
-    """Each reviewer's answers side by side: one column per reviewer, one row per question,
-    their notes below."""
+def answers_side_by_side(item, labels: list[Label], analysis: Analysis) -> None:
+    """Every reviewer's answers side by side: a column per reviewer, a row per question, each
+    cell wrapping its words (a long answer pushes no reviewer out of view); a correction reads
+    as words with its word diff against what the orchestrator did; the adjudicated answer, when
+    there is one, marked final; each reviewer's note under their column."""
     st.markdown("**What the reviewers answered**")
     reviewers = sorted(item.answers)
-    rows = []
-    for q in [q for q in rubric.questions if any(q.id in a for a in item.answers.values())]:
-        row = {"question": ("⚠ " if q.id in item.disputed else "") + q.id}
-        for who in reviewers:
-            value = item.answers[who].get(q.id)
-            row[who] = "—" if value is None else answer_text(q, value)
-        if q.id in item.adjudicated:
-            row["adjudicated"] = answer_text(q, item.adjudicated[q.id])
-        rows.append(row)
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    notes = {x.reviewer: x.comment for x in labels if x.source == "human" and x.comment}
-    for who, note in sorted(notes.items()):
-        st.caption(f"**{markdown_literal(who, 40)}**: {markdown_literal(note, 400)}")
+    widths = [1.0] + [2.0] * len(reviewers) + ([2.0] if item.adjudicated else [])
+    with st.container(key="adj-answers"):
+        head = st.columns(widths, vertical_alignment="bottom")
+        head[0].caption("question")
+        for col, who in zip(head[1:], reviewers):
+            col.markdown(f"**{markdown_literal(who, 40)}**")
+        if item.adjudicated:
+            head[-1].markdown("**final** (adjudicated)")
+        made = None
+        if item.event_id and item.event_id in analysis.position:
+            made = made_decision(analysis, item.event_id)[0]
+        for q in [q for q in rubric.questions if any(q.id in a for a in item.answers.values())]:
+            row = st.columns(widths)
+            row[0].markdown(("⚠ " if q.id in item.disputed else "") + markdown_literal(q.id, 40),
+                            help="the reviewers disagree here" if q.id in item.disputed
+                            else None)
+            for col, who in zip(row[1:], reviewers):
+                with col:
+                    answer_cell(q, item.answers[who].get(q.id), made)
+            if item.adjudicated:
+                with row[-1]:
+                    answer_cell(q, item.adjudicated.get(q.id), made)
+        notes = {x.reviewer: x.comment for x in labels if x.source == "human" and x.comment}
+        if notes:
+            row = st.columns(widths)
+            row[0].caption("note")
+            for col, who in zip(row[1:], reviewers):
+                if notes.get(who):
+                    col.caption(markdown_literal(notes[who], 600))
+
+
+def answer_cell(question, value: Any, made) -> None:
+    """One reviewer's answer to one question, as words; a correction's text with its word diff
+    against the decision the trace shows."""
+    if value is None:
+        st.markdown("—")
+        return
+    st.markdown(markdown_literal(answer_text(question, value), 600))
+    text = value.get("text") if isinstance(value, dict) else None
+    if made is not None and text and made.text:
+        shown = diff_markdown(made.text, text)
+        if shown:
+            st.caption("against what it did: " + shown)
 
 
 def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
@@ -222,8 +263,13 @@ def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
     def adjudicate(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
         if not comment.strip():
             raise LabelError("Give the reason for the final answer (the note box).")
-        return workspace.adjudicate(name, item.trace_id, item.event_id, values, lead,
+        made = workspace.adjudicate(name, item.trace_id, item.event_id, values, lead,
                                     comment.strip())
+        said = "; ".join(f"{q} = {answer_text(rubric.question(q), v)}" for q, v in values.items())
+        st.session_state["_adj:settled"] = (
+            f"Saved the final answer on {item.trace_id} · {item.event_id or 'the whole trace'}: "
+            f"{said} (reason: {comment.strip()}).")
+        return made
 
     st.markdown("**Final answer**")
     target_form(trace, analysis, rubric, target,
