@@ -51,7 +51,8 @@ for upload in uploads or []:
     checked, path = add_upload(session.settings().uploads, upload.name, upload.getvalue(),
                                None if read_as == DETECT else read_as)
     if path is None:  # the file as the user named it, and why: by the box they used
-        refused[upload.name] = [str(e) for e in checked.errors[:3]] + (
+        refused[upload.name] = [f"{e.place}: {e.problem}" if e.place else e.problem
+                                for e in checked.errors[:3]] + (
             [f"and {len(checked.errors) - 3} more failures"] if len(checked.errors) > 3
             else []) or [f"{upload.name}: holds no trace"]
     else:
