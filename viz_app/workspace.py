@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -878,8 +879,39 @@ class Workspace:
     def claim_next(self, campaign: str, reviewer: Reviewer) -> Claim | None:
         """The next target reserved for this reviewer (the one they hold, renewed, if any),
         or None when nothing is left for them. A claim never says whether its target is gold,
-        nor what anyone else answered."""
-        return self.campaign_store.claim_next(campaign, reviewer)
+        nor what anyone else answered. A campaign sampled per training step whose queue is
+        empty for them first samples the steps a trainer wrote since (`top_up_campaign`)."""
+        claim = self.campaign_store.claim_next(campaign, reviewer)
+        if claim is None and self.campaign(campaign).spec.sample.kind == "per_step" \
+                and self.top_up_campaign(campaign):
+            claim = self.campaign_store.claim_next(campaign, reviewer)
+        return claim
+
+    def top_up_campaign(self, name: str) -> int:
+        """Keep sampling a per-step campaign as a trainer's steps arrive: each training step of
+        the library (its filter applied) gets whole groups until it has the spec's N (a new
+        step its N, a step still being written the groups it lacked), their targets added to
+        the open campaign. Returns how many targets were added (0 for a closed campaign or
+        another kind of sample)."""
+        from viz_app.labels.campaign import per_step_rows
+
+        found = self.campaign(name)
+        spec = found.spec
+        if found.closed_at is not None or spec.sample.kind != "per_step":
+            return 0
+        library = self.update_index().rows
+        rows = self.search(library, spec.filter.text) if spec.filter.text.strip() else library
+        rows = filter_rows(rows, spec.filter)
+        held = {t.trace_id for t in self.campaign_store.targets(found)}
+        taken: dict[int, set[str]] = defaultdict(set)
+        for row in rows:
+            if row.trace_id in held and row.rollout_step is not None:
+                taken[row.rollout_step].add(row.rollout_group)
+        chosen = per_step_rows(rows, spec.sample.n or 1, spec.sample.seed, taken)
+        if not chosen:
+            return 0
+        planned = plan_targets(chosen, self.rubric, spec, sampled=True)
+        return self.campaign_store.add_targets(found, planned)
 
     def upcoming_trace(self, campaign: str, reviewer: str) -> str | None:
         """The trace of the target this reviewer will most likely be given after the one they

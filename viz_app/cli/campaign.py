@@ -68,6 +68,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
                         "values of this field")
     sample.add_argument("--groups", action="store_true", help="whole GRPO groups: every "
                         "rollout of the same task_id (--sample N counts groups)")
+    sample.add_argument("--per-step", type=int, metavar="N", help="a trainer's rollouts: N "
+                        "whole groups of each training step, and of each step that arrives "
+                        "later (the campaign keeps sampling as the run trains)")
     p.add_argument("--sample", type=int, metavar="N", help="take N traces at random (N groups "
                    "with --groups; N traces spread over strata with --stratify)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice "
@@ -224,7 +227,9 @@ def parse_filter(conditions: list[str]) -> Filter:
 def spec_of(args: argparse.Namespace) -> CampaignSpec:
     """The campaign spec the arguments of `campaign create` describe."""
     try:
-        if args.groups:
+        if args.per_step is not None:
+            sample = Sample(kind="per_step", n=args.per_step, seed=args.seed)
+        elif args.groups:
             sample = Sample(kind="groups", n=args.sample, seed=args.seed)
         elif args.stratify:
             sample = Sample(kind="stratified", n=args.sample, seed=args.seed,

@@ -51,7 +51,7 @@ ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement", "uncertain",
 URGENT_ORDERS: tuple[str, ...] = ("uncertain", "contested")
 """The orders that rank targets by an urgency (`PlannedTarget.urgency`, higher first)."""
 
-SampleKind = Literal["all", "random", "stratified", "groups"]
+SampleKind = Literal["all", "random", "stratified", "groups", "per_step"]
 
 STRATA: tuple[str, ...] = ("task", "system", "topology")
 """The fields a sample can be stratified by."""
@@ -106,9 +106,11 @@ class Sample(BaseModel):
     kind: SampleKind = Field("all", description="`all`; `random` N traces; `stratified` by a "
                              "field, N traces spread evenly over its values (all, interleaved, "
                              "without N); `groups`: whole GRPO groups, every rollout of the "
-                             "same task_id (N groups, or all).")
-    n: int | None = Field(None, ge=1, description="How many traces (groups, for `groups`); "
-                          "None for every one.")
+                             "same task_id (N groups, or all); `per_step`: N whole groups "
+                             "of each training step of a trainer's rollouts, sampled again as "
+                             "steps arrive.")
+    n: int | None = Field(None, ge=1, description="How many traces (groups, for `groups`; "
+                          "groups of each step, for `per_step`); None for every one.")
     seed: int = Field(0, description="The seed of every random choice: the same seed, the same "
                       "campaign.")
     field: Literal["task", "system", "topology"] | None = Field(
@@ -116,8 +118,9 @@ class Sample(BaseModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> Sample:
-        if self.kind == "random" and self.n is None:
-            raise ValueError("a random sample needs its size N")
+        if self.kind in ("random", "per_step") and self.n is None:
+            raise ValueError(f"a {'random' if self.kind == 'random' else 'per-step'} sample "
+                             "needs its size N")
         if self.kind == "stratified" and self.field is None:
             raise ValueError(f"a stratified sample needs its field ({', '.join(STRATA)})")
         if self.kind != "stratified" and self.field is not None:
@@ -437,6 +440,8 @@ def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
         shuffled = list(rows)
         rng.shuffle(shuffled)
         return shuffled[:sample.n]
+    if sample.kind == "per_step":
+        return per_step_rows(rows, sample.n or 1, sample.seed)
     if sample.kind == "groups":
         groups: dict[str, list[IndexRow]] = defaultdict(list)
         for row in rows:
@@ -460,6 +465,28 @@ def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
                 taken.append(strata[name][depth])
         depth += 1
     return taken
+
+
+def per_step_rows(rows: Sequence[Any], n: int, seed: int,
+                  taken: Mapping[int, set[str]] | None = None) -> list[Any]:
+    """Whole groups of a trainer's rollouts, N of each training step (rows without a step or
+    group are left out): each step's groups in an order seeded by the seed and the step alone,
+    so that a step sampled now and a step that arrives later are drawn alike. `taken` holds the
+    groups of each step a campaign already has: a step is topped up to N (a step still being
+    written gets its other groups as they come), never sampled twice."""
+    steps: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        step, group = getattr(row, "rollout_step", None), getattr(row, "rollout_group", None)
+        if step is not None and group is not None:
+            steps[step][group].append(row)
+    chosen: list[Any] = []
+    for step in sorted(steps):
+        have = set((taken or {}).get(step, ()))
+        names = sorted(steps[step])
+        random.Random(f"{seed}:{step}").shuffle(names)
+        wanted = [g for g in names if g not in have][:max(0, n - len(have))]
+        chosen += [row for group in wanted for row in steps[step][group]]
+    return chosen
 
 
 def companions(rubric: Rubric) -> dict[str, list[str]]:

@@ -304,6 +304,36 @@ class CampaignStore:
                      "reason": KEPT_FROM, "created_at": stamp}
                     for t in kept for who in t.kept_from])
 
+    def add_targets(self, campaign: Campaign, planned: Sequence[PlannedTarget]) -> int:
+        """Add targets (with their slots) to an open campaign, in one transaction: those of
+        traces that arrived after it was created (a per-step sample topped up as a trainer's
+        steps come). A target the campaign holds already is not added again. Returns how many
+        were added."""
+        if not planned:
+            return 0
+        with self.engine.begin() as conn:
+            held = {(r.trace_id, r.event_id) for r in conn.execute(
+                select(targets.c.trace_id, targets.c.event_id)
+                .where(targets.c.campaign_id == campaign.campaign_id))}
+            fresh = [t for t in planned if (t.trace_id, t.event_id) not in held]
+            if not fresh:
+                return 0
+            before = set(conn.execute(select(targets.c.target_id).where(
+                targets.c.campaign_id == campaign.campaign_id)).scalars())
+            self._insert_many(conn, targets, TARGET_COLUMNS, (
+                (campaign.campaign_id, t.trace_id, t.trace_sha256, t.event_id,
+                 orjson.dumps(t.questions).decode(), t.required, t.gold,
+                 orjson.dumps(t.gold_answers).decode() if t.gold_answers is not None else None,
+                 t.priority) for t in fresh), lambda done: None)
+            ids = [r for r in conn.execute(select(targets.c.target_id, targets.c.required,
+                                                  targets.c.priority)
+                                           .where(targets.c.campaign_id == campaign.campaign_id))
+                   if r.target_id not in before]
+            self._insert_many(conn, slots, SLOT_COLUMNS,
+                              ((campaign.campaign_id, r.target_id, k, r.priority, "open")
+                               for r in ids for k in range(r.required)), lambda done: None)
+        return len(fresh)
+
     def get(self, name: str, *, count: bool = True) -> Campaign:
         """The campaign of this name (with its number of targets unless `count` is False: a
         claim does not need it); LabelError when there is none."""

@@ -289,6 +289,13 @@ def folder_library() -> None:
 
     result = workspace.update_index(progress=indexing)
     own_bar.empty()
+    if workspace.settings.follow and result.parsed:  # a trainer wrote: campaigns sample it
+        for campaign in workspace.campaigns():
+            if campaign.closed_at is None and campaign.spec.sample.kind == "per_step":
+                try:
+                    workspace.top_up_campaign(campaign.name)
+                except OrchvizError as err:
+                    st.warning(markdown_literal(err, 300))
 
     query_col, topology_col = st.columns([3, 1])
     query = query_col.text_input("Search", placeholder="trace id, task, agent name or any text",

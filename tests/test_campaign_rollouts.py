@@ -1,0 +1,96 @@
+"""A campaign over a run while it trains: N whole groups of each training step, the steps a
+trainer writes later sampled as they arrive (a step still being written topped up), from the
+command line as `--per-step N`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from factories import make_workspace
+from rollout_writer import append, lines
+from viz_app.errors import LabelError
+from viz_app.labels.campaign import CampaignSpec, Sample, per_step_rows
+from viz_app.labels.label import Reviewer
+
+LEAD = Reviewer(name="lead", via="cli")
+ANN = Reviewer(name="ann", via="self-declared")
+GROUP = 4
+
+
+def run_of(tmp_path: Path, steps: dict[int, range]) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    for step, prompts in steps.items():
+        append(run / "rollout_data_rank_0.jsonl", b"".join(lines(step, prompts, GROUP)))
+    return run
+
+
+def groups_of(ws, name: str) -> dict[int, set[str]]:
+    rows = {r.trace_id: r for r in ws.update_index().rows}
+    found: dict[int, set[str]] = {}
+    for target in ws.campaign_store.targets(ws.campaign(name)):
+        row = rows[target.trace_id]
+        found.setdefault(row.rollout_step, set()).add(row.rollout_group)
+    return found
+
+
+def test_n_whole_groups_of_each_step_seeded_by_step_alone(tmp_path):
+    ws = make_workspace(tmp_path, [run_of(tmp_path, {1: range(5), 2: range(5)})])
+    rows = ws.update_index().rows
+    chosen = per_step_rows(rows, 2, seed=7)
+    assert len(chosen) == 2 * 2 * GROUP  # two groups of each of the two steps, whole
+    by_group: dict[str, int] = {}
+    for row in chosen:
+        by_group[row.rollout_group] = by_group.get(row.rollout_group, 0) + 1
+    assert set(by_group.values()) == {GROUP}
+    step_one = [r for r in chosen if r.rollout_step == 1]
+    assert step_one == [r for r in per_step_rows([r for r in rows if r.rollout_step == 1], 2,
+                                                 seed=7)]  # later steps change nothing before
+    assert per_step_rows(rows, 2, 7, taken={1: {r.rollout_group for r in step_one},
+                                            2: set()})[0].rollout_step == 2
+
+
+def test_the_campaign_keeps_sampling_as_steps_arrive(tmp_path):
+    run = run_of(tmp_path, {1: range(3)})
+    ws = make_workspace(tmp_path, [run])
+    ws.create_campaign(CampaignSpec(name="live", questions=["task_outcome"],
+                                    sample=Sample(kind="per_step", n=2, seed=1)), LEAD)
+    assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2}
+    done = 0
+    while (claim := ws.claim_next("live", ANN)) is not None and done < 2 * GROUP:
+        ws.submit(claim, {"task_outcome": "success"})
+        done += 1
+    assert claim is None and done == 2 * GROUP  # step 1's two groups, all labelled
+
+    append(run / "rollout_data_rank_0.jsonl", b"".join(lines(2, range(1), GROUP)))
+    claim = ws.claim_next("live", ANN)  # the queue was empty: step 2 is sampled now
+    assert claim is not None
+    assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2, 2: 1}
+    append(run / "rollout_data_rank_0.jsonl", b"".join(lines(2, range(1, 4), GROUP)))
+    assert ws.top_up_campaign("live") == GROUP  # step 2 was being written: one more group
+    assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2, 2: 2}
+    assert ws.top_up_campaign("live") == 0  # N groups of each step: nothing more
+
+
+def test_a_per_step_sample_needs_its_n():
+    with pytest.raises(ValueError, match="per-step sample needs its size N"):
+        Sample(kind="per_step")
+
+
+def test_campaign_create_per_step_from_the_command_line(tmp_path):
+    run = run_of(tmp_path, {1: range(3), 2: range(3)})
+    db = tmp_path / "cli.db"
+    done = subprocess.run([sys.executable, "-m", "viz_app", "campaign", "create", "live",
+                           "--traces", str(run), "--db", str(db), "--per-step", "1",
+                           "--questions", "task_outcome"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ws = make_workspace(tmp_path, [run], db=db)
+    assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 1, 2: 1}
+    with pytest.raises(LabelError):
+        ws.create_campaign(CampaignSpec(name="none", questions=["task_outcome"],
+                                        sample=Sample(kind="per_step", n=1),
+                                        filter={"text": "no-such-words"}), LEAD)
