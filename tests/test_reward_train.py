@@ -147,3 +147,43 @@ def test_every_reward_verb_has_help(verb, capsys):
         for option in ("--token-env", "--max-body-bytes", "--deadline", "--workers", "--audit",
                        "--ray", "127.0.0.1"):
             assert option in said
+
+
+def test_the_reward_model_is_a_producer_on_the_agreement_page(trained):
+    from reward_cases import REVIEWER, answers_of, planted_traces
+
+    ws, _, model, _, _ = trained
+    rows = [r for r in ws.suggestion_agreement(resamples=100).rows
+            if r.rater == "reward-model"]
+    assert {r.question for r in rows} >= {"spawn_necessity", "aggregation_quality",
+                                          "stopping_correctness"}
+    spawn = next(r for r in rows if r.question == "spawn_necessity")
+    stored = next(s for s in model.report.sub_decisions if s.sub_decision == "O1")
+    # the page measures the stored held-out answers against the same blind labels
+    assert spawn.alpha.value == pytest.approx(next(
+        a.alpha.value for a in stored.agreement if a.rater == "reward-model"), abs=1e-9)
+    # a second version, trained on more labels, is its own point, and the page warns when
+    # its alpha leaves the first version's interval
+    more = planted_traces("tuning", every=6, offset=3)
+    from viz_app.io.native import write_trace
+
+    folder = ws.folders[0]
+    for trace, _ in more:
+        write_trace(trace, folder / f"{trace.trace_id}.json")
+    ws.update_index()
+    made = []
+    for trace, truth in more:
+        held = ws.trace(trace.trace_id)
+        for event_id, answers in answers_of(held, truth).items():
+            made += ws.labels.checked(held, event_id, answers, REVIEWER,
+                                      suggestions_visible=False)
+    ws.labels.add(made)
+    second, added = ws.rewards.train(resamples=100)
+    assert added and second.version != model.version
+    history = ws.agreement_history("spawn_necessity", resamples=100)
+    points = [p for p in history.points if p.rater == "reward-model"]
+    assert [p.version for p in points] == [model.version, second.version]
+    first, then = points
+    outside = not first.alpha.low <= then.alpha.value <= first.alpha.high
+    assert outside == any(s.rater == "reward-model" and s.version == second.version
+                          for s in history.shifts)

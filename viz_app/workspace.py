@@ -1329,7 +1329,8 @@ class Workspace:
             self.rubric.question(question)
         return self._measure(("history", question, resamples, seed), lambda: agreement_history(
             self.rubric, self.labels.current_records(), self.suggestion_store.all(),
-            question=question, resamples=resamples, seed=seed, silence={RULES.name: FINE}))
+            question=question, resamples=resamples, seed=seed, silence={RULES.name: FINE},
+            unseen=self.rewards.held_out_suggestions()))
 
     MEASURED_KEPT = 16
     """Agreement figures kept per workspace (`_measure`)."""
@@ -1340,7 +1341,8 @@ class Workspace:
         could change it (the Agreement page reruns on each click; a thousand resamples of ten
         thousand targets take seconds). The bootstrap is seeded, so a kept figure is the one a
         new computation would give. Shared by every session, as the workspace is."""
-        stamp = (*self.labels.revision(), self.suggestion_store.count())
+        stamp = (*self.labels.revision(), self.suggestion_store.count(),
+                 self.rewards.store.count())
         full = (*key, self.rubric.sha256, stamp)
         found = self._measured.get(full)
         if found is None:
@@ -1365,4 +1367,5 @@ class Workspace:
                              lambda: suggestion_agreement(
                                  self.rubric, self.labels.current_records(),
                                  self.suggestion_store.all(), question=question,
-                                 resamples=resamples, seed=seed, silence={RULES.name: FINE}))
+                                 resamples=resamples, seed=seed, silence={RULES.name: FINE},
+                                 unseen=self.rewards.held_out_suggestions()))

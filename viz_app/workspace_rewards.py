@@ -70,5 +70,5 @@ class Rewards:
         Agreement page measures against the blind labels, beside the other producers."""
         from viz_app.reward.train import held_out_suggestions
 
-        return [s for m in self.store.all()
-                for s in held_out_suggestions(m.held_out, m.version, created_at=m.created_at)]
+        return [s for version, at, held in self.store.held_out()
+                for s in held_out_suggestions(held, version, created_at=at)]

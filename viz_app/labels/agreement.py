@@ -461,8 +461,8 @@ def _interval(value: float, samples: np.ndarray) -> Interval:
 def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
                          suggestions: Iterable[Suggestion], *, question: str | None = None,
                          resamples: int = RESAMPLES, seed: int = 0,
-                         silence: Mapping[str, Mapping[str, Any]] | None = None
-                         ) -> SuggestionAgreement:
+                         silence: Mapping[str, Mapping[str, Any]] | None = None,
+                         unseen: Iterable[Suggestion] = ()) -> SuggestionAgreement:
     """For each question (or the one named) and each producer, agreement of its suggestions
     with the blind human labels (`blind_labels`), and of the reviewers with each other on the
     same labels: Krippendorff's alpha and Cohen's kappa over pairs of answers on one target,
@@ -473,8 +473,13 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
     `silence` gives, per producer name, the answer its silence stands for on each question
     (the rules suggest only faults: `rules.FINE`): on a trace version the producer is known to
     have run on (it made a suggestion there), a blind-labelled target it said nothing about
-    counts as that answer."""
+    counts as that answer.
+
+    `unseen` are answers measured like suggestions but never shown to a reviewer (a reward
+    model's held-out answers, `viz_app.reward`): they take no part in deciding which labels
+    are blind."""
     suggestions = list(suggestions)
+    unseen = list(unseen)
     ran: dict[str, set[tuple[str, str]]] = defaultdict(set)
     quiet: dict[str, Mapping[str, Any]] = {}
     for suggestion in suggestions:
@@ -486,6 +491,7 @@ def suggestion_agreement(rubric: Rubric, labels: Iterable[LabelRecord],
         [q for q in rubric.questions if q.kind in MEASURED_KINDS]
     asked = {q.id for q in questions}
     blind, left = blind_labels((x for x in labels if x["question"] in asked), suggestions)
+    suggestions += unseen
     blind_of: dict[str, list[LabelRecord]] = defaultdict(list)
     for label in blind:
         blind_of[label["question"]].append(label)
@@ -641,20 +647,22 @@ def _version(suggestion: Suggestion) -> str:
 def agreement_history(rubric: Rubric, labels: Iterable[LabelRecord],
                       suggestions: Iterable[Suggestion], *, question: str | None = None,
                       resamples: int = RESAMPLES, seed: int = 0,
-                      silence: Mapping[str, Mapping[str, Any]] | None = None
-                      ) -> AgreementHistory:
+                      silence: Mapping[str, Mapping[str, Any]] | None = None,
+                      unseen: Iterable[Suggestion] = ()) -> AgreementHistory:
     """Each version of each producer measured alone against the blind labels (the blind labels
     are decided with every suggestion, as `suggestion_agreement` does; a version's silence
     counts only on the traces that version ran on), for each question (or the one named):
     alpha and kappa with bootstrap 95 % intervals, placed at the time the version's first
     suggestion was stored. A version whose alpha lies outside its predecessor's interval (the
     previous version of the same producer, on the same question, that has an interval) is a
-    `VersionShift`: a lead learns that a retrained model or a new prompt moved."""
+    `VersionShift`: a lead learns that a retrained model or a new prompt moved. `unseen` as
+    in `suggestion_agreement`."""
     suggestions = list(suggestions)
     questions = [rubric.question(question)] if question else \
         [q for q in rubric.questions if q.kind in MEASURED_KINDS]
     asked = {q.id for q in questions if q.kind in MEASURED_KINDS}
     blind, _ = blind_labels((x for x in labels if x["question"] in asked), suggestions)
+    suggestions += list(unseen)
     blind_of: dict[str, list[LabelRecord]] = defaultdict(list)
     for label in blind:
         blind_of[label["question"]].append(label)

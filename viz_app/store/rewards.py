@@ -69,6 +69,25 @@ class RewardModelStore:
             return [_model(row) for row in conn.execute(
                 select(reward_models_table).order_by(c.created_at.desc(), c.model_id))]
 
+    def count(self) -> int:
+        """How many models are stored (what a cached agreement figure is keyed by)."""
+        from sqlalchemy import func
+
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(reward_models_table))
+                       .scalar_one())
+
+    def held_out(self) -> list[tuple[str, str, list[HeldOut]]]:
+        """(version, created_at, held-out answers) of every stored model, oldest first, read
+        without the training sets (what the Agreement page measures)."""
+        c = reward_models_table.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(c.model_id, c.created_at, c.report)
+                                .order_by(c.created_at, c.model_id)).all()
+        return [(r.model_id[:16], r.created_at,
+                 [HeldOut.model_validate(h) for h in orjson.loads(r.report)["held_out"]])
+                for r in rows]
+
     def newest(self) -> RewardModel | None:
         found = self.all()
         return found[0] if found else None
