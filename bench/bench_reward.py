@@ -118,20 +118,34 @@ def throughput(model_file: Path, seconds: float) -> None:
           f"threads, {seconds:g} s each")
     for workers in (1, 2):
         port = free_port()
+        log = tempfile.NamedTemporaryFile(prefix="reward-serve-", suffix=".log", delete=False)
         process = subprocess.Popen(
             [sys.executable, "-m", "viz_app", "reward", "serve", "--model", str(model_file),
-             "--port", str(port), "--workers", str(workers)], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(REPO)))
+             "--port", str(port), "--workers", str(workers), "--max-queries", "4096"],
+            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(REPO)))
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                try:
-                    urllib.request.urlopen(url + "/health", timeout=2).read()
+            deadline = time.monotonic() + 300
+            seen: set[int] = set()
+            while time.monotonic() < deadline and len(seen) < workers:
+                if process.poll() is not None:
+                    raise SystemExit(f"the server exited: {Path(log.name).read_text()[-2000:]}")
+                def ask(_):
+                    try:
+                        return json.loads(urllib.request.urlopen(
+                            url + "/health", timeout=5).read())["worker"]
+                    except OSError:
+                        return None
+
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(8) as pool:  # every worker up (or a minute gone)
+                    seen |= {w for w in pool.map(ask, range(16)) if w is not None}
+                if not seen or (len(seen) < workers and time.monotonic() < deadline - 240):
+                    time.sleep(1.0)
+                elif len(seen) < workers:
                     break
-                except OSError:
-                    time.sleep(0.5)
-            time.sleep(3 * workers)  # every worker loaded
+            time.sleep(2.0)
             done = [0]
             lock = threading.Lock()
             stop_at = time.monotonic() + seconds

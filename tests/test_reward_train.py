@@ -187,3 +187,19 @@ def test_the_reward_model_is_a_producer_on_the_agreement_page(trained):
     outside = not first.alpha.low <= then.alpha.value <= first.alpha.high
     assert outside == any(s.rater == "reward-model" and s.version == second.version
                           for s in history.shifts)
+
+
+def test_scoring_word_by_word_is_the_fitted_model(trained):
+    """The served scores (each word's weight looked up) are the hashed rows the ridge was
+    fitted on, times its weights: exactly on the decisions it learnt from, and within the
+    rare collision of an unseen word elsewhere."""
+    import numpy as np
+
+    from viz_app.reward.model import score_hashed, score_with
+
+    ws, traces, model, _, _ = trained
+    heads = model.heads()
+    learnt = [e.decision() for e in model.training.examples[:400]]
+    assert np.abs(score_with(heads, learnt) - score_hashed(heads, learnt)).max() < 1e-9
+    unseen = [d for t in traces[:10] for d in trace_decisions(t, ws.rubric)]
+    assert np.abs(score_with(heads, unseen) - score_hashed(heads, unseen)).max() < 0.05
