@@ -123,7 +123,7 @@ class RewardModel(BaseModel):
     training: TrainingSet
     weights_sha256: str = ""
     answer_means: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="Per question, each answer's mean training score: "
+        default_factory=dict, description="Per question, each answer's mean held-out score: "
         "how a score is read as an answer (`nearest_answer`).")
     report: RewardReport | None = None
     held_out: list[HeldOut] = Field(default_factory=list)
@@ -304,10 +304,11 @@ def answer_pairs(scores: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.
 
 def nearest_answer(question: Question, score: float,
                    means: Mapping[str, float] | None = None) -> Any:
-    """The answer a score reads as: the answer whose training decisions scored nearest it on
-    average (`answer_means`: a regression pulls scores towards the middle, so the rewards
-    themselves are the wrong cut points), else the answer whose reward is nearest; the first
-    on a tie."""
+    """The answer a score reads as: the answer whose decisions scored nearest it on average
+    when they were held out (`means`, `RewardModel.answer_means`: a regression pulls a new
+    decision's score towards the middle, so neither the rewards nor the scores of the
+    decisions it was fitted on are the right cut points), else the answer whose reward is
+    nearest; the first on a tie."""
     choices = [c for c in question.choices if c.reward is not None]
     if means:
         known = [c for c in choices if _key(c.value) in means]
@@ -318,21 +319,6 @@ def nearest_answer(question: Question, score: float,
 
 def _key(value: Any) -> str:
     return orjson.dumps(value).decode()
-
-
-def answer_means(heads, data: TrainingSet, answered: Sequence[tuple[int, str, str, str, Any]],
-                 keep: set[int] | None = None) -> dict[str, dict[str, float]]:
-    """Per question, each answer's mean score over the training decisions given it (of those
-    in `keep`)."""
-    rows = [a for a in answered if keep is None or a[0] in keep]
-    if not rows:
-        return {}
-    scores = score_with(heads, [data.examples[a[0]].decision() for a in rows])
-    sums: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for (_, q, _, _, value), score in zip(rows, scores):
-        sums[q][_key(value)].append(float(score))
-    return {q: {v: float(np.mean(found)) for v, found in answers.items()}
-            for q, answers in sums.items()}
 
 
 def _length_baseline(data: TrainingSet, train_at: np.ndarray, test_at: Sequence[int]
@@ -365,9 +351,11 @@ def _length_baseline(data: TrainingSet, train_at: np.ndarray, test_at: Sequence[
 
 def cross_validate(rubric: Rubric, built: _Built, human: Sequence[LabelRecord], *,
                    folds: int = FOLDS, resamples: int = 1000, seed: int = 0,
-                   version: str = "") -> tuple[RewardReport, list[HeldOut]]:
-    """Held-out scores of every example (folds of whole traces) and the figures of the
-    module's docstring."""
+                   version: str = "") -> tuple[RewardReport, list[HeldOut],
+                                               dict[str, dict[str, float]]]:
+    """Held-out scores of every example (folds of whole traces), the figures of the module's
+    docstring, and per question each answer's mean held-out score (how a score reads as an
+    answer)."""
     from sklearn.model_selection import GroupKFold
 
     data = built.data
@@ -378,9 +366,9 @@ def cross_validate(rubric: Rubric, built: _Built, human: Sequence[LabelRecord], 
         raise RewardError("held-out figures need labelled decisions on at least 2 traces")
     model_scores = np.zeros(len(data.examples))
     base_scores = np.zeros(len(data.examples))
-    means_of: dict[int, dict[str, dict[str, float]]] = {}
-    base_means_of: dict[int, dict[str, dict[str, float]]] = {}
-    for train_at, test_at in GroupKFold(n_splits=splits).split(groups, groups=groups):
+    fold_of = np.zeros(len(data.examples), dtype=int)
+    for k, (train_at, test_at) in enumerate(GroupKFold(n_splits=splits).split(
+            groups, groups=groups)):
         keep = set(int(i) for i in train_at)
         part = TrainingSet(examples=data.examples,
                            rewards={i: r for i, r in data.rewards.items() if i in keep},
@@ -389,13 +377,19 @@ def cross_validate(rubric: Rubric, built: _Built, human: Sequence[LabelRecord], 
         tested = [int(i) for i in test_at]
         model_scores[tested] = score_with(heads, [data.examples[i].decision() for i in tested])
         base_scores[tested] = _length_baseline(data, train_at, tested)
-        means = answer_means(heads, data, built.answered, keep)
-        in_fold = np.zeros(len(data.examples))
-        trained = sorted(keep)
-        in_fold[trained] = _length_baseline(data, train_at, trained)
-        base_means = _means_of_scores(in_fold, built.answered, keep)
-        for i in tested:
+        fold_of[tested] = k
+    # a fold's scores are read as answers by the other folds' held-out scores (no answer of
+    # the fold itself is used to read it)
+    means_of: dict[int, dict[str, dict[str, float]]] = {}
+    base_means_of: dict[int, dict[str, dict[str, float]]] = {}
+    everything = set(range(len(data.examples)))
+    for k in range(splits):
+        others = {i for i in everything if fold_of[i] != k}
+        means = _means_of_scores(model_scores, built.answered, others)
+        base_means = _means_of_scores(base_scores, built.answered, others)
+        for i in everything - others:
             means_of[i], base_means_of[i] = means, base_means
+    held_means = _means_of_scores(model_scores, built.answered, everything)
     group_of = {name: k for k, name in enumerate(names)}
     asked = reward_questions(rubric)
     reports = []
@@ -435,7 +429,7 @@ def cross_validate(rubric: Rubric, built: _Built, human: Sequence[LabelRecord], 
         reports.append(report)
     return RewardReport(folds=splits, traces=len(names), answered=len(data.rewards),
                         pairs=len(data.pairs), left_out=built.left_out,
-                        sub_decisions=reports), held
+                        sub_decisions=reports), held, held_means
 
 
 def held_out_suggestions(held: Iterable[HeldOut], version: str, name: str = NAME,
@@ -511,12 +505,11 @@ def train(rubric: Rubric, labels: Sequence[LabelRecord], suggestions: Sequence[S
                         versions=library_versions(), training=data, created_by=created_by,
                         created_at=created_at)
     model.weights_sha256 = weights_sha256(model.heads())
-    model.answer_means = answer_means(model.heads(), data, built.answered)
     if progress:
         progress("measuring on held-out traces")
-    model.report, model.held_out = cross_validate(rubric, built, human, folds=folds,
-                                                  resamples=resamples, seed=seed,
-                                                  version=model.version)
+    model.report, model.held_out, model.answer_means = cross_validate(
+        rubric, built, human, folds=folds, resamples=resamples, seed=seed,
+        version=model.version)
     return model
 
 
