@@ -89,3 +89,55 @@ def test_labels_on_the_version_the_library_holds_are_not_named(tmp_path, capsys)
     ws.labels.save(ws.trace(PREMATURE_ID), "task_outcome", "failure", "ann")
     result = ws.export("rewards", tmp_path / "r.csv")
     assert not any("another version" in s for s in [*result.left_out, *result.notes])
+
+
+# -- a save names the version it judged ---------------------------------------------------------
+
+
+def test_a_save_on_a_version_the_file_no_longer_holds_is_refused_and_nothing_is_saved(tmp_path):
+    from viz_app.errors import LabelError
+    from viz_app.labels import Reviewer
+
+    folder = tmp_path / "library"
+    folder.mkdir()
+    path = folder / "demo10.json"
+    raw = json.loads(PREMATURE.read_text("utf-8"))
+    path.write_text(json.dumps(raw), "utf-8")
+    ws = make_workspace(tmp_path, traces=[folder])
+    shown = ws.load(PREMATURE_ID)  # the page read it
+    raw["events"] = [e for e in raw["events"] if e["id"] != "e15"]
+    raw["edges"] = [e for e in raw["edges"] if "e15" not in (e["src"], e["dst"])]
+    path.write_text(json.dumps(raw), "utf-8")  # rewritten under the reviewer's page
+    with pytest.raises(LabelError) as refused:
+        ws.save_answers(shown, "e13", {"stopping_correctness": "correct"}, Reviewer(name="ann", via="cli"))
+    assert str(refused.value) == (
+        f"the file of {PREMATURE_ID} changed since this page read it (you judged version "
+        f"{shown.sha256[:12]}, the library now holds {ws.load(PREMATURE_ID).sha256[:12]}): "
+        "nothing was saved and your answers stay in the form; reload the trace to judge the "
+        "version the library holds")
+    assert ws.labels.current_records() == []
+    made = ws.save_answers(ws.load(PREMATURE_ID), "e13", {"stopping_correctness": "correct"},
+                           Reviewer(name="ann", via="cli"))  # after a reload, on the version it holds
+    assert made[0].trace_sha256 == ws.load(PREMATURE_ID).sha256
+
+
+def test_a_campaign_save_on_a_version_the_file_no_longer_holds_is_refused(tmp_path):
+    from viz_app.errors import LabelError
+    from viz_app.labels import CampaignSpec, Reviewer
+
+    folder = tmp_path / "library"
+    folder.mkdir()
+    path = folder / "demo10.json"
+    raw = json.loads(PREMATURE.read_text("utf-8"))
+    path.write_text(json.dumps(raw), "utf-8")
+    ws = make_workspace(tmp_path, traces=[folder])
+    ws.update_index()
+    lead, ann = Reviewer(name="lee", via="cli"), Reviewer(name="ann", via="cli")
+    ws.create_campaign(CampaignSpec(name="c", questions=["task_outcome"]), lead)
+    claim = ws.claim_next("c", ann)
+    judged = ws.trace(claim.trace_id).sha256
+    raw["task_id"] = "another task"
+    path.write_text(json.dumps(raw), "utf-8")
+    with pytest.raises(LabelError, match="changed since this page read it"):
+        ws.submit(claim, {"task_outcome": "success"}, judged=judged)
+    assert ws.labels.current_records() == []

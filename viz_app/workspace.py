@@ -546,10 +546,29 @@ class Workspace:
         `suggestions_visible` records whether suggested answers were on screen."""
         found = self._target(trace, target)
         answers = answers_to_save(self.rubric, found, values, analyze(trace))
+        self.check_version(trace.trace_id, trace.sha256)
         return self.labels.save_target(trace, found.event_id, answers, reviewer.name,
                                        comment=comment, seconds_spent=seconds_spent,
                                        identified_by=reviewer.via,
                                        suggestions_visible=suggestions_visible)
+
+    def check_version(self, trace_id: str, judged: str) -> None:
+        """Refuse a save (LabelError, one sentence: nothing is saved, the answers stay in the
+        reviewer's form) when the trace's file changed since the page read the version judged
+        (`judged`, its SHA-256) and the library holds no file of that version any more: a
+        label must name the version it judged, and the reviewer must see the one the library
+        now holds before judging it. A trace the library does not list is not checked."""
+        try:
+            current = self.load(trace_id)
+        except (OrchvizError, OSError):
+            return
+        if current is None or current.sha256 == judged or judged in self.versions().get(
+                trace_id, frozenset()):
+            return
+        raise LabelError(f"the file of {trace_id} changed since this page read it (you judged "
+                         f"version {judged[:12]}, the library now holds {current.sha256[:12]}):"
+                         " nothing was saved and your answers stay in the form; reload the "
+                         "trace to judge the version the library holds")
 
     def _target(self, trace: Trace, target: LabelTarget | str | None) -> LabelTarget:
         if isinstance(target, LabelTarget):
@@ -936,9 +955,10 @@ class Workspace:
 
     def submit(self, claim: Claim, answers: Mapping[str, Any], *, comment: str = "",
                seconds_spent: float | None = None,
-               suggestions_visible: bool = False) -> list[Label]:
+               suggestions_visible: bool = False, judged: str | None = None) -> list[Label]:
         """Save a reviewer's answers on their claimed target and complete their slot, in one
-        transaction. The claim must be one the store issued, as it issued it (its slot,
+        transaction; `judged`, the SHA-256 of the trace the page showed, refuses the save
+        when the file changed since (`check_version`). The claim must be one the store issued, as it issued it (its slot,
         target, trace, event, questions, campaign and token: ClaimError otherwise); the
         answers follow the rules of a save (`answers_to_save`) and the campaign's pinned
         rubric, and answer only the claim's questions. LabelError, and nothing saved, when
@@ -953,6 +973,8 @@ class Workspace:
                              "was saved")
         event_id = held.event_id or None
         trace = self.trace(held.trace_id)
+        if judged is not None and judged != trace.sha256:
+            self.check_version(trace.trace_id, judged)
         values = answers_to_save(rubric, label_target(rubric, event_id, held.questions),
                                  answers, analyze(trace))
         made = self.labels.checked(trace, event_id, values,

@@ -281,7 +281,7 @@ def questions() -> None:
 
     def submit(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
         made = workspace.submit(claim, values, comment=comment, seconds_spent=seconds,
-                                suggestions_visible=shown)
+                                suggestions_visible=shown, judged=trace.sha256)
         state["last"] = (trace.trace_id, trace.sha256, target.key, list(target.questions))
         take_next()
         return made
