@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+os.environ.setdefault("ORCHVIZ_MAX_BYTES", str(2 * 1024 ** 3))  # 100,000 rollouts pass 200 MB
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
@@ -46,7 +47,7 @@ ROLLOUTS = int(os.environ.get("ROLLOUTS", "100000"))
 RATE = int(os.environ.get("RATE", "50"))
 SECONDS = int(os.environ.get("SECONDS", "20"))
 REPEATS = int(os.environ.get("REPEATS", "6"))
-WORDS = int(os.environ.get("WORDS", "150"))  # a response of ~1 KB
+WORDS = int(os.environ.get("WORDS", "600"))  # a response of ~3.5 KB (~1,000 tokens)
 READER_TARGET, GROUP_TARGET = 3.0, 1.5
 
 

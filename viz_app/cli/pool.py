@@ -148,6 +148,78 @@ def write(args: argparse.Namespace) -> int:
     return 1 if failed or not result.traces else 0
 
 
+# -- pool follow -------------------------------------------------------------------------------
+
+
+def register_follow(verbs: argparse._SubParsersAction) -> None:
+    """Add `pool follow`."""
+    p = verbs.add_parser(
+        "follow", help="follow a run while a trainer writes it, into a pool",
+        description="Look at a trainer's rollout folders every few seconds and add what it "
+        "wrote since to a pool (made when missing), one new shard a look: new files whole, the "
+        "lines appended to a file followed from where they were left (a half-written last "
+        "line waited for, never reported as an error), a rewritten file read again (the ids "
+        "the pool holds are never added twice). With --db the pool's index is brought up to "
+        "date after each shard, so the app's pool library lists the new rollouts. Ctrl+C "
+        "stops it.")
+    p.add_argument("sources", nargs="+", metavar="SRC", help="the folders (or files) a trainer "
+                   "writes its rollouts to")
+    p.add_argument("-o", "--output", required=True, metavar="POOL",
+                   help="the pool to add them to (a folder or URL)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between two looks (default 2)")
+    p.add_argument("--once", action="store_true", help="look once and stop")
+    p.add_argument("--format", choices=["parquet", "jsonl"], default="parquet",
+                   help="shard format of a pool made now (default: parquet)")
+    p.add_argument("--db", default=None, help="with it, index the pool after each shard (the "
+                   "app's database: a SQLAlchemy URL or a SQLite file)")
+    p.add_argument("--rubric", default=None, help="with --db: a rubric YAML file overriding "
+                   "the default")
+    add_storage_option(p)
+    p.set_defaults(run=follow)
+
+
+def follow(args: argparse.Namespace) -> int:
+    """Follow the sources into the pool until stopped (or once)."""
+    import time
+
+    from viz_app.io.follow import Follower
+
+    if args.interval <= 0:
+        raise pool.PoolError("--interval takes a number of seconds above 0")
+    apply_storage_options(args.output, args.storage_option, args.follow_symlinks)
+    follower = Follower(args.sources)
+    workspace = None
+    if args.db:
+        args.pool = args.output
+        workspace = _pool_workspace(args)
+
+    def report(err: TraceError) -> None:
+        print(terminal_text(err), file=sys.stderr)
+
+    added = 0
+    try:
+        while True:
+            fresh = follower.poll(on_error=report)
+            if fresh:
+                done = pool.append_pool(fresh, args.output, format=args.format)
+                added += done.traces
+                for line in done.skipped:
+                    print(terminal_text(line), file=sys.stderr)
+                if done.traces:
+                    print(f"added {done.traces} trace{'s' if done.traces != 1 else ''} in "
+                          f"{terminal_text(done.shards[-1].url.rsplit('/', 1)[-1])} "
+                          f"({added} since the start)", flush=True)
+                    if workspace is not None:
+                        workspace.update_pool_index(wait=True)
+            if args.once:
+                return 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        print(f"stopped: {added} traces added to {terminal_text(args.output)}", file=sys.stderr)
+        return 0
+
+
 # -- pool show ---------------------------------------------------------------------------------
 
 
@@ -345,5 +417,5 @@ def ls(args: argparse.Namespace) -> int:
     return 0
 
 
-POOL_VERBS = [register_write, register_show, register_index, register_ls]
+POOL_VERBS = [register_write, register_follow, register_show, register_index, register_ls]
 """Each adds one `orchviz pool` verb (its parser, `--help` and the function it runs)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -97,3 +97,47 @@ def read_more(path: str | os.PathLike, tail: Tail,
     return traces, msgspec.structs.replace(tail, offset=tail.offset + len(whole),
                                            lines=tail.lines + whole.count(b"\n"),
                                            traces=tail.traces + len(traces))
+
+
+class Follower:
+    """The files under some folders, looked at again and again: each look (`poll`) gives the
+    traces written since the last (a new file whole, a followed file's new lines, a rewritten
+    file whole again: a caller that keeps traces by id adds nothing twice)."""
+
+    def __init__(self, sources: Sequence[str | os.PathLike]):
+        self.sources = [Path(s) for s in sources]
+        self.seen: dict[Path, tuple[int, int]] = {}
+        self.tails: dict[Path, Tail] = {}
+
+    def poll(self, on_error: Callable[[TraceError], None] | None = None) -> list[Trace]:
+        """The traces written since the last look (a file that cannot be read is told to
+        `on_error`, and looked at again when it changes)."""
+        from viz_app.io.detect import library_files
+
+        found: list[Trace] = []
+        for path in library_files(self.sources):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            stamp = (stat.st_size, stat.st_mtime_ns)
+            if self.seen.get(path) == stamp:
+                continue
+            self.seen[path] = stamp
+            tail = self.tails.get(path)
+            try:
+                more = read_more(path, tail, on_error) if tail is not None else None
+                if more is not None:
+                    traces, self.tails[path] = more
+                else:
+                    traces, fresh = read_file(path, on_error)
+                    self.tails.pop(path, None)
+                    if fresh is not None:
+                        self.tails[path] = fresh
+            except TraceError as err:
+                if on_error is None:
+                    raise
+                on_error(err)
+                continue
+            found.extend(traces)
+        return found

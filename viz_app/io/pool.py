@@ -839,6 +839,68 @@ def _write(traces: Iterable[Trace], fs: fsspec.AbstractFileSystem, path: str, ou
     return PoolWriteResult(location=out, traces=count, shards=result_shards, skipped=skipped)
 
 
+def append_pool(traces: Iterable[Trace], location: str, *,
+                row_group_rows: int = ROW_GROUP_ROWS,
+                format: Literal["parquet", "jsonl"] = "parquet", compress: bool = True,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> PoolWriteResult:
+    """Add traces to a pool as one new shard (a pool that does not exist yet is written, as
+    `write_pool` does): the shard `part-<n>` after the last, then `_ids.parquet` with every id,
+    then the manifest, last, so that a reader sees the pool as it was or with the new shard
+    whole. A trace whose id the pool holds already is skipped and said in the result (a
+    follower that reads a rewritten file again adds nothing twice). The pool's own format and
+    compression are kept. Raises PoolError when the pool cannot be read or written."""
+    manifest = read_manifest(location)
+    if manifest is None:
+        return write_pool(traces, location, shard_rows=10 ** 12, row_group_rows=row_group_rows,
+                          format=format, compress=compress, max_bytes=max_bytes)
+    fs, path = _fs(location)
+    format = manifest.get("format") if manifest.get("format") in ("parquet", "jsonl") else format
+    shards_ = [e for e in manifest["shards"] if isinstance(e, dict) and "path" in e]
+    compress = any(str(e["path"]).endswith(".gz") for e in shards_) if shards_ else compress
+    ending = ".parquet" if format == "parquet" else ".jsonl.gz" if compress else ".jsonl"
+    try:
+        with _open(fs, f"{path}/{IDS}") as stream:
+            held = pq.read_table(stream)
+    except FileNotFoundError:
+        held = None
+    except _storage_errors() as err:
+        raise PoolError(f"{_url(fs, path)}/{IDS}: cannot be read ({_short(err)})") from None
+    seen = set(held.column("trace_id").to_pylist()) if held is not None else set()
+    taken = {str(e["path"]) for e in shards_}
+    number = len(shards_)
+    while f"part-{number:05d}{ending}" in taken:
+        number += 1
+    name = f"part-{number:05d}{ending}"
+    writer: _ShardWriter | None = None
+    skipped: list[str] = []
+    try:
+        for trace in traces:
+            problem = _unwritable(trace, seen, max_bytes)
+            if isinstance(problem, str):
+                skipped.append(f"{trace.source or trace.trace_id}: {problem}; skipped")
+                continue
+            if writer is None:
+                writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress,
+                                      row_group_rows)
+            seen.add(trace.trace_id)
+            writer.add(trace.trace_id, *problem)
+        if writer is None:
+            return PoolWriteResult(location=location, traces=0, shards=[], skipped=skipped)
+        entry = writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    count = _write_ids(fs, f"{path}/{IDS}", ([held] if held is not None else []) + [writer.ids()])
+    manifest.update(traces=count, shards=[*manifest["shards"], entry],
+                    written=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    with _open(fs, f"{path}/{MANIFEST}", "wb") as stream:
+        stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    return PoolWriteResult(location=location, traces=entry["rows"], skipped=skipped,
+                           shards=[Shard(url=_url(fs, f"{path}/{name}"), format=format,
+                                         compressed=format == "jsonl" and compress)])
+
+
 def _unwritable(trace: Trace, seen: set[str], max_bytes: int
                 ) -> str | tuple[dict[str, str | None], int]:
     """Why a trace cannot be written, or its row and the bytes of its text."""
