@@ -271,3 +271,21 @@ def test_every_reader_refuses_or_reads_every_hostile_number_and_its_figures_stan
             for row in figure_rows(analyze(trace).figures):
                 assert len(row.value) <= 24
             trace_from_json(dump_trace(trace), "again.json")
+
+
+def test_a_pool_of_the_traces_at_the_edge_of_the_float_is_written_indexed_and_listed(
+        hostile_folder, tmp_path, capsys):
+    from viz_app.cli import main
+
+    for path in hostile_folder.glob("*.json"):
+        if not path.name.startswith("edge"):
+            path.unlink()
+    pool, db = str(tmp_path / "pool"), str(tmp_path / "pool.db")
+    assert main(["pool", "write", str(hostile_folder), "-o", pool]) == 0
+    assert main(["pool", "index", pool, "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["pool", "ls", pool, "--db", db]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 1 + len(EDGE_OF_FLOAT)
+    assert all(len(line) < 120 for line in listed), listed
+    assert any("1e+308" in line for line in listed)

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
+from viz_app.analysis import figure_text
 from viz_app.errors import TraceError
 from viz_app.io import pool
 from viz_app.io.detect import FORMATS, folder_format, read_any
@@ -412,7 +413,8 @@ def ls(args: argparse.Namespace) -> int:
     for r in rows:
         rewards = " ".join(f"{t(k)}={v:g}" for k, v in sorted(r.rewards.items()))
         print(f"{t(r.trace_id)[:32]:<32} {t(r.task_id)[:20]:<20} {t(r.topology)[:14]:<14} "
-              f"{r.agents:>6} {r.events:>6} {r.makespan_s:>9.1f} {r.tokens:>9.0f}  {rewards}")
+              f"{r.agents:>6} {r.events:>6} {figure_text('makespan', r.makespan_s)[:-1]:>9} "
+              f"{figure_text('tokens', r.tokens):>9}  {rewards}")
     print(f"{len(rows)} of {total} traces shown", file=sys.stderr)
     return 0
 
