@@ -21,6 +21,8 @@ def test_the_400_digit_trace_beside_good_ones_lists_the_good_and_one_failure(
     library.mkdir()
     (library / PREMATURE.name).write_bytes(PREMATURE.read_bytes())
     (library / "on-disk-huge.json").write_text(json.dumps(minimal("on-disk", tokens=HUGE)))
+    (library / "edge.json").write_text(json.dumps(minimal("edge", tokens=1e308,
+                                                          end_t=1.7976931348623157e308)))
     uploads = tmp_path / "to-upload"
     uploads.mkdir()
     files = []
@@ -35,7 +37,7 @@ def test_the_400_digit_trace_beside_good_ones_lists_the_good_and_one_failure(
     assert page.get_by_text("Files that failed to load (1)").count() == 1  # the one on disk
 
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
-    page.get_by_text("3 of 3 traces", exact=False).wait_for(timeout=WAIT)
+    page.get_by_text("4 of 4 traces", exact=False).wait_for(timeout=WAIT)
     wait_for_streamlit(page, timeout=WAIT)
     refusal = page.locator('[data-testid="stAlert"]').filter(
         has_text="Huge Tokens (400 digits).json")
@@ -45,7 +47,7 @@ def test_the_400_digit_trace_beside_good_ones_lists_the_good_and_one_failure(
     assert "events[1].tokens: 9999…9999 (400 digits)" in said and str(tmp_path) not in said
     assert "Read as" in page.locator('[data-testid="stSelectbox"]').first.inner_text()
     grid = page.locator('[data-testid="stDataFrame"]').first
-    for trace_id in ("good-1", "good-2", PREMATURE_ID):
+    for trace_id in ("good-1", "good-2", PREMATURE_ID, "edge"):
         grid.get_by_text(trace_id, exact=True).first.wait_for(state="attached", timeout=WAIT)
     failures = page.locator('[data-testid="stDataFrame"]').nth(1)
     failures.get_by_text("on-disk-huge.json", exact=True).first.wait_for(state="attached")
