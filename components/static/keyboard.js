@@ -138,8 +138,100 @@ function orchvizKeys(KEYS) {
     setTimeout(function () { pickReasonWhenShown(number, askedAt); }, 25);
   }
 
+  // Keys pressed while the page is still being drawn (the first visit's skeleton, a trace
+  // still loading) would find no answer to tick and no button to press: they are kept, a note
+  // at the foot of the window says so at once, and they are played once the page is drawn; a
+  // key that still matches nothing then is said, never dropped in silence.
+  const early = [];
+  const EARLY_WAIT_MS = 20000;
+  let notice = null;
+
+  function say(text) {
+    if (!notice) {
+      notice = document.createElement("div");
+      notice.className = "orchviz-early-keys";
+      notice.setAttribute("role", "status");
+      notice.style.cssText = "position:fixed;left:50%;bottom:18px;transform:translateX(-50%);" +
+        "z-index:1000000;background:#fff3bf;color:#5c3c00;border:1px solid #f59f00;" +
+        "border-radius:6px;padding:6px 14px;font:14px system-ui,sans-serif;" +
+        "box-shadow:0 2px 8px rgba(0,0,0,.15)";
+      document.body.appendChild(notice);
+    }
+    notice.textContent = text;  // text only: nothing of the page or a trace goes in
+    notice.style.display = text ? "block" : "none";
+  }
+
+  function pageButton() {
+    // a button of the page's own (not yet there on a first visit, while its run still goes)
+    return document.querySelector('[data-testid="stMain"] [class*="st-key-"] button');
+  }
+
+  function running() {
+    // the run goes on, or its elements are not all drawn yet (a skeleton holds their place)
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !app || app.getAttribute("data-test-script-state") !== "notRunning" ||
+      !!document.querySelector('[data-testid="stSkeleton"]');
+  }
+
+  function drawing() { return running() && !pageButton(); }
+
+  function labelling(event) {
+    // a key that labels or moves on: a digit, a letter, never one with Ctrl or Cmd
+    return !(event.ctrlKey || event.metaKey) && !event.isComposing &&
+      (/^(Digit|Numpad)[1-9]$/.test(event.code) || /^[a-zA-Z]$/.test(event.key));
+  }
+
+  function keyName(k) {
+    return (k.altKey ? "Alt+" : "") + (k.shiftKey ? "Shift+" : "") +
+      (/^[a-zA-Z]$/.test(k.key) ? k.key.toUpperCase() : k.key);
+  }
+
+  const SETTLE_MS = 3000;  // the page's elements follow the end of its run by a few frames
+
+  function playEarly(startedAt, endedAt) {
+    const now = performance.now();
+    if (running() && now - startedAt < EARLY_WAIT_MS) {
+      setTimeout(function () { playEarly(startedAt, 0); }, 50);
+      return;
+    }
+    const first = early[0];
+    if (first && !(answerOption(first) || tagButton(first)) &&
+        now - (endedAt || now) < SETTLE_MS) {
+      setTimeout(function () { playEarly(startedAt, endedAt || now); }, 50);
+      return;
+    }
+    const kept = early.splice(0);
+    const missed = [];
+    for (const k of kept) {
+      const answer = answerOption(k) || tagButton(k);
+      if (answer) { answer.click(); continue; }
+      const again = new KeyboardEvent("keydown", {key: k.key, code: k.code, altKey: k.altKey,
+                                                  shiftKey: k.shiftKey, bubbles: true});
+      again.orchvizPlayed = true;
+      if (pageButton()) window.dispatchEvent(again); else missed.push(k);
+    }
+    if (missed.length) {
+      say("Pressed while the page loaded, matched nothing here: " +
+          missed.map(keyName).join(" ") + ". Press again now that it is drawn.");
+    } else {
+      say("Played the keys pressed while the page loaded: " + kept.map(keyName).join(" "));
+    }
+    setTimeout(function () { if (!early.length) say(""); }, missed.length ? 6000 : 2500);
+  }
+
   window.addEventListener("keydown", function (event) {
     if (event.repeat || event.isComposing) return;
+    if (!event.orchvizPlayed && labelling(event) && !typing(document.activeElement) &&
+        drawing() && !answerOption(event) && !tagButton(event)) {
+      event.preventDefault();
+      event.stopPropagation();
+      early.push({key: event.key, code: event.code, altKey: event.altKey,
+                  shiftKey: event.shiftKey});
+      say("The page is still loading: kept " + early.map(keyName).join(" ") +
+          " for when it is drawn.");
+      if (early.length === 1) playEarly(performance.now(), 0);
+      return;
+    }
     const active = document.activeElement;
     const ctrl = event.ctrlKey || event.metaKey;
     if (typing(active) && !ctrl && !event.altKey && !event.shiftKey &&
