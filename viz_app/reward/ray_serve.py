@@ -58,14 +58,17 @@ def deployment(settings: ServeSettings, replicas: int = 1):
 def run(settings: ServeSettings, host: str = "127.0.0.1", port: int = 8000,
         replicas: int = 1, block: bool = True) -> None:
     """Start Ray (or join the cluster RAY_ADDRESS names), deploy, and serve until stopped."""
-    import ray
-    from ray import serve
-
     from viz_app.reward.scoring import load_scorer
+    from viz_app.store.pool_index._executors import _ray_init
 
     load_scorer(settings.model, db=settings.db, hf=settings.hf)  # a bad --model fails here
-    if not ray.is_initialized():
-        ray.init(ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+    _ray_init("auto")  # RAY_ADDRESS's cluster, or a local one that ends with this process
+    try:
+        from ray import serve
+    except ImportError:
+        from viz_app.reward.model import RewardError
+
+        raise RewardError("--ray needs Ray Serve: pip install 'ray[serve]'") from None
     serve.start(http_options={"host": host, "port": port})
     serve.run(deployment(settings, replicas), name="orchviz-reward", route_prefix="/")
     while block:
