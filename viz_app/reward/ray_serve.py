@@ -59,10 +59,10 @@ def run(settings: ServeSettings, host: str = "127.0.0.1", port: int = 8000,
         replicas: int = 1, block: bool = True) -> None:
     """Start Ray (or join the cluster RAY_ADDRESS names), deploy, and serve until stopped."""
     from viz_app.reward.scoring import load_scorer
-    from viz_app.store.pool_index._executors import _ray_init
+    from viz_app.store import join_ray
 
     load_scorer(settings.model, db=settings.db, hf=settings.hf)  # a bad --model fails here
-    _ray_init("auto")  # RAY_ADDRESS's cluster, or a local one that ends with this process
+    join_ray("auto")  # RAY_ADDRESS's cluster, or a local one that ends with this process
     try:
         from ray import serve
     except ImportError:

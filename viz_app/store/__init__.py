@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.store, each from
     from viz_app.store.learned import LearnedModelStore
     from viz_app.store.members import Member, MemberStore
     from viz_app.store.pool_index import (IndexBusy, PAGE_SIZE, POOL_TEXT_LIMIT, PoolFailure, PoolIndex,
-                                          PoolRow, PoolUpdate, default_index_path, shard_stamp,
-                                          summarise_shard, summarise_trace)
+                                          PoolRow, PoolUpdate, default_index_path, join_ray,
+                                          shard_stamp, summarise_shard, summarise_trace)
     from viz_app.store.suggestions import SuggestionStore
     from viz_app.store.tables import campaign_skips_table, labels_table, metadata
     from viz_app.store.rewards import RewardModelStore

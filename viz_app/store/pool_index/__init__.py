@@ -37,6 +37,7 @@ This face is what callers import; the rooms behind it, one concern each:
 from __future__ import annotations
 
 from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, FilterError, parse_condition
+from viz_app.store.pool_index._executors import _ray_init as join_ray
 from viz_app.store.pool_index._files import INDEX_VERSION, IndexBusy, default_index_path, pool_key
 from viz_app.store.pool_index._index import PoolIndex
 from viz_app.store.pool_index._plan import (PIECE_ROWS, PIECES_PER_WORKER, TAPER, Batch, Piece,
@@ -53,6 +54,8 @@ __all__ = [
     "PoolRow", "PoolUpdate", "Progress", "default_index_path", "pack_words", "plan", "pool_key",
     "search_query", "shard_stamp", "summarise_piece", "summarise_shard", "summarise_trace",
     "unpack_words",
+    # joining Ray (a local one ends with this process), for the reward server's --ray too
+    "join_ray",
     # the filter language its queries take (viz_app.query), for the stores that call it
     "FIELDS", "NUMBER_FIELDS", "Condition", "FilterError", "parse_condition",
 ]
