@@ -56,8 +56,11 @@ def lines_run(step: Callable[[], object]) -> int:
 
 
 def growth(make: Callable[[int], dict], n: int) -> float:
-    """How much more work analysing `make(2n)` takes than `make(n)`."""
+    """How much more work analysing `make(2n)` takes than `make(n)`, both measured warm: a first
+    analysis runs what a process runs once (lazy imports, patterns compiled, caches filled),
+    which would count against whichever trace is measured first, and the large one is."""
     small, large = (trace_from_dict(make(size), "<scaling>") for size in (n, 2 * n))
+    full_analysis(trace_from_dict(make(n), "<warm-up>"))
     return lines_run(lambda: full_analysis(large)) / lines_run(lambda: full_analysis(small))
 
 
