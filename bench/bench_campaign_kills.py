@@ -5,12 +5,12 @@ and on PostgreSQL; then the campaign's invariants are checked.
     python bench/bench_campaign_kills.py [--kills 50] [--reviewers 3] [--k 2]
                                          [--seconds 600] [--postgres URL | --no-postgres]
 
-Each reviewer process (`--role reviewer`) claims (`Workspace.claim_next`) and saves
-(`Workspace.submit`) in a loop, printing and flushing the ids of each save's labels once the
+Each reviewer process (`--role reviewer`) claims (`ws.campaigns.claim_next`) and saves
+(`ws.campaigns.submit`) in a loop, printing and flushing the ids of each save's labels once the
 store acknowledged them. The controller kills one at a random moment (0.1-1.5 s apart) and
 starts a new one under a new name, `--kills` times per backend; when a campaign is complete a
 new one is created over the same demo traces. Meanwhile one process (`--role exporter`) writes
-`Workspace.export("jsonl")` over and over and checks each file: every row parses, no label id
+`ws.exports.write("jsonl")` over and over and checks each file: every row parses, no label id
 twice, no target with more than K distinct reviewers. At the end: no target over K (in the
 slots and in the labels), every acknowledged label in the store, no slot done without its
 reviewer's labels, and the store opens and exports cleanly. Exits 1 on any violation.
@@ -69,7 +69,7 @@ def reviewer(args: argparse.Namespace) -> int:
     idle = 0
     while idle < 30:
         try:
-            claim = ws.claim_next(args.campaign, me)
+            claim = ws.campaigns.claim_next(args.campaign, me)
         except OrchvizError:
             time.sleep(0.05)
             continue
@@ -79,7 +79,7 @@ def reviewer(args: argparse.Namespace) -> int:
             continue
         idle = 0
         try:
-            made = ws.submit(claim, answers_for(ws, claim, rng))
+            made = ws.campaigns.submit(claim, answers_for(ws, claim, rng))
         except (LabelError, OrchvizError):
             continue  # refused as a whole (e.g. the lease went to someone else): nothing acked
         print("ACK " + " ".join(x.label_id for x in made), flush=True)
@@ -115,12 +115,12 @@ def exporter(args: argparse.Namespace) -> int:
     while True:  # at least one export after the stop file, when every writer is gone
         stopping = Path(args.stop).exists()
         try:
-            ws.export("jsonl", out)
+            ws.exports.write("jsonl", out)
         except OrchvizError as err:
             problems.append(f"export failed: {err}")
             continue
         made += 1
-        ks = {c.name: c.per_target for c in ws.campaign_store.all()}
+        ks = {c.name: c.per_target for c in ws.campaigns.all()}
         wrong = check_export(out, ks)
         if wrong is None:
             consistent += 1
@@ -144,7 +144,7 @@ def spawn(role: str, db: str, traces: Path, folder: Path, **extra: str) -> subpr
 
 def new_campaign(ws: Workspace, k: int) -> str:
     name = f"kills-{uuid.uuid4().hex[:8]}"
-    ws.create_campaign(CampaignSpec(name=name, per_target=k, lease_seconds=2),
+    ws.campaigns.create(CampaignSpec(name=name, per_target=k, lease_seconds=2),
                        Reviewer(name="lead", via="cli"))
     return name
 
@@ -152,13 +152,13 @@ def new_campaign(ws: Workspace, k: int) -> str:
 def final_checks(db: str, traces: Path, folder: Path, acked: set[str],
                  campaigns: list[str], k: int) -> dict[str, int]:
     ws = Workspace.open(db, traces=[traces])
-    labels = [x for x in ws.labels.all() if x.campaign in campaigns]
-    stored = {x.label_id for x in ws.labels.all()}
+    labels = [x for x in ws.labelling.all() if x.campaign in campaigns]
+    stored = {x.label_id for x in ws.labelling.all()}
     over = done_without = 0
     for name in campaigns:
-        campaign = ws.campaign_store.get(name)
-        targets = {t.target_id: t for t in ws.campaign_store.targets(campaign)}
-        slots = ws.campaign_store.slot_rows(campaign)
+        campaign = ws.campaigns.get(name)
+        targets = {t.target_id: t for t in ws.campaigns.targets(campaign)}
+        slots = ws.campaigns.slot_rows(campaign)
         by_target: dict[int, set[str]] = defaultdict(set)
         for s in slots:
             if s["state"] == "done":
@@ -174,7 +174,7 @@ def final_checks(db: str, traces: Path, folder: Path, acked: set[str],
             have = answered[(t.trace_id, t.event_id or "")]
             done_without += sum(r not in have for r in done)
     out = folder / "final.jsonl"
-    ws.export("jsonl", out)
+    ws.exports.write("jsonl", out)
     wrong = check_export(out, {name: k for name in campaigns})
     return {"labels acknowledged": len(acked), "acknowledged found": len(acked & stored),
             "targets over K": over, "slots done without labels": done_without,
@@ -207,7 +207,7 @@ def run(kind: str, db: str, args: argparse.Namespace) -> bool:
         kills, deadline = 0, time.time() + args.seconds
         while kills < args.kills and time.time() < deadline:
             time.sleep(rng.uniform(0.1, 1.5))
-            status = ws.campaign_status(campaigns[-1])
+            status = ws.campaigns.status(campaigns[-1])
             if status.complete == status.targets:
                 campaigns.append(new_campaign(ws, args.k))
             running = [(p, n) for p, n in live if p.poll() is None]

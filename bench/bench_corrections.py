@@ -187,8 +187,8 @@ def bench_keyboard(wanted: int) -> list[float]:
     for path in sorted((HERE.parent / "demo_traces").glob("*.json")):
         shutil.copy(path, demos / path.name)
     ws = Workspace.open(folder / "orchviz.db", traces=[demos])
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name="merges", questions=[
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name="merges", questions=[
         "aggregation_quality", "merge_correction"]), Reviewer(name="lee", via="cli"))
     port = 8600 + os.getpid() % 300
     server = subprocess.Popen([sys.executable, "-m", "viz_app", "app", "--traces", str(demos),
@@ -242,7 +242,7 @@ def bench_keyboard(wanted: int) -> list[float]:
     finally:
         os.killpg(server.pid, 15)
         server.wait(timeout=20)
-    saved = [r for r in ws.labels.current_records() if r["question"] == "merge_correction"]
+    saved = [r for r in ws.labelling.current_records() if r["question"] == "merge_correction"]
     print(f"{len(saved)} corrections saved by keyboard")
     return seconds
 

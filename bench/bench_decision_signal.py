@@ -9,7 +9,7 @@ on held-out seeds and unseen domains, beside the baselines that read no context.
 tuning split (seeds from 0, four domains) and the held-out split (seeds from 200,000, six
 domains, two never seen in tuning).
 
-**The reviewer** saves, through `Workspace.save_answers`, an answer on every stop, aggregate and
+**The reviewer** saves, through `ws.labelling.save_answers`, an answer on every stop, aggregate and
 spawn, from each case's ground truth: sound targets `correct` / `5` / `necessary`; a premature
 stop `premature`, pointing at the first event after the stop that carries the result its merge
 lacked (a worker's tool result or return, often one the stopping agent never saw: the export
@@ -158,7 +158,7 @@ def export(split: str, per_cell: int, folder: Path, options: ExportOptions):
             save(trace, event_id, answers, REVIEWER)
             saved += len(answers)
     took = time.perf_counter() - start
-    rows = decision_pair_rows(ws.labels.current_records(),
+    rows = decision_pair_rows(ws.labelling.current_records(),
                               {t: tr for t, (_, tr) in traces.items()}, ws.rubric, options)
     return rows, took, saved, len(cases)
 

@@ -45,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     trace = load_trace(DEMO)
     with tempfile.TemporaryDirectory() as folder:
-        store = Workspace.open(Path(folder) / "bench.db").labels
+        store = Workspace.open(Path(folder) / "bench.db").labelling
         times = []
         for i in range(args.saves):
             start = time.perf_counter()

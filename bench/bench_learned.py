@@ -1,7 +1,7 @@
 """Benchmark: how far the learned producer agrees with held-out human labels.
 
 Two label sets, each saved in a real store as blind labels of one reviewer and trained on with
-`Workspace.train_producer` (what `orchviz suggest train` runs):
+`ws.suggestions.train` (what `orchviz suggest train` runs):
 
 1. **The demos' labels**: the answers a person wrote by reading the twelve demo traces
    (`tests/fixtures/demo_expected_suggestions.yaml`; every target not listed is fine). The
@@ -67,9 +67,9 @@ def save_truth(ws: Workspace, traces, answer_of, questions) -> int:
             for q in t.questions:
                 if q in questions:
                     value = answer_of(trace.trace_id, t.key, q)
-                    made += ws.labels.checked(trace, t.event_id, {q: value}, REVIEWER,
+                    made += ws.labelling.checked(trace, t.event_id, {q: value}, REVIEWER,
                                               suggestions_visible=False)
-    return ws.labels.add(made)
+    return ws.labelling.add(made)
 
 
 def report_line(model) -> str:
@@ -86,14 +86,14 @@ def demos(resamples: int) -> None:
     expected = yaml.safe_load(EXPECTED.read_text("utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace.open(Path(tmp) / "orchviz.db", traces=[DEMOS])
-        traces = list(ws.read_traces().traces.values())
-        ws.update_index()
+        traces = list(ws.library.read_traces().traces.values())
+        ws.library.update_index()
         saved = save_truth(ws, traces, lambda tid, key, q: expected.get(tid, {}).get(key, {})
                            .get(q, rules.FINE[q]), QUESTIONS)
         print(f"{len(traces)} traces, {saved} blind labels")
         for q in QUESTIONS:
             try:
-                model, _ = ws.train_producer(q, resamples=resamples)
+                model, _ = ws.suggestions.train(q, resamples=resamples)
                 print(f"{q}: {report_line(model)}")
             except LearnError as err:
                 print(f"{q}: refused: {err}")
@@ -125,10 +125,10 @@ def planted(resamples: int, per_cell: int) -> None:
             return truth.get((tid, key, q), rules.FINE[q])
 
         ws = Workspace.open(Path(tmp) / "tuning.db", traces=[Path(tmp) / "tuning"])
-        ws.update_index()
-        split_traces["tuning"] = list(ws.read_traces().traces.values())  # as the files hold
+        ws.library.update_index()
+        split_traces["tuning"] = list(ws.library.read_traces().traces.values())  # as the files hold
         split_traces["held-out"] = list(Workspace.open(
-            Path(tmp) / "held-out.db", traces=[Path(tmp) / "held-out"]).read_traces()
+            Path(tmp) / "held-out.db", traces=[Path(tmp) / "held-out"]).library.read_traces()
             .traces.values())
         start = time.process_time()
         saved = save_truth(ws, split_traces["tuning"], answer_of, PLANTED_QUESTIONS)
@@ -156,7 +156,7 @@ def planted(resamples: int, per_cell: int) -> None:
         for q in PLANTED_QUESTIONS:
             try:
                 start = time.process_time()
-                model, _ = ws.train_producer(q, resamples=resamples)
+                model, _ = ws.suggestions.train(q, resamples=resamples)
                 took = time.process_time() - start
             except LearnError as err:
                 print(f"{q}: refused: {err}")

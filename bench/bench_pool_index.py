@@ -575,7 +575,7 @@ def main() -> None:
         sample, _ = timed(lambda: fresh().sample(200, seed=1, stratify="topology"))
         print(f"stratified sample of 200: {sample * 1000:.0f} ms")
         target = f"rollout-{args.rows - 17:07d}"
-        opening, trace = timed(lambda: fresh().trace(target))
+        opening, trace = timed(lambda: fresh().library.trace(target))
         print(f"opening {target} (locate + read its row group): {opening * 1000:.0f} ms "
               "(target < 2000)")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

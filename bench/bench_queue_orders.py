@@ -1,7 +1,7 @@
 """The `uncertain` and `contested` queue orders at scale: ranking the targets of a campaign of
 100,000 targets by the learned producer's doubt, and by how contested they are (three producers'
 suggestions on each target and a first reviewer's answer on a tenth of them), and reading those
-suggestions back from a SQLite store, as `Workspace.create_campaign` does.
+suggestions back from a SQLite store, as `ws.campaigns.create` does.
 
     python bench/bench_queue_orders.py [--targets 100000] [--repeats 3]
 
@@ -85,10 +85,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         ws = Workspace.open(Path(folder) / "bench.db")
         start = time.perf_counter()
-        ws.suggestion_store.add(made)
+        ws.suggestions.add(made)
         stored = time.perf_counter() - start
         asked = ["stopping_correctness", "stop_should_have_been", "stop_correction"]
-        store = ws.suggestion_store
+        store = ws.suggestions
         learned = best_of(args.repeats, lambda: store.all(producer="learned", questions=asked))
         every = best_of(args.repeats, lambda: (store.all(questions=asked),
                                                store.ran_on("rules")))

@@ -96,7 +96,7 @@ def main() -> int:
             synth_trace(800, 20_000, topology="hierarchical", seed=7)))
     db = work / "bench.db"
     ws = Workspace.open(db, traces=[folder])
-    campaign = ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"]),
+    campaign = ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"]),
                                   Reviewer(name="lead", via="cli"))
     proc, base = start_app(folder, db)
     times: dict[str, list[float]] = {"pick (1)": [], "save to next target": []}

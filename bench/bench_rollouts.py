@@ -286,13 +286,13 @@ def _index_look(run: Path, folder: Path) -> None:
     from viz_app.workspace import Workspace
 
     ws = Workspace(Settings(traces=[run], db_url=database_url(folder / "look.db")))
-    ws.update_index()
+    ws.library.update_index()
     looks = []
     for _ in range(10):
         start = time.process_time()
-        ws.update_index()
+        ws.library.update_index()
         looks.append(time.process_time() - start)
-    print(f"follow: one look at the unchanged run ({len(ws.update_index().rows):,} rows), "
+    print(f"follow: one look at the unchanged run ({len(ws.library.update_index().rows):,} rows), "
           f"in-process: {1000 * statistics.median(looks):.1f} ms of CPU (median of 10)",
           flush=True)
 

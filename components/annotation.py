@@ -31,7 +31,6 @@ from viz_app.errors import LabelError, RubricError, StoreError
 from viz_app.labels import (LATER_THAN_RECORDED, Label, LabelTarget, Question, Reviewer, Rubric,
                             Suggestion, asked, progress_of)
 from viz_app.model import Event, Trace
-from viz_app.store import LabelStore
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
@@ -45,8 +44,8 @@ SCALE_KEYS = "".join(key_map.key("pick").presses())
 SaveAnswers = Callable[[dict[str, Any], str, float], list[Label]]
 """How a form saves: called with the answers by question id, the note and the seconds spent on
 the target; returns the labels made. LabelError or StoreError keeps the answers in the form and
-shows the sentence beside it. The trace page saves through `Workspace.save_answers`, the review
-page through `Workspace.submit`, the adjudication page through `Workspace.adjudicate`."""
+shows the sentence beside it. The trace page saves through `ws.labelling.save_answers`, the review
+page through `ws.campaigns.submit`, the adjudication page through `ws.campaigns.adjudicate`."""
 
 
 def _short(text: object, limit: int = 60) -> str:
@@ -104,21 +103,20 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     for the session) when the reviewer moves away and comes back."""
     st.markdown("#### Labels")
     try:
-        store = workspace.labels
+        rubric = workspace.rubric
     except RubricError as err:
         st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
         return
     if not reviewer:
         st.info(identify_first)
         return
-    rubric = store.rubric
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"
     state = _state(base)
     _show_flash(base)
 
     found = _remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
-                        lambda: workspace.targets(trace))
-    mine = store.answers(trace.trace_id, reviewer.name)
+                        lambda: workspace.library.targets(trace))
+    mine = workspace.labelling.answers(trace.trace_id, reviewer.name)
     progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
     st.progress(progress.labelled / progress.total if progress.total else 1.0,
                 text=f"{progress.text} by {markdown_literal(reviewer.name, 40)}")
@@ -156,20 +154,19 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
                  help="Everything the rubric asks about in this trace, in time order; "
                       "✓ marks the ones you have labelled.")
     saved_mine = mine.get(target.key, {})
-    found_here = _suggestions(workspace, trace, target)
-    # blind first: a producer's suggestions only after the reviewer's own answer is saved (on
-    # a campaign's target, saved in the campaign); the Workspace says where that holds
-    opened = target.key in workspace.unsealed(trace.trace_id, reviewer.name)
-    in_view = bool(opened and found_here)  # what the reviewer sees as they save again
+    # blind first: the Workspace says whether the reviewer may see the suggestions yet, and
+    # what the save records of it
+    seen = workspace.suggestions.visible(trace, target, reviewer.name)
 
     def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
-        return workspace.save_answers(trace, target, values, reviewer, comment=comment,
-                                      seconds_spent=seconds, suggestions_visible=in_view)
+        return workspace.labelling.save_answers(
+            trace, target, values, reviewer, comment=comment, seconds_spent=seconds,
+            suggestions_visible=seen.suggestions_visible)
 
     above = _evidence_above(trace, analysis, target, base)
-    _form(trace, analysis, store.rubric, target, saved_mine, state, base, save)
-    suggestions_view(found_here, store.rubric, key=f"{base}:{target.key}",
-                     on_select_event=on_choose, hidden=not opened)
+    _form(trace, analysis, rubric, target, saved_mine, state, base, save)
+    suggestions_view(seen.suggestions, rubric, key=f"{base}:{target.key}",
+                     on_select_event=on_choose, hidden=not seen.shown)
     _context(trace, analysis, target, base, stop_above=above)
     options = st.columns(2)
     options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),
@@ -178,7 +175,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
     options[1].toggle("optional targets", value=state["optional"], key=f"{base}:optional",
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
-    _others(workspace, store, trace, target, reviewer.name)
+    _others(workspace, trace, target, reviewer.name)
 
 
 def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,
@@ -227,13 +224,6 @@ def _state(base: str) -> dict:
                                                      "optional": False})
     state.setdefault("skipped", [])
     return state
-
-
-def _suggestions(workspace: Workspace, trace: Trace, target: LabelTarget) -> list[Suggestion]:
-    """The suggestions on a target's questions, for this version of the trace."""
-    asked_here = set(target.questions)
-    return [s for s in workspace.suggestions(trace.trace_id, target.key)
-            if s.question in asked_here and s.trace_sha256 == trace.sha256]
 
 
 # -- which target ------------------------------------------------------------------------------
@@ -319,7 +309,7 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
                       icon=":material/fast_forward:", shortcut=key_map.shortcut("next-trace"),
                       help="The next trace in the library with targets you have not labelled "
                            f"({key_map.shortcut('next-trace')})"):
-        following = workspace.next_unlabelled(reviewer.name, after=trace.trace_id)
+        following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
         if following is None:
             st.toast("Every trace in the library is labelled. Thank you!",
                      icon=":material/check_circle:")
@@ -773,20 +763,19 @@ def _save(save: SaveAnswers, target: LabelTarget, values: dict[str, Any], commen
                             f"{target.event_id or 'the whole trace'}.")
 
 
-def _others(workspace: Workspace, store: LabelStore, trace: Trace, target: LabelTarget,
-            reviewer: str) -> None:
+def _others(workspace: Workspace, trace: Trace, target: LabelTarget, reviewer: str) -> None:
     """Other reviewers' answers on the target, as far as the Workspace lets this reviewer see
     them (`labels_in_view`): on a campaign's target none before their own save in the
     campaign, whatever the blind toggle says; elsewhere none before their own save while the
     toggle is on. Only a count of the rest reaches the browser."""
     blind = st.session_state.get("_ann_blind", True)
-    everyone = {x.reviewer for x in store.current(trace.trace_id)
+    everyone = {x.reviewer for x in workspace.labelling.current(trace.trace_id)
                 if x.event_id == target.key and x.reviewer != reviewer}
-    rows = [x for x in workspace.labels_in_view(trace.trace_id, reviewer, blind=blind)
+    rows = [x for x in workspace.campaigns.labels_in_view(trace.trace_id, reviewer, blind=blind)
             if x.event_id == target.key and x.reviewer != reviewer]
-    mine = store.history(trace.trace_id, target.key or "", reviewer=reviewer)
+    mine = workspace.labelling.history(trace.trace_id, target.key or "", reviewer=reviewer)
     if everyone and not rows:
-        sealed = target.key in workspace.sealed_targets(trace.trace_id)
+        sealed = target.key in workspace.campaigns.sealed(trace.trace_id)
         st.caption(f"Other reviewers: {len(everyone)} · hidden until you save yours"
                    + (" in its review campaign (blind whatever the toggle)" if sealed
                       else " (blind mode)"))

@@ -2,7 +2,7 @@
 to), the bookmarks on the selected event for the inspector, the way into presentation mode, and
 the report download.
 
-Everything goes through the BookmarkStore and the Workspace the page gives, and
+Everything goes through the Workspace's bookmarks facet the page gives (`ws.bookmarks`), and
 `viz_app.export.report` (no SQL, no HTML built here). Notes are the reviewer's Markdown, shown
 with `st.markdown` after `viz_app.text.note_markdown` (raw HTML as text, only http(s) links);
 trace text goes through `markdown_literal`.
@@ -18,7 +18,7 @@ from viz_app.analysis import Analysis
 from viz_app.errors import BookmarkError, StoreError
 from viz_app.labels import Bookmark, bookmarks_at
 from viz_app.model import Trace
-from viz_app.store import BookmarkStore
+from viz_app.workspace.bookmarks import Bookmarks
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.workspace import Workspace
 
@@ -43,14 +43,14 @@ def _caption(bookmark: Bookmark, number: int | None = None) -> str:
             f"{bookmark.created_at[:16].replace('T', ' ')}")
 
 
-def bookmark_panel(trace: Trace, analysis: Analysis, store: BookmarkStore, reviewer: str | None,
+def bookmark_panel(trace: Trace, analysis: Analysis, bookmarks: Bookmarks, reviewer: str | None,
                    selected_event: str | None, *, until: float | None = None,
                    key: str = "bookmarks",
                    on_choose: Callable[[str], None] | None = None) -> str | None:
     """The trace's bookmarks in the order of the run with their notes, a form to bookmark the
     selected event or a time range (starting at `until`, the replay time, if given), and edit /
     remove / go-to buttons. Returns the id of an event the reviewer went to here, else None."""
-    marks = store.current(trace.trace_id)
+    marks = bookmarks.current(trace.trace_id)
     stash = f"_chosen:{key}"
 
     def choose(event_id: str) -> None:
@@ -59,7 +59,7 @@ def bookmark_panel(trace: Trace, analysis: Analysis, store: BookmarkStore, revie
             on_choose(event_id)
 
     with st.expander(f"Bookmarks and notes ({len(marks)})", expanded=bool(marks)):
-        _new_bookmark(trace, analysis, store, selected_event, until, reviewer, key)
+        _new_bookmark(trace, analysis, bookmarks, selected_event, until, reviewer, key)
         for number, mark in enumerate(marks, 1):
             with st.container(border=True):
                 st.markdown(_caption(mark, number))
@@ -70,11 +70,11 @@ def bookmark_panel(trace: Trace, analysis: Analysis, store: BookmarkStore, revie
                               args=(mark.event_id,), width="stretch",
                               help="select the bookmarked event")
                 with edit.popover("edit", width="stretch"):
-                    _edit_form(trace, store, mark, reviewer, key)
+                    _edit_form(trace, bookmarks, mark, reviewer, key)
                 if remove.button("remove", key=f"{key}:rm:{mark.version_id}", width="stretch",
                                  disabled=not reviewer,
                                  help="remove it (its versions stay in the history)"):
-                    store.remove(mark.bookmark_id, reviewer)
+                    bookmarks.remove(mark.bookmark_id, reviewer)
                     st.rerun()
         if marks:
             st.page_link(PRESENT_PAGE, label="Present these bookmarks", icon=":material/slideshow:",
@@ -82,7 +82,7 @@ def bookmark_panel(trace: Trace, analysis: Analysis, store: BookmarkStore, revie
     return st.session_state.pop(stash, None)
 
 
-def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
+def _new_bookmark(trace: Trace, analysis: Analysis, bookmarks: Bookmarks,
                   selected_event: str | None, until: float | None, reviewer: str | None,
                   key: str) -> None:
     span = max(float(analysis.makespan), 0.001)
@@ -106,9 +106,9 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
     if saved:
         try:
             if what == "the selected event" and selected_event:
-                store.add(trace, reviewer, text, event_id=selected_event)
+                bookmarks.add(trace, reviewer, text, event_id=selected_event)
             else:
-                store.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
+                bookmarks.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
         except (BookmarkError, StoreError) as err:
             st.error(markdown_literal(err, 300))
             return
@@ -116,19 +116,19 @@ def _new_bookmark(trace: Trace, analysis: Analysis, store: BookmarkStore,
         st.rerun()
 
 
-def _edit_form(trace: Trace, store: BookmarkStore, mark: Bookmark, reviewer: str | None,
+def _edit_form(trace: Trace, bookmarks: Bookmarks, mark: Bookmark, reviewer: str | None,
                key: str) -> None:
     with st.form(f"{key}:edit:{mark.version_id}", border=False):
         text = st.text_area("Note (Markdown)", value=mark.note, height=140)
         saved = st.form_submit_button("Save note", type="primary", disabled=not reviewer)
     if saved:
         try:
-            store.edit(trace, mark.bookmark_id, reviewer, text)
+            bookmarks.edit(trace, mark.bookmark_id, reviewer, text)
         except (BookmarkError, StoreError) as err:
             st.error(markdown_literal(err, 300))
             return
         st.rerun()
-    history = store.history(mark.bookmark_id)
+    history = bookmarks.history(mark.bookmark_id)
     if len(history) > 1:
         st.caption(f"{len(history)} versions: "
                    + ", ".join(f"{markdown_literal(v.reviewer, 30)} "
@@ -154,12 +154,12 @@ def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = No
                   lead: bool = True, key: str = "report") -> None:
     """A download button for the trace's case-study report with its current labels and
     bookmarks (built when clicked, not on every run): every label for a lead, else those
-    `viewer` may see (`Workspace.case_study`)."""
+    `viewer` may see (`ws.bookmarks.case_study`)."""
     from viz_app.export import file_name, report_html
 
     def build() -> str:
-        return report_html(trace, *workspace.case_study(trace, viewer, lead=lead),
-                           source=workspace.source_name(trace))
+        return report_html(trace, *workspace.bookmarks.case_study(trace, viewer, lead=lead),
+                           source=workspace.library.source_name(trace))
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

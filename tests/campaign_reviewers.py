@@ -53,12 +53,12 @@ def review(ws: Workspace, campaign: str, name: str, deadline: float, slow: float
     seen: Counter = Counter()
     while time.time() < deadline:
         try:
-            claim = ws.claim_next(campaign, me)
+            claim = ws.campaigns.claim_next(campaign, me)
         except StoreError:
             seen["errors"] += 1
             continue
         if claim is None:
-            if ws.campaign_status(campaign).complete == ws.campaign(campaign).targets:
+            if ws.campaigns.status(campaign).complete == ws.campaigns.get(campaign).targets:
                 break
             time.sleep(0.1)  # slots held by others may still expire
             continue
@@ -67,7 +67,7 @@ def review(ws: Workspace, campaign: str, name: str, deadline: float, slow: float
             break  # walks away holding it: the lease must bring it back
         time.sleep(lease * 1.3 if rng.random() < slow else rng.random() * 0.02)
         try:
-            ws.submit(claim, answers_for(ws, claim, rng))
+            ws.campaigns.submit(claim, answers_for(ws, claim, rng))
             seen["saves"] += 1
         except LabelError as err:
             if str(err) != EXPIRED:
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=240.0)
     args = p.parse_args(argv)
     ws = Workspace.open(args.db, traces=args.traces)
-    lease = ws.campaign(args.campaign).lease_seconds
+    lease = ws.campaigns.get(args.campaign).lease_seconds
     tally: Counter = Counter()
     lock = threading.Lock()
     names = [n for n in args.reviewers.split(",") if n]

@@ -3,7 +3,7 @@ changes.
 
     ws = make_workspace(tmp_path, traces=[premature()])       # a SQLite file in tmp_path
     ws = make_workspace(tmp_path, traces=[folder], db=postgres_url)
-    ws.labels.save(ws.trace(PREMATURE_ID), "aggregation_quality", 2, "ann", "e12")
+    ws.labelling.save(ws.library.trace(PREMATURE_ID), "aggregation_quality", 2, "ann", "e12")
 """
 
 from __future__ import annotations

@@ -55,15 +55,15 @@ def labelled_workspace(folder: Path, every: int = 4) -> tuple[Workspace, list]:
     the three questions answered blind by one reviewer."""
     cases = planted_traces("tuning", every)
     ws = make_workspace(folder, traces=[t for t, _ in cases])
-    ws.update_index()
+    ws.library.update_index()
     made = []
     for trace, truth in cases:
-        held = ws.trace(trace.trace_id)
+        held = ws.library.trace(trace.trace_id)
         for event_id, answers in answers_of(held, truth).items():
-            made += ws.labels.checked(held, event_id, answers, REVIEWER,
+            made += ws.labelling.checked(held, event_id, answers, REVIEWER,
                                       suggestions_visible=False)
-    ws.labels.add(made)
-    return ws, [ws.trace(t.trace_id) for t, _ in cases]
+    ws.labelling.add(made)
+    return ws, [ws.library.trace(t.trace_id) for t, _ in cases]
 
 
 def planted_labels(pairs: list) -> list[dict]:

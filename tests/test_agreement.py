@@ -70,7 +70,7 @@ def test_the_most_disputed_target_comes_first():
 
 def test_only_the_newest_answer_of_each_reviewer_counts(tmp_path):
     trace = premature()
-    store = make_workspace(tmp_path).labels
+    store = make_workspace(tmp_path).labelling
     store.save(trace, "aggregation_quality", 1, "ann", "e12")
     store.save(trace, "aggregation_quality", 1, "bob", "e12")
     store.save(trace, "aggregation_quality", 5, "ann", "e12")
@@ -111,7 +111,7 @@ def test_the_agreement_page_shows_alpha_and_the_most_disputed_target(tmp_path, m
     trace = premature()
     workspace = app_env(monkeypatch, make_workspace(tmp_path))
     for reviewer, point in (("ann", 1), ("bob", 5)):
-        workspace.labels.save(trace, "aggregation_quality", point, reviewer, "e12")
+        workspace.labelling.save(trace, "aggregation_quality", point, reviewer, "e12")
     page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=30).run()
     assert not page.exception
     summary, disputes = page.dataframe[0].value, page.dataframe[1].value

@@ -146,12 +146,12 @@ def test_labels_made_with_suggestions_in_view_are_left_out():
 def test_the_workspace_measures_the_stored_versions(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
-    ws.save_answers(trace, "e13", {STOP: "premature", "stop_should_have_been": "e15"},
+    ws.labelling.save_answers(trace, "e13", {STOP: "premature", "stop_should_have_been": "e15"},
                     Reviewer(name="ann", via="cli"), suggestions_visible=False)
-    ws.suggestion_store.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+    ws.suggestions.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
                                         event_id="e13", question=STOP, value="premature",
                                         confidence=0.8, producer=learned("v1"))])
-    [point] = ws.agreement_history(STOP, resamples=50).points
+    [point] = ws.suggestions.agreement_history(STOP, resamples=50).points
     assert (point.rater, point.version, point.pairs) == ("learned", "v1", 1)
     assert point.created_at
 
@@ -176,18 +176,18 @@ def test_the_figures_are_kept_until_a_label_or_a_suggestion_is_added(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     ann = Reviewer(name="ann", via="cli")
-    ws.save_answers(trace, "e13", {STOP: "premature", "stop_should_have_been": "e15"}, ann,
+    ws.labelling.save_answers(trace, "e13", {STOP: "premature", "stop_should_have_been": "e15"}, ann,
                     suggestions_visible=False)
-    ws.suggestion_store.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+    ws.suggestions.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
                                         event_id="e13", question=STOP, value="premature",
                                         confidence=0.8, producer=learned("v1"))])
-    first = ws.agreement_history(STOP, resamples=50)
-    assert ws.agreement_history(STOP, resamples=50) is first  # the page reruns on each click
-    ws.save_answers(trace, "e13", {STOP: "correct"}, Reviewer(name="bob", via="cli"),
+    first = ws.suggestions.agreement_history(STOP, resamples=50)
+    assert ws.suggestions.agreement_history(STOP, resamples=50) is first  # the page reruns on each click
+    ws.labelling.save_answers(trace, "e13", {STOP: "correct"}, Reviewer(name="bob", via="cli"),
                     suggestions_visible=False)
-    again = ws.agreement_history(STOP, resamples=50)
+    again = ws.suggestions.agreement_history(STOP, resamples=50)
     assert again is not first and again.points[0].pairs == 2
-    ws.suggestion_store.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
+    ws.suggestions.add([Suggestion(trace_id=trace.trace_id, trace_sha256=trace.sha256,
                                         event_id="e13", question=STOP, value="late",
                                         confidence=0.8, producer=learned("v2"))])
-    assert len(ws.agreement_history(STOP, resamples=50).points) == 2
+    assert len(ws.suggestions.agreement_history(STOP, resamples=50).points) == 2

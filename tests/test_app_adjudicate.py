@@ -27,14 +27,14 @@ def workspace(tmp_path, monkeypatch) -> Workspace:
     """Demo 10 and demo 9 in a campaign on their stops, two reviewers per target; ann and bob
     agree on demo 9 and disagree on demo 10 (premature against correct)."""
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
                                     per_target=2), LEAD)
     for reviewer, on_demo_10 in ((ANN, "premature"), (BOB, "correct")):
-        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+        while (claim := ws.campaigns.claim_next(NAME, reviewer)) is not None:
             answer = on_demo_10 if claim.trace_id == PREMATURE_ID else "correct"
             where = {"stop_should_have_been": "e15"} if answer == "premature" else {}
-            ws.submit(claim, {"stopping_correctness": answer, **where},
+            ws.campaigns.submit(claim, {"stopping_correctness": answer, **where},
                       comment=f"{reviewer.name} thinks {answer}")
     return ws
 
@@ -80,7 +80,7 @@ def test_the_final_answer_is_a_new_label_from_adjudication_and_the_reviewers_lab
     reason.input("the workers had all returned")
     at = next(b for b in at.button if b.key.startswith("adj:") and ":save:" in b.key).click().run()
     assert not at.exception, at.exception
-    labels = workspace.labels.current(PREMATURE_ID, campaign=NAME)
+    labels = workspace.labelling.current(PREMATURE_ID, campaign=NAME)
     final = [x for x in labels if x.source == "adjudication"]
     assert [(x.reviewer, x.value, x.comment) for x in final] == [
         ("lee", "correct", "the workers had all returned")]
@@ -98,18 +98,18 @@ def test_a_final_answer_without_a_reason_is_refused_and_kept(workspace):
     at = next(b for b in at.button if b.key.startswith("adj:") and ":save:" in b.key).click().run()
     assert any("reason" in e.value for e in at.error)
     assert next(r for r in at.radio if r.key.endswith(":stopping_correctness")).value == "correct"
-    assert not [x for x in workspace.labels.current() if x.source == "adjudication"]
+    assert not [x for x in workspace.labelling.current() if x.source == "adjudication"]
 
 
 def test_a_lead_retracts_a_reviewers_label_with_a_reason(workspace):
     at = adjudicate()
-    bob = next(x for x in workspace.labels.current(PREMATURE_ID) if x.reviewer == "bob")
+    bob = next(x for x in workspace.labelling.current(PREMATURE_ID) if x.reviewer == "bob")
     at.multiselect[0].set_value([bob.label_id])
     at.text_input(key="adj:retract-reason").input("misread the rubric")
     at = next(b for b in at.button if b.label == "Retract").click().run()
     assert not at.exception, at.exception
-    assert {x.reviewer for x in workspace.labels.current(PREMATURE_ID)} == {"ann"}
-    assert bob.label_id in {x.label_id for x in workspace.labels.current(
+    assert {x.reviewer for x in workspace.labelling.current(PREMATURE_ID)} == {"ann"}
+    assert bob.label_id in {x.label_id for x in workspace.labelling.current(
         PREMATURE_ID, include_retracted=True)}  # the history stays
 
 
@@ -118,14 +118,14 @@ def test_the_status_shows_progress_gold_accuracy_and_alpha_to_a_lead(tmp_path, m
     gold.write_text(json.dumps({"trace_id": DROPPED_ID, "event_id": "e13",
                                 "question": "stopping_correctness", "value": "late"}) + "\n")
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
                                     per_target=2, gold=str(gold)), LEAD)
     for reviewer in (ANN, BOB):
-        while (claim := ws.claim_next(NAME, reviewer)) is not None:
+        while (claim := ws.campaigns.claim_next(NAME, reviewer)) is not None:
             answer = "late" if reviewer is ANN else "correct"
             where = {"stop_should_have_been": "e12"} if answer == "late" else {}
-            ws.submit(claim, {"stopping_correctness": answer, **where})
+            ws.campaigns.submit(claim, {"stopping_correctness": answer, **where})
     at = adjudicate()
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric if m.label in ("targets", "complete")}
@@ -153,8 +153,8 @@ def signed_in(email: str) -> AppTest:
 
 
 def test_with_sign_in_only_a_lead_adjudicates(workspace):
-    workspace.add_member("lead@example.org", "lead", LEAD)
-    workspace.add_member("rev@example.org", "reviewer", LEAD)
+    workspace.campaigns.add_member("lead@example.org", "lead", LEAD)
+    workspace.campaigns.add_member("rev@example.org", "reviewer", LEAD)
     reviewer = signed_in("rev@example.org")
     assert any("Only a campaign's leads" in w.value for w in reviewer.warning)
     assert not reviewer.dataframe and not reviewer.radio  # no answers, no gold accuracy
@@ -167,16 +167,16 @@ def test_with_sign_in_only_a_lead_adjudicates(workspace):
 def test_a_correction_shows_in_words_not_as_a_python_dict(tmp_path, monkeypatch):
     """Issue 39 (item 7) and 40 (item 1): "{'action': 'stop', 'text': ...}" was the cell."""
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness",
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness",
                                                          "stop_correction"],
                                     per_target=2), LEAD)
     answers = {ANN: {"stopping_correctness": "premature", "stop_should_have_been": "e15",
                      "stop_correction": {"action": "stop", "text": "Restore the coupon index."}},
                BOB: {"stopping_correctness": "correct"}}
     for reviewer, given in answers.items():
-        while (claim := ws.claim_next(NAME, reviewer)) is not None:
-            ws.submit(claim, given, comment="")
+        while (claim := ws.campaigns.claim_next(NAME, reviewer)) is not None:
+            ws.campaigns.submit(claim, given, comment="")
     at = adjudicate()
     assert not at.exception, at.exception
     cells = "\n".join(drawn_answers(at))
@@ -190,8 +190,8 @@ def test_a_correction_shows_in_words_not_as_a_python_dict(tmp_path, monkeypatch)
 def test_a_long_answer_leaves_every_reviewer_in_view(tmp_path, monkeypatch):
     """Issue 40, item 1: a long first cell pushed the second reviewer's column out of view."""
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness",
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness",
                                                          "stop_correction"],
                                     per_target=2), LEAD)
     long = "Restore the coupon index before stopping, then " + "check every shard " * 40
@@ -199,8 +199,8 @@ def test_a_long_answer_leaves_every_reviewer_in_view(tmp_path, monkeypatch):
                    "stop_correction": {"action": "stop", "text": long}},
              BOB: {"stopping_correctness": "correct"}}
     for reviewer, answer in given.items():
-        while (claim := ws.claim_next(NAME, reviewer)) is not None:
-            ws.submit(claim, answer, comment="")
+        while (claim := ws.campaigns.claim_next(NAME, reviewer)) is not None:
+            ws.campaigns.submit(claim, answer, comment="")
     at = adjudicate()
     assert not at.dataframe or all("bob" not in d.value.columns for d in at.dataframe)
     drawn = drawn_answers(at)

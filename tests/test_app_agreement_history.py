@@ -39,12 +39,12 @@ def workspace_with_versions(tmp_path, n: int = 30) -> Workspace:
     truth = [rng.choice(ANSWERS) for _ in range(n)]
     traces = [example_trace(f"run-{i:02d}") for i in range(n)]
     ws = make_workspace(tmp_path, traces)
-    found = {t.trace_id: ws.trace(t.trace_id) for t in traces}
+    found = {t.trace_id: ws.library.trace(t.trace_id) for t in traces}
     for i, trace in enumerate(found.values()):
         for name in ("ann", "bob"):
             answer = truth[i] if name == "ann" or i % 7 else ANSWERS[(ANSWERS.index(truth[i])
                                                                       + 1) % 3]
-            ws.save_answers(trace, None, {OUTCOME: answer}, Reviewer(name=name, via="cli"),
+            ws.labelling.save_answers(trace, None, {OUTCOME: answer}, Reviewer(name=name, via="cli"),
                             suggestions_visible=False)
     made = []
     for version, at, share in VERSIONS:
@@ -65,7 +65,7 @@ def workspace_with_versions(tmp_path, n: int = 30) -> Workspace:
                                    producer=Producer(name="judge", version="1",
                                                      model="qwen3-32b", prompt_sha256=prompt),
                                    created_at=at))
-    ws.suggestion_store.add(made)
+    ws.suggestions.add(made)
     return ws
 
 

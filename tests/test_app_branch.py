@@ -112,9 +112,9 @@ def test_continue_from_here_saves_a_branch_with_the_configured_endpoint(tmp_path
         at.run()
         assert not at.exception
     assert len(stub.received) == 2
-    saved = [r for r in ws.update_index().rows if r.trace_id != PREMATURE_ID]
+    saved = [r for r in ws.library.update_index().rows if r.trace_id != PREMATURE_ID]
     assert len(saved) == 1
-    edited = ws.trace(saved[0].trace_id).event("e13")
+    edited = ws.library.trace(saved[0].trace_id).event("e13")
     assert (edited.content, edited.extras["corrected_by"]) == (WAIT.text, "ann")
     assert any("Saved the branch" in s.value for s in at.success)
 
@@ -135,9 +135,9 @@ def test_a_premature_stop_with_its_pointer_starts_the_form_as_wait_for_that_even
         tmp_path, monkeypatch):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     ann = Reviewer(name="ann", via="cli")
-    ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
+    ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
                                                     "stop_should_have_been": "e15"}, ann)
-    found = ws.correction_at(ws.trace(PREMATURE_ID), "e13", "ann")
+    found = ws.branches.correction_at(ws.library.trace(PREMATURE_ID), "e13", "ann")
     assert found is not None and found.kind == "continue" and "e15" in found.text
     app_env(monkeypatch, ws)
     at = open_page("app_pages/trace.py", reviewer="ann", trace=PREMATURE_ID, event="e13")
@@ -149,10 +149,10 @@ def test_a_premature_stop_with_its_pointer_starts_the_form_as_wait_for_that_even
 def test_a_written_merge_becomes_the_aggregate_to_continue_from(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     merge = "Two causes: v2.3.0 and migration 0193's dropped index."
-    ws.save_answers(ws.trace(PREMATURE_ID), "e12",
+    ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e12",
                     {"aggregation_quality": 1, "merge_correction": {"action": "merge",
                                                                     "text": merge}},
                     Reviewer(name="ann", via="cli"))
-    assert ws.correction_at(ws.trace(PREMATURE_ID), "e12", "ann") == Replacement(
+    assert ws.branches.correction_at(ws.library.trace(PREMATURE_ID), "e12", "ann") == Replacement(
         kind="aggregate", text=merge)
-    assert ws.correction_at(ws.trace(PREMATURE_ID), "e12", "bob") is None
+    assert ws.branches.correction_at(ws.library.trace(PREMATURE_ID), "e12", "bob") is None

@@ -13,17 +13,17 @@ from viz_app.analysis import analyze
 from viz_app.comparison import align, figure_differences, joint_slots, shared_timeline
 from viz_app.io.native import trace_from_dict
 from viz_app.labels.pairs import PAIRWISE_QUESTION
-from viz_app.store.labels import LabelStore
+from viz_app.workspace.labelling import Labelling
 from viz_app.synth import hostile_trace
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch) -> LabelStore:
+def env(tmp_path, monkeypatch) -> Labelling:
     """The app on the demo traces, a second rollout of demo 10's task with one analyst fewer,
-    and the hostile trace; the label store it writes to."""
+    and the hostile trace; the labels it writes (`ws.labelling`)."""
     demos = copy_demos(tmp_path / "demos")
     workspace = make_workspace(tmp_path, traces=[demos, fewer_analysts(), hostile_trace()])
-    return app_env(monkeypatch, workspace).labels
+    return app_env(monkeypatch, workspace).labelling
 
 
 def fewer_analysts():

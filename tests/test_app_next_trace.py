@@ -48,8 +48,8 @@ def test_the_header_names_a_pool_trace_by_its_shard_in_the_pool(tmp_path, monkey
 
 def test_a_trace_file_listed_by_itself_is_named_by_its_file_name(tmp_path):
     workspace = make_workspace(tmp_path, traces=[PREMATURE])
-    trace = workspace.trace(PREMATURE_ID)
-    assert workspace.source_name(trace) == PREMATURE.name
+    trace = workspace.library.trace(PREMATURE_ID)
+    assert workspace.library.source_name(trace) == PREMATURE.name
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def three_traces(tmp_path, monkeypatch) -> Workspace:
     """The app on a library of three traces, a, b and c, in that order."""
     workspace = make_workspace(tmp_path, traces=[example_trace(t, task_id=f"task of {t}")
                                                  for t in ("trace-a", "trace-b", "trace-c")])
-    workspace.update_index()
+    workspace.library.update_index()
     return app_env(monkeypatch, workspace)
 
 
@@ -77,9 +77,9 @@ def title(at: AppTest) -> str:
 
 def test_the_trace_page_reads_the_next_trace_ahead_and_shift_n_opens_it(three_traces):
     at = run("trace-a", reviewer="ann")
-    cache = app_workspace().trace_cache
+    cache = app_workspace().library.trace_cache
     assert cache.wait()
-    assert cache.cached(app_workspace().trace_source("trace-b")) and not cache.failures
+    assert cache.cached(app_workspace().library.source("trace-b")) and not cache.failures
     at = next_trace(at)
     assert not at.exception and title(at).replace("\\", "") == "trace-b"
     assert at.query_params["trace"] == "trace-b"
@@ -87,28 +87,28 @@ def test_the_trace_page_reads_the_next_trace_ahead_and_shift_n_opens_it(three_tr
 
 def test_nobody_named_reads_nothing_ahead(three_traces):
     run("trace-a")
-    assert app_workspace().trace_cache.wait()
-    assert not app_workspace().trace_cache.cached(app_workspace().trace_source("trace-b"))
+    assert app_workspace().library.trace_cache.wait()
+    assert not app_workspace().library.trace_cache.cached(app_workspace().library.source("trace-b"))
 
 
 def test_a_next_trace_changed_on_disk_after_it_was_read_ahead_shows_as_it_is_now(three_traces):
     at = run("trace-a", reviewer="ann")
-    assert app_workspace().trace_cache.wait()
-    path, _ = three_traces.find("trace-b")
+    assert app_workspace().library.trace_cache.wait()
+    path, _ = three_traces.library.find("trace-b")
     write_trace(example_trace("trace-b", task_id="rewritten since"), path)
     at = next_trace(at)
     assert "(id rewritten since)" in header(at)  # the task's words in bold, its id beside
 
 
 def test_a_next_trace_that_cannot_be_read_says_so_when_it_is_opened(three_traces):
-    path, _ = three_traces.find("trace-b")
+    path, _ = three_traces.library.find("trace-b")
     stat = path.stat()
     size = stat.st_size  # spoilt in place, its size and time kept: the index cannot tell
     path.write_bytes(b"{" + b" " * (size - 1))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     at = run("trace-a", reviewer="ann")
     assert not at.exception and not at.error  # the failed read ahead costs the page nothing
-    assert app_workspace().trace_cache.wait() and app_workspace().trace_cache.failures
+    assert app_workspace().library.trace_cache.wait() and app_workspace().library.trace_cache.failures
     at = next_trace(at)
     assert not at.exception
     said = at.error[0].value.replace("\\", "")
@@ -121,14 +121,14 @@ def test_the_review_page_reads_ahead_the_trace_of_the_target_likely_next(tmp_pat
     from viz_app.labels.campaign import CampaignSpec
 
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    workspace.update_index()
-    workspace.create_campaign(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
+    workspace.library.update_index()
+    workspace.campaigns.create(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
     at = start(review("ann"))
     held = at.session_state["_review"]["claim"]
-    upcoming = workspace.upcoming_trace(STOPS, "ann")
+    upcoming = workspace.campaigns.upcoming(STOPS, "ann")
     assert upcoming is not None and upcoming != held.trace_id  # one stop in each trace
-    assert app_workspace().trace_cache.wait()
-    assert app_workspace().trace_cache.cached(app_workspace().trace_source(upcoming))
+    assert app_workspace().library.trace_cache.wait()
+    assert app_workspace().library.trace_cache.cached(app_workspace().library.source(upcoming))
     assert not at.exception and {held.trace_id, upcoming} == {PREMATURE_ID, DROPPED_ID}
 
 
@@ -138,13 +138,13 @@ def test_the_target_likely_next_is_only_looked_at_not_reserved(tmp_path):
     from viz_app.labels.campaign import CampaignSpec
 
     workspace = make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
-    workspace.update_index()
-    workspace.create_campaign(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
-    first = workspace.claim_next(STOPS, ANN)
-    upcoming = workspace.upcoming_trace(STOPS, "ann")
+    workspace.library.update_index()
+    workspace.campaigns.create(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
+    first = workspace.campaigns.claim_next(STOPS, ANN)
+    upcoming = workspace.campaigns.upcoming(STOPS, "ann")
     assert upcoming is not None and upcoming != first.trace_id
     bob = ANN.model_copy(update={"name": "bob"})  # ann's look ahead left it free for bob
-    assert workspace.claim_next(STOPS, bob).trace_id == upcoming
+    assert workspace.campaigns.claim_next(STOPS, bob).trace_id == upcoming
 
 
 def test_a_ringed_event_is_drawn_on_the_sessions_copy_never_on_the_shared_timeline(
@@ -155,7 +155,7 @@ def test_a_ringed_event_is_drawn_on_the_sessions_copy_never_on_the_shared_timeli
     at.run()
     drawn = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert any(t.get("name") == "selected" for fig in drawn for t in fig["data"])
-    trace = app_workspace().load(PREMATURE_ID)
+    trace = app_workspace().library.trace(PREMATURE_ID)
     cached = session._timeline(session.trace_key(trace), None, False, trace)
     assert not [t for t in cached.data if t.name == "selected"]
 
@@ -165,11 +165,11 @@ def test_a_reports_footer_names_the_trace_file_but_not_where_it_lies(tmp_path):
 
     workspace = make_workspace(tmp_path, traces=[copy_demos(tmp_path / "lib" / "runs",
                                                             [PREMATURE.name]).parent])
-    workspace.update_index()
-    trace = workspace.load(PREMATURE_ID)
+    workspace.library.update_index()
+    trace = workspace.library.trace(PREMATURE_ID)
     footer = report_html(trace).rsplit("<footer>", 1)[1]
     assert PREMATURE.name in footer and str(tmp_path) not in footer
-    given = report_html(trace, source=workspace.source_name(trace)).rsplit("<footer>", 1)[1]
+    given = report_html(trace, source=workspace.library.source_name(trace)).rsplit("<footer>", 1)[1]
     assert f"runs/{PREMATURE.name}" in given and str(tmp_path) not in given
 
 
@@ -180,21 +180,21 @@ def test_the_adjudication_page_reads_ahead_the_next_disagreements_trace(tmp_path
     from viz_app.labels.campaign import CampaignSpec
 
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    workspace.update_index()
-    workspace.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+    workspace.library.update_index()
+    workspace.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
                                            per_target=2), LEAD)
     for reviewer in (ANN, BOB):  # they disagree on both stops
-        while (claim := workspace.claim_next(NAME, reviewer)) is not None:
-            last = analyze(workspace.trace(claim.trace_id)).order[-1].id
+        while (claim := workspace.campaigns.claim_next(NAME, reviewer)) is not None:
+            last = analyze(workspace.library.trace(claim.trace_id)).order[-1].id
             later = {"stop_should_have_been": last} if last != claim.event_id else {}
-            workspace.submit(claim, {"stopping_correctness": "correct"} if reviewer is BOB else
+            workspace.campaigns.submit(claim, {"stopping_correctness": "correct"} if reviewer is BOB else
                              {"stopping_correctness": "premature", **later})
     at = adjudicate()
     assert not at.exception and any("Disagreement 1 of 2" in c.value for c in at.caption)
-    shown = next(d.trace_id for d in workspace.disagreements(NAME))
+    shown = next(d.trace_id for d in workspace.campaigns.disagreements(NAME))
     following = ({PREMATURE_ID, DROPPED_ID} - {shown}).pop()
-    assert app_workspace().trace_cache.wait()
-    assert app_workspace().trace_cache.cached(app_workspace().trace_source(following))
+    assert app_workspace().library.trace_cache.wait()
+    assert app_workspace().library.trace_cache.cached(app_workspace().library.source(following))
 
 
 def test_a_who_and_when_trace_header_shows_the_question_not_its_uuid(tmp_path, monkeypatch):
@@ -205,7 +205,7 @@ def test_a_who_and_when_trace_header_shows_the_question_not_its_uuid(tmp_path, m
     folder.mkdir()
     (folder / source.name).write_bytes(source.read_bytes())
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[folder]))
-    trace_id = workspace.update_index().rows[0].trace_id
+    trace_id = workspace.library.update_index().rows[0].trace_id
     shown = header(run(trace_id))
     assert shown.startswith("task **How many studio albums did the band release before 2000?** "
                             "(id ww-demo-1)")

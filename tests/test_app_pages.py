@@ -120,7 +120,7 @@ def test_every_page_element_with_markdown_refuses_html(library_env):
 
 
 def test_the_library_says_how_many_of_each_traces_targets_are_labelled(library_env):
-    library_env.labels.save(library_env.trace(DROPPED_ID), "aggregation_quality", 2, "ann", "e12")
+    library_env.labelling.save(library_env.library.trace(DROPPED_ID), "aggregation_quality", 2, "ann", "e12")
     table = run().dataframe[0].value.set_index("trace id")["labelled"]
     assert table[DROPPED_ID] == "1 of 3"
     assert table["demo-05-hierarchical-ebikes"].startswith("0 of ")
@@ -129,7 +129,7 @@ def test_the_library_says_how_many_of_each_traces_targets_are_labelled(library_e
 def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_name(
         tmp_path, monkeypatch):
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    trace = workspace.trace(PREMATURE_ID)
+    trace = workspace.library.trace(PREMATURE_ID)
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.secrets = {"auth": {"redirect_uri": "http://localhost:8501/oauth2callback",
                            "cookie_secret": "c" * 32, "client_id": "orchviz",
@@ -150,7 +150,7 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
     at.text_area(key="compare:reason").input("it waits for its analysts")
     next(b for b in at.button if b.label == "Save judgement").click().run()
     assert not at.exception, at.exception
-    labels = workspace.labels.current()
+    labels = workspace.labelling.current()
     assert {(x.question, x.reviewer, x.identified_by) for x in labels} == {
         ("aggregation_quality", "ann@example.org", "oidc"),
         ("aggregation_issues", "ann@example.org", "oidc"),  # tags: saved even when none
@@ -159,8 +159,8 @@ def test_a_signed_in_reviewer_signs_labels_bookmarks_and_judgements_with_one_nam
 
 
 def test_the_library_shows_the_teams_progress_beside_the_named_reviewers_own(library_env):
-    trace = library_env.trace(DROPPED_ID)
-    library_env.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    trace = library_env.library.trace(DROPPED_ID)
+    library_env.labelling.save(trace, "aggregation_quality", 2, "ann", "e12")
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.session_state["_reviewer_box"] = "bob"
     table = at.run().dataframe[0].value.set_index("trace id")

@@ -24,7 +24,7 @@ def test_the_form_says_so_at_once_and_points_at_the_event_it_had(tmp_path, monke
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["trace"], at.session_state["reviewer"] = PREMATURE_ID, "ann"
     at.run()
-    base = f"ann:{PREMATURE_ID}:{workspace.trace(PREMATURE_ID).sha256[:12]}"
+    base = f"ann:{PREMATURE_ID}:{workspace.library.trace(PREMATURE_ID).sha256[:12]}"
     at = at.button(key=f"{base}:next").click().run()  # to the stop, e13
     at.radio(key=f"{base}:e13:stopping_correctness").set_value("premature").run()
     at = at.selectbox(key=f"{base}:e13:pointer").set_value("e14").run()

@@ -10,7 +10,7 @@ from viz_app.analysis import analyze
 
 def test_the_replay_steps_forward_and_back_through_the_events_times(tmp_path, monkeypatch):
     workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    a = analyze(workspace.trace(PREMATURE_ID))
+    a = analyze(workspace.library.trace(PREMATURE_ID))
     times = sorted({e.t - a.order[0].t for e in a.order})
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["trace"] = PREMATURE_ID

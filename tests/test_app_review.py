@@ -29,8 +29,8 @@ def workspace(tmp_path, monkeypatch) -> Workspace:
     """The app on demo 10 (stop e13) and demo 9 (stop e13), with a campaign asking only
     whether each stop was right, one reviewer per target."""
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=STOPS, questions=["stopping_correctness"]), LEAD)
     return ws
 
 
@@ -102,7 +102,7 @@ def test_save_submits_into_the_campaign_and_shows_the_next_target(workspace):
     next(s for s in at.selectbox if s.key.endswith(":e13:pointer")).set_value("e15")
     at = save(at)
     assert not at.exception, at.exception
-    labels = workspace.labels.current(reviewer="ann")
+    labels = workspace.labelling.current(reviewer="ann")
     assert {(x.question, x.value, x.campaign, x.identified_by) for x in labels} == {
         ("stopping_correctness", "premature", STOPS, "self-declared"),
         ("stop_should_have_been", "e15", STOPS, "self-declared")}
@@ -116,7 +116,7 @@ def test_save_submits_into_the_campaign_and_shows_the_next_target(workspace):
 def test_a_save_without_an_answer_says_so_and_keeps_the_target(workspace):
     at = save(start(review()))
     assert any("pick an answer first" in e.value for e in at.error)
-    assert not workspace.labels.current()
+    assert not workspace.labelling.current()
     assert heading(at).startswith("#### e13")
 
 
@@ -145,7 +145,7 @@ def test_giving_the_target_back_starts_afresh_under_the_new_name(workspace):
     at = at.button(key="review:let-go").click().run()
     assert at.button(key="review:start") is not None and "_review" in at.session_state
     assert at.session_state["_review"].get("claim") is None
-    assert workspace.claim_next(STOPS, BOB).target_id == claim.target_id  # back in the queue
+    assert workspace.campaigns.claim_next(STOPS, BOB).target_id == claim.target_id  # back in the queue
 
 
 def test_skip_asks_a_reason_and_gives_the_target_to_another_reviewer(workspace):
@@ -157,7 +157,7 @@ def test_skip_asks_a_reason_and_gives_the_target_to_another_reviewer(workspace):
     at = at.button(key="review:skip-reason:2").click().run()
     assert not at.exception, at.exception
     assert held(at).target_id != skipped.target_id
-    assert workspace.claim_next(STOPS, BOB).target_id == skipped.target_id
+    assert workspace.campaigns.claim_next(STOPS, BOB).target_id == skipped.target_id
 
 
 def test_a_typed_skip_reason_is_taken(workspace):
@@ -175,7 +175,7 @@ def test_when_nothing_is_left_the_page_says_done(workspace):
         at = save(at)
     assert not at.exception, at.exception
     assert any("nothing is left for you" in s.value for s in at.success)
-    assert len(workspace.labels.current(reviewer="ann")) == 2
+    assert len(workspace.labelling.current(reviewer="ann")) == 2
 
 
 def test_the_page_never_shows_another_reviewers_answer_nor_a_gold_answer(
@@ -184,12 +184,12 @@ def test_the_page_never_shows_another_reviewers_answer_nor_a_gold_answer(
     gold.write_text(json.dumps({"trace_id": DROPPED_ID, "event_id": "e13",
                                 "question": "stopping_correctness", "value": "late"}) + "\n")
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name="blind", questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name="blind", questions=["stopping_correctness"],
                                     per_target=2, gold=str(gold)), LEAD)
     for _ in range(2):  # bob answers every target first, with a note
-        claim = ws.claim_next("blind", BOB)
-        ws.submit(claim, {"stopping_correctness": "late", "stop_should_have_been": "e12"},
+        claim = ws.campaigns.claim_next("blind", BOB)
+        ws.campaigns.submit(claim, {"stopping_correctness": "late", "stop_should_have_been": "e12"},
                   comment="BOBNOTE7f3")
     at = start(review(campaign="blind"))
     for _ in range(2):
@@ -204,7 +204,7 @@ def test_the_page_never_shows_another_reviewers_answer_nor_a_gold_answer(
 
 
 def suggest(ws: Workspace, trace_id: str = PREMATURE_ID) -> None:
-    trace = ws.trace(trace_id)
+    trace = ws.library.trace(trace_id)
     SuggestionStore(ws.engine).add([Suggestion(
         trace_id=trace_id, trace_sha256=trace.sha256, event_id="e13",
         question="stopping_correctness", value="premature", confidence=0.9,
@@ -221,37 +221,37 @@ def test_suggestions_stay_hidden_until_the_reviewer_has_saved(workspace):
     stop_radio(at).set_value("correct")
     at = save(at)
     assert "SUGGESTIONWHY" in texts(at)  # on the target just saved
-    assert workspace.labels.current()[0].suggestions_visible is False
+    assert workspace.labelling.current()[0].suggestions_visible is False
 
 
 def test_an_assisted_campaign_shows_suggestions_first_and_the_label_says_so(workspace):
     suggest(workspace)
     suggest(workspace, DROPPED_ID)
-    workspace.create_campaign(CampaignSpec(name="assisted", questions=["stopping_correctness"],
+    workspace.campaigns.create(CampaignSpec(name="assisted", questions=["stopping_correctness"],
                                            assisted=True), LEAD)
     at = start(review(campaign="assisted"))
     assert "SUGGESTIONWHY" in texts(at)
     stop_radio(at).set_value("correct")
     save(at)
-    [label] = workspace.labels.current(campaign="assisted")
+    [label] = workspace.labelling.current(campaign="assisted")
     assert label.suggestions_visible is True
 
 
 def test_an_expired_reservation_is_one_sentence_and_the_answer_stays(tmp_path, monkeypatch):
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name="short", questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name="short", questions=["stopping_correctness"],
                                     lease_seconds=1), LEAD)
     at = start(review(campaign="short"))
     stop_radio(at).set_value("correct")
     time.sleep(1.5)
-    assert ws.claim_next("short", BOB) is not None  # the lease ran out: bob holds it now
+    assert ws.campaigns.claim_next("short", BOB) is not None  # the lease ran out: bob holds it now
     at = save(at)
     assert not at.exception, at.exception
     [error] = [e.value for e in at.error]
     assert "expired" in error and error.count(". ") == 0
     assert stop_radio(at).value == "correct"
-    assert not ws.labels.current(reviewer="ann")
+    assert not ws.labelling.current(reviewer="ann")
 
 
 @pytest.fixture
@@ -267,16 +267,16 @@ def test_the_labels_panel_shows_suggestions_only_after_the_reviewers_save(librar
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params["trace"], at.session_state["reviewer"] = PREMATURE_ID, "ann"
     at.run()
-    base = f"ann:{PREMATURE_ID}:{workspace.trace(PREMATURE_ID).sha256[:12]}"
+    base = f"ann:{PREMATURE_ID}:{workspace.library.trace(PREMATURE_ID).sha256[:12]}"
     at = at.button(key=f"{base}:next").click().run()  # to the stop, e13
     assert "SUGGESTIONWHY" not in texts(at)
     assert any("hidden until you save yours" in c.value for c in at.caption)
     at.radio(key=f"{base}:e13:stopping_correctness").set_value("correct")
     at = at.button(key=f"{base}:save:e13").click().run()
     assert "SUGGESTIONWHY" in texts(at)
-    assert [x.suggestions_visible for x in workspace.labels.current()] == [False]
+    assert [x.suggestions_visible for x in workspace.labelling.current()] == [False]
     at.radio(key=f"{base}:e13:stopping_correctness").set_value("premature").run()
     at.selectbox(key=f"{base}:e13:pointer").set_value("e15")
     at = at.button(key=f"{base}:save:e13").click().run()
     assert not at.exception, at.exception
-    assert {x.suggestions_visible for x in workspace.labels.current()} == {True}
+    assert {x.suggestions_visible for x in workspace.labelling.current()} == {True}

@@ -46,7 +46,7 @@ def test_the_library_lists_each_rollouts_step_group_and_trainer_reward(run_env):
 
 
 def test_the_group_page_sets_the_siblings_side_by_side_with_where_they_part(run_env):
-    rows = run_env.update_index().rows
+    rows = run_env.library.update_index().rows
     at = page("app_pages/group.py", trace=rows[0].trace_id).run()
     assert not at.exception
     table = at.dataframe[0].value
@@ -57,7 +57,7 @@ def test_the_group_page_sets_the_siblings_side_by_side_with_where_they_part(run_
 
 
 def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
-    rows = run_env.update_index().rows
+    rows = run_env.library.update_index().rows
     at = page("app_pages/group.py", trace=rows[0].trace_id).run()
     at.sidebar.text_input(key="_reviewer_box").input("ann").run()
     for _ in range(2):  # answer the outcome by its key, save, and the next member comes
@@ -65,18 +65,18 @@ def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
             .click().run()
         at.button(key=[b.key for b in at.button if b.key and ":save:" in b.key][0]).click().run()
         assert not at.exception
-    saved = {r["trace_id"]: r["value"] for r in run_env.labels.current_records()
+    saved = {r["trace_id"]: r["value"] for r in run_env.labelling.current_records()
              if r["question"] == "task_outcome"}
     assert saved == {rows[0].trace_id: "success", rows[1].trace_id: "success"}
     assert any("Label member 3 of 3" in m.value for m in at.markdown)
     at.text_input(key="pair_reason").input("#2 shows its working").run()
     at.button(key="pair_b_better").click().run()
     assert any("#2 is better" in s.value for s in at.success)
-    judged = [r for r in run_env.labels.current_records()
+    judged = [r for r in run_env.labelling.current_records()
               if r["question"] == "pairwise_preference"]
     assert len(judged) == 1 and judged[0]["reviewer"] == "ann"
     assert judged[0]["value"]["chosen"] == rows[1].trace_id
-    run_env.export("preference", run_env.settings.uploads.parent / "pairs.jsonl")
+    run_env.exports.write("preference", run_env.settings.uploads.parent / "pairs.jsonl")
     (row,) = [json.loads(x) for x in (run_env.settings.uploads.parent / "pairs.jsonl")
               .read_text("utf-8").splitlines()]
     assert (row["chosen_trace_id"], row["step"], row["group"]) == (
@@ -85,12 +85,12 @@ def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
 
 
 def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
-    rows = run_env.update_index().rows
+    rows = run_env.library.update_index().rows
     from viz_app.labels.label import Reviewer
 
     ann = Reviewer(name="ann", via="self-declared")
     for row, value in zip(rows[:3], ("failure", "success", "failure")):
-        run_env.save_answers(run_env.trace(row.trace_id), "", {"task_outcome": value}, ann)
+        run_env.labelling.save_answers(run_env.library.trace(row.trace_id), "", {"task_outcome": value}, ann)
     at = page("app_pages/run.py").run()
     assert not at.exception
     gaps = at.dataframe[0].value
@@ -99,7 +99,7 @@ def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
 
 
 def test_a_rollouts_trace_page_says_its_step_and_links_its_group(run_env):
-    rows = run_env.update_index().rows
+    rows = run_env.library.update_index().rows
     at = page("app_pages/trace.py", trace=rows[4].trace_id).run()
     assert not at.exception
     assert any("step **3**" in c.value and rows[4].rollout_group.rsplit(":", 1)[-1] in c.value

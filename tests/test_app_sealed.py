@@ -30,14 +30,14 @@ def workspace(tmp_path, monkeypatch) -> Workspace:
     """Demo 10's stop (e13) in a campaign of two reviewers per target: bob saved his answer
     with a note, and the lead adjudicated it with a reason."""
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
                                     per_target=2), LEAD)
-    claim = ws.claim_next(NAME, BOB)
+    claim = ws.campaigns.claim_next(NAME, BOB)
     assert (claim.trace_id, claim.event_id) == (PREMATURE_ID, "e13")
-    ws.submit(claim, {"stopping_correctness": "premature", "stop_should_have_been": "e15"},
+    ws.campaigns.submit(claim, {"stopping_correctness": "premature", "stop_should_have_been": "e15"},
               comment="BOBS-NOTE")
-    ws.adjudicate(NAME, PREMATURE_ID, "e13", {"stopping_correctness": "correct"}, LEAD,
+    ws.campaigns.adjudicate(NAME, PREMATURE_ID, "e13", {"stopping_correctness": "correct"}, LEAD,
                   "LEADS-REASON")
     return ws
 
@@ -75,38 +75,38 @@ def test_turning_blind_mode_off_shows_nothing_of_a_campaigns_answers_before_your
 
 
 def test_a_save_outside_the_campaign_does_not_open_its_answers(workspace):
-    workspace.save_answers(workspace.trace(PREMATURE_ID), "e13",
+    workspace.labelling.save_answers(workspace.library.trace(PREMATURE_ID), "e13",
                            {"stopping_correctness": "correct"}, ANN)
     at = blind_off(trace_page_at_the_stop("ann"))
     assert "BOBS-NOTE" not in texts(at) and "LEADS-REASON" not in texts(at)
 
 
 def test_a_save_outside_the_campaign_does_not_show_its_targets_suggestions(workspace):
-    workspace.suggest([workspace.trace(PREMATURE_ID)])
-    assert [s.explanation for s in workspace.suggestions(PREMATURE_ID, "e13")] == [
+    workspace.suggestions.run([workspace.library.trace(PREMATURE_ID)])
+    assert [s.explanation for s in workspace.suggestions.all(PREMATURE_ID, "e13")] == [
         "premature: e15 from db_analyst returned after the stop e13, and the final answer e12 "
         "leaves out what it said"]
     why = "returned after the stop e13"
-    workspace.save_answers(workspace.trace(PREMATURE_ID), "e13",
+    workspace.labelling.save_answers(workspace.library.trace(PREMATURE_ID), "e13",
                            {"stopping_correctness": "correct"}, ANN)
     at = trace_page_at_the_stop("ann")
     assert why not in texts(at)
     assert "hidden until you save yours, so they do not steer" in texts(at)
-    claim = workspace.claim_next(NAME, ANN)
-    workspace.submit(claim, {"stopping_correctness": "correct"})
+    claim = workspace.campaigns.claim_next(NAME, ANN)
+    workspace.campaigns.submit(claim, {"stopping_correctness": "correct"})
     assert why in texts(trace_page_at_the_stop("ann"))
 
 
 def test_after_your_own_save_in_the_campaign_the_answers_are_yours_to_see(workspace):
-    claim = workspace.claim_next(NAME, ANN)
-    workspace.submit(claim, {"stopping_correctness": "correct"})
+    claim = workspace.campaigns.claim_next(NAME, ANN)
+    workspace.campaigns.submit(claim, {"stopping_correctness": "correct"})
     at = trace_page_at_the_stop("ann")
     assert "BOBS-NOTE" in texts(at) and "LEADS-REASON" in texts(at)
 
 
 def test_outside_campaigns_blind_mode_off_still_shows_others_at_once(workspace):
-    trace = workspace.trace(PREMATURE_ID)
-    workspace.save_answers(trace, "e12", {"aggregation_quality": 2}, BOB, comment="E12-NOTE")
+    trace = workspace.library.trace(PREMATURE_ID)
+    workspace.labelling.save_answers(trace, "e12", {"aggregation_quality": 2}, BOB, comment="E12-NOTE")
     at = trace_page_at_the_stop("ann")
     labels = f"ann:{PREMATURE_ID}:{trace.sha256[:12]}"
     at.selectbox(key=f"{labels}:target:e13").set_value("e12").run()
@@ -115,10 +115,10 @@ def test_outside_campaigns_blind_mode_off_still_shows_others_at_once(workspace):
 
 
 def test_presentation_and_report_for_a_reviewer_leave_out_others_campaign_answers(workspace):
-    trace = workspace.trace(PREMATURE_ID)
-    seen, _ = workspace.case_study(trace, "ann", lead=False)
+    trace = workspace.library.trace(PREMATURE_ID)
+    seen, _ = workspace.bookmarks.case_study(trace, "ann", lead=False)
     assert seen == []
-    everything, _ = workspace.case_study(trace)
+    everything, _ = workspace.bookmarks.case_study(trace)
     assert {r["comment"] for r in everything} == {"BOBS-NOTE", "LEADS-REASON"}
 
 
@@ -137,7 +137,7 @@ def signed_in(email: str) -> dict:
 @pytest.mark.parametrize("user", [{"is_logged_in": False}, signed_in("rev@example.org")])
 def test_with_sign_in_the_agreement_page_and_its_downloads_are_refused_to_a_non_lead(
         workspace, user):
-    workspace.add_member("rev@example.org", "reviewer", LEAD)
+    workspace.campaigns.add_member("rev@example.org", "reviewer", LEAD)
     at = agreement_page(user)
     assert not at.exception, at.exception
     assert any("for this workspace's leads" in w.value for w in at.warning)
@@ -147,7 +147,7 @@ def test_with_sign_in_the_agreement_page_and_its_downloads_are_refused_to_a_non_
 
 
 def test_with_sign_in_a_lead_sees_the_agreement_page(workspace):
-    workspace.add_member("lead@example.org", "lead", LEAD)
+    workspace.campaigns.add_member("lead@example.org", "lead", LEAD)
     at = agreement_page(signed_in("lead@example.org"))
     assert not at.exception, at.exception
     assert not at.warning

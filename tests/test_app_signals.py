@@ -45,9 +45,9 @@ def test_saving_into_a_failing_database_says_so_once_and_keeps_the_answer(tmp_pa
     handler.emit = log.append
     monkeypatch.setattr(logging.getLogger("viz_app.store.failures"), "handlers", [handler])
     workspace = make_workspace(tmp_path, traces=[PREMATURE])
-    workspace.update_index()  # the library is indexed: opening the page writes nothing
+    workspace.library.update_index()  # the library is indexed: opening the page writes nothing
     app_env(monkeypatch, read_only(workspace))
-    trace = workspace.trace(PREMATURE_ID)
+    trace = workspace.library.trace(PREMATURE_ID)
     at = open_trace_as("ann")
     assert not at.exception and errors_of(at) == []
     answer = f"ann:{PREMATURE_ID}:{trace.sha256[:12]}:e12:{QUALITY}"
@@ -58,7 +58,7 @@ def test_saving_into_a_failing_database_says_so_once_and_keeps_the_answer(tmp_pa
     assert said.endswith("is read\\-only, so nothing was saved")  # one sentence (Markdown-escaped)
     assert "Traceback" not in said and "INSERT" not in said
     assert at.radio(key=answer).value == 2  # the answer is still in the form
-    assert workspace.labels.count() == 0
+    assert workspace.labelling.count() == 0
     at.run()  # the app keeps running
     assert not at.exception and at.radio(key=answer).value == 2
     [logged] = [r for r in log if r.exc_info]  # the server's log keeps what the page leaves out

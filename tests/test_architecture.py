@@ -1,6 +1,7 @@
-"""The package lines of the design (see ../shared/STYLE.md), checked on the source: only the UI
-imports Streamlit, components never reach into the app's session, readers never write a store,
-and no module of viz_app imports another in a circle.
+"""The package lines of the design (see ../shared/STYLE.md and docs/architecture.md), checked on
+the source: only the UI imports Streamlit, components never reach into the app's session nor a
+store, readers never write a store, no module of viz_app imports another in a circle, and the
+Workspace's facets are built bottom-up (`FACETS`).
 
 Imports are read from the syntax tree (every `import`, at module level or inside a function), not
 by importing the modules, so an import that runs only on some path still counts.
@@ -201,8 +202,8 @@ def test_no_page_script_holds_a_bare_string_that_streamlit_would_print():
 
 FACED = ("viz_app.store", "viz_app.labels", "viz_app.suggest", "viz_app.export", "viz_app.charts")
 """Packages with a face: callers outside them import from the package, never a module of it."""
-NOT_YET_ON_FACES = ("viz_app.workspace",)
-"""Moved onto the faces once the Workspace's own split (issue 36, facets) has landed."""
+NOT_YET_ON_FACES: tuple[str, ...] = ()
+"""Packages whose modules still import other packages' modules (none now)."""
 
 
 def test_callers_import_a_package_from_its_face():
@@ -249,3 +250,26 @@ def test_the_ui_and_the_cli_read_filters_through_the_query_module():
              and within(i.written, "viz_app.store") and language & set(i.names)]
     assert wrong == []
     assert any(i.target == "viz_app.query" for i in IMPORTS if within(i.module, "viz_app.ui"))
+
+
+def test_components_never_import_a_store():
+    # a component is handed domain objects (or a facet of the Workspace), never a table's store
+    wrong = [str(i) for i in IMPORTS if within(i.module, "components")
+             and within(i.target, "viz_app.store")]
+    assert wrong == []
+
+
+FACETS = ["ground", "answers", "library", "labelling", "campaigns", "suggestions", "bookmarks",
+          "branches", "exports", "rewards", "door"]
+"""The modules of viz_app/workspace/, bottom-up: each imports only those before it (the door
+puts them together; the package face re-exports their public names)."""
+
+
+def test_the_workspaces_facets_never_import_one_above_them():
+    modules = {m.rpartition(".")[2] for m in MODULES if m.startswith("viz_app.workspace.")}
+    assert modules == set(FACETS)
+    wrong = [str(i) for i in IMPORTS if i.module.startswith("viz_app.workspace.")
+             and i.target.startswith("viz_app.workspace.")
+             and FACETS.index(i.target.rpartition(".")[2])
+             >= FACETS.index(i.module.rpartition(".")[2])]
+    assert wrong == []

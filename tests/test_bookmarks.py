@@ -139,6 +139,6 @@ def test_the_bookmarks_export_can_keep_one_reviewer(store, trace, workspace, tmp
 def test_the_bookmarks_table_shares_the_database_with_the_labels(tmp_path, trace):
     workspace = make_workspace(tmp_path)
     workspace.bookmarks.add(trace, "ann", "n", event_id="e13")
-    workspace.labels.save(trace, "task_outcome", "failure", "ann")
+    workspace.labelling.save(trace, "task_outcome", "failure", "ann")
     again = make_workspace(tmp_path)  # the same database, opened again
-    assert again.labels.count() == 1 and len(again.bookmarks.current()) == 1
+    assert again.labelling.count() == 1 and len(again.bookmarks.current()) == 1

@@ -1,4 +1,4 @@
-"""Continuing a trace from an edited decision (`viz_app.branch`, `Workspace.continue_from`,
+"""Continuing a trace from an edited decision (`viz_app.branch`, `ws.branches.continue_from`,
 `orchviz replay`), against the local OpenAI-compatible stub: a usable reply makes a
 schema-valid branch linked to its original; a timeout, a refusal or a malformed reply is one
 sentence and never a trace."""
@@ -143,7 +143,7 @@ def test_a_failed_reply_is_one_sentence_and_never_a_trace(tmp_path, reply, says)
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     with OpenAIStub(script=[reply]) as stub:
         with pytest.raises(BranchError) as failed:
-            ws.continue_from(ws.trace(PREMATURE_ID), "e13", WAIT, endpoint=endpoint(stub, 1.0))
+            ws.branches.continue_from(ws.library.trace(PREMATURE_ID), "e13", WAIT, endpoint=endpoint(stub, 1.0))
     message = str(failed.value)
     assert says in message and message.endswith("nothing was saved")
     assert "\n" not in message and message.count(". ") == 0
@@ -179,7 +179,7 @@ def test_a_failure_on_a_later_turn_saves_nothing_either(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     with OpenAIStub(script=[Reply.turn("continue", "waiting"), Reply(content="oops")]) as stub:
         with pytest.raises(BranchError, match="not JSON"):
-            ws.continue_from(ws.trace(PREMATURE_ID), "e13", WAIT, endpoint=endpoint(stub))
+            ws.branches.continue_from(ws.library.trace(PREMATURE_ID), "e13", WAIT, endpoint=endpoint(stub))
     assert not (tmp_path / "uploads").exists()
 
 
@@ -196,32 +196,32 @@ def test_the_whole_continuation_has_one_deadline():
 def test_the_workspace_saves_a_branch_where_its_library_lists_it(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     with OpenAIStub(script=list(GOOD)) as stub:
-        branch, path = ws.continue_from(ws.trace(PREMATURE_ID), "e13", WAIT,
+        branch, path = ws.branches.continue_from(ws.library.trace(PREMATURE_ID), "e13", WAIT,
                                         endpoint=endpoint(stub))
     assert path.parent == tmp_path / "uploads" / "branches"
-    assert branch.trace.trace_id in {r.trace_id for r in ws.update_index().rows}
-    assert fork_of(ws.trace(branch.trace.trace_id)).forked_from == PREMATURE_ID
+    assert branch.trace.trace_id in {r.trace_id for r in ws.library.update_index().rows}
+    assert fork_of(ws.library.trace(branch.trace.trace_id)).forked_from == PREMATURE_ID
 
 
 def test_a_branch_can_be_labelled_and_judged_against_its_original(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     ann = Reviewer(name="ann", via="cli")
     with OpenAIStub(script=list(GOOD)) as stub:
-        branch, _ = ws.continue_from(ws.trace(PREMATURE_ID), "e13", WAIT,
+        branch, _ = ws.branches.continue_from(ws.library.trace(PREMATURE_ID), "e13", WAIT,
                                      endpoint=endpoint(stub))
-    saved = ws.trace(branch.trace.trace_id)
+    saved = ws.library.trace(branch.trace.trace_id)
     stop = branch.fork.replayed[-1]
-    assert stop in {t.event_id for t in ws.targets(saved)}
-    ws.save_answers(saved, stop, {"stopping_correctness": "correct"}, ann)
-    ws.save_preference(ws.trace(PREMATURE_ID), saved, saved.trace_id, ann, "waits for the DB")
-    assert ws.judgement(PREMATURE_ID, saved.trace_id, "ann").chosen == saved.trace_id
-    assert ws.labels.current_records(trace_id=saved.trace_id, reviewer="ann")
+    assert stop in {t.event_id for t in ws.library.targets(saved)}
+    ws.labelling.save_answers(saved, stop, {"stopping_correctness": "correct"}, ann)
+    ws.labelling.save_preference(ws.library.trace(PREMATURE_ID), saved, saved.trace_id, ann, "waits for the DB")
+    assert ws.labelling.judgement(PREMATURE_ID, saved.trace_id, "ann").chosen == saved.trace_id
+    assert ws.labelling.current_records(trace_id=saved.trace_id, reviewer="ann")
 
 
 def test_without_an_endpoint_the_workspace_says_how_to_configure_one(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     with pytest.raises(BranchError, match="--judge-url"):
-        ws.continue_from(ws.trace(PREMATURE_ID), "e13", WAIT)
+        ws.branches.continue_from(ws.library.trace(PREMATURE_ID), "e13", WAIT)
 
 
 def test_the_endpoint_and_limits_travel_to_the_app_through_the_environment(tmp_path,
@@ -266,7 +266,7 @@ def test_orchviz_replay_has_help(capsys):
 
 def test_orchviz_replay_starts_from_a_reviewers_saved_correction(tmp_path, capsys):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
-    ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
+    ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
                                                     "stop_should_have_been": "e15"},
                     Reviewer(name="ann", via="cli"))
     out = tmp_path / "branch.json"

@@ -41,8 +41,8 @@ def reviewed(db: Path, lib: Path, name: str, **per_reviewer) -> Workspace:
     ws = Workspace.open(db, traces=[lib])
     for reviewer, value in per_reviewer.items():
         me = Reviewer(name=reviewer, via="self-declared")
-        while (claim := ws.claim_next(name, me)) is not None:
-            ws.submit(claim, {"task_outcome": value})
+        while (claim := ws.campaigns.claim_next(name, me)) is not None:
+            ws.campaigns.submit(claim, {"task_outcome": value})
     return ws
 
 
@@ -60,7 +60,7 @@ def test_create_without_questions_asks_the_required_ones_and_says_so(capsys, lib
     code, out, _ = run(capsys, "campaign", "create", "plain", "--traces", lib, "--db", db,
                        "--lead", "lee")
     assert code == 0
-    campaign = Workspace.open(db, traces=[lib]).campaign("plain")
+    campaign = Workspace.open(db, traces=[lib]).campaigns.get("plain")
     assert not {"message_necessity", "spawn_necessity", "delegation_fit"} & set(
         campaign.questions)
     assert "task_outcome" in campaign.questions
@@ -79,8 +79,8 @@ def test_create_takes_filters_and_a_gold_file(capsys, lib, db, tmp_path):
                        "--questions", "stopping_correctness", "--gold", gold)
     assert code == 0, out
     ws = Workspace.open(db, traces=[lib])
-    found = ws.campaign_store.targets(ws.campaign("stops"))
-    rows = {r.trace_id: r for r in ws.update_index().rows}
+    found = ws.campaigns.targets(ws.campaigns.get("stops"))
+    rows = {r.trace_id: r for r in ws.library.update_index().rows}
     assert found and all(rows[t.trace_id].topology == "centralized"
                          and rows[t.trace_id].events >= 14 for t in found)
     assert [t.trace_id for t in found if t.gold] == ["demo-10-review-premature-stop"]
@@ -142,17 +142,17 @@ def adjudicated_campaign(capsys, lib, db) -> Workspace:
     assert run(capsys, "campaign", "create", "a", "--traces", lib, "--db", db,
                "--questions", "task_outcome", "--per-target", 2, "--sample", 3)[0] == 0
     ws = reviewed(db, lib, "a", ann="success", bob="success")
-    first = ws.campaign_store.targets(ws.campaign("a"))[0]
-    labels = [r["label_id"] for r in ws.labels.current_records(campaign="a")
+    first = ws.campaigns.targets(ws.campaigns.get("a"))[0]
+    labels = [r["label_id"] for r in ws.labelling.current_records(campaign="a")
               if r["reviewer"] == "bob" and r["trace_id"] == first.trace_id]
-    ws.retract(labels, LEAD, "trial run")
+    ws.campaigns.retract(labels, LEAD, "trial run")
     me = Reviewer(name="cat", via="self-declared")
-    while (claim := ws.claim_next("a", me)) is not None:  # nothing: every target is complete
-        ws.submit(claim, {"task_outcome": "failure"})
-    second = ws.campaign_store.targets(ws.campaign("a"))[1]
-    ws.labels.add(ws.labels.checked(ws.trace(second.trace_id), None, {"task_outcome": "failure"},
+    while (claim := ws.campaigns.claim_next("a", me)) is not None:  # nothing: every target is complete
+        ws.campaigns.submit(claim, {"task_outcome": "failure"})
+    second = ws.campaigns.targets(ws.campaigns.get("a"))[1]
+    ws.labelling.add(ws.labelling.checked(ws.library.trace(second.trace_id), None, {"task_outcome": "failure"},
                                     "cat", campaign="a", identified_by="cli"))
-    ws.adjudicate("a", first.trace_id, None, {"task_outcome": "partial"}, LEAD, "checked")
+    ws.campaigns.adjudicate("a", first.trace_id, None, {"task_outcome": "partial"}, LEAD, "checked")
     return ws
 
 
@@ -193,7 +193,7 @@ def test_members_add_and_list(capsys, db):
     code, out, _ = run(capsys, "campaign", "members", "list", "--db", db)
     assert [line.split()[:2] for line in out.splitlines()] == [
         ["lee@example.org", "lead"], ["rev@example.org", "reviewer"]]
-    assert Workspace.open(db).role("lee@example.org") == "lead"
+    assert Workspace.open(db).campaigns.role("lee@example.org") == "lead"
 
 
 def test_create_over_an_optional_question_then_close_and_status_says_closed(capsys, lib, db):
@@ -203,11 +203,11 @@ def test_create_over_an_optional_question_then_close_and_status_says_closed(caps
     targets = int(out.split(": ")[1].split()[0])
     assert targets > 0
     ws = Workspace.open(db, traces=[lib])
-    claim = ws.claim_next("spawns", Reviewer(name="ann", via="cli"))
+    claim = ws.campaigns.claim_next("spawns", Reviewer(name="ann", via="cli"))
     assert claim.questions == ["spawn_necessity", "spawn_correction"]
     code, out, _ = run(capsys, "campaign", "close", "spawns", "--db", db, "--lead", "lee")
     assert (code, out) == (0, f"campaign spawns is closed: no more claims ({targets} targets)\n")
-    assert ws.claim_next("spawns", Reviewer(name="bob", via="cli")) is None
+    assert ws.campaigns.claim_next("spawns", Reviewer(name="bob", via="cli")) is None
     code, out, _ = run(capsys, "campaign", "status", "spawns", "--db", db)
     assert code == 0 and "; closed 20" in out.splitlines()[0]
     code, out, _ = run(capsys, "campaign", "list", "--db", db)
@@ -224,19 +224,19 @@ def test_create_over_a_pool_samples_it_in_its_index(capsys, tmp_path, db):
     from test_library_pool import pool_workspace
 
     ws = pool_workspace(tmp_path)
-    location = ws.pools[0]
+    location = ws.library.pools[0]
     code, out, err = run(capsys, "campaign", "create", "pooled", "--traces", location, "--db",
                          ws.settings.db_url, "--sample", 5, "--seed", 11, "--questions",
                          "task_outcome")
     assert code == 0, err
     assert out.startswith("campaign pooled: 5 targets")
     again = Workspace.open(ws.settings.db_url, traces=[location])
-    assert [t.trace_id for t in again.campaign_store.targets(again.campaign("pooled"))] == \
-        again.sample_pool(5, seed=11)
-    while (claim := again.claim_next("pooled", Reviewer(name="ann", via="cli"))) is not None:
-        again.submit(claim, {"task_outcome": "success"})
+    assert [t.trace_id for t in again.campaigns.targets(again.campaigns.get("pooled"))] == \
+        again.library.sample_pool(5, seed=11)
+    while (claim := again.campaigns.claim_next("pooled", Reviewer(name="ann", via="cli"))) is not None:
+        again.campaigns.submit(claim, {"task_outcome": "success"})
     code, out, err = run(capsys, "campaign", "export", "pooled", "--traces", location, "--db",
                          ws.settings.db_url, "--format", "traces", "-o", tmp_path / "out")
     assert (code, err) == (0, "")
     assert sorted(p.stem for p in (tmp_path / "out").iterdir()) == sorted(
-        again.sample_pool(5, seed=11))
+        again.library.sample_pool(5, seed=11))

@@ -34,7 +34,7 @@ def test_sixteen_reviewers_in_two_processes_never_over_review_lose_or_strand_a_t
     library = copy_demos(tmp_path / "lib")
     ws = make_workspace(tmp_path, traces=[library], db=db)
     name = f"race-{uuid.uuid4().hex[:8]}"
-    campaign = ws.create_campaign(CampaignSpec(name=name, per_target=2, agreement_share=0.25,
+    campaign = ws.campaigns.create(CampaignSpec(name=name, per_target=2, agreement_share=0.25,
                                                agreement_k=3, lease_seconds=1),
                                   Reviewer(name="lead", via="cli"))
     start = time.time() + 4  # both processes import, then start together
@@ -53,8 +53,8 @@ def test_sixteen_reviewers_in_two_processes_never_over_review_lose_or_strand_a_t
     claimed = sum(t["claims"] for t in tallies)
     refused = sum(t["refused"] for t in tallies)
 
-    slots = ws.campaign_store.slot_rows(campaign)
-    targets = {t.target_id: t for t in ws.campaign_store.targets(campaign)}
+    slots = ws.campaigns.slot_rows(campaign)
+    targets = {t.target_id: t for t in ws.campaigns.targets(campaign)}
     assert [s for s in slots if s["state"] != "done"] == []  # none stuck, none lost
     done = Counter(s["target_id"] for s in slots)
     assert all(done[t] == targets[t].required for t in targets)
@@ -63,7 +63,7 @@ def test_sixteen_reviewers_in_two_processes_never_over_review_lose_or_strand_a_t
         reviewers = [s["reviewer"] for s in slots if s["target_id"] == target_id]
         assert len(set(reviewers)) == len(reviewers)
 
-    labels = [x for x in ws.labels.all() if x.campaign == name and x.source == "human"]
+    labels = [x for x in ws.labelling.all() if x.campaign == name and x.source == "human"]
     per_answer = Counter((x.trace_id, x.event_id, x.question) for x in labels)
     per_reviewer = Counter((x.trace_id, x.event_id, x.question, x.reviewer) for x in labels)
     required = {(t.trace_id, t.event_id): t.required for t in targets.values()}
@@ -72,7 +72,7 @@ def test_sixteen_reviewers_in_two_processes_never_over_review_lose_or_strand_a_t
     answered = {(x.trace_id, x.event_id) for x in labels}
     assert answered == set(required)  # every target has its labels
 
-    status = ws.campaign_status(name)
+    status = ws.campaigns.status(name)
     assert (status.complete, status.in_progress) == (status.targets, 0)
     assert sum(t["saves"] for t in tallies) == sum(required.values())
     assert claimed > sum(required.values())  # walked-away and outlasted leases were re-claimed

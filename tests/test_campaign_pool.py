@@ -1,5 +1,5 @@
 """Campaigns over a pool (`orchviz app --traces POOL`): a campaign is filtered and sampled in the
-pool's index (the same draw as `Workspace.sample_pool`), reviewed, saved and exported end to end;
+pool's index (the same draw as `ws.library.sample_pool`), reviewed, saved and exported end to end;
 and every page that opens a trace by id (Review, Adjudicate, Compare) opens a pool's trace
 (AppTest)."""
 
@@ -31,48 +31,48 @@ def ws(tmp_path) -> Workspace:
 
 def create(ws: Workspace, name: str = "pilot", **spec) -> str:
     spec.setdefault("questions", ["task_outcome"])
-    return ws.create_campaign(CampaignSpec(name=name, **spec), LEAD).name
+    return ws.campaigns.create(CampaignSpec(name=name, **spec), LEAD).name
 
 
 def traces_of(ws: Workspace, name: str) -> list[str]:
-    return [t.trace_id for t in ws.campaign_store.targets(ws.campaign(name))]
+    return [t.trace_id for t in ws.campaigns.targets(ws.campaigns.get(name))]
 
 
 # -- through the Workspace ----------------------------------------------------------------------
 
 
 def test_a_pool_campaign_is_sampled_claimed_saved_and_exported_end_to_end(ws, tmp_path):
-    drawn = ws.sample_pool(8, seed=3, stratify="topology")
+    drawn = ws.library.sample_pool(8, seed=3, stratify="topology")
     name = create(ws, sample=Sample(kind="stratified", n=8, seed=3, field="topology"))
     assert traces_of(ws, name) == drawn  # the library's sample, in its order
     saved = 0
-    while (claim := ws.claim_next(name, ANN)) is not None:
-        ws.submit(claim, {"task_outcome": "success" if saved % 2 else "failure"})
+    while (claim := ws.campaigns.claim_next(name, ANN)) is not None:
+        ws.campaigns.submit(claim, {"task_outcome": "success" if saved % 2 else "failure"})
         saved += 1
-    status = ws.campaign_status(name)
+    status = ws.campaigns.status(name)
     assert (saved, status.complete, status.targets) == (8, 8, 8)
     out = tmp_path / "pilot.jsonl"
-    ws.export("jsonl", out, campaign=name)
+    ws.exports.write("jsonl", out, campaign=name)
     records = [orjson.loads(x) for x in out.read_bytes().splitlines()]
     assert sorted(r["trace_id"] for r in records) == sorted(drawn)
-    hashes = {r.trace_id: r.sha256 for r in ws.pool_index().page(limit=200)}
+    hashes = {r.trace_id: r.sha256 for r in ws.library.pool_index().page(limit=200)}
     assert all(r["trace_sha256"] == hashes[r["trace_id"]] and r["campaign"] == name
                for r in records)
 
 
 def test_a_training_export_of_a_pool_campaign_reads_only_its_labelled_traces(ws, tmp_path):
     name = create(ws, sample=Sample(kind="random", n=3, seed=6))
-    while (claim := ws.claim_next(name, ANN)) is not None:
-        ws.submit(claim, {"task_outcome": "success"})
-    result = ws.export("traces", tmp_path / "labelled", campaign=name)
+    while (claim := ws.campaigns.claim_next(name, ANN)) is not None:
+        ws.campaigns.submit(claim, {"task_outcome": "success"})
+    result = ws.exports.write("traces", tmp_path / "labelled", campaign=name)
     assert result.left_out == []
     written = [orjson.loads(path.read_bytes()) for path in result.written]
-    assert sorted(r["trace_id"] for r in written) == sorted(ws.sample_pool(3, seed=6))
+    assert sorted(r["trace_id"] for r in written) == sorted(ws.library.sample_pool(3, seed=6))
 
 
 def test_a_random_pool_sample_is_the_libraries_draw_for_the_seed(ws):
     name = create(ws, sample=Sample(kind="random", n=10, seed=7))
-    assert traces_of(ws, name) == ws.sample_pool(10, seed=7)
+    assert traces_of(ws, name) == ws.library.sample_pool(10, seed=7)
 
 
 def test_a_pool_campaign_filters_in_the_index(ws):
@@ -90,21 +90,21 @@ def test_a_pool_campaign_of_whole_groups_takes_every_rollout_of_each_task(ws):
 
 def test_a_pool_campaign_of_an_optional_question_reads_its_traces_targets(ws):
     name = create(ws, questions=["spawn_necessity"], sample=Sample(kind="random", n=3, seed=2))
-    targets = ws.campaign_store.targets(ws.campaign(name))
-    trace = ws.trace(targets[0].trace_id)
-    spawns = [t.key for t in ws.targets(trace) if "spawn_necessity" in t.questions]
+    targets = ws.campaigns.targets(ws.campaigns.get(name))
+    trace = ws.library.trace(targets[0].trace_id)
+    spawns = [t.key for t in ws.library.targets(trace) if "spawn_necessity" in t.questions]
     assert len(targets) == 3 * len(spawns) and spawns
-    claim = ws.claim_next(name, ANN)
-    assert ws.submit(claim, {"spawn_necessity": "necessary"})[0].event_id == claim.event_id
+    claim = ws.campaigns.claim_next(name, ANN)
+    assert ws.campaigns.submit(claim, {"spawn_necessity": "necessary"})[0].event_id == claim.event_id
 
 
 def test_a_pool_campaign_takes_gold_from_the_pool(ws):
     gold = [{"trace_id": "rollout-0005", "event_id": None, "question": "task_outcome",
              "value": "success"}]
-    campaign = ws.create_campaign(
+    campaign = ws.campaigns.create(
         CampaignSpec(name="gold", questions=["task_outcome"],
                      sample=Sample(kind="random", n=4, seed=9)), LEAD, gold_records=gold)
-    rows = ws.campaign_store.targets(campaign, gold_only=True)
+    rows = ws.campaigns.targets(campaign, gold_only=True)
     assert [(r.trace_id, r.gold_answers) for r in rows] == [
         ("rollout-0005", {"task_outcome": "success"})]
 
@@ -122,7 +122,7 @@ def test_a_pool_campaign_refuses_a_folder_filter_and_an_unknown_pool(ws):
 @pytest.fixture
 def app(ws, monkeypatch) -> Workspace:
     ws = app_env(monkeypatch, ws)
-    ws.pool_index().close()  # the app's own Workspace opens the index (one process here)
+    ws.library.pool_index().close()  # the app's own Workspace opens the index (one process here)
     return ws
 
 
@@ -143,26 +143,26 @@ def test_the_review_page_opens_a_pool_campaigns_target_and_saves_it(app):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     claim = at.session_state["_review"]["claim"]
-    assert claim.trace_id in app.sample_pool(2, seed=4)
+    assert claim.trace_id in app.library.sample_pool(2, seed=4)
     assert any(markdown_literal(claim.trace_id) in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) >= 2  # the pool trace's tree and timeline
     next(r for r in at.radio if r.key.endswith(":task_outcome")).set_value("partial")
     next(b for b in at.button if ":save:" in b.key).click().run()
     assert not at.exception, at.exception
-    saved = app.labels.current(claim.trace_id, campaign=name)
+    saved = app.labelling.current(claim.trace_id, campaign=name)
     assert [(x.question, x.value) for x in saved] == [("task_outcome", "partial")]
 
 
 def test_the_adjudicate_page_opens_a_pool_traces_disagreement(app):
     name = create(app, per_target=2, sample=Sample(kind="random", n=1, seed=5))
     for reviewer, value in ((ANN, "success"), (BOB, "failure")):
-        claim = app.claim_next(name, reviewer)
-        app.submit(claim, {"task_outcome": value})
-    app.pool_index().close()
+        claim = app.campaigns.claim_next(name, reviewer)
+        app.campaigns.submit(claim, {"task_outcome": value})
+    app.library.pool_index().close()
     at = page("app_pages/adjudicate.py", reviewer="lee", campaign=name)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    trace_id = app.sample_pool(1, seed=5)[0]
+    trace_id = app.library.sample_pool(1, seed=5)[0]
     assert any("Disagreement 1 of 1" in c.value and markdown_literal(trace_id) in c.value
                for c in at.caption)
     assert len(at.get("plotly_chart")) >= 2
@@ -186,7 +186,7 @@ def test_the_compare_page_over_a_pool_alone_opens_on_its_first_traces(app):
 
 def test_the_review_page_says_a_closed_campaign_hands_out_nothing(app):
     name = create(app, sample=Sample(kind="random", n=2, seed=4))
-    app.close_campaign(name, LEAD)
+    app.campaigns.close(name, LEAD)
     at = page(None, campaign=name)
     assert not at.exception, at.exception
     assert any("was closed by a lead" in i.value for i in at.info)

@@ -30,9 +30,9 @@ def run_of(tmp_path: Path, steps: dict[int, range]) -> Path:
 
 
 def groups_of(ws, name: str) -> dict[int, set[str]]:
-    rows = {r.trace_id: r for r in ws.update_index().rows}
+    rows = {r.trace_id: r for r in ws.library.update_index().rows}
     found: dict[int, set[str]] = {}
-    for target in ws.campaign_store.targets(ws.campaign(name)):
+    for target in ws.campaigns.targets(ws.campaigns.get(name)):
         row = rows[target.trace_id]
         found.setdefault(row.rollout_step, set()).add(row.rollout_group)
     return found
@@ -40,7 +40,7 @@ def groups_of(ws, name: str) -> dict[int, set[str]]:
 
 def test_n_whole_groups_of_each_step_seeded_by_step_alone(tmp_path):
     ws = make_workspace(tmp_path, [run_of(tmp_path, {1: range(5), 2: range(5)})])
-    rows = ws.update_index().rows
+    rows = ws.library.update_index().rows
     chosen = per_step_rows(rows, 2, seed=7)
     assert len(chosen) == 2 * 2 * GROUP  # two groups of each of the two steps, whole
     by_group: dict[str, int] = {}
@@ -57,23 +57,23 @@ def test_n_whole_groups_of_each_step_seeded_by_step_alone(tmp_path):
 def test_the_campaign_keeps_sampling_as_steps_arrive(tmp_path):
     run = run_of(tmp_path, {1: range(3)})
     ws = make_workspace(tmp_path, [run])
-    ws.create_campaign(CampaignSpec(name="live", questions=["task_outcome"],
+    ws.campaigns.create(CampaignSpec(name="live", questions=["task_outcome"],
                                     sample=Sample(kind="per_step", n=2, seed=1)), LEAD)
     assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2}
     done = 0
-    while (claim := ws.claim_next("live", ANN)) is not None and done < 2 * GROUP:
-        ws.submit(claim, {"task_outcome": "success"})
+    while (claim := ws.campaigns.claim_next("live", ANN)) is not None and done < 2 * GROUP:
+        ws.campaigns.submit(claim, {"task_outcome": "success"})
         done += 1
     assert claim is None and done == 2 * GROUP  # step 1's two groups, all labelled
 
     append(run / "rollout_data_rank_0.jsonl", b"".join(lines(2, range(1), GROUP)))
-    claim = ws.claim_next("live", ANN)  # the queue was empty: step 2 is sampled now
+    claim = ws.campaigns.claim_next("live", ANN)  # the queue was empty: step 2 is sampled now
     assert claim is not None
     assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2, 2: 1}
     append(run / "rollout_data_rank_0.jsonl", b"".join(lines(2, range(1, 4), GROUP)))
-    assert ws.top_up_campaign("live") == GROUP  # step 2 was being written: one more group
+    assert ws.campaigns.top_up("live") == GROUP  # step 2 was being written: one more group
     assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 2, 2: 2}
-    assert ws.top_up_campaign("live") == 0  # N groups of each step: nothing more
+    assert ws.campaigns.top_up("live") == 0  # N groups of each step: nothing more
 
 
 def test_a_per_step_sample_needs_its_n():
@@ -91,6 +91,6 @@ def test_campaign_create_per_step_from_the_command_line(tmp_path):
     ws = make_workspace(tmp_path, [run], db=db)
     assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 1, 2: 1}
     with pytest.raises(LabelError):
-        ws.create_campaign(CampaignSpec(name="none", questions=["task_outcome"],
+        ws.campaigns.create(CampaignSpec(name="none", questions=["task_outcome"],
                                         sample=Sample(kind="per_step", n=1),
                                         filter={"text": "no-such-words"}), LEAD)

@@ -17,13 +17,13 @@ def labelled_store(tmp_path):
     answers on its stop, and one answer made with suggestions in view."""
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
-    ws.suggest([trace])
-    [stop] = [s for s in ws.suggestions(trace.trace_id, question=STOP)]
+    ws.suggestions.run([trace])
+    [stop] = [s for s in ws.suggestions.all(trace.trace_id, question=STOP)]
     answers = {"premature": {STOP: "premature", "stop_should_have_been": "e15"},
                "correct": {STOP: "correct"}}
     for name, value, visible in (("ann", stop.value, False), ("bob", "correct", False),
                                  ("cy", stop.value, True)):
-        ws.save_answers(trace, stop.event_id, answers[value], Reviewer(name=name, via="cli"),
+        ws.labelling.save_answers(trace, stop.event_id, answers[value], Reviewer(name=name, via="cli"),
                         suggestions_visible=visible)
     return tmp_path / "orchviz.db", stop
 

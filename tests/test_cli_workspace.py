@@ -56,7 +56,7 @@ def test_labels_import_takes_its_files_after_traces(tmp_path, capsys):
                          "--traces", folder, labels)
     assert code == 0, err
     assert f"{labels}: 1 records, 1 new labels" in out
-    (label,) = Workspace.open(tmp_path / "o.db").labels.all()
+    (label,) = Workspace.open(tmp_path / "o.db").labelling.all()
     assert (label.reviewer, label.value, label.identified_by) == ("ann", 2, "import")
 
 

@@ -40,7 +40,7 @@ for number in range(count):
         os.read(gate, 1)  # the barrier: every writer waits until all are forked
         try:
             workspace = Workspace.open(url, rubric=rubric)
-            workspace.labels.save(trace, "aggregation_quality", 2, f"writer-{number}", "e12")
+            workspace.labelling.save(trace, "aggregation_quality", 2, f"writer-{number}", "e12")
             code = 0
         except BaseException:
             traceback.print_exc()

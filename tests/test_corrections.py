@@ -42,8 +42,8 @@ def test_a_correction_question_without_actions_is_refused_naming_it():
 
 
 def test_a_merge_correction_is_saved_on_the_aggregate_with_its_score(ws):
-    trace = ws.trace(PREMATURE_ID)
-    made = ws.save_answers(trace, "e12", {
+    trace = ws.library.trace(PREMATURE_ID)
+    made = ws.labelling.save_answers(trace, "e12", {
         "aggregation_quality": 1, "merge_correction": {"action": "merge", "text": MERGE}}, ANN)
     saved = {x.question: x for x in made}
     assert saved["merge_correction"].value == {"action": "merge", "text": MERGE}
@@ -51,51 +51,51 @@ def test_a_merge_correction_is_saved_on_the_aggregate_with_its_score(ws):
 
 
 def test_a_correction_the_question_does_not_take_is_refused_and_nothing_is_saved(ws):
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     with pytest.raises(LabelError, match="'send' is not a correction this question takes"):
-        ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
+        ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
             "action": "send", "to": "x", "text": "y"}}, ANN)
     with pytest.raises(LabelError, match="write the merge it should have made"):
-        ws.save_answers(trace, "e12", {"aggregation_quality": 1,
+        ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1,
                                        "merge_correction": {"action": "merge", "text": "  "}}, ANN)
-    assert ws.labels.current_records() == []
+    assert ws.labelling.current_records() == []
 
 
 def test_a_delegation_goes_to_an_agent_of_the_trace_or_a_new_role(ws):
-    trace = ws.trace("demo-01-centralized-faithful")
+    trace = ws.library.trace("demo-01-centralized-faithful")
     with pytest.raises(LabelError, match="'nobody' is not an agent of this trace"):
-        ws.save_answers(trace, "e2", {"delegation_fit": "wrong_agent", "delegation_correction":
+        ws.labelling.save_answers(trace, "e2", {"delegation_fit": "wrong_agent", "delegation_correction":
                                       {"action": "delegate", "agent": "nobody"}}, ANN)
-    made = ws.save_answers(trace, "e2", {"delegation_fit": "wrong_agent", "delegation_correction":
+    made = ws.labelling.save_answers(trace, "e2", {"delegation_fit": "wrong_agent", "delegation_correction":
                                          {"action": "delegate", "role": "battery chemist"}}, ANN)
     assert {x.question for x in made} == {"delegation_fit", "delegation_correction"}
 
 
 def test_a_correction_is_dropped_when_the_answer_it_follows_does_not_ask_it(ws):
-    trace = ws.trace("demo-01-centralized-faithful")
-    made = ws.save_answers(trace, "e2", {"delegation_fit": "right_agent", "delegation_correction":
+    trace = ws.library.trace("demo-01-centralized-faithful")
+    made = ws.labelling.save_answers(trace, "e2", {"delegation_fit": "right_agent", "delegation_correction":
                                          {"action": "delegate", "agent": "researcher_cost"}}, ANN)
     assert [x.question for x in made] == ["delegation_fit"]
 
 
 def test_a_premature_stop_at_the_runs_last_event_saves_on_its_own(ws):
-    trace = ws.trace("demo-09-review-dropped-finding")  # the stop e13 is its last event
-    made = ws.save_answers(trace, "e13", {"stopping_correctness": "premature"}, ANN)
+    trace = ws.library.trace("demo-09-review-dropped-finding")  # the stop e13 is its last event
+    made = ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "premature"}, ANN)
     assert [(x.question, x.value) for x in made] == [("stopping_correctness", "premature")]
 
 
 def test_a_premature_stop_with_later_events_still_asks_where(ws):
     with pytest.raises(LabelError, match="pick an answer first: At which event"):
-        ws.save_answers(ws.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature"}, ANN)
+        ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature"}, ANN)
 
 
 def test_later_than_this_run_recorded_answers_a_premature_stop_and_no_late_one(ws):
-    trace = ws.trace("demo-09-review-dropped-finding")
-    made = ws.save_answers(trace, "e13", {"stopping_correctness": "premature",
+    trace = ws.library.trace("demo-09-review-dropped-finding")
+    made = ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "premature",
                                           "stop_should_have_been": LATER_THAN_RECORDED}, ANN)
     assert {x.question: x.value for x in made}["stop_should_have_been"] == LATER_THAN_RECORDED
     with pytest.raises(LabelError, match="only a stop that came too early"):
-        ws.save_answers(trace, "e13", {"stopping_correctness": "late",
+        ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "late",
                                        "stop_should_have_been": LATER_THAN_RECORDED}, ANN)
 
 
@@ -175,13 +175,13 @@ def test_two_corrections_of_another_decision_are_not_alike_and_close_words_are()
 
 
 def test_agreement_on_a_correction_is_who_corrected_and_how_alike_with_intervals(ws):
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     people = [Reviewer(name=n, via="cli") for n in ("ann", "bob", "cat")]
     texts = [MERGE, MERGE.replace("coincided", "happened at the same time"), None]
     for who, text in zip(people, texts):
         fix = {"merge_correction": {"action": "merge", "text": text}} if text else {}
-        ws.save_answers(trace, "e12", {"aggregation_quality": 1, **fix}, who)
-    merge = next(a for a in correction_agreements(RUBRIC, ws.labels.current_records(),
+        ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1, **fix}, who)
+    merge = next(a for a in correction_agreements(RUBRIC, ws.labelling.current_records(),
                                                   resamples=200)
                  if a.question == "merge_correction")
     assert (merge.reviewers, merge.targets, merge.compared_targets) == (3, 1, 1)
@@ -195,9 +195,9 @@ def test_the_agreement_page_shows_who_corrected_and_how_alike(tmp_path, monkeypa
     from factories import APP, PREMATURE, app_env
 
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     for who in ("ann", "bob"):
-        ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
+        ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
             "action": "merge", "text": MERGE}}, Reviewer(name=who, via="cli"))
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.switch_page("app_pages/agreement.py")
@@ -215,25 +215,25 @@ def test_a_lead_writes_the_final_correction_of_a_disputed_target_and_the_export_
     from viz_app.labels.campaign import CampaignSpec
 
     ws = make_workspace(tmp_path, traces=[premature()])
-    ws.update_index()
+    ws.library.update_index()
     lead = Reviewer(name="lee", via="cli")
-    ws.create_campaign(CampaignSpec(name="merges", questions=[
+    ws.campaigns.create(CampaignSpec(name="merges", questions=[
         "aggregation_quality", "merge_correction"], per_target=2), lead)
     words = {"ann": "Migration 0193 dropped the index.", "bob": None}
     for who, text in words.items():
         person = Reviewer(name=who, via="cli")
-        claim = ws.claim_next("merges", person)
+        claim = ws.campaigns.claim_next("merges", person)
         while claim.event_id != "e12":
-            ws.submit(claim, {"task_outcome": "failure"} if claim.event_id is None
+            ws.campaigns.submit(claim, {"task_outcome": "failure"} if claim.event_id is None
                       else {"stopping_correctness": "correct"})
-            claim = ws.claim_next("merges", person)
+            claim = ws.campaigns.claim_next("merges", person)
         fix = {"merge_correction": {"action": "merge", "text": text}} if text else {}
-        ws.submit(claim, {"aggregation_quality": 1, **fix})
+        ws.campaigns.submit(claim, {"aggregation_quality": 1, **fix})
     final = "Migration 0193 dropped the coupon index; restore it."
-    ws.adjudicate("merges", PREMATURE_ID, "e12", {"merge_correction": {
+    ws.campaigns.adjudicate("merges", PREMATURE_ID, "e12", {"merge_correction": {
         "action": "merge", "text": final}}, lead, "ann saw the index; the fix is to restore it")
     out = tmp_path / "final.jsonl"
-    result = ws.export("decision-pairs", out, traces={PREMATURE_ID: ws.trace(PREMATURE_ID)},
+    result = ws.exports.write("decision-pairs", out, traces={PREMATURE_ID: ws.library.trace(PREMATURE_ID)},
                        options=ExportOptions(adjudicated_only=True))
     rows = [__import__("orjson").loads(x) for x in out.read_bytes().splitlines()]
     assert result.count == 1 and rows[0]["chosen"] == f"aggregate: {final}"

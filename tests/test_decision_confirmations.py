@@ -24,7 +24,7 @@ ANN, BOB, LEE = (Reviewer(name=n, via="cli") for n in ("ann", "bob", "lee"))
 
 
 def rows_of(ws, traces, **options):
-    return decision_pair_rows(ws.labels.current_records(), {t.trace_id: t for t in traces},
+    return decision_pair_rows(ws.labelling.current_records(), {t.trace_id: t for t in traces},
                               ws.rubric, ExportOptions(**options))
 
 
@@ -41,10 +41,10 @@ def sound(tmp_path):
     stop = analysis.stops[0].event_id
     merge = analysis.aggregates[-1].event_id
     spawns = [e.id for e in analysis.order if e.type == "spawn"]
-    ws.save_answers(trace, stop, {"stopping_correctness": "correct"}, ANN)
-    ws.save_answers(trace, merge, {"aggregation_quality": 5}, ANN)
+    ws.labelling.save_answers(trace, stop, {"stopping_correctness": "correct"}, ANN)
+    ws.labelling.save_answers(trace, merge, {"aggregation_quality": 5}, ANN)
     for spawn in spawns:
-        ws.save_answers(trace, spawn, {"spawn_necessity": "necessary"}, ANN)
+        ws.labelling.save_answers(trace, spawn, {"spawn_necessity": "necessary"}, ANN)
     return ws, trace, stop, merge, spawns
 
 
@@ -106,10 +106,10 @@ def test_confirmations_none_all_or_as_many_as_corrections_per_sub_decision_with_
     fine = [planted_trace("premature_stop", "all-in", control=True, seed=s) for s in (1, 2, 3)]
     ws = make_workspace(tmp_path, traces=[fault, *fine])
     stop = analyze(fault).stops[0].event_id
-    ws.save_answers(fault, stop, {"stopping_correctness": "premature",
+    ws.labelling.save_answers(fault, stop, {"stopping_correctness": "premature",
                                   "stop_should_have_been": analyze(fault).order[-1].id}, ANN)
     for trace in fine:
-        ws.save_answers(trace, analyze(trace).stops[0].event_id,
+        ws.labelling.save_answers(trace, analyze(trace).stops[0].event_id,
                         {"stopping_correctness": "correct"}, ANN)
     traces = [fault, *fine]
     kinds = {how: [r["pair_kind"] for r in rows_of(ws, traces, confirmations=how)]
@@ -125,8 +125,8 @@ def test_confirmations_none_all_or_as_many_as_corrections_per_sub_decision_with_
 
 def test_a_disputed_sound_answer_makes_no_confirmation_until_adjudicated(sound):
     ws, trace, _, merge, _ = sound
-    ws.save_answers(trace, merge, {"aggregation_quality": 2}, BOB)
-    records = [r for r in ws.labels.current_records() if r["event_id"] == merge]
+    ws.labelling.save_answers(trace, merge, {"aggregation_quality": 2}, BOB)
+    records = [r for r in ws.labelling.current_records() if r["event_id"] == merge]
     assert decision_pair_rows(records, {trace.trace_id: trace}, ws.rubric) == []
     lead = [{**r, "label_id": "adj-" + r["label_id"], "reviewer": "lee",
              "source": "adjudication"} for r in records if r["reviewer"] == "ann"]
@@ -140,7 +140,7 @@ def test_decisions_are_compared_as_decisions_so_a_stop_with_a_merges_words_is_a_
     trace = premature()
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     said = trace.event("e12").text  # late: it should have stopped with the merge's words
-    ws.save_answers(trace, "e13", {"stopping_correctness": "late",
+    ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "late",
                                    "stop_should_have_been": "e11",
                                    "stop_correction": {"action": "stop", "text": said}}, ANN)
     (row,) = rows_of(ws, [trace])
@@ -163,9 +163,9 @@ def test_a_pointer_at_a_workers_return_to_its_lead_moves_to_the_leads_return_to_
     assert not saw(analysis, "orchestrator", "e20")  # researcher_2 -> lead_1
     assert first_had(analysis, "e20", "orchestrator") == "e22"  # lead_1 -> orchestrator
     ws = make_workspace(tmp_path, traces=[trace])
-    ws.save_answers(trace, "e18", {"stopping_correctness": "premature",
+    ws.labelling.save_answers(trace, "e18", {"stopping_correctness": "premature",
                                    "stop_should_have_been": "e20"}, ANN)
-    found = decision_pair_export(ws.labels.current_records(), {trace.trace_id: trace},
+    found = decision_pair_export(ws.labelling.current_records(), {trace.trace_id: trace},
                                  ws.rubric)
     rows = list(found.rows)
     at_stop, at_pointer = rows
@@ -181,9 +181,9 @@ def test_a_pointer_at_a_workers_return_to_its_lead_moves_to_the_leads_return_to_
 def test_a_pointer_the_stopping_agent_never_had_makes_no_pair_there_and_is_reported(tmp_path):
     trace = planted_trace("premature_stop", "still-working", topology="hierarchical")
     ws = make_workspace(tmp_path, traces=[trace])
-    ws.save_answers(trace, "e22", {"stopping_correctness": "premature",
+    ws.labelling.save_answers(trace, "e22", {"stopping_correctness": "premature",
                                    "stop_should_have_been": "e25"}, ANN)
-    found = decision_pair_export(ws.labels.current_records(), {trace.trace_id: trace},
+    found = decision_pair_export(ws.labelling.current_records(), {trace.trace_id: trace},
                                  ws.rubric)
     assert [r["origin"] for r in found.rows] == ["stop_at_stop"]
     assert any("never had" in n and "e25" in n for n in found.notes)

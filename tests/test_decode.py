@@ -374,11 +374,11 @@ def test_a_label_saved_on_a_trace_the_compiled_path_read_records_the_hash_of_its
     (tmp_path / "library").mkdir()
     (tmp_path / "library" / "big.json").write_bytes(data)
     ws = make_workspace(tmp_path, traces=[tmp_path / "library"])
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     exact = hashlib.sha256(data).hexdigest()
     assert trace.sha256 == exact != hashlib.sha256(dump_trace(trace)).hexdigest()
-    saved = ws.save_answers(trace, "e13", {"stopping_correctness": "premature",
+    saved = ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "premature",
                                            "stop_should_have_been": "e15"},
                             Reviewer(name="ann", via="cli"))
     assert saved and {label.trace_sha256 for label in saved} == {exact}
-    assert {label.trace_sha256 for label in ws.labels.all(PREMATURE_ID)} == {exact}
+    assert {label.trace_sha256 for label in ws.labelling.all(PREMATURE_ID)} == {exact}

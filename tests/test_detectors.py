@@ -1,6 +1,6 @@
 """The suggestion rules (viz_app.suggest.rules): each detector fires on a trace built to show its
 fault, with its answer on the question's own scale, its evidence and a sentence naming it, and
-stays silent on faithful traces; `Workspace.suggest` stores a producer's suggestions once;
+stays silent on faithful traces; `ws.suggestions.run` stores a producer's suggestions once;
 `orchviz suggest` runs them; `--format suggestions` exports them apart from the labels."""
 
 from __future__ import annotations
@@ -206,8 +206,8 @@ def test_a_spawn_label_is_exported_with_its_reward(tmp_path):
     trace = cases.duplicate_children()
     ws = make_workspace(tmp_path, traces=[trace])
     spawn = cases.event_at(trace, 1.2, "spawn")
-    ws.labels.save(trace, "spawn_necessity", "redundant", "ann", spawn.id)
-    out = ws.export("jsonl", tmp_path / "labels.jsonl")
+    ws.labelling.save(trace, "spawn_necessity", "redundant", "ann", spawn.id)
+    out = ws.exports.write("jsonl", tmp_path / "labels.jsonl")
     [row] = [json.loads(line) for line in out.written[0].read_text().splitlines()]
     assert (row["question"], row["event_id"], row["reward"]) == ("spawn_necessity", spawn.id, -0.5)
 
@@ -218,22 +218,22 @@ def test_a_spawn_label_is_exported_with_its_reward(tmp_path):
 def test_running_the_rules_twice_adds_nothing(tmp_path):
     ws = make_workspace(tmp_path)
     traces = [cases.late_stop(), cases.faithful()]
-    first = ws.suggest(traces)
-    again = ws.suggest(traces)
+    first = ws.suggestions.run(traces)
+    again = ws.suggestions.run(traces)
     assert (first.traces, first.suggestions, first.added) == (2, 3, 3)
     assert (again.suggestions, again.added, again.failures) == (3, 0, [])
-    assert len(ws.suggestions("case-late-stop")) == 3
+    assert len(ws.suggestions.all("case-late-stop")) == 3
 
 
 def test_suggestions_are_read_by_event_and_question(tmp_path):
     ws = make_workspace(tmp_path)
     trace = cases.late_stop()
-    ws.suggest([trace])
+    ws.suggestions.run([trace])
     stop = cases.event_at(trace, 40.0)
-    [late] = ws.suggestions(trace.trace_id, event_id=stop.id)
+    [late] = ws.suggestions.all(trace.trace_id, event_id=stop.id)
     assert late.value == "late" and late.evidence[0] == stop.id and late.created_at
-    assert len(ws.suggestions(trace.trace_id, question="spawn_necessity")) == 2
-    assert ws.suggestions("no-such-trace") == []
+    assert len(ws.suggestions.all(trace.trace_id, question="spawn_necessity")) == 2
+    assert ws.suggestions.all("no-such-trace") == []
 
 
 def test_a_producer_that_trips_on_a_trace_is_recorded_and_the_run_goes_on(tmp_path):
@@ -246,17 +246,17 @@ def test_a_producer_that_trips_on_a_trace_is_recorded_and_the_run_goes_on(tmp_pa
             return suggest(trace, rubric), []
 
     ws = make_workspace(tmp_path)
-    report = ws.suggest([cases.faithful(), cases.late_stop()], producer="judge",
+    report = ws.suggestions.run([cases.faithful(), cases.late_stop()], producer="judge",
                         judge=Tripping())
     assert report.traces == 2 and report.added == 3
     [failure] = report.failures
     assert failure.trace_id == "case-faithful" and "boom" in failure.error
-    assert ws.suggestion_store.failures("case-faithful")[0].error == failure.error
+    assert ws.suggestions.failures("case-faithful")[0].error == failure.error
 
 
 def test_the_judge_producer_needs_a_judge(tmp_path):
     with pytest.raises(SuggestError, match="needs a judge"):
-        make_workspace(tmp_path).suggest([cases.faithful()], producer="judge")
+        make_workspace(tmp_path).suggestions.run([cases.faithful()], producer="judge")
 
 
 @pytest.mark.postgres
@@ -265,8 +265,8 @@ def test_suggestions_are_stored_once_in_postgresql(tmp_path, postgres_url):
     raw["trace_id"] = f"case-late-stop-{uuid.uuid4().hex[:8]}"
     trace = as_trace(raw)
     ws = make_workspace(tmp_path, db=postgres_url)
-    assert ws.suggest([trace]).added == 3 and ws.suggest([trace]).added == 0
-    assert {s.question for s in ws.suggestions(trace.trace_id)} == {"stopping_correctness",
+    assert ws.suggestions.run([trace]).added == 3 and ws.suggestions.run([trace]).added == 0
+    assert {s.question for s in ws.suggestions.all(trace.trace_id)} == {"stopping_correctness",
                                                                     "spawn_necessity"}
 
 
@@ -298,7 +298,7 @@ def test_suggestions_export_on_their_own_and_never_with_the_labels(tmp_path, cap
     folder = copy_demos(tmp_path / "demos", ["10_review_premature_stop", "11_review_late_stop"])
     db = str(tmp_path / "s.db")
     ws = make_workspace(tmp_path, traces=[folder], db=db)
-    ws.labels.save(ws.trace("demo-10-review-premature-stop"), "stopping_correctness", "correct",
+    ws.labelling.save(ws.library.trace("demo-10-review-premature-stop"), "stopping_correctness", "correct",
                    "ann", "e13")
     assert main(["suggest", "--traces", str(folder), "--db", db]) == 0
     out, labels = tmp_path / "s.jsonl", tmp_path / "l.jsonl"
@@ -332,6 +332,6 @@ def test_orchviz_suggest_asks_a_judge_and_says_what_failed(tmp_path, capsys):
     said = capsys.readouterr()
     assert code == 0 and "judge: 1 traces, 1 suggestions (1 new)" in said.out
     assert "failed: demo-10-review-premature-stop e12 aggregation_quality" in said.err
-    [kept] = make_workspace(tmp_path, db=db).suggestions("demo-10-review-premature-stop")
+    [kept] = make_workspace(tmp_path, db=db).suggestions.all("demo-10-review-premature-stop")
     assert (kept.producer.name, kept.producer.model, kept.value) == ("judge", "stub-model",
                                                                     "premature")

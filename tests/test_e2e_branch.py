@@ -70,10 +70,10 @@ def test_continue_from_here_puts_the_branch_beside_the_original_on_compare(
             page.get_by_text("Judgement saved.").wait_for()
         finally:
             context.close()
-    branches = [r for r in ws.update_index().rows if r.trace_id != PREMATURE_ID]
+    branches = [r for r in ws.library.update_index().rows if r.trace_id != PREMATURE_ID]
     assert len(branches) == 1
-    fork = fork_of(ws.trace(branches[0].trace_id))
+    fork = fork_of(ws.library.trace(branches[0].trace_id))
     assert (fork.forked_from, fork.fork_event) == (PREMATURE_ID, "e13")
     assert len(fork.replayed) == 3 and len(fork.requested) == 1
-    judged = ws.judgement(PREMATURE_ID, branches[0].trace_id, "ann")
+    judged = ws.labelling.judgement(PREMATURE_ID, branches[0].trace_id, "ann")
     assert judged is not None and judged.chosen == branches[0].trace_id

@@ -87,8 +87,8 @@ def review_one(page, answer: str, latencies: list[float]) -> str:
 def workspace(tmp_path):
     folder = copy_demos(tmp_path / "demos", DEMOS)
     ws = make_workspace(tmp_path, traces=[folder])
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
                                     per_target=2), Reviewer(name="lee", via="cli"))
     return ws
 
@@ -130,7 +130,7 @@ def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
             page.get_by_text("nothing is left for you").wait_for()
         shot(ann, "campaign_04_done")
         assert sorted(done["ann"]) == sorted(done["bob"]) and len(set(done["ann"])) == 4
-        status = workspace.campaign_status(NAME)
+        status = workspace.campaigns.status(NAME)
         assert (status.targets, status.complete) == (4, 4)
 
         # the lead settles the one disagreement
@@ -175,7 +175,7 @@ def skip_reasons(workspace) -> list[tuple[str, str]]:
 
     from viz_app.store.tables import campaign_skips_table as skips
 
-    with workspace.campaign_store.engine.connect() as conn:
+    with workspace.campaigns.engine.connect() as conn:
         return [tuple(r) for r in conn.execute(select(skips.c.reviewer, skips.c.reason))]
 
 
@@ -200,4 +200,4 @@ def test_a_digit_typed_right_after_s_picks_a_skip_reason_never_an_answer(
     page.wait_for_function("() => /1 skipped/.test(document.body.innerText)", timeout=WAIT)
     wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
     assert skip_reasons(workspace) == [("bob", "The trace looks broken or cut short")]
-    assert workspace.labels.current_records(campaign=NAME) == []
+    assert workspace.labelling.current_records(campaign=NAME) == []

@@ -40,8 +40,8 @@ def target_text(page) -> str:
 @pytest.fixture
 def workspace(tmp_path):
     ws = make_workspace(tmp_path, traces=[copy_demos(tmp_path / "demos", DEMOS)])
-    ws.update_index()
-    ws.create_campaign(CampaignSpec(name=NAME, questions=["aggregation_quality",
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["aggregation_quality",
                                                           "merge_correction"]),
                        Reviewer(name="lee", via="cli"))
     return ws
@@ -89,12 +89,12 @@ def test_a_reviewer_writes_the_merge_it_should_have_made_by_keyboard(page, app_s
     print(f"\ncorrection by keyboard, 1 to the next target: "
           f"{', '.join(f'{s:.2f}' for s in seconds)} s")
 
-    records = workspace.labels.current_records(campaign=NAME)
+    records = workspace.labelling.current_records(campaign=NAME)
     fixes = {r["trace_id"]: r["value"] for r in records if r["question"] == "merge_correction"}
     assert fixes == {"demo-09-review-dropped-finding": {"action": "merge", "text": FIX},
                      "demo-10-review-premature-stop": {"action": "merge",
                                                        "text": "Migration 0193."}}
-    traces = {t: workspace.trace(t) for t in fixes}
+    traces = {t: workspace.library.trace(t) for t in fixes}
     rows = decision_pair_rows(records, traces, workspace.rubric,
                               ExportOptions(confirmations="none"))
     assert sorted((r["trace_id"], r["chosen"]) for r in rows) == sorted(

@@ -105,7 +105,7 @@ def answer_and_save(page, digit: str) -> str:
 def test_two_first_time_reviewers_label_a_cli_campaign_by_keyboard_alone(
         chromium, app_server, workspace):
     base = app_server(workspace)
-    targets = workspace.campaign_status(NAME).targets
+    targets = workspace.campaigns.status(NAME).targets
     contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(2)]
     pages = [c.new_page() for c in contexts]
     names = ["alice", "bruno"]
@@ -136,13 +136,13 @@ def test_two_first_time_reviewers_label_a_cli_campaign_by_keyboard_alone(
         for context in contexts:
             context.close()
 
-    rows = workspace.labels.current_records(campaign=NAME)
+    rows = workspace.labelling.current_records(campaign=NAME)
     by_reviewer = {name: {(r["trace_id"], r["event_id"]) for r in rows
                           if r["reviewer"] == name} for name in names}
     assert len(by_reviewer["alice"]) == len(by_reviewer["bruno"]) == targets
     assert by_reviewer["alice"] == by_reviewer["bruno"]
     assert {"aggregate", "stop"} <= {h.split("\n")[0].split(" · ")[-1] for h in seen["alice"]}
-    status = workspace.campaign_status(NAME)
+    status = workspace.campaigns.status(NAME)
     assert status.complete == status.targets == targets
 
 
@@ -176,7 +176,7 @@ def test_ctrl_enter_without_an_answer_says_to_pick_one_and_saves_nothing(
     page.keyboard.press("Control+Enter")
     page.locator(".st-key-ann-form").get_by_text("pick an answer first").wait_for(
         timeout=KEY_WAIT)
-    assert workspace.labels.current_records(campaign=NAME) == []
+    assert workspace.labelling.current_records(campaign=NAME) == []
 
 
 def test_a_name_changed_while_a_target_is_held_asks_and_esc_keeps_both(
@@ -200,4 +200,4 @@ def test_a_name_changed_while_a_target_is_held_asks_and_esc_keeps_both(
     wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
     assert box.input_value() == "erin" and kinds(page) == held
     answer_and_save(page, "1")
-    assert {r["reviewer"] for r in workspace.labels.current_records(campaign=NAME)} == {"erin"}
+    assert {r["reviewer"] for r in workspace.labelling.current_records(campaign=NAME)} == {"erin"}

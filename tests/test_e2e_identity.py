@@ -89,7 +89,7 @@ def test_a_shared_link_names_nobody_and_a_visitor_saves_only_as_the_name_they_ty
         settle(ann)
         assert name_box(ann).input_value() == "ann"
 
-        answers = {(x.reviewer, x.value) for x in workspace.labels.current()
+        answers = {(x.reviewer, x.value) for x in workspace.labelling.current()
                    if x.question == "aggregation_quality"}
         assert answers == {("ann", 3), ("bob", 1)}
     finally:

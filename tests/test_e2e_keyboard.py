@@ -122,7 +122,7 @@ def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
     wait_for_streamlit(page, quiet_ms=300)
     page.keyboard.press("Control+Enter")
     page.get_by_text("1 of 3 targets labelled by dan").wait_for(timeout=30_000)
-    saved = {x.question: x.value for x in workspace.labels.current(PREMATURE_ID)}
+    saved = {x.question: x.value for x in workspace.labelling.current(PREMATURE_ID)}
     assert saved == {"aggregation_quality": 2, "aggregation_issues": ["dropped_result"]}
 
 
@@ -146,7 +146,7 @@ def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, h
     page.keyboard.press(key)
     page.get_by_text("1 of 3 targets labelled by bob").wait_for(timeout=30_000)
     wait_for_streamlit(page)
-    saved = {x.question: x for x in workspace.labels.current(PREMATURE_ID)}
+    saved = {x.question: x for x in workspace.labelling.current(PREMATURE_ID)}
     assert saved["aggregation_quality"].value == 3
     if how == "tag":
         assert saved["aggregation_issues"].value == ["unfaithful_merge"]

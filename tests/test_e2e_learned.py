@@ -19,9 +19,9 @@ TRACE = "demo-12-review-over-spawning"
 def test_a_learned_suggestion_shows_its_answer_features_and_evidence(chromium, app_server,
                                                                      tmp_path):
     ws, _ = learnable(tmp_path)  # ann answered every spawn blind
-    model, _ = ws.train_producer(SPAWN, resamples=20)
-    ws.suggest([ws.trace(TRACE)], producer="learned")
-    [made] = ws.suggestions(TRACE, event_id="e4", producer="learned")
+    model, _ = ws.suggestions.train(SPAWN, resamples=20)
+    ws.suggestions.run([ws.library.trace(TRACE)], producer="learned")
+    [made] = ws.suggestions.all(TRACE, event_id="e4", producer="learned")
     base = app_server(ws)
     context = chromium.new_context(viewport=VIEWPORT)
     page = context.new_page()

@@ -26,7 +26,7 @@ def app(app_server, tmp_path):
     marks.add(trace, "bob", NOTES[2], event_id="e13")
     marks.add(trace, "ann", NOTES[0], start_s=0.0, end_s=2.0)
     marks.add(trace, "ann", NOTES[1], event_id="e12")
-    workspace.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    workspace.labelling.save(trace, "aggregation_quality", 2, "ann", "e12")
     return app_server(workspace)
 
 

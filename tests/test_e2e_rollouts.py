@@ -32,7 +32,7 @@ def test_rollouts_appended_while_a_reviewer_labels_come_in_and_nothing_saved_mov
     log = run / "rollout_data_rank_0.jsonl"
     append(log, b"".join(lines(1, range(2), GROUP)))
     ws = make_workspace(tmp_path, traces=[run])
-    first = ws.update_index().rows
+    first = ws.library.update_index().rows
     group = first[0].rollout_group
     base = app_server(ws, extra_args=["--follow", "1"])
 
@@ -62,7 +62,7 @@ def test_rollouts_appended_while_a_reviewer_labels_come_in_and_nothing_saved_mov
             page.get_by_text(f"Label member {n + 1} of 4").wait_for(timeout=60_000)
     finally:
         writing.join()
-    saved = {(r["trace_id"], r["value"], r["label_id"]) for r in ws.labels.current_records()}
+    saved = {(r["trace_id"], r["value"], r["label_id"]) for r in ws.labelling.current_records()}
     assert {(t, v) for t, v, _ in saved} == {(first[0].trace_id, "success"),
                                             (first[1].trace_id, "success")}
 
@@ -76,12 +76,12 @@ def test_rollouts_appended_while_a_reviewer_labels_come_in_and_nothing_saved_mov
     assert page.get_by_text(re.compile(r"following the run")).count() == 1
     shot(page, "rollouts-library-following")
 
-    rows = ws.update_index().rows
+    rows = ws.library.update_index().rows
     assert [(r.trace_id, r.position, r.sha256) for r in rows[:len(first)]] == [
         (r.trace_id, r.position, r.sha256) for r in first]  # nothing listed before moved
     assert sorted({r.rollout_step for r in rows}) == [1, 2, 3]
     assert {(r["trace_id"], r["value"], r["label_id"])
-            for r in ws.labels.current_records()} == saved
+            for r in ws.labelling.current_records()} == saved
 
     page.goto(f"{base}/run")
     wait_for_streamlit(page, timeout=60_000)

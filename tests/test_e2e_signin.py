@@ -39,8 +39,8 @@ def signed_in_app(app_server, provider, tmp_path):
     Returns (base URL, workspace)."""
     workspace = make_workspace(tmp_path, traces=[PREMATURE])
     admin = Reviewer(name="admin", via="cli")
-    workspace.add_member(LEAD.email, "lead", by=admin)
-    workspace.add_member(REV.email, "reviewer", by=admin)
+    workspace.campaigns.add_member(LEAD.email, "lead", by=admin)
+    workspace.campaigns.add_member(REV.email, "reviewer", by=admin)
     secrets = tmp_path / "secrets.toml"
     secrets.write_text(provider.secrets_toml("http://127.0.0.1:{port}/oauth2callback"))
     base = app_server(workspace, extra_args=["--secrets", str(secrets)])
@@ -130,7 +130,7 @@ def test_two_people_each_sign_in_and_sign_only_as_themselves(chromium, signed_in
         label_the_aggregate(b)
         shot(b, "signin_04_reviewer_saved")
 
-        labels = workspace.labels.current()
+        labels = workspace.labelling.current()
         assert {(x.reviewer, x.question, x.identified_by) for x in labels} == {
             (who, question, "oidc") for who in (LEAD.email, REV.email)
             for question in ("aggregation_quality", "aggregation_issues")}
@@ -196,9 +196,9 @@ def test_an_identity_token_the_provider_did_not_sign_signs_nobody_in(chromium, s
 
 def test_the_agreement_page_and_its_downloads_are_for_leads_only(chromium, signed_in_app):
     base, workspace = signed_in_app
-    workspace.add_member(BOSS.email, "lead", by=Reviewer(name="admin", via="cli"))
-    trace = workspace.trace(PREMATURE_ID)
-    workspace.save_answers(trace, "e12", {"aggregation_quality": 1}, Reviewer(
+    workspace.campaigns.add_member(BOSS.email, "lead", by=Reviewer(name="admin", via="cli"))
+    trace = workspace.library.trace(PREMATURE_ID)
+    workspace.labelling.save_answers(trace, "e12", {"aggregation_quality": 1}, Reviewer(
         name="ann@example.org", via="oidc"), comment="ANNS-NOTE")
     contexts = [new_context(chromium) for _ in range(4)]
     try:

@@ -48,9 +48,9 @@ def suggestions_box(page):
 def workspace(tmp_path) -> Workspace:
     """Demo 10 with the rules' suggestions stored (premature on e13, evidence e13, e15, e12)."""
     ws = make_workspace(tmp_path, traces=[PREMATURE])
-    report = ws.suggest([ws.trace(PREMATURE_ID)], producer="rules")
+    report = ws.suggestions.run([ws.library.trace(PREMATURE_ID)], producer="rules")
     assert any(s.event_id == "e13" and s.value == "premature"
-               for s in ws.suggestions(PREMATURE_ID)), report
+               for s in ws.suggestions.all(PREMATURE_ID)), report
     return ws
 
 
@@ -88,7 +88,7 @@ def test_the_trace_page_shows_a_suggestion_only_after_the_reviewers_save(
     finally:
         context.close()
 
-    [label] = workspace.labels.current(reviewer="ann")
+    [label] = workspace.labelling.current(reviewer="ann")
     assert (label.event_id, label.question, label.value) == ("e13", "stopping_correctness",
                                                              "correct")
     assert label.suggestions_visible is False
@@ -123,8 +123,8 @@ def test_an_evidence_link_selects_its_event_in_the_inspector(chromium, app_serve
 
 def test_an_assisted_campaign_shows_the_suggestion_first_and_the_label_says_so(
         chromium, app_server, workspace):
-    workspace.update_index()
-    workspace.create_campaign(CampaignSpec(name="assisted", questions=["stopping_correctness"],
+    workspace.library.update_index()
+    workspace.campaigns.create(CampaignSpec(name="assisted", questions=["stopping_correctness"],
                                            assisted=True), Reviewer(name="lee", via="cli"))
     base = app_server(workspace)
     context = chromium.new_context(viewport=VIEWPORT)
@@ -150,6 +150,6 @@ def test_an_assisted_campaign_shows_the_suggestion_first_and_the_label_says_so(
     finally:
         context.close()
 
-    [label] = workspace.labels.current(campaign="assisted")
+    [label] = workspace.labelling.current(campaign="assisted")
     assert (label.reviewer, label.value) == ("bob", "correct")
     assert label.suggestions_visible is True

@@ -77,7 +77,7 @@ def test_a_click_on_the_timeline_selects_without_sending_the_figure_again(page, 
     goto_as(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "tim")
     wait_for_streamlit(page, timeout=60_000)
     page.get_by_text("targets labelled by").wait_for()
-    figure = len(charts.timeline_figure(analyze(workspace.trace(PREMATURE_ID))).to_json())
+    figure = len(charts.timeline_figure(analyze(workspace.library.trace(PREMATURE_ID))).to_json())
     first = received(page, sockets, lambda: click_event(page, 3))
     assert "event=" in page.url
     chosen = page.url.split("event=")[1].split("&")[0]
@@ -109,7 +109,7 @@ HOVERED = """() => {
 def test_a_large_timelines_hover_names_the_events_id_agent_and_time(page, app_server, tmp_path):
     raw = synth_trace(60, 1_800, seed=5)  # above WEBGL_EVENTS: drawn with WebGL
     workspace = make_workspace(tmp_path, traces=[raw])
-    a = analyze(workspace.trace(raw["trace_id"]))
+    a = analyze(workspace.library.trace(raw["trace_id"]))
     goto_as(page, f"{app_server(workspace)}/trace?trace={raw['trace_id']}", "tim")
     wait_for_streamlit(page, timeout=60_000)
     page.locator('[data-testid="stPlotlyChart"]').nth(1).scroll_into_view_if_needed()

@@ -51,10 +51,10 @@ ADAPTER_METADATA = {"request", "response", "response_id", "agent_name"}
 
 def rows_of(tmp_path, raw) -> list[dict]:
     ws = make_workspace(tmp_path, traces=[raw])
-    trace = ws.trace(raw["trace_id"])
+    trace = ws.library.trace(raw["trace_id"])
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 4, reviewer, "e12", comment="kept both")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 4, reviewer, "e12", comment="kept both")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
     out = tmp_path / "al.jsonl"
     assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
@@ -110,7 +110,7 @@ def test_a_trace_read_from_spans_links_by_span_id_too(tmp_path, with_calls):
     rows_of(tmp_path, with_calls)
     ws = make_workspace(tmp_path)
     spans = trace_from_dict(with_calls, "spans.json", source_format="agentlightning")
-    given = ExportInput(labels=ws.labels.current_records(), traces={spans.trace_id: spans},
+    given = ExportInput(labels=ws.labelling.current_records(), traces={spans.trace_id: spans},
                         rubric=ws.rubric)
     aggregate = next(iter(FORMATS["agent-lightning"].rows(given).rows))
     attributes = aggregate["reward_span"]["attributes"]

@@ -18,11 +18,11 @@ def ws(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
     trace, dropped = premature(), demo_trace(DROPPED.stem)
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 4, reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 4, reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
-        ws.labels.save(dropped, "aggregation_quality", 1, reviewer, "e12")
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
+        ws.labelling.save(dropped, "aggregation_quality", 1, reviewer, "e12")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
     return ws
 
 

@@ -24,20 +24,20 @@ def ws(tmp_path):
 
 @pytest.fixture
 def trace(ws):
-    return ws.trace(TRACE)
+    return ws.library.trace(TRACE)
 
 
 def save(ws, trace, event_id, answers, reviewer, *, source="human", campaign="pilot"):
     """Labels saved as a campaign's submit (or a lead's adjudication) stores them."""
-    made = ws.labels.checked(trace, event_id, answers, reviewer, source=source,
+    made = ws.labelling.checked(trace, event_id, answers, reviewer, source=source,
                              campaign=campaign)
-    ws.labels.add(made)
+    ws.labelling.add(made)
     return made
 
 
 def export(ws, tmp_path, format="unpaired", **options):
     out = tmp_path / f"{format}.jsonl"
-    result = ws.export(format, out, traces={TRACE: ws.trace(TRACE)},
+    result = ws.exports.write(format, out, traces={TRACE: ws.library.trace(TRACE)},
                        options=ExportOptions(**options))
     return read_rows(out), result
 
@@ -63,7 +63,7 @@ def test_an_adjudication_settles_a_dispute_and_rows_name_its_campaign(ws, trace,
 def test_the_campaign_reads_back_from_every_step_shape(ws, trace, tmp_path, format):
     made = save(ws, trace, "e12", {"aggregation_quality": 2}, "ann", campaign="week-1")
     out = tmp_path / ("verl.parquet" if format == "verl" else f"{format}.jsonl")
-    ws.export(format, out, traces={TRACE: trace})
+    ws.exports.write(format, out, traces={TRACE: trace})
     (back,) = read_export(format, out)
     assert back["campaign"] == "week-1" and back["label_id"] == made[0].label_id
 
@@ -72,7 +72,7 @@ def test_a_retracted_label_is_in_no_export(ws, trace, tmp_path):
     save(ws, trace, "e12", {"aggregation_quality": 4}, "ann")
     (wrong,) = save(ws, trace, "e12", {"aggregation_quality": 1}, "bob")
     assert export(ws, tmp_path)[0] == []  # ann and bob disagree
-    ws.retract([wrong.label_id], LEAD, "bob misread the rubric")
+    ws.campaigns.retract([wrong.label_id], LEAD, "bob misread the rubric")
     (row,) = export(ws, tmp_path)[0]
     assert [p["reviewer"] for p in row["provenance"]] == ["ann"]
     assert wrong.label_id not in {r["label_id"] for r in read_export("unpaired",
@@ -80,8 +80,8 @@ def test_a_retracted_label_is_in_no_export(ws, trace, tmp_path):
 
 
 def test_suggestions_never_become_training_rows(ws, trace, tmp_path):
-    report = ws.suggest([trace])
-    assert ws.suggestion_store.all() and report is not None
+    report = ws.suggestions.run([trace])
+    assert ws.suggestions.all() and report is not None
     rows, _ = export(ws, tmp_path)
     assert rows == []
     save(ws, trace, "e12", {"aggregation_quality": 4}, "ann")

@@ -39,18 +39,18 @@ def test_pairwise_judgements_get_their_agreement_row(ws, tmp_path):
     (row,) = [q for q in facts["agreement"] if q["question"] == "pairwise_preference"]
     assert row["shared_targets"] == 1  # ann and bob judged the one pair
     assert "| pairwise_preference |" in (folder / "README.md").read_text()
-    found = pairwise_agreement(ws.labels.current_records())
+    found = pairwise_agreement(ws.labelling.current_records())
     assert found is not None and found.reviewers == 2 and found.targets == 1
 
 
 def test_pairwise_alpha_falls_as_judges_disagree(ws):
     from viz_app.labels.label import Reviewer
 
-    a, b = ws.trace("demo-10-review-premature-stop"), ws.trace("rerun")
-    agreeing = pairwise_agreement(ws.labels.current_records())
+    a, b = ws.library.trace("demo-10-review-premature-stop"), ws.library.trace("rerun")
+    agreeing = pairwise_agreement(ws.labelling.current_records())
     assert agreeing.alpha is None and "same judgement" in agreeing.note
-    ws.save_preference(a, b, a.trace_id, Reviewer(name="cy", via="cli"), "stops sooner", 3)
-    split = pairwise_agreement(ws.labels.current_records())
+    ws.labelling.save_preference(a, b, a.trace_id, Reviewer(name="cy", via="cli"), "stops sooner", 3)
+    split = pairwise_agreement(ws.labelling.current_records())
     assert split.alpha is not None and split.alpha < 0.5 and split.reviewers == 3
 
 

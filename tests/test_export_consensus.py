@@ -23,22 +23,22 @@ def ws(tmp_path):
 
 
 def answers(ws, **options):
-    found = select(ws.labels.current_records(), ws.rubric, ExportOptions(**options))
+    found = select(ws.labelling.current_records(), ws.rubric, ExportOptions(**options))
     return {(a.event_id, a.question): a for a in found.answers}, found
 
 
 def adjudicate(ws, trace, event_id, question, value):
     """An adjudication as a review campaign stores it: a new label by the lead, source
     `adjudication`, in the campaign."""
-    label = ws.labels.save(trace, question, value, "adjudicator", event_id)
+    label = ws.labelling.save(trace, question, value, "adjudicator", event_id)
     record = {**label.to_record(), "source": "adjudication", "campaign": "c1",
               "label_id": label.label_id + "-adj"}
-    return [*ws.labels.current_records(), record]
+    return [*ws.labelling.current_records(), record]
 
 
 def test_reviewers_who_agree_make_one_answer_with_their_reward(ws, trace):
-    ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
-    ws.labels.save(trace, "aggregation_quality", 4, "bob", "e12")
+    ws.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(trace, "aggregation_quality", 4, "bob", "e12")
     found, selection = answers(ws)
     answer = found[("e12", "aggregation_quality")]
     assert (answer.value, answer.reward, answer.reviewers, answer.disputed,
@@ -47,8 +47,8 @@ def test_reviewers_who_agree_make_one_answer_with_their_reward(ws, trace):
 
 
 def test_a_disputed_target_is_left_out_and_named_by_default(ws, trace):
-    ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e13")
-    ws.labels.save(trace, "stopping_correctness", "correct", "bob", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "correct", "bob", "e13")
     found, selection = answers(ws)
     assert ("e13", "stopping_correctness") not in found
     (sentence,) = selection.left_out
@@ -58,8 +58,8 @@ def test_a_disputed_target_is_left_out_and_named_by_default(ws, trace):
 
 
 def test_disputed_mean_keeps_the_mean_marked_disputed_without_a_value(ws, trace):
-    ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e13")
-    ws.labels.save(trace, "stopping_correctness", "correct", "bob", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "correct", "bob", "e13")
     found, selection = answers(ws, disputed="mean")
     answer = found[("e13", "stopping_correctness")]
     assert (answer.value, answer.reward, answer.reward_std, answer.disputed) == \
@@ -68,20 +68,20 @@ def test_disputed_mean_keeps_the_mean_marked_disputed_without_a_value(ws, trace)
 
 
 def test_disputed_adjudicated_takes_the_adjudicators_answer(ws, trace):
-    ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e13")
-    ws.labels.save(trace, "stopping_correctness", "correct", "bob", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "correct", "bob", "e13")
     labels = adjudicate(ws, trace, "e13", "stopping_correctness", "correct")
     found = select(labels, ws.rubric, ExportOptions(disputed="adjudicated"))
     (answer,) = [a for a in found.answers if a.question == "stopping_correctness"]
     assert (answer.value, answer.reward, answer.reviewers, answer.resolution) == \
         ("correct", 1.0, 3, "adjudicated")
-    without = select(ws.labels.current_records(), ws.rubric,
+    without = select(ws.labelling.current_records(), ws.rubric,
                      ExportOptions(disputed="adjudicated"))
     assert "no adjudicated label settles them" in without.left_out[0]
 
 
 def test_adjudicated_only_says_when_no_label_is_an_adjudication(ws, trace):
-    ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
     found, selection = answers(ws, adjudicated_only=True)
     assert found == {}
     assert selection.left_out == ["no label has source adjudication (a lead adjudicates "
@@ -90,8 +90,8 @@ def test_adjudicated_only_says_when_no_label_is_an_adjudication(ws, trace):
 
 
 def test_adjudicated_only_keeps_the_adjudicated_targets(ws, trace):
-    ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
     labels = adjudicate(ws, trace, "e12", "aggregation_quality", 2)
     found = select(labels, ws.rubric, ExportOptions(adjudicated_only=True))
     assert [(a.event_id, a.value, a.resolution) for a in found.answers] == \
@@ -100,27 +100,27 @@ def test_adjudicated_only_keeps_the_adjudicated_targets(ws, trace):
 
 
 def test_min_reviewers_leaves_out_targets_answered_by_fewer(ws, trace):
-    ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
-    ws.labels.save(trace, "task_outcome", "failure", "bob")
+    ws.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "task_outcome", "failure", "bob")
     found, selection = answers(ws, min_reviewers=2)
     assert list(found) == [("", "task_outcome")]
     assert "fewer reviewers than --min-reviewers 2" in selection.left_out[0]
 
 
 def test_the_pointer_of_a_disputed_stop_is_left_out(ws, trace):
-    ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+    ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                          "stop_should_have_been": "e15"}, "ann")
-    ws.labels.save(trace, "stopping_correctness", "correct", "bob", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "correct", "bob", "e13")
     found, selection = answers(ws, disputed="mean")
     assert ("e13", "stop_should_have_been") not in found
     assert any("follow-up answers left out" in s for s in selection.left_out)
 
 
 def test_tags_in_another_order_agree_and_free_text_is_never_disputed(ws, trace):
-    ws.labels.save(trace, "aggregation_issues", ["dropped_result", "unfaithful_merge"], "ann",
+    ws.labelling.save(trace, "aggregation_issues", ["dropped_result", "unfaithful_merge"], "ann",
                    "e12")
-    ws.labels.save(trace, "aggregation_issues", ["unfaithful_merge", "dropped_result"], "bob",
+    ws.labelling.save(trace, "aggregation_issues", ["unfaithful_merge", "dropped_result"], "bob",
                    "e12")
     found, selection = answers(ws)
     assert found[("e12", "aggregation_issues")].resolution == "agreed"
@@ -128,9 +128,9 @@ def test_tags_in_another_order_agree_and_free_text_is_never_disputed(ws, trace):
 
 
 def test_provenance_entries_give_the_records_back(ws, trace):
-    ws.labels.save(trace, "aggregation_issues", ["dropped_result"], "ann", "e12")
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
-    records = ws.labels.current_records()
+    ws.labelling.save(trace, "aggregation_issues", ["dropped_result"], "ann", "e12")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
+    records = ws.labelling.current_records()
     assert records_of(provenance(records)) == records
     assert all(entry["campaign"] == "" for entry in provenance(records))
 
@@ -153,9 +153,9 @@ def test_the_cli_refuses_an_option_the_format_does_not_take(ws, tmp_path, capsys
 
 
 def test_the_cli_reports_disputed_targets_and_writes_the_rest(ws, trace, tmp_path, capsys):
-    ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e13")
-    ws.labels.save(trace, "stopping_correctness", "correct", "bob", "e13")
-    ws.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e13")
+    ws.labelling.save(trace, "stopping_correctness", "correct", "bob", "e13")
+    ws.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
     out = tmp_path / "u.jsonl"
     code = main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
                  str(PREMATURE), "--format", "unpaired", "-o", str(out)])

@@ -33,13 +33,13 @@ def export(tmp_path, *extra):
 def test_an_original_and_its_branches_are_one_group_with_their_labels_as_rewards(tmp_path):
     ws = make_workspace(tmp_path, traces=[premature(), branch("b1", "Wait for db_analyst."),
                                           branch("b2", "Wait a little, then stop.")])
-    original, b1, b2 = ws.trace("demo-10-review-premature-stop"), ws.trace("b1"), ws.trace("b2")
-    ws.labels.save(original, "aggregation_quality", 1, "ann", "e12")  # before the fork
-    ws.labels.save_target(original, "e13", {"stopping_correctness": "premature",
+    original, b1, b2 = ws.library.trace("demo-10-review-premature-stop"), ws.library.trace("b1"), ws.library.trace("b2")
+    ws.labelling.save(original, "aggregation_quality", 1, "ann", "e12")  # before the fork
+    ws.labelling.save_target(original, "e13", {"stopping_correctness": "premature",
                                             "stop_should_have_been": "e15"}, "ann")
-    ws.labels.save(original, "task_outcome", "failure", "ann")
-    ws.labels.save(b1, "task_outcome", "success", "ann")
-    ws.labels.save(b2, "task_outcome", "partial", "ann")
+    ws.labelling.save(original, "task_outcome", "failure", "ann")
+    ws.labelling.save(b1, "task_outcome", "success", "ann")
+    ws.labelling.save(b2, "task_outcome", "partial", "ann")
     out, rows = export(tmp_path)
     (row,) = rows
     assert tuple(row) == DECISION_GROUP_FIELDS
@@ -59,7 +59,7 @@ def test_an_original_and_its_branches_are_one_group_with_their_labels_as_rewards
 
 def test_a_fork_with_one_labelled_member_is_left_out_and_named(tmp_path, capsys):
     ws = make_workspace(tmp_path, traces=[premature(), branch("b1", "Wait for db_analyst.")])
-    ws.labels.save(ws.trace("b1"), "task_outcome", "success", "ann")
+    ws.labelling.save(ws.library.trace("b1"), "task_outcome", "success", "ann")
     _, rows = export(tmp_path)
     assert rows == []
     assert "fewer than two labelled members" in capsys.readouterr().err

@@ -34,16 +34,16 @@ def ws(tmp_path, trace):
     """ann corrects the merge at e12 and says the stop at e13 was premature (it should have
     waited for e15, and answered FINAL)."""
     ws = make_workspace(tmp_path, traces=[PREMATURE])
-    ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
         "action": "merge", "text": MERGE}}, ANN)
-    ws.save_answers(trace, "e13", {"stopping_correctness": "premature",
+    ws.labelling.save_answers(trace, "e13", {"stopping_correctness": "premature",
                                    "stop_should_have_been": "e15",
                                    "stop_correction": {"action": "stop", "text": FINAL}}, ANN)
     return ws
 
 
 def rows_of(ws, trace, **options):
-    return decision_pair_rows(ws.labels.current_records(), {trace.trace_id: trace}, ws.rubric,
+    return decision_pair_rows(ws.labelling.current_records(), {trace.trace_id: trace}, ws.rubric,
                               ExportOptions(**options))
 
 
@@ -102,7 +102,7 @@ def test_conversational_rows_are_the_agents_messages_and_one_assistant_turn(ws, 
 
 
 def test_reviewers_who_chose_the_same_decision_in_their_own_words_each_make_a_row(ws, trace):
-    ws.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 1, "merge_correction": {
         "action": "merge", "text": "The index drop in migration 0193 is the cause."}}, BOB)
     merges = [r for r in rows_of(ws, trace) if r["event_id"] == "e12"
               and r["pair_kind"] == "correction"]
@@ -116,9 +116,9 @@ def test_reviewers_who_chose_different_decisions_dispute_it_until_a_lead_adjudic
     fixes = {"ann": {"action": "do_it_itself"},
              "bob": {"action": "reuse_agent", "agent": "log_analyst"}}
     for who, fix in fixes.items():
-        ws.save_answers(trace, "e4", {"spawn_necessity": "redundant", "spawn_correction": fix},
+        ws.labelling.save_answers(trace, "e4", {"spawn_necessity": "redundant", "spawn_correction": fix},
                         Reviewer(name=who, via="cli"))
-    records = ws.labels.current_records()
+    records = ws.labelling.current_records()
     assert decision_pair_rows(records, {trace.trace_id: trace}, ws.rubric) == []  # disputed
     lead = [{**r, "label_id": "adj-" + r["label_id"], "reviewer": "lee", "source": "adjudication"}
             for r in records if r["reviewer"] == "bob"]
@@ -131,21 +131,21 @@ def test_reviewers_who_chose_different_decisions_dispute_it_until_a_lead_adjudic
 def test_a_merge_left_as_it_was_makes_no_row_and_is_reported(tmp_path, trace):
     ws = make_workspace(tmp_path, traces=[trace])
     own = trace.event("e12").text
-    ws.save_answers(trace, "e12", {"aggregation_quality": 4, "merge_correction": {
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 4, "merge_correction": {
         "action": "merge", "text": own}}, ANN)
-    result = ws.export("decision-pairs", tmp_path / "d.jsonl", traces={trace.trace_id: trace})
+    result = ws.exports.write("decision-pairs", tmp_path / "d.jsonl", traces={trace.trace_id: trace})
     assert result.count == 0
     assert any("one decision on both sides" in n for n in result.notes)
 
 
 def test_min_reviewers_leaves_out_a_correction_one_reviewer_made(ws, trace, tmp_path):
-    result = ws.export("decision-pairs", tmp_path / "k2.jsonl", traces={trace.trace_id: trace},
+    result = ws.exports.write("decision-pairs", tmp_path / "k2.jsonl", traces={trace.trace_id: trace},
                        options=ExportOptions(min_reviewers=2))
     assert result.count == 0 and any("fewer reviewers" in x for x in result.left_out)
 
 
 def test_the_cli_writes_both_shapes_and_they_read_back_to_the_labels(ws, tmp_path):
-    saved = sorted((r["label_id"], r["question"]) for r in ws.labels.current_records()
+    saved = sorted((r["label_id"], r["question"]) for r in ws.labelling.current_records()
                    if r["question"] != "aggregation_quality")  # a score is not a pair
     for format in ("decision-pairs", "openrlhf-decision-pairs"):
         out = tmp_path / f"{format}.jsonl"
@@ -167,11 +167,11 @@ def test_the_cli_writes_both_shapes_and_they_read_back_to_the_labels(ws, tmp_pat
 def test_read_back_labels_import_into_a_new_workspace_and_make_the_same_pairs(ws, tmp_path,
                                                                               trace):
     out = tmp_path / "pairs.jsonl"
-    ws.export("decision-pairs", out, traces={trace.trace_id: trace})
+    ws.exports.write("decision-pairs", out, traces={trace.trace_id: trace})
     (tmp_path / "other").mkdir()
     fresh = make_workspace(tmp_path / "other", traces=[PREMATURE])
-    fresh.import_labels(read_export("decision-pairs", out), {trace.trace_id: trace}, "pairs")
-    again = decision_pair_rows(fresh.labels.current_records(), {trace.trace_id: trace},
+    fresh.labelling.import_labels(read_export("decision-pairs", out), {trace.trace_id: trace}, "pairs")
+    again = decision_pair_rows(fresh.labelling.current_records(), {trace.trace_id: trace},
                                fresh.rubric)
     first = rows_of(ws, trace)
     strip = ("provenance", "reviewers", "resolution")

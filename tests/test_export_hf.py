@@ -28,17 +28,17 @@ def ws(tmp_path):
     fork.update(forked_from=first["trace_id"], fork_event="e13", content="Wait for db_analyst.",
                 decision="continue")
     ws = make_workspace(tmp_path, traces=[first, second])
-    trace, rerun = ws.trace(first["trace_id"]), ws.trace("rerun")
+    trace, rerun = ws.library.trace(first["trace_id"]), ws.library.trace("rerun")
     from viz_app.labels.label import Reviewer
 
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 2, reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 2, reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
-        ws.save_preference(trace, rerun, "rerun", Reviewer(name=reviewer, via="cli"), "waits", 2)
-    ws.labels.save(trace, "aggregation_quality", 4, "cy", "e12")  # a dispute: left out
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
-    ws.labels.save(rerun, "task_outcome", "success", "ann")
+        ws.labelling.save_preference(trace, rerun, "rerun", Reviewer(name=reviewer, via="cli"), "waits", 2)
+    ws.labelling.save(trace, "aggregation_quality", 4, "cy", "e12")  # a dispute: left out
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(rerun, "task_outcome", "success", "ann")
     return ws
 
 

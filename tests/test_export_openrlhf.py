@@ -38,9 +38,9 @@ def runs(tmp_path):
     second["trace_id"] = "rerun"
     second["events"][0]["content"] = "A rerun that waits for every analyst."
     ws = make_workspace(tmp_path, traces=[first, second])
-    a, b = ws.trace(first["trace_id"]), ws.trace("rerun")
+    a, b = ws.library.trace(first["trace_id"]), ws.library.trace("rerun")
     for name, strength in (("ann", 3), ("bob", 1)):
-        ws.save_preference(a, b, "rerun", Reviewer(name=name, via="cli"), "waits", strength)
+        ws.labelling.save_preference(a, b, "rerun", Reviewer(name=name, via="cli"), "waits", strength)
     return ws
 
 
@@ -70,8 +70,8 @@ def labelled(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     trace = premature()
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 4, reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 4, reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
     return ws
 
@@ -100,7 +100,7 @@ def test_a_placeholder_in_a_trace_never_counts_as_a_step(tmp_path):
         if event["id"] == "e12":
             event["content"] = f"merged {PLACEHOLDER} results"
     ws = make_workspace(tmp_path, traces=[raw])
-    ws.labels.save(ws.trace(raw["trace_id"]), "aggregation_quality", 4, "ann", "e12")
+    ws.labelling.save(ws.library.trace(raw["trace_id"]), "aggregation_quality", 4, "ann", "e12")
     (row,) = export(tmp_path, "openrlhf-prm", tmp_path / "traces")
     assert row["input"].count(PLACEHOLDER) == len(row["label"]) == 1
 

@@ -31,12 +31,12 @@ def episode(tmp_path):
         if event["id"] == "e12":
             event.update(prompt_token_ids=[1, 2], response_token_ids=[3])
     ws = make_workspace(tmp_path, traces=[raw])
-    trace = ws.trace(raw["trace_id"])
+    trace = ws.library.trace(raw["trace_id"])
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 4, reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 4, reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
     out = tmp_path / "rllm.jsonl"
     assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
                  str(tmp_path / "traces"), "--format", "rllm", "-o", str(out)]) == 0

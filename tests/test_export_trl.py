@@ -35,10 +35,10 @@ def ws(tmp_path, trace):
     should have waited for e15; ann says the task failed."""
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 2, reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 2, reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
     return ws
 
 
@@ -52,7 +52,7 @@ def cli(tmp_path, format, *extra) -> tuple[int, list[dict]]:
 
 def test_the_stop_pointer_is_the_orchestrators_stop_placed_at_the_pointed_event(ws, trace):
     rows = list(FORMATS["stepwise"].rows(ExportInput(
-        labels=ws.labels.current_records(), traces={trace.trace_id: trace},
+        labels=ws.labelling.current_records(), traces={trace.trace_id: trace},
         rubric=ws.rubric)).rows)
     happened, pointer = rows
     assert TRL_STEPWISE <= set(happened)
@@ -74,13 +74,13 @@ def test_the_stop_pointer_is_the_orchestrators_stop_placed_at_the_pointed_event(
 def test_a_late_pointer_on_a_step_is_a_step_of_its_own_never_averaged(ws, trace):
     """A late stop whose pointer falls on the aggregate: stopping there was right."""
     for reviewer in ("ann", "bob"):
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "late",
                                              "stop_should_have_been": "e12"}, reviewer)
-    record = stepwise_record(trace, ws.labels.current_records(), ws.rubric)
+    record = stepwise_record(trace, ws.labelling.current_records(), ws.rubric)
     assert record["event_ids"] == ["e12", "e13"]
     assert record["rewards"] == [-0.5, -0.5]  # the aggregate's own; the late stop's own
     assert record["labels"] == [False, False]
-    (unpaired,) = [r for r in unpaired_records(trace, ws.labels.current_records(), ws.rubric)
+    (unpaired,) = [r for r in unpaired_records(trace, ws.labelling.current_records(), ws.rubric)
                    if r["kind"] == "should_have_stopped"]
     assert unpaired["event_id"] == "e12" and unpaired["corrects"] == "e13"
     assert unpaired["reward"] == 1.0 and unpaired["label"] is True
@@ -91,13 +91,13 @@ def test_a_late_pointer_on_a_step_is_a_step_of_its_own_never_averaged(ws, trace)
 
 
 def test_a_pointer_row_carries_the_dispute_and_adjudication_it_comes_from(ws, trace):
-    ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+    ws.labelling.save_target(trace, "e13", {"stopping_correctness": "late",
                                          "stop_should_have_been": "e12"}, "cy")
-    ws.labels.add(ws.labels.checked(trace, "e13", {"stopping_correctness": "premature",
+    ws.labelling.add(ws.labelling.checked(trace, "e13", {"stopping_correctness": "premature",
                                                    "stop_should_have_been": "e15"}, "lead",
                                     source="adjudication", campaign="pilot"))
     options = ExportOptions(disputed="adjudicated")
-    (row,) = [r for r in unpaired_records(trace, ws.labels.current_records(), ws.rubric,
+    (row,) = [r for r in unpaired_records(trace, ws.labelling.current_records(), ws.rubric,
                                           options) if r["kind"] == "should_have_stopped"]
     (answer,) = row["answers"]
     assert answer["disputed"] is True and answer["resolution"] == "implied"
@@ -106,7 +106,7 @@ def test_a_pointer_row_carries_the_dispute_and_adjudication_it_comes_from(ws, tr
 
 
 def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
-    rows = {r["event_id"]: r for r in unpaired_records(trace, ws.labels.current_records(),
+    rows = {r["event_id"]: r for r in unpaired_records(trace, ws.labelling.current_records(),
                                                          ws.rubric)}
     aggregate = rows["e12"]
     assert TRL_UNPAIRED <= set(aggregate)
@@ -123,9 +123,9 @@ def test_every_row_keeps_its_agent_values_and_provenance(ws, trace):
 
 def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(ws, trace):
     rows = {r["event_id"]: r for r in unpaired_records(
-        trace, ws.labels.current_records(), ws.rubric, ExportOptions(conversational=True))
+        trace, ws.labelling.current_records(), ws.rubric, ExportOptions(conversational=True))
         if r["kind"] == "decision"}
-    plain = {r["event_id"]: r for r in unpaired_records(trace, ws.labels.current_records(),
+    plain = {r["event_id"]: r for r in unpaired_records(trace, ws.labelling.current_records(),
                                                           ws.rubric)}
     stop = rows["e13"]
     assert stop["prompt"][0]["role"] == "user" and stop["prompt"][0]["content"].startswith(
@@ -139,7 +139,7 @@ def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(w
 
 
 def test_conversational_rows_alternate_roles_across_prompt_and_completion(ws, trace):
-    for row in unpaired_records(trace, ws.labels.current_records(), ws.rubric,
+    for row in unpaired_records(trace, ws.labelling.current_records(), ws.rubric,
                                 ExportOptions(conversational=True)):
         roles = [m["role"] for m in row["prompt"] + row["completion"]]
         assert roles[0] == "user" and roles[-1] == "assistant"
@@ -150,7 +150,7 @@ def test_stepwise_has_no_conversational_variant_in_trl(ws, trace):
     from viz_app.errors import OrchvizError
 
     with pytest.raises(OrchvizError, match="no conversational variant because TRL defines none"):
-        stepwise_record(trace, ws.labels.current_records(), ws.rubric,
+        stepwise_record(trace, ws.labelling.current_records(), ws.rubric,
                         ExportOptions(conversational=True))
 
 
@@ -162,9 +162,9 @@ def test_token_ids_and_call_ids_pass_through(tmp_path):
                          prompt_token_ids=[1, 2, 3], response_token_ids=[4, 5],
                          source_id=7)
     ws = make_workspace(tmp_path, traces=[raw])
-    trace = ws.trace(raw["trace_id"])
-    ws.labels.save(trace, "aggregation_quality", 5, "ann", "e12")
-    (row,) = unpaired_records(trace, ws.labels.current_records(), ws.rubric)
+    trace = ws.library.trace(raw["trace_id"])
+    ws.labelling.save(trace, "aggregation_quality", 5, "ann", "e12")
+    (row,) = unpaired_records(trace, ws.labelling.current_records(), ws.rubric)
     assert json.loads(row["call_json"]) == {"response_id": "resp-12", "llm_call_id": "call-12",
                                             "prompt_token_ids": [1, 2, 3],
                                             "response_token_ids": [4, 5], "source_id": "7"}
@@ -199,7 +199,7 @@ def test_the_cli_writes_preference_pairs(tmp_path):
     ws = make_workspace(tmp_path, traces=[first, second])
     from viz_app.labels.label import Reviewer
 
-    ws.save_preference(ws.trace(first["trace_id"]), ws.trace("demo-10-rerun"), "demo-10-rerun",
+    ws.labelling.save_preference(ws.library.trace(first["trace_id"]), ws.library.trace("demo-10-rerun"), "demo-10-rerun",
                        Reviewer(name="ann", via="cli"), "waits for the database", 2)
     out = tmp_path / "p.jsonl"
     assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",

@@ -24,11 +24,11 @@ def rows(tmp_path):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     trace = premature()
     for reviewer in ("ann", "bob"):
-        ws.labels.save(trace, "aggregation_quality", 2, reviewer, "e12")
-        ws.labels.save(trace, "aggregation_issues", ["dropped_result"], reviewer, "e12")
-        ws.labels.save_target(trace, "e13", {"stopping_correctness": "premature",
+        ws.labelling.save(trace, "aggregation_quality", 2, reviewer, "e12")
+        ws.labelling.save(trace, "aggregation_issues", ["dropped_result"], reviewer, "e12")
+        ws.labelling.save_target(trace, "e13", {"stopping_correctness": "premature",
                                              "stop_should_have_been": "e15"}, reviewer)
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
     out = tmp_path / "verl.parquet"
     assert main(["labels", "export", "--db", str(tmp_path / "orchviz.db"), "--traces",
                  str(PREMATURE), "--format", "verl", "-o", str(out)]) == 0
@@ -84,10 +84,10 @@ def test_the_parquet_holds_every_key_of_every_row(tmp_path):
 
     ws = make_workspace(tmp_path, traces=[PREMATURE])
     trace = premature()
-    ws.labels.save(trace, "aggregation_quality", 2, "ann", "e12", comment="gaps")
-    ws.labels.save_target(trace, "e13", {"stopping_correctness": "late",
+    ws.labelling.save(trace, "aggregation_quality", 2, "ann", "e12", comment="gaps")
+    ws.labelling.save_target(trace, "e13", {"stopping_correctness": "late",
                                          "stop_should_have_been": "e12"}, "ann")
-    given = ExportInput(labels=ws.labels.current_records(), traces={trace.trace_id: trace},
+    given = ExportInput(labels=ws.labelling.current_records(), traces={trace.trace_id: trace},
                         rubric=ws.rubric)
     rows = list(FORMATS["verl"].rows(given).rows)
     out = tmp_path / "v.parquet"

@@ -36,8 +36,8 @@ def cli_log(monkeypatch):
 def ws(tmp_path):
     """A workspace on demo 10 with one label saved."""
     workspace = make_workspace(tmp_path, traces=[premature()])
-    workspace.update_index()
-    workspace.save_answers(workspace.trace(PREMATURE_ID), "e12", {"aggregation_quality": 3}, ANN)
+    workspace.library.update_index()
+    workspace.labelling.save_answers(workspace.library.trace(PREMATURE_ID), "e12", {"aggregation_quality": 3}, ANN)
     return workspace
 
 
@@ -67,12 +67,12 @@ def one_line_on_stderr(capsys) -> str:
 
 def test_saving_into_a_read_only_database_is_one_sentence_and_saves_nothing(ws):
     readonly = Workspace.open(read_only_url(ws), traces=ws.settings.traces)
-    trace = readonly.trace(PREMATURE_ID)  # reading works
+    trace = readonly.library.trace(PREMATURE_ID)  # reading works
     with pytest.raises(StoreError, match=f"is read-only, {NOTHING_SAVED}$") as caught:
-        readonly.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
+        readonly.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
     assert "orchviz.db" in str(caught.value)
     assert caught.value.__cause__ is not None  # the database's own error, for the log
-    assert ws.labels.count() == 1
+    assert ws.labelling.count() == 1
 
 
 def test_the_cli_says_a_database_is_read_only_in_one_line_and_exits_1(ws, tmp_path, capsys):
@@ -82,7 +82,7 @@ def test_the_cli_says_a_database_is_read_only_in_one_line_and_exits_1(ws, tmp_pa
     line = one_line_on_stderr(capsys)
     assert line.startswith("orchviz: the database ") and line.endswith(
         f"is read-only, {NOTHING_SAVED}")
-    assert ws.labels.count() == 1
+    assert ws.labelling.count() == 1
 
 
 # -- a lock held past the busy timeout ---------------------------------------------------------
@@ -91,19 +91,19 @@ def test_the_cli_says_a_database_is_read_only_in_one_line_and_exits_1(ws, tmp_pa
 def test_a_lock_held_past_the_busy_timeout_is_one_sentence_and_saves_nothing(ws):
     path = ws.settings.db_url.removeprefix("sqlite:///")
     impatient = Workspace.open(f"sqlite:///{path}?timeout=0.3", traces=ws.settings.traces)
-    trace = impatient.trace(PREMATURE_ID)
+    trace = impatient.library.trace(PREMATURE_ID)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
     try:
         with pytest.raises(StoreError, match=r"^the database stayed locked by another writer for "
                                              rf"longer than 0\.3 s, {NOTHING_SAVED}; try again$"):
-            impatient.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)  # no path
+            impatient.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)  # no path
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert ws.labels.count() == 1
-    impatient.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)  # free again: saved
-    assert ws.labels.count() == 2
+    assert ws.labelling.count() == 1
+    impatient.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)  # free again: saved
+    assert ws.labelling.count() == 2
 
 
 def test_the_cli_says_the_database_stayed_locked_in_one_line(ws, tmp_path, capsys):
@@ -139,12 +139,12 @@ def test_a_full_database_is_one_sentence_and_saves_nothing(ws, tmp_path):
     records = [{"trace_id": PREMATURE_ID, "event_id": "e12", "question": "aggregation_quality",
                 "value": 1 + i % 5, "reviewer": f"judge-{i}", "comment": "x" * 500}
                for i in range(2000)]
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     with pytest.raises(StoreError, match=f"is full .*, {NOTHING_SAVED}$"):
-        ws.import_labels(records, {trace.trace_id: trace}, "judge.jsonl")
+        ws.labelling.import_labels(records, {trace.trace_id: trace}, "judge.jsonl")
     event.remove(ws.engine, "connect", cap)
     ws.engine.dispose()
-    assert ws.labels.count() == 1
+    assert ws.labelling.count() == 1
 
 
 @pytest.fixture
@@ -204,4 +204,4 @@ def test_a_sqlite_file_in_a_folder_that_is_not_there_is_one_sentence(tmp_path):
 def test_a_missing_table_while_migrating_is_no_store_error(tmp_path):
     """The errors orchviz expects (reading a version table that is not there yet) stay as they
     are: a fresh database is created as before."""
-    assert Workspace.open(tmp_path / "fresh.db").labels.count() == 0
+    assert Workspace.open(tmp_path / "fresh.db").labelling.count() == 0

@@ -57,14 +57,14 @@ def test_the_library_lists_appended_rollouts_and_keeps_the_rows_it_had(tmp_path)
     log = run / "rollout_data_rank_0.jsonl"
     log.write_bytes(b"".join(LINES[:2]))
     ws = make_workspace(tmp_path, [run])
-    before = ws.update_index().rows
+    before = ws.library.update_index().rows
     assert [(r.position, r.rollout_step, r.trainer_reward) for r in before] == [
         (0, 4, 0.0), (1, 4, 1.0)]
     assert before[0].rollout_group == before[1].rollout_group
     with log.open("ab") as stream:
         stream.write(LINES[2] + LINES[3][:30])
     _touch_later(log)
-    result = ws.update_index()
+    result = ws.library.update_index()
     assert not result.failures
     assert [r.trace_id for r in result.rows] == [
         "openrlhf/run/rank0/4/0", "openrlhf/run/rank0/4/1", "openrlhf/run/rank0/4/2"]
@@ -72,9 +72,9 @@ def test_the_library_lists_appended_rollouts_and_keeps_the_rows_it_had(tmp_path)
     with log.open("ab") as stream:
         stream.write(LINES[3][30:])
     _touch_later(log)
-    rows = ws.update_index().rows
+    rows = ws.library.update_index().rows
     assert [r.rollout_step for r in rows] == [4, 4, 4, 5] and rows[:2] == before
-    assert ws.trace("openrlhf/run/rank0/5/3").rewards["trainer"] == 1.0
+    assert ws.library.trace("openrlhf/run/rank0/5/3").rewards["trainer"] == 1.0
 
 
 def test_a_bad_line_appended_is_a_failure_of_its_file_not_of_the_rows_before(tmp_path):
@@ -83,11 +83,11 @@ def test_a_bad_line_appended_is_a_failure_of_its_file_not_of_the_rows_before(tmp
     log = run / "rollout_data_rank_0.jsonl"
     log.write_bytes(LINES[0])
     ws = make_workspace(tmp_path, [run])
-    ws.update_index()
+    ws.library.update_index()
     with log.open("ab") as stream:
         stream.write(b"{\"prompt\": oops}\n")
     _touch_later(log)
-    result = ws.update_index()
+    result = ws.library.update_index()
     assert [r.position for r in result.rows] == [0]
     (failure,) = result.failures
     assert "line 2" in failure.error

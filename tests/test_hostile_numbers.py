@@ -125,7 +125,7 @@ def test_the_index_lists_the_good_traces_and_one_failure_row_for_the_400_digit_t
         hostile_folder, tmp_path):
     ws = make_workspace(tmp_path, traces=[hostile_folder])
     for _ in range(2):  # indexed, then listed from the index
-        result = ws.update_index()
+        result = ws.library.update_index()
         assert len(result.rows) == 2 + len(EDGE_OF_FLOAT)
         (failure,) = result.failures
         assert failure.path.endswith("huge.json")
@@ -144,7 +144,7 @@ def test_a_trace_that_fails_after_its_reader_is_one_failure_row_and_the_others_l
         return real(trace, *args, **kwargs)
 
     monkeypatch.setattr(index, "summarise", summarise)
-    result = make_workspace(tmp_path, traces=[hostile_folder]).update_index()
+    result = make_workspace(tmp_path, traces=[hostile_folder]).library.update_index()
     assert len(result.rows) == 1 + len(EDGE_OF_FLOAT)
     assert sorted(Path(f.path).name for f in result.failures) == ["edge0.json", "huge.json"]
     assert any("OverflowError" in f.error for f in result.failures)
@@ -196,16 +196,16 @@ def test_the_library_page_lists_the_good_traces_and_one_failure_row(hostile_fold
 
 def test_every_export_writes_the_traces_at_the_edge_of_the_float(hostile_folder, tmp_path):
     ws = make_workspace(tmp_path, traces=[hostile_folder])
-    ws.update_index()
-    traces = {t: ws.trace(t) for t in (f"edge{n}" for n in range(len(EDGE_OF_FLOAT)))}
+    ws.library.update_index()
+    traces = {t: ws.library.trace(t) for t in (f"edge{n}" for n in range(len(EDGE_OF_FLOAT)))}
     for trace in traces.values():
-        ws.labels.save(trace, "task_outcome", "success", "ann")
-        ws.labels.save(trace, "aggregation_quality", 2, "ann", "e2")
-        ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e3")
+        ws.labelling.save(trace, "task_outcome", "success", "ann")
+        ws.labelling.save(trace, "aggregation_quality", 2, "ann", "e2")
+        ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e3")
         ws.bookmarks.add(trace, "ann", "a huge one", event_id="e1")
     for name, found in FORMATS.items():
         output = tmp_path / "out" / (name if found.writes_folder else f"{name}.out")
-        result = ws.export(name, output, traces=traces)  # no exception escapes
+        result = ws.exports.write(name, output, traces=traces)  # no exception escapes
         assert result.format == name
     lines = (tmp_path / "out" / "rewards.out").read_text().splitlines()
     assert len(lines) == 3 * len(EDGE_OF_FLOAT)

@@ -87,7 +87,7 @@ def test_db_stores_the_who_and_when_annotation_once_as_imported_labels(tmp_path,
     assert main(args) == 0 and main(args) == 0
     err = capsys.readouterr().err
     assert "stored 1 published label in" in err and "stored 0 published labels in" in err
-    (label,) = Workspace.open(db).labels.all()
+    (label,) = Workspace.open(db).labelling.all()
     assert (label.source, label.origin, label.question, label.identified_by) == (
         "import", "Who&When", "task_outcome", "import")
 
@@ -105,5 +105,5 @@ def test_db_checks_the_annotation_against_the_rubric_named(tmp_path, capsys):
     db = tmp_path / "orchviz.db"
     assert main(["import", str(FIXTURES / "whowhen_magentic.json"), "--db", str(db),
                  "--rubric", str(rubric), "-o", str(tmp_path / "w.json")]) == 0
-    (label,) = Workspace.open(db, rubric=rubric).labels.all()
+    (label,) = Workspace.open(db, rubric=rubric).labelling.all()
     assert label.rubric_version == "9.9"

@@ -113,9 +113,9 @@ def test_failure_modes_read_codes_and_nulls():
 
 def test_the_labels_go_into_the_workspace_once(runs, tmp_path):
     workspace = make_workspace(tmp_path)
-    assert workspace.import_published_labels(runs.values()) == 4
-    assert workspace.import_published_labels(runs.values()) == 0
-    by_trace = {(lab.trace_id, lab.question): lab for lab in workspace.labels.all()}
+    assert workspace.labelling.import_published(runs.values()) == 4
+    assert workspace.labelling.import_published(runs.values()) == 0
+    by_trace = {(lab.trace_id, lab.question): lab for lab in workspace.labelling.all()}
     premature = by_trace[("mast-AG2-GSM-Plus-17", "stopping_correctness")]
     assert (premature.value, premature.reward, premature.origin) == ("premature", -1.0, "MAST")
 

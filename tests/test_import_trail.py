@@ -93,9 +93,9 @@ def test_task_orchestration_on_the_aggregate_is_an_uncertain_aggregation_label(t
 
 def test_the_labels_go_into_the_workspace_under_its_rubric_once(trace, tmp_path):
     workspace = make_workspace(tmp_path)
-    assert workspace.import_published_labels([trace]) == 1
-    assert workspace.import_published_labels([trace]) == 0
-    (label,) = workspace.labels.all()
+    assert workspace.labelling.import_published([trace]) == 1
+    assert workspace.labelling.import_published([trace]) == 0
+    (label,) = workspace.labelling.all()
     assert (label.source, label.origin, label.reviewer, label.reward) == (
         "import", "TRAIL", "TRAIL", -0.5)
 

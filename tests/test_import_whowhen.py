@@ -141,9 +141,9 @@ def test_a_group_chat_has_an_aggregate_of_the_other_experts_and_a_stop(group_cha
 
 def test_annotation_is_stored_once_as_an_imported_label(magentic, tmp_path):
     workspace = make_workspace(tmp_path)
-    assert workspace.import_published_labels([magentic]) == 1
-    assert workspace.import_published_labels([magentic]) == 0
-    (label,) = workspace.labels.all()
+    assert workspace.labelling.import_published([magentic]) == 1
+    assert workspace.labelling.import_published([magentic]) == 0
+    (label,) = workspace.labelling.all()
     assert (label.source, label.origin, label.question, label.value) == (
         "import", "Who&When", "task_outcome", "failure")
     assert "step 6" in label.comment
@@ -155,10 +155,10 @@ def test_indexing_a_folder_writes_no_label_only_importing_does(tmp_path):
     folder.mkdir()
     (folder / "run.json").write_bytes((FIXTURES / "whowhen_magentic.json").read_bytes())
     workspace = make_workspace(tmp_path, traces=[folder])
-    workspace.update_index()
-    assert workspace.labels.count() == 0
-    traces = workspace.read_traces().traces
-    assert workspace.import_published_labels(traces.values()) == 1
+    workspace.library.update_index()
+    assert workspace.labelling.count() == 0
+    traces = workspace.library.read_traces().traces
+    assert workspace.labelling.import_published(traces.values()) == 1
 
 
 def test_a_published_annotation_is_checked_against_the_workspaces_own_rubric(magentic, tmp_path):
@@ -168,8 +168,8 @@ def test_a_published_annotation_is_checked_against_the_workspaces_own_rubric(mag
     raw["version"] = "team-1"
     rubric = rubric_from_dict(raw)
     workspace = make_workspace(tmp_path, rubric=rubric)
-    assert workspace.import_published_labels([magentic]) == 1
-    (label,) = workspace.labels.all()
+    assert workspace.labelling.import_published([magentic]) == 1
+    (label,) = workspace.labelling.all()
     assert (label.rubric_version, label.rubric_sha256) == ("team-1", rubric.sha256)
     assert rubric.sha256 != default_rubric().sha256
 

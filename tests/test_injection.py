@@ -43,8 +43,8 @@ def hostile(tmp_path):
     """A workspace with a trace whose id, and a label whose reviewer and comment, are
     formulas."""
     ws = make_workspace(tmp_path, traces=[example_trace(HOSTILE_ID)])
-    trace = ws.trace(HOSTILE_ID)
-    ws.labels.save(trace, "task_outcome", "failure", "@reviewer", comment="-1+cmd|' /C calc'!A0")
+    trace = ws.library.trace(HOSTILE_ID)
+    ws.labelling.save(trace, "task_outcome", "failure", "@reviewer", comment="-1+cmd|' /C calc'!A0")
     return ws
 
 
@@ -89,9 +89,9 @@ def test_a_negative_answer_stays_json_in_the_csv(tmp_path):
     from factories import premature
 
     ws = make_workspace(tmp_path, traces=[premature()])
-    trace = ws.trace(premature().trace_id)
-    ws.labels.save(trace, "aggregation_quality", 1, "ann", "e12")
-    ws.export("csv", tmp_path / "labels.csv")
+    trace = ws.library.trace(premature().trace_id)
+    ws.labelling.save(trace, "aggregation_quality", 1, "ann", "e12")
+    ws.exports.write("csv", tmp_path / "labels.csv")
     [row] = _cells(tmp_path / "labels.csv")
     assert (row["value"], row["reward"]) == ("1", "-1.0")
 
@@ -134,9 +134,9 @@ def terminal_ws(tmp_path):
     folder.mkdir()
     (folder / "t.json").write_text(json.dumps(terminal_trace()))
     ws = make_workspace(tmp_path, traces=[folder])
-    trace = ws.trace(TERMINAL_ID)
-    ws.labels.save(trace, "task_outcome", "success", "ann")
-    ws.labels.save(trace, "task_outcome", "failure", TERMINAL_REVIEWER)
+    trace = ws.library.trace(TERMINAL_ID)
+    ws.labelling.save(trace, "task_outcome", "success", "ann")
+    ws.labelling.save(trace, "task_outcome", "failure", TERMINAL_REVIEWER)
     return ws
 
 
@@ -320,7 +320,7 @@ def linked_app(app_server, tmp_path):
         raw["trace_id"], raw["task_id"] = name, f"{URL_TASK} ({name})"
         (folder / f"{name}.json").write_text(json.dumps(raw))
     ws = make_workspace(tmp_path, traces=[folder])
-    ws.bookmarks.add(ws.trace("url-a"), "ann", "the [payload](data:text/html,<b>hi</b>) and "
+    ws.bookmarks.add(ws.library.trace("url-a"), "ann", "the [payload](data:text/html,<b>hi</b>) and "
                      "[run](javascript:alert(1)); see [the docs](https://example.org/docs)",
                      event_id="e1")
     return app_server(ws)
@@ -438,14 +438,14 @@ def test_no_control_byte_of_a_note_or_comment_reaches_case_md_case_html_or_the_c
     from factories import PREMATURE, PREMATURE_ID
 
     ws = make_workspace(tmp_path, traces=[PREMATURE])
-    trace = ws.trace(PREMATURE_ID)
+    trace = ws.library.trace(PREMATURE_ID)
     ws.bookmarks.add(trace, "ann", STEERING_NOTE, event_id="e13")
-    ws.labels.save(trace, "task_outcome", "success", "ann", comment=STEERING_NOTE)
+    ws.labelling.save(trace, "task_outcome", "success", "ann", comment=STEERING_NOTE)
     db = str(tmp_path / "orchviz.db")
     assert main(["report", str(PREMATURE), "--db", db, "-o", str(tmp_path / "case.html")]) == 0
     assert main(["report", str(PREMATURE), "--db", db, "-o", str(tmp_path / "case.md"),
                  "--format", "md"]) == 0
-    ws.export("csv", tmp_path / "labels.csv")
+    ws.exports.write("csv", tmp_path / "labels.csv")
     for name in ("case.md", "labels.csv", "case.html"):
         text = (tmp_path / name).read_text("utf-8")
         if name == "case.html":  # Plotly's inlined script is not trace text: the page's body is

@@ -56,13 +56,13 @@ def test_the_workspace_stores_the_judges_suggestions_and_failures(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     with OpenAIStub({STOP: GOOD[STOP], AGGREGATE: Reply(status=500)}) as stub:
-        report = ws.suggest([trace], producer="judge", judge=judge(stub))
+        report = ws.suggestions.run([trace], producer="judge", judge=judge(stub))
     assert (report.added, len(report.failures)) == (1, 1)
-    [kept] = ws.suggestions(trace.trace_id)
+    [kept] = ws.suggestions.all(trace.trace_id)
     assert (kept.event_id, kept.question, kept.value) == ("e13", STOP[0], "premature")
     assert kept.producer.name == "judge" and kept.producer.model == "stub-model"
     assert kept.producer.prompt_sha256 == prompt_sha256() and kept.evidence == ("e15", "e13")
-    [failure] = ws.suggestion_store.failures()
+    [failure] = ws.suggestions.failures()
     assert failure.question == "aggregation_quality" and "HTTP 500" in failure.error
 
 
@@ -70,14 +70,14 @@ def test_the_judges_agreement_with_blind_labels_is_measured(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     with OpenAIStub(GOOD) as stub:
-        ws.suggest([trace], producer="judge", judge=judge(stub))
+        ws.suggestions.run([trace], producer="judge", judge=judge(stub))
     premature_ = {STOP[0]: "premature", "stop_should_have_been": "e15"}
     for name, answers in (("ann", premature_), ("bob", {STOP[0]: "correct"})):
-        ws.save_answers(trace, "e13", answers, Reviewer(name=name, via="cli"),
+        ws.labelling.save_answers(trace, "e13", answers, Reviewer(name=name, via="cli"),
                         suggestions_visible=False)
-    ws.save_answers(trace, "e13", premature_, Reviewer(name="cy", via="cli"),
+    ws.labelling.save_answers(trace, "e13", premature_, Reviewer(name="cy", via="cli"),
                     suggestions_visible=True)
-    report = ws.suggestion_agreement(STOP[0], resamples=50)
+    report = ws.suggestions.agreement(STOP[0], resamples=50)
     judged = next(r for r in report.rows if r.rater == "judge (stub-model)")
     assert (judged.pairs, report.left_out_visible) == (2, 1)
     assert judged.confusion[1][1] == 1 and judged.confusion[0][1] == 1  # ann agrees, bob not
@@ -256,7 +256,7 @@ def test_orchviz_suggest_with_a_judge_stores_its_answers_and_names_its_failures(
     out, err = capsys.readouterr()
     assert code == 0 and "judge: 1 traces, 2 suggestions" in out
     assert "failed: demo-10-review-premature-stop" in err and "HTTP 404" in err
-    stored = make_workspace(tmp_path).suggestions("demo-10-review-premature-stop")
+    stored = make_workspace(tmp_path).suggestions.all("demo-10-review-premature-stop")
     assert {(s.question, s.value) for s in stored} == {(STOP[0], "premature"),
                                                         (AGGREGATE[0], 4)}
 

@@ -45,9 +45,9 @@ def adjudicated(tmp_path, *answers: tuple[str, dict]):
     """A workspace of demo 10 and the hostile copy, where a lead adjudicated the stop (e13) of
     each trace named with its answers."""
     ws = make_workspace(tmp_path, [premature(), hostile()])
-    campaign = ws.create_campaign(CampaignSpec(name="stops", questions=[STOP[0]]), LEAD)
+    campaign = ws.campaigns.create(CampaignSpec(name="stops", questions=[STOP[0]]), LEAD)
     for trace_id, given in answers:
-        ws.adjudicate(campaign.name, trace_id, "e13", given, LEAD, "settled")
+        ws.campaigns.adjudicate(campaign.name, trace_id, "e13", given, LEAD, "settled")
     return ws
 
 
@@ -58,10 +58,10 @@ def test_a_rerun_of_the_same_judge_sends_no_request(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     with OpenAIStub(GOOD) as stub:
-        first = ws.suggest([trace], producer="judge", judge=judge(stub))
+        first = ws.suggestions.run([trace], producer="judge", judge=judge(stub))
     assert len(stub.received) == 2 and first.added == 2
     with OpenAIStub(GOOD) as again:
-        second = ws.suggest([trace], producer="judge", judge=judge(again))
+        second = ws.suggestions.run([trace], producer="judge", judge=judge(again))
     assert again.received == []
     assert (second.added, second.skipped, second.failures) == (0, 2, [])
     assert "2 answered before and not asked again" in second.text
@@ -71,9 +71,9 @@ def test_a_question_that_failed_is_asked_again_and_only_it(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     with OpenAIStub({STOP: GOOD[STOP], AGGREGATE: Reply(status=500)}) as stub:
-        ws.suggest([trace], producer="judge", judge=judge(stub))
+        ws.suggestions.run([trace], producer="judge", judge=judge(stub))
     with OpenAIStub(GOOD) as again:
-        report = ws.suggest([trace], producer="judge", judge=judge(again))
+        report = ws.suggestions.run([trace], producer="judge", judge=judge(again))
     assert [r.prompt.split()[2] for r in again.received] == [AGGREGATE[0]]
     assert report.added == 1 and report.skipped == 1
 
@@ -82,16 +82,16 @@ def test_another_model_or_another_version_of_the_trace_is_asked_anew(tmp_path):
     trace = premature()
     ws = make_workspace(tmp_path, [trace])
     with OpenAIStub(GOOD) as stub:
-        ws.suggest([trace], producer="judge", judge=judge(stub))
+        ws.suggestions.run([trace], producer="judge", judge=judge(stub))
     with OpenAIStub(GOOD) as other_model:
-        ws.suggest([trace], producer="judge",
+        ws.suggestions.run([trace], producer="judge",
                    judge=JudgeProducer(other_model.url, "another-model", timeout=5.0,
                                        questions=[STOP[0], AGGREGATE[0]]))
     assert len(other_model.received) == 2
     changed = event_edited(trace, "e15", content="a later version of the result")
     assert changed.sha256 != trace.sha256
     with OpenAIStub(GOOD) as edited:
-        ws.suggest([changed], producer="judge", judge=judge(edited))
+        ws.suggestions.run([changed], producer="judge", judge=judge(edited))
     assert len(edited.received) == 2
 
 
@@ -117,7 +117,7 @@ def test_examples_are_spread_over_the_answers_and_chosen_the_same_way_each_time(
 
 def test_the_examples_are_earlier_turns_with_their_trace_text_escaped(tmp_path):
     ws = adjudicated(tmp_path, ("hostile-example", PREMATURE_ANSWER))
-    examples = ws.judge_examples(2, [STOP[0]])
+    examples = ws.suggestions.judge_examples(2, [STOP[0]])
     assert [(e.question.id, e.context.trace_id, e.value) for e in examples] == \
         [(STOP[0], "hostile-example", "premature")]
     with OpenAIStub(GOOD) as stub:
@@ -142,8 +142,8 @@ def test_the_examples_are_earlier_turns_with_their_trace_text_escaped(tmp_path):
 def test_examples_change_the_prompt_hash_and_other_examples_change_it_again(tmp_path):
     ws = adjudicated(tmp_path, ("hostile-example", PREMATURE_ANSWER),
                      (premature().trace_id, {STOP[0]: "correct"}))
-    one = ws.judge_examples(1, [STOP[0]])
-    two = ws.judge_examples(2, [STOP[0]])
+    one = ws.suggestions.judge_examples(1, [STOP[0]])
+    two = ws.suggestions.judge_examples(2, [STOP[0]])
     plain = JudgeProducer("http://127.0.0.1:9/v1", "m").producer.prompt_sha256
     hashes = {plain, prompt_sha256(examples=one), prompt_sha256(examples=two)}
     assert plain == prompt_sha256() and len(hashes) == 3
@@ -153,38 +153,38 @@ def test_examples_change_the_prompt_hash_and_other_examples_change_it_again(tmp_
 
 def test_a_judge_with_new_examples_asks_again_where_the_plain_one_answered(tmp_path):
     ws = adjudicated(tmp_path, ("hostile-example", PREMATURE_ANSWER))
-    trace = ws.trace(premature().trace_id)
+    trace = ws.library.trace(premature().trace_id)
     with OpenAIStub(GOOD) as stub:
-        ws.suggest([trace], producer="judge", judge=judge(stub, questions=[STOP[0]]))
-    examples = ws.judge_examples(1, [STOP[0]])
+        ws.suggestions.run([trace], producer="judge", judge=judge(stub, questions=[STOP[0]]))
+    examples = ws.suggestions.judge_examples(1, [STOP[0]])
     with OpenAIStub(GOOD) as taught:
-        ws.suggest([trace], producer="judge",
+        ws.suggestions.run([trace], producer="judge",
                    judge=judge(taught, questions=[STOP[0]], examples=examples))
-        ws.suggest([trace], producer="judge",
+        ws.suggestions.run([trace], producer="judge",
                    judge=judge(taught, questions=[STOP[0]], examples=examples))
     assert len(taught.received) == 1  # asked once as the new version, not again after
-    assert len({s.producer.prompt_sha256 for s in ws.suggestions(trace.trace_id)}) == 2
+    assert len({s.producer.prompt_sha256 for s in ws.suggestions.all(trace.trace_id)}) == 2
 
 
 def test_an_example_from_the_trace_being_judged_is_left_out_of_its_prompt(tmp_path):
     ws = adjudicated(tmp_path, ("hostile-example", PREMATURE_ANSWER))
-    examples = ws.judge_examples(1, [STOP[0]])
+    examples = ws.suggestions.judge_examples(1, [STOP[0]])
     with OpenAIStub(GOOD) as stub:
         judge(stub, questions=[STOP[0]], examples=examples).produce(
-            ws.trace("hostile-example"), RUBRIC)
+            ws.library.trace("hostile-example"), RUBRIC)
     assert [m["role"] for m in stub.received[0].body["messages"]] == ["system", "user"]
 
 
 def test_few_shot_without_any_adjudication_is_refused_in_one_sentence(tmp_path):
     ws = make_workspace(tmp_path, [premature()])
     with pytest.raises(LabelError, match="none of stopping_correctness has one") as refused:
-        ws.judge_examples(3, [STOP[0]])
+        ws.suggestions.judge_examples(3, [STOP[0]])
     assert "\n" not in str(refused.value)
 
 
 def test_orchviz_suggest_few_shot_shows_the_examples_and_says_how_many(tmp_path, capsys):
     ws = adjudicated(tmp_path, ("hostile-example", PREMATURE_ANSWER))
-    assert ws.campaigns()
+    assert ws.campaigns.all()
     with OpenAIStub(GOOD) as stub:
         code = main(["suggest", "--traces", str(tmp_path / "traces"), "--db",
                      str(tmp_path / "orchviz.db"), "--producer", "judge", "--judge-url",

@@ -31,7 +31,7 @@ def trace_page(reviewer: str | None = None, **params) -> AppTest:
 
 
 def base(env: Workspace) -> str:
-    return f"ann:{PREMATURE_ID}:{env.trace(PREMATURE_ID).sha256[:12]}"
+    return f"ann:{PREMATURE_ID}:{env.library.trace(PREMATURE_ID).sha256[:12]}"
 
 
 def button(at: AppTest, key: str):
@@ -95,7 +95,7 @@ def test_digits_pick_the_nth_answer_and_letters_toggle_tags_and_the_save_key_sav
     button(at, f"{b}:save:e12").click().run()
     assert not at.exception, at.exception
     assert progress(at) == "1 of 3 targets labelled by ann"
-    saved = {x.question: x.value for x in env.labels.current(PREMATURE_ID)}
+    saved = {x.question: x.value for x in env.labelling.current(PREMATURE_ID)}
     assert saved == {"aggregation_quality": 4, "aggregation_issues": ["unsupported_content"]}
 
 
@@ -122,7 +122,7 @@ def test_arrows_walk_around_the_stop_and_enter_picks_where_it_should_have_stoppe
     button(at, f"{b}:walk-pick:e13").click().run()
     assert at.selectbox(key=f"{b}:e13:pointer").value == "e15"
     button(at, f"{b}:save:e13").click().run()
-    saved = {x.question: x.value for x in env.labels.current(PREMATURE_ID)}
+    saved = {x.question: x.value for x in env.labelling.current(PREMATURE_ID)}
     assert saved == {"stopping_correctness": "premature", "stop_should_have_been": "e15"}
 
 
@@ -134,7 +134,7 @@ def test_next_leaves_an_unsaved_target_and_its_answer_is_there_when_the_reviewer
     assert at.selectbox(key=f"{b}:target:e13").value == "e13"
     button(at, f"{b}:previous").click().run()
     assert at.radio(key=f"{b}:e12:aggregation_quality").value == 2  # kept, not saved
-    assert env.labels.current(PREMATURE_ID) == []
+    assert env.labelling.current(PREMATURE_ID) == []
 
 
 def test_skip_moves_on_and_the_skipped_target_comes_back_after_the_others(env):
@@ -155,7 +155,7 @@ def test_a_save_that_misses_an_answer_says_so_and_keeps_the_rest(env):
     button(at, f"{b}:save:e12").click().run()
     assert any("Answer first" in e.value or "answer" in e.value.lower() for e in at.error)
     assert at.text_area(key=f"{b}:e12:note").value == "half done"
-    assert env.labels.current(PREMATURE_ID) == []
+    assert env.labelling.current(PREMATURE_ID) == []
 
 
 def test_the_typed_reviewer_stays_for_the_session_and_never_goes_into_the_link(env):

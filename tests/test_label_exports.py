@@ -39,7 +39,7 @@ def db(tmp_path) -> str:
 def store(tmp_path, trace):
     """Two reviewers: ann and bob disagree on the aggregate, agree the stop was premature;
     ann changed her mind once (her first answer is history, not current)."""
-    store = make_workspace(tmp_path, traces=[PREMATURE]).labels
+    store = make_workspace(tmp_path, traces=[PREMATURE]).labelling
     store.save(trace, "aggregation_quality", 5, "ann", "e12")
     store.save(trace, "aggregation_quality", 2, "ann", "e12")
     store.save(trace, "aggregation_quality", 4, "bob", "e12")
@@ -236,7 +236,7 @@ def test_the_apps_agreement_page_takes_its_exports_from_the_registry(tmp_path, m
     from factories import APP, app_env
 
     ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
-    ws.labels.save(trace, "aggregation_quality", 2, "ann", "e12")
+    ws.labelling.save(trace, "aggregation_quality", 2, "ann", "e12")
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     at.switch_page("app_pages/agreement.py").run()
     assert not at.exception

@@ -32,41 +32,41 @@ def ws(tmp_path):
 
 @pytest.fixture
 def trace(ws):
-    return ws.trace(PREMATURE_ID)
+    return ws.library.trace(PREMATURE_ID)
 
 
 def test_an_import_dated_2099_does_not_hide_what_ann_saves_in_the_app(ws, trace, tmp_path):
-    ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
-    ws.save_answers(trace, "e12", {"aggregation_quality": 4}, ANN)
-    mine = ws.labels.answers(trace.trace_id, "ann")
+    ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 4}, ANN)
+    mine = ws.labelling.answers(trace.trace_id, "ann")
     assert mine["e12"]["aggregation_quality"].value == 4
-    current = {(x.source, x.value) for x in ws.labels.current(trace.trace_id, "ann")}
+    current = {(x.source, x.value) for x in ws.labelling.current(trace.trace_id, "ann")}
     assert current == {("human", 4), ("import", 1)}
-    result = ws.export("jsonl", tmp_path / "labels.jsonl")
+    result = ws.exports.write("jsonl", tmp_path / "labels.jsonl")
     exported = (tmp_path / "labels.jsonl").read_text()
     assert result.count == 2 and '"source":"human"' in exported and '"value":4' in exported
 
 
 def test_a_later_save_by_ann_replaces_her_earlier_save_not_the_import(ws, trace):
-    ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
-    ws.save_answers(trace, "e12", {"aggregation_quality": 2}, ANN)
-    ws.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
-    assert sorted((x.source, x.value) for x in ws.labels.current(trace.trace_id)) == \
+    ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 2}, ANN)
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
+    assert sorted((x.source, x.value) for x in ws.labelling.current(trace.trace_id)) == \
         [("human", 5), ("import", 1)]
 
 
 def test_an_imported_label_keeps_source_import_and_its_origin_whatever_the_record_says(ws, trace):
-    ws.import_labels([forged(3, source="human", origin="judge-v2", identified_by="oidc")],
+    ws.labelling.import_labels([forged(3, source="human", origin="judge-v2", identified_by="oidc")],
                      {trace.trace_id: trace}, "forged.jsonl")
-    [label] = ws.labels.current(trace.trace_id)
+    [label] = ws.labelling.current(trace.trace_id)
     assert (label.source, label.origin, label.identified_by) == ("import", "judge-v2", "import")
 
 
 def test_a_time_in_the_future_is_stored_as_the_import_s_time_and_the_given_one_kept(ws, trace):
     before = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    report = ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    report = ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
     after = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    [label] = ws.labels.current(trace.trace_id)
+    [label] = ws.labelling.current(trace.trace_id)
     assert before <= label.created_at <= after
     assert label.created_at_given == FUTURE
     assert (report.read, report.added, report.clamped) == (1, 1, 1)
@@ -88,39 +88,39 @@ def test_a_time_in_the_past_is_stored_in_utc_with_the_given_text_kept_when_it_di
 @pytest.mark.parametrize("given", ["2099", "tomorrow", "9999-99-99", 4102444800, ["2026"]])
 def test_a_created_at_that_is_no_time_is_refused(ws, trace, given):
     with pytest.raises(LabelError, match="record 1: created_at .* is not an ISO 8601 time"):
-        ws.import_labels([forged(1, created_at=given)], {trace.trace_id: trace}, "bad.jsonl")
-    assert ws.labels.count() == 0
+        ws.labelling.import_labels([forged(1, created_at=given)], {trace.trace_id: trace}, "bad.jsonl")
+    assert ws.labelling.count() == 0
 
 
 def test_a_record_with_a_field_of_the_wrong_type_is_one_sentence(ws, trace):
     with pytest.raises(LabelError, match="record 1: comment"):
-        ws.import_labels([forged(1, comment={"x": 1})], {trace.trace_id: trace}, "bad.jsonl")
+        ws.labelling.import_labels([forged(1, comment={"x": 1})], {trace.trace_id: trace}, "bad.jsonl")
 
 
 def test_importing_a_forged_file_twice_adds_nothing_although_its_time_was_changed(ws, trace):
-    first = ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
-    again = ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    first = ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    again = ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
     assert (first.added, again.added) == (1, 0)
 
 
 def test_the_current_labels_in_python_and_in_the_store_agree(ws, trace):
-    ws.import_labels([forged(1), forged(2, created_at="2026-01-01T00:00:00Z"),
+    ws.labelling.import_labels([forged(1), forged(2, created_at="2026-01-01T00:00:00Z"),
                       forged(3, reviewer="bob", created_at="2026-01-02T00:00:00Z")],
                      {trace.trace_id: trace}, "forged.jsonl")
-    ws.save_answers(trace, "e12", {"aggregation_quality": 4}, ANN)
-    ws.save_answers(trace, "e12", {"aggregation_quality": 5}, Reviewer(name="bob", via="self-declared"))
-    everything = list(ws.labels.all())
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 4}, ANN)
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, Reviewer(name="bob", via="self-declared"))
+    everything = list(ws.labelling.all())
     from_python = [x.label_id for x in current_labels(everything)]
-    from_store = [r["label_id"] for r in ws.labels.current_records()]
+    from_store = [r["label_id"] for r in ws.labelling.current_records()]
     assert sorted(from_python) == sorted(from_store) and len(from_store) == 4
-    assert sorted((x.reviewer, x.source, x.value) for x in ws.labels.current()) == \
+    assert sorted((x.reviewer, x.source, x.value) for x in ws.labelling.current()) == \
         [("ann", "human", 4), ("ann", "import", 1), ("bob", "human", 5), ("bob", "import", 3)]
 
 
 def test_agreement_counts_a_name_s_saves_and_its_imports_as_two_reviewers(ws, trace):
-    ws.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
-    ws.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
-    [quality] = [q for q in agreement(ws.rubric, ws.labels.current_records())
+    ws.labelling.import_labels([forged(1)], {trace.trace_id: trace}, "forged.jsonl")
+    ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 5}, ANN)
+    [quality] = [q for q in agreement(ws.rubric, ws.labelling.current_records())
                  if q.question == "aggregation_quality"]
     assert quality.reviewers == 2
     assert quality.disagreements[0].answers == {"ann": 5, "ann (imported)": 1}
@@ -161,7 +161,7 @@ def test_five_labelled_traces_whose_ids_make_one_file_name_give_five_files(tmp_p
         write_trace(example_trace(trace_id), folder / f"trace-{number}.json")
     ws = make_workspace(tmp_path, traces=[folder])
     for trace_id in CLASHING_IDS:
-        ws.labels.save(ws.trace(trace_id), "task_outcome", "success", "ann")
+        ws.labelling.save(ws.library.trace(trace_id), "task_outcome", "success", "ann")
     code = main(["labels", "export", "--format", "traces", "--db", ws.settings.db_url,
                  "--traces", str(folder), "-o", str(tmp_path / "labelled")])
     assert code == 0

@@ -19,6 +19,11 @@ from viz_app.labels.label import Reviewer, derived_label_id
 from viz_app.store.labels import LabelStore
 
 
+def store_of(workspace) -> LabelStore:
+    """The label store itself, on a workspace's database and rubric: what these tests specify."""
+    return LabelStore(workspace.engine, workspace.rubric)
+
+
 @pytest.fixture
 def trace():
     return premature()
@@ -26,7 +31,7 @@ def trace():
 
 @pytest.fixture
 def store(tmp_path) -> LabelStore:
-    return make_workspace(tmp_path).labels
+    return store_of(make_workspace(tmp_path))
 
 
 def test_saving_twice_keeps_both_rows_and_the_newest_is_current(store, trace):
@@ -90,11 +95,11 @@ def test_the_sqlite_store_runs_in_wal_mode(store):
 
 def test_a_label_records_how_its_reviewer_was_identified(tmp_path, trace):
     workspace = make_workspace(tmp_path)
-    workspace.save_answers(trace, "e12", {"aggregation_quality": 3},
+    workspace.labelling.save_answers(trace, "e12", {"aggregation_quality": 3},
                            Reviewer(name="ann@example.org", via="oidc"))
-    workspace.labels.save(trace, "task_outcome", "failure", "bob")
-    workspace.import_labels([record("judge", 2)], {trace.trace_id: trace}, "judge.jsonl")
-    assert {x.reviewer: x.identified_by for x in workspace.labels.current()} == {
+    workspace.labelling.save(trace, "task_outcome", "failure", "bob")
+    workspace.labelling.import_labels([record("judge", 2)], {trace.trace_id: trace}, "judge.jsonl")
+    assert {x.reviewer: x.identified_by for x in workspace.labelling.current()} == {
         "ann@example.org": "oidc", "bob": "cli", "judge": "import"}
 
 
@@ -153,7 +158,7 @@ def _import_worker(url: str, worker: int, start) -> int:
     start.wait(60)
     added = 0
     for chunk in range(0, PER_WRITER, 50):  # many small transactions, to interleave the writers
-        added += workspace.import_labels(own[chunk:chunk + 50] + shared,
+        added += workspace.labelling.import_labels(own[chunk:chunk + 50] + shared,
                                          {trace.trace_id: trace}, f"writer-{worker}").added
     return added
 
@@ -168,7 +173,7 @@ def test_eight_processes_importing_into_one_sqlite_file_lose_nothing(tmp_path):
             pending = [pool.apply_async(_import_worker, (url, w, start)) for w in range(WRITERS)]
             start.set()
             added = [p.get(timeout=180) for p in pending]
-    store = workspace.labels
+    store = store_of(workspace)
     assert store.count() == WRITERS * PER_WRITER + SHARED
     assert sum(added) == WRITERS * PER_WRITER + SHARED
     with store.engine.connect() as conn:
@@ -195,7 +200,7 @@ with engine.begin() as conn:
 def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, trace):
     workspace = make_workspace(tmp_path)
     url = workspace.settings.db_url
-    workspace.labels.save(trace, "aggregation_quality", 4, "ann", "e12")
+    workspace.labelling.save(trace, "aggregation_quality", 4, "ann", "e12")
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url], stdout=subprocess.PIPE,
@@ -205,7 +210,7 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, tra
     finally:
         writer.send_signal(signal.SIGKILL)
         writer.wait(10)
-    after = make_workspace(tmp_path).labels
+    after = store_of(make_workspace(tmp_path))
     with after.engine.connect() as conn:
         assert conn.execute(text("PRAGMA integrity_check")).scalar() == "ok"
     assert [x.value for x in after.current()] == [4]
@@ -218,7 +223,7 @@ def test_a_writer_killed_mid_transaction_leaves_the_database_whole(tmp_path, tra
 
 @pytest.mark.postgres
 def test_the_store_works_on_postgresql(postgres_url, trace, tmp_path):
-    store = make_workspace(tmp_path, db=postgres_url).labels
+    store = store_of(make_workspace(tmp_path, db=postgres_url))
     reviewer = f"pg-{uuid.uuid4().hex[:8]}"
     store.save(trace, "aggregation_quality", 2, reviewer, "e12")
     store.save(trace, "aggregation_quality", 5, reviewer, "e12")
@@ -229,7 +234,7 @@ def test_the_store_works_on_postgresql(postgres_url, trace, tmp_path):
 
 @pytest.mark.postgres
 def test_importing_twice_into_postgresql_adds_nothing(postgres_url, trace, tmp_path):
-    store = make_workspace(tmp_path, db=postgres_url).labels
+    store = store_of(make_workspace(tmp_path, db=postgres_url))
     records = [record(f"pg-judge-{uuid.uuid4().hex[:8]}", v) for v in (1, 2)]
     first = store.import_records(records, {trace.trace_id: trace}, "judge")
     again = store.import_records(records, {trace.trace_id: trace}, "judge")

@@ -28,7 +28,7 @@ EXPECTED = yaml.safe_load((REPO / "tests" / "fixtures" / "demo_expected_suggesti
 def spawn_targets(ws):
     """(trace, spawn event id, the expected answer) for every spawn of the demos."""
     found = []
-    for trace in ws.read_traces().traces.values():
+    for trace in ws.library.read_traces().traces.values():
         for t in targets(ws.rubric, analyze(trace)):
             if SPAWN in t.questions:
                 answer = EXPECTED.get(trace.trace_id, {}).get(t.key, {}).get(SPAWN, "necessary")
@@ -42,8 +42,8 @@ def labelled(tmp_path, limit=None, db=None):
     on the database `db` names."""
     ws = make_workspace(tmp_path, traces=[DEMO_DIR], db=db)
     spawns = spawn_targets(ws)[:limit]
-    ws.labels.add([label for trace, key, answer in spawns
-                   for label in ws.labels.checked(trace, key, {SPAWN: answer}, "ann",
+    ws.labelling.add([label for trace, key, answer in spawns
+                   for label in ws.labelling.checked(trace, key, {SPAWN: answer}, "ann",
                                                   suggestions_visible=False)])
     return ws, spawns
 
@@ -61,14 +61,14 @@ def learnable(tmp_path):
     for trace, key, _ in spawn_targets(ws):
         few = question_rows(trace, ws.rubric, SPAWN)[key]["child_events"].value < 1.5
         spawns.append((trace, key, "redundant" if few else "necessary"))
-    ws.labels.add([label for trace, key, answer in spawns
-                   for label in ws.labels.checked(trace, key, {SPAWN: answer}, "ann",
+    ws.labelling.add([label for trace, key, answer in spawns
+                   for label in ws.labelling.checked(trace, key, {SPAWN: answer}, "ann",
                                                   suggestions_visible=False)])
     return ws, spawns
 
 
 def train(ws, **kw):
-    return ws.train_producer(SPAWN, resamples=50, **kw)
+    return ws.suggestions.train(SPAWN, resamples=50, **kw)
 
 
 def test_too_few_labels_is_refused_in_one_sentence_saying_how_many_are_needed(tmp_path):
@@ -78,7 +78,7 @@ def test_too_few_labels_is_refused_in_one_sentence_saying_how_many_are_needed(tm
     said = str(refused.value)
     assert "has 12 usable labelled targets" in said and f"at least {MIN_TARGETS}" in said
     assert f"at least {MIN_PER_ANSWER} of each" in said and "\n" not in said
-    assert ws.learned_models.all() == []
+    assert ws.suggestions.models() == []
 
 
 def test_a_model_learns_from_the_blind_labels_and_reports_held_out_agreement(tmp_path):
@@ -98,17 +98,17 @@ def test_the_same_training_set_gives_the_same_hash_and_is_stored_once(tmp_path):
     first, added = train(ws)
     again, added_again = train(ws, seed=7)
     assert again.model_id == first.model_id and added and not added_again
-    assert [m.model_id for m in ws.learned_models.all()] == [first.model_id]
+    assert [m.model_id for m in ws.suggestions.models()] == [first.model_id]
 
 
 def test_one_more_label_gives_a_new_hash_even_when_it_agrees(tmp_path):
     ws, spawns = labelled(tmp_path)
     first, _ = train(ws)
     trace, key, answer = spawns[0]
-    ws.labels.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
+    ws.labelling.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
     second, added = train(ws)
     assert added and second.model_id != first.model_id
-    assert sorted(m.model_id for m in ws.learned_models.all()) == sorted(
+    assert sorted(m.model_id for m in ws.suggestions.models()) == sorted(
         [first.model_id, second.model_id])
 
 
@@ -116,18 +116,18 @@ def test_suggestions_imported_labels_and_labels_made_with_suggestions_in_view_ar
         tmp_path):
     ws, spawns = labelled(tmp_path)
     first, _ = train(ws)
-    ws.suggest(ws.read_traces().traces)  # the rules' suggestions, stored
+    ws.suggestions.run(ws.library.read_traces().traces)  # the rules' suggestions, stored
     trace, key, answer = spawns[1]
     other = "harmful"
-    ws.labels.add(ws.labels.checked(trace, key, {SPAWN: other}, "importer", source="import"))
-    ws.labels.add(ws.labels.checked(trace, key, {SPAWN: other}, "cy",
+    ws.labelling.add(ws.labelling.checked(trace, key, {SPAWN: other}, "importer", source="import"))
+    ws.labelling.add(ws.labelling.checked(trace, key, {SPAWN: other}, "cy",
                                     suggestions_visible=True))
     second, added = train(ws)
     assert second.model_id == first.model_id and not added
     assert second.report.left_out.imported == 1 and second.report.left_out.visible == 1
     learnt = {i for row in second.rows for i in row.label_ids}
     sources = {r["label_id"]: (r["source"], r["suggestions_visible"])
-               for r in ws.labels.current_records()}
+               for r in ws.labelling.current_records()}
     assert {sources[i] for i in learnt} == {("human", False)}
 
 
@@ -136,9 +136,9 @@ def test_a_disputed_target_is_left_out_and_an_adjudicated_one_takes_the_adjudica
     (t1, k1, a1), (t2, k2, a2) = spawns[0], spawns[1]
     flip = {"necessary": "redundant", "redundant": "necessary"}
     for trace, key, answer in ((t1, k1, a1), (t2, k2, a2)):
-        ws.labels.save_target(trace, key, {SPAWN: flip[answer]}, "bob",
+        ws.labelling.save_target(trace, key, {SPAWN: flip[answer]}, "bob",
                               suggestions_visible=False)
-    ws.labels.add(ws.labels.checked(t2, k2, {SPAWN: flip[a2]}, "lead", source="adjudication"))
+    ws.labelling.add(ws.labelling.checked(t2, k2, {SPAWN: flip[a2]}, "lead", source="adjudication"))
     model, _ = train(ws)
     rows = {(r.trace_id, r.event_id): r for r in model.rows}
     assert model.report.left_out.disputed == 1 and (t1.trace_id, k1) not in rows
@@ -150,12 +150,12 @@ def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_
         tmp_path):
     ws, spawns = learnable(tmp_path)
     model, _ = train(ws)
-    labels_before = len(ws.labels.current_records())
-    report = ws.suggest(ws.read_traces().traces, producer="learned")
+    labels_before = len(ws.labelling.current_records())
+    report = ws.suggestions.run(ws.library.read_traces().traces, producer="learned")
     made = [s for trace in {t.trace_id for t, _, _ in spawns}
-            for s in ws.suggestions(trace, producer="learned")]
+            for s in ws.suggestions.all(trace, producer="learned")]
     assert report.suggestions == len(made) == len(spawns)
-    assert len(ws.labels.current_records()) == labels_before  # kept apart from the answers
+    assert len(ws.labelling.current_records()) == labels_before  # kept apart from the answers
     for s in made:
         assert 0.0 <= s.confidence <= 1.0
         assert s.producer.version == model.version and s.question == SPAWN
@@ -166,8 +166,8 @@ def test_learned_suggestions_carry_calibrated_confidence_evidence_and_the_model_
 def test_a_model_read_back_from_the_store_suggests_exactly_what_it_did_when_trained(tmp_path):
     ws, _ = learnable(tmp_path)
     trained, _ = train(ws)
-    [stored] = ws.learned_models.all()
-    trace = ws.read_traces().traces["demo-12-review-over-spawning"]
+    [stored] = ws.suggestions.models()
+    trace = ws.library.read_traces().traces["demo-12-review-over-spawning"]
     from viz_app.suggest.learned import LearnedProducer
 
     fresh, _ = LearnedProducer([trained]).produce(trace, ws.rubric)
@@ -182,17 +182,17 @@ def test_a_model_is_stored_and_read_back_on_postgresql(tmp_path, postgres_url):
     with postgres_database(postgres_url) as url:
         ws, _ = labelled(tmp_path, db=url)
         trained, added = train(ws)
-        [stored] = ws.learned_models.all()
+        [stored] = ws.suggestions.models()
         assert added and stored.model_id == trained.model_id
         assert stored.x == trained.x and stored.rows == trained.rows
         assert stored.report == trained.report
-        assert ws.learned_models.find(trained.version).model_id == trained.model_id
+        assert ws.suggestions.model(trained.version).model_id == trained.model_id
 
 
 def test_a_tags_question_is_refused_in_one_sentence(tmp_path):
     ws, _ = labelled(tmp_path, limit=1)
     with pytest.raises(LearnError, match="aggregation_issues is a tags question"):
-        ws.train_producer("aggregation_issues")
+        ws.suggestions.train("aggregation_issues")
 
 
 def test_without_scikit_learn_the_extra_to_install_is_named(tmp_path, monkeypatch):
@@ -219,7 +219,7 @@ def test_train_prints_the_version_and_held_out_alpha_and_suggest_uses_it(tmp_pat
     assert main(["suggest", "train", "--db", db, "--traces", str(DEMO_DIR), "--question", SPAWN,
                  "--resamples", "50"]) == 0
     out = capsys.readouterr().out
-    [model] = ws.learned_models.all()
+    [model] = ws.suggestions.models()
     assert f"version {model.version}" in out and "alpha" in out and "kappa" in out
     assert main(["suggest", "--db", db, "--traces", str(DEMO_DIR), "--producer", "learned"]) == 0
     assert "learned: 12 traces, 84 suggestions (84 new)" in capsys.readouterr().out
@@ -266,23 +266,23 @@ def test_a_campaign_s_model_learns_from_its_claims_and_its_lead_s_adjudication_o
 
     ws, spawns = labelled(tmp_path)  # ann's labels outside any campaign
     lead = Reviewer(name="lead", via="cli")
-    campaign = ws.create_campaign(CampaignSpec(name="spawns", questions=[SPAWN],
+    campaign = ws.campaigns.create(CampaignSpec(name="spawns", questions=[SPAWN],
                                                sample=Sample(n=12), per_target=2), lead)
     expected = {(t.trace_id, k): a for t, k, a in spawns}
     flip = {"necessary": "redundant", "redundant": "necessary"}
     disputed = None
     for who in ("bea", "cal"):
         person = Reviewer(name=who, via="self-declared")
-        while (claim := ws.claim_next(campaign.name, person)) is not None:
+        while (claim := ws.campaigns.claim_next(campaign.name, person)) is not None:
             answer = expected[(claim.trace_id, claim.event_id or "")]
             if who == "cal" and disputed is None:
                 disputed, answer = (claim.trace_id, claim.event_id), flip[answer]
-            ws.submit(claim, {SPAWN: answer})
-    ws.adjudicate(campaign.name, *disputed, {SPAWN: flip[expected[disputed]]}, lead,
+            ws.campaigns.submit(claim, {SPAWN: answer})
+    ws.campaigns.adjudicate(campaign.name, *disputed, {SPAWN: flip[expected[disputed]]}, lead,
                   "the task was given twice")
     model, _ = train(ws, campaign=campaign.name)
     learnt = {i for row in model.rows for i in row.label_ids}
-    in_campaign = {r["label_id"] for r in ws.labels.current_records(campaign=campaign.name)}
+    in_campaign = {r["label_id"] for r in ws.labelling.current_records(campaign=campaign.name)}
     assert model.campaign == campaign.name and learnt <= in_campaign
     assert len(model.rows) == len(spawns)
     settled = next(r for r in model.rows if (r.trace_id, r.event_id) == disputed)
@@ -320,7 +320,7 @@ def test_models_lists_each_stored_model_and_marks_the_one_in_use(tmp_path, capsy
     ws, spawns = learnable(tmp_path)
     first, _ = train(ws)
     trace, key, answer = spawns[0]
-    ws.labels.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
+    ws.labelling.save_target(trace, key, {SPAWN: answer}, "bob", suggestions_visible=False)
     second, _ = train(ws)
     assert main(["suggest", "models", "--db", str(tmp_path / "orchviz.db")]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -359,14 +359,14 @@ def test_an_edited_stored_model_is_refused_in_one_sentence_and_suggests_nothing(
     train(ws)
     edit_stored(ws, change)
     with pytest.raises(LearnError) as refused:
-        ws.learned_producer()
+        ws.suggestions.learned_producer()
     assert says in str(refused.value) and "train it again" in str(refused.value)
     db = str(tmp_path / "orchviz.db")
     assert main(["suggest", "--producer", "learned", "--db", db, "--traces", str(DEMO_DIR)]) == 1
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
     assert says in line and "Traceback" not in captured.err
-    assert ws.suggestions("demo-12-review-over-spawning", producer="learned") == []
+    assert ws.suggestions.all("demo-12-review-over-spawning", producer="learned") == []
     assert main(["suggest", "models", "--db", db]) == 0  # listed, marked, never a traceback
     (listed,) = capsys.readouterr().out.strip().splitlines()
     assert says in listed and ("REFUSED" in listed or "NOT USED" in listed)
@@ -378,8 +378,8 @@ def test_training_again_replaces_a_stored_model_whose_row_was_edited(tmp_path):
     edit_stored(ws, lambda t: json.dumps(t)[:-40])
     again, added = train(ws)
     assert added and again.model_id == model.model_id
-    assert [m.model_id for m in ws.learned_models.all()] == [model.model_id]
-    ws.learned_producer()  # usable again
+    assert [m.model_id for m in ws.suggestions.models()] == [model.model_id]
+    ws.suggestions.learned_producer()  # usable again
 
 
 def test_a_model_worse_than_chance_on_its_own_held_out_folds_is_refused(tmp_path):

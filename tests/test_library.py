@@ -23,7 +23,7 @@ LEGACY_DB = Path(__file__).parent / "fixtures" / "legacy" / "orchviz-0.1.db"
 @pytest.fixture
 def index(tmp_path) -> TraceIndex:
     """The trace index of a fresh SQLite database, for one test."""
-    return make_workspace(tmp_path).index
+    return TraceIndex(make_workspace(tmp_path).engine)
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ def test_a_missing_folder_is_an_empty_part_of_the_library(index, tmp_path):
 
 @pytest.mark.postgres
 def test_the_index_works_on_postgresql(postgres_url, folder, tmp_path):
-    index = make_workspace(tmp_path, db=postgres_url).index
+    index = TraceIndex(make_workspace(tmp_path, db=postgres_url).engine)
     rows = index.update([folder]).rows
     assert len(rows) == len(demo_paths())
     assert {r.trace_id for r in index.search(rows, "Researcher_PEP")} == {
@@ -227,8 +227,8 @@ def test_a_row_indexed_without_a_rubric_has_no_targets(index, folder):
 
 def test_a_row_counts_the_targets_whose_required_questions_are_answered(tmp_path, folder):
     workspace = make_workspace(tmp_path, traces=[folder])
-    row = indexed_row(workspace.update_index(), DROPPED_ID)
-    store = workspace.labels
+    row = indexed_row(workspace.library.update_index(), DROPPED_ID)
+    store = workspace.labelling
     trace = read_at(row.path, row.position)
     store.save(trace, "aggregation_quality", 2, "ann", "e12")
     store.save(trace, "task_outcome", "failure", "bob")
@@ -264,7 +264,7 @@ def test_an_older_database_gets_a_new_index_and_keeps_its_labels(tmp_path, folde
         labels = conn.execute("SELECT label_id, value FROM labels ORDER BY label_id").fetchall()
     conn.close()
     workspace = make_workspace(tmp_path, traces=[folder], db=old)
-    assert indexed_row(workspace.update_index(), DROPPED_ID).targets is not None
+    assert indexed_row(workspace.library.update_index(), DROPPED_ID).targets is not None
     assert [(x.label_id, json.dumps(x.value, separators=(",", ":")))
-            for x in sorted(workspace.labels.all(), key=lambda x: x.label_id)] == labels
+            for x in sorted(workspace.labelling.all(), key=lambda x: x.label_id)] == labels
     assert len(labels) == 5

@@ -29,8 +29,8 @@ def pool_workspace(tmp_path, bad_shard: bool = False) -> Workspace:
     if bad_shard:  # a shard the manifest does not know is not read; a bare folder's would be
         (location / "part-00001.parquet").write_bytes(b"PAR1 cut short")
     workspace = make_workspace(tmp_path, traces=[location])
-    workspace.update_pool_index(workers=1)
-    workspace.pool_index().close()  # so that an app server (another process) may open it
+    workspace.library.update_pool_index(workers=1)
+    workspace.library.pool_index().close()  # so that an app server (another process) may open it
     return workspace
 
 
@@ -104,7 +104,7 @@ def test_a_stratified_sample_draws_from_every_group(pool_env):
     at.button[-1].click().run()  # the form's submit button
     drawn = at.session_state["pool_sample"]
     assert len(drawn) == 30 and len({int(t[-4:]) // 4 for t in drawn}) == 30
-    assert drawn == pool_env.sample_pool(30, seed=0, stratify="group")
+    assert drawn == pool_env.library.sample_pool(30, seed=0, stratify="group")
 
 
 def test_a_pool_trace_opens_on_the_trace_page_from_a_link(pool_env):

@@ -58,7 +58,7 @@ def test_pool_follow_adds_a_shard_a_look_and_never_an_id_twice(tmp_path):
     assert len(ids) == len(set(ids)) == 3 * GROUP
     ws = make_workspace(tmp_path / "ws", db=db)
     ws.settings.pools.append(str(out))
-    assert ws.pool_index(str(out)).count() == 3 * GROUP
+    assert ws.library.pool_index(str(out)).count() == 3 * GROUP
 
 
 def test_appending_to_a_pool_keeps_its_shards_and_adds_one(tmp_path):

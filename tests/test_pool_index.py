@@ -618,15 +618,15 @@ def test_a_trace_opens_from_its_shard_and_row(index, written):
 def test_a_workspace_lists_a_pool_through_its_index_beside_the_label_db(tmp_path, written):
     location, traces = written
     workspace = make_workspace(tmp_path, traces=[location, demo_trace().source])
-    assert workspace.pools == [location]
-    assert location not in map(str, workspace.folders)
-    done = workspace.update_pool_index(workers=1)
+    assert workspace.library.pools == [location]
+    assert location not in map(str, workspace.library.folders)
+    done = workspace.library.update_pool_index(workers=1)
     assert done.traces == 24
-    assert workspace.pool_index().path == default_index_path(location,
+    assert workspace.library.pool_index().path == default_index_path(location,
                                                              workspace.settings.db_url)
-    assert workspace.pool_index().path.parent == tmp_path
-    assert workspace.trace("rollout-002").to_dict() == traces[2].to_dict()
-    assert workspace.trace(demo_trace().trace_id).trace_id == demo_trace().trace_id
+    assert workspace.library.pool_index().path.parent == tmp_path
+    assert workspace.library.trace("rollout-002").to_dict() == traces[2].to_dict()
+    assert workspace.library.trace(demo_trace().trace_id).trace_id == demo_trace().trace_id
 
 
 def test_a_folder_of_json_lines_alone_stays_a_library_folder(tmp_path):
@@ -634,8 +634,8 @@ def test_a_folder_of_json_lines_alone_stays_a_library_folder(tmp_path):
     folder.mkdir()
     (folder / "runs.jsonl").write_text(json.dumps(example_trace("line-1").to_dict()) + "\n")
     workspace = make_workspace(tmp_path, traces=[folder])
-    assert workspace.pools == []
-    assert [r.trace_id for r in workspace.update_index().rows] == ["line-1"]
+    assert workspace.library.pools == []
+    assert [r.trace_id for r in workspace.library.update_index().rows] == ["line-1"]
 
 
 def word_index_of(tmp_path, location, db: str) -> Path:

@@ -274,7 +274,7 @@ def test_the_first_index_is_made_by_whichever_process_comes_first(tmp_path, loca
 def test_the_library_page_says_an_update_is_under_way_and_shows_the_index_as_it_was(pool_env):
     """Another process holds the index's writer lock: the page's own check (and its Re-index)
     does not wait for it, says so, and pages the index as it was."""
-    with pool_env.pool_index()._writing():  # as `orchviz pool index` running elsewhere does
+    with pool_env.library.pool_index()._writing():  # as `orchviz pool index` running elsewhere does
         at = run_app()
         assert not at.exception
         assert "update of this pool's index is under way" in " ".join(i.value for i in at.info)

@@ -57,12 +57,12 @@ def ws(tmp_path, folder):
 
 @pytest.fixture
 def store(ws):
-    return ws.labels
+    return ws.labelling
 
 
 def save_preference(ws, a, b, chosen, reviewer, reason, strength=None):
     """A judgement saved as the CLI saves one."""
-    return ws.save_preference(a, b, chosen, Reviewer(name=reviewer, via="cli"), reason, strength)
+    return ws.labelling.save_preference(a, b, chosen, Reviewer(name=reviewer, via="cli"), reason, strength)
 
 
 def export(url, folder, out, *extra):
@@ -119,7 +119,7 @@ def test_judging_b_against_a_after_a_against_b_changes_the_one_judgement(ws, sto
     save_preference(ws, traces["run-b"], traces["run-a"], "run-b", "ann", "second view")
     rows = preference_rows(store.current_records(), traces)
     assert [(r["chosen_trace_id"], r["reasons"]) for r in rows] == [("run-b", ["second view"])]
-    assert ws.judgement("run-b", "run-a", "ann").chosen == "run-b"
+    assert ws.labelling.judgement("run-b", "run-a", "ann").chosen == "run-b"
     assert len(store.history("run-a", question=PAIRWISE_QUESTION)) == 2
 
 
@@ -195,7 +195,7 @@ def test_the_conversational_variant_has_message_lists(ws, store, traces):
 
 def test_a_tie_is_saved_but_makes_no_row(ws, store, traces):
     save_preference(ws, traces["run-a"], traces["run-b"], None, "ann", "no difference")
-    assert ws.judgement("run-a", "run-b", "ann").chosen is None
+    assert ws.labelling.judgement("run-a", "run-b", "ann").chosen is None
     assert preference_rows(store.current_records(), traces) == []
 
 
@@ -278,8 +278,8 @@ def test_a_database_from_before_pairs_gains_the_pair_column(tmp_path, folder, tr
         [(before,)] = conn.execute("SELECT count(*) FROM labels")
     ws = make_workspace(tmp_path, traces=[folder], db=path)
     save_preference(ws, traces["run-a"], traces["run-b"], "run-a", "ann", "why")
-    assert ws.labels.count() == before + 1
-    assert len(preference_rows(ws.labels.current_records(), traces)) == 1
+    assert ws.labelling.count() == before + 1
+    assert len(preference_rows(ws.labelling.current_records(), traces)) == 1
 
 
 def test_an_empty_preference_export_says_why_without_scores(ws, store, traces, folder, url,

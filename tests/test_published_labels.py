@@ -22,8 +22,8 @@ def _record(trace, mapping: str) -> dict:
 def test_an_uncertain_mapping_is_kept_on_the_stored_label(tmp_path):
     trace = _run()
     ws = make_workspace(tmp_path, traces=[trace])
-    ws.import_labels([_record(trace, "uncertain")], {trace.trace_id: trace}, "whowhen.json")
-    (label,) = ws.labels.current(trace.trace_id)
+    ws.labelling.import_labels([_record(trace, "uncertain")], {trace.trace_id: trace}, "whowhen.json")
+    (label,) = ws.labelling.current(trace.trace_id)
     assert (label.source, label.mapping) == ("import", "uncertain")
     assert label.comment.startswith("[uncertain mapping:")
 
@@ -31,14 +31,14 @@ def test_an_uncertain_mapping_is_kept_on_the_stored_label(tmp_path):
 def test_a_person_s_label_has_no_mapping(tmp_path):
     trace = _run()
     ws = make_workspace(tmp_path, traces=[trace])
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
-    (label,) = ws.labels.current(trace.trace_id)
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
+    (label,) = ws.labelling.current(trace.trace_id)
     assert label.mapping == ""
 
 
 def test_published_annotations_arrive_with_their_mapping(tmp_path):
     trace = _run()
     ws = make_workspace(tmp_path, traces=[trace])
-    assert ws.import_published_labels([trace]) >= 1
-    mappings = {x.question: x.mapping for x in ws.labels.current(trace.trace_id)}
+    assert ws.labelling.import_published([trace]) >= 1
+    mappings = {x.question: x.mapping for x in ws.labelling.current(trace.trace_id)}
     assert mappings["task_outcome"] == "certain"

@@ -199,7 +199,7 @@ def any_db(request, tmp_path):
 
 
 def traces(ws) -> list:
-    return sorted((ws.trace(r.trace_id) for r in ws.update_index().rows),
+    return sorted((ws.library.trace(r.trace_id) for r in ws.library.update_index().rows),
                   key=lambda t: t.trace_id)
 
 
@@ -209,40 +209,40 @@ def on_trace(trace, value, confidence=0.9, producer=None, **changes) -> Suggesti
 
 
 def create(ws, order: str, **spec):
-    return ws.create_campaign(CampaignSpec(name=f"c-{uuid.uuid4().hex[:8]}",
+    return ws.campaigns.create(CampaignSpec(name=f"c-{uuid.uuid4().hex[:8]}",
                                            questions=[OUTCOME], order=order, **spec), LEAD)
 
 
 def claimed(ws, campaign, reviewer) -> list[str]:
     """The trace ids a reviewer is handed, saving 'success' on each."""
     seen = []
-    while (claim := ws.claim_next(campaign.name, reviewer)) is not None:
+    while (claim := ws.campaigns.claim_next(campaign.name, reviewer)) is not None:
         seen.append(claim.trace_id)
-        ws.submit(claim, {OUTCOME: "success"})
+        ws.campaigns.submit(claim, {OUTCOME: "success"})
     return seen
 
 
 def test_an_uncertain_campaign_without_learned_suggestions_says_what_to_run(ws):
-    ws.suggestion_store.add([on_trace(traces(ws)[0], "failure",
+    ws.suggestions.add([on_trace(traces(ws)[0], "failure",
                                       producer=Producer(name="rules", version="1"))])
     with pytest.raises(LabelError) as refused:
         create(ws, "uncertain")
     said = str(refused.value)
     assert "orchviz suggest train --question task_outcome" in said
     assert "orchviz suggest --producer learned" in said and "\n" not in said
-    assert ws.campaigns() == []
+    assert ws.campaigns.all() == []
 
 
 def test_an_uncertain_campaign_whose_traces_the_learned_producer_never_saw_is_refused(ws):
-    ws.suggestion_store.add([suggest("elsewhere", "success", 0.5)])
+    ws.suggestions.add([suggest("elsewhere", "success", 0.5)])
     with pytest.raises(LabelError, match="suggested nothing on this campaign's 12 targets"):
         create(ws, "uncertain")
-    assert ws.campaigns() == []
+    assert ws.campaigns.all() == []
 
 
 def test_an_uncertain_campaign_hands_out_the_least_certain_targets_first(ws):
     found = traces(ws)
-    ws.suggestion_store.add([on_trace(found[7], "success", 0.52),
+    ws.suggestions.add([on_trace(found[7], "success", 0.52),
                              on_trace(found[2], "failure", 0.35),
                              on_trace(found[5], "partial", 0.9)])
     campaign = create(ws, "uncertain")
@@ -258,31 +258,31 @@ def test_a_claim_carries_nothing_of_the_order():
 def test_a_contested_campaign_without_any_suggestion_is_refused(ws):
     with pytest.raises(LabelError, match="no producer has suggested an answer to task_outcome"):
         create(ws, "contested", per_target=2)
-    assert ws.campaigns() == []
+    assert ws.campaigns.all() == []
 
 
 def test_a_contested_campaign_with_nothing_contested_and_one_reviewer_a_target_is_refused(ws):
-    ws.suggestion_store.add([on_trace(traces(ws)[0], "success")])
+    ws.suggestions.add([on_trace(traces(ws)[0], "success")])
     with pytest.raises(LabelError, match="give --per-target 2"):
         create(ws, "contested")
 
 
 def test_the_rules_silence_counts_though_they_flagged_only_another_question_there(ws):
-    trace = ws.trace("demo-10-review-premature-stop")  # a stop at e13, an aggregate at e12
+    trace = ws.library.trace("demo-10-review-premature-stop")  # a stop at e13, an aggregate at e12
     rules = Producer(name="rules", version="3")
-    ws.suggestion_store.add([
+    ws.suggestions.add([
         on_trace(trace, 2, producer=rules, event_id="e12", question="aggregation_quality"),
         on_trace(trace, "late", event_id="e13", question="stopping_correctness")])
-    campaign = ws.create_campaign(CampaignSpec(name="stops", questions=["stopping_correctness"],
+    campaign = ws.campaigns.create(CampaignSpec(name="stops", questions=["stopping_correctness"],
                                                order="contested"), LEAD)
     # the rules ran on the trace and said nothing of its stop: `correct`, against `late`
-    first = ws.claim_next(campaign.name, ANN)
+    first = ws.campaigns.claim_next(campaign.name, ANN)
     assert (first.trace_id, first.event_id) == (trace.trace_id, "e13")
 
 
 def test_a_contested_campaign_hands_out_where_producers_disagree_first(ws):
     found = traces(ws)
-    ws.suggestion_store.add([on_trace(found[9], "success"),
+    ws.suggestions.add([on_trace(found[9], "success"),
                              on_trace(found[9], "failure", producer=judge())])
     campaign = create(ws, "contested")
     assert claimed(ws, campaign, ANN)[0] == found[9].trace_id
@@ -290,44 +290,44 @@ def test_a_contested_campaign_hands_out_where_producers_disagree_first(ws):
 
 def test_a_contested_target_is_never_offered_to_a_reviewer_who_answered_it_before(ws):
     found = traces(ws)
-    ws.save_answers(found[3], None, {OUTCOME: "success"}, ANN, suggestions_visible=False)
-    ws.suggestion_store.add([on_trace(found[3], "failure")])
+    ws.labelling.save_answers(found[3], None, {OUTCOME: "success"}, ANN, suggestions_visible=False)
+    ws.suggestions.add([on_trace(found[3], "failure")])
     campaign = create(ws, "contested", per_target=2)
-    assert ws.claim_next(campaign.name, BOB).trace_id == found[3].trace_id  # first in the queue
+    assert ws.campaigns.claim_next(campaign.name, BOB).trace_id == found[3].trace_id  # first in the queue
     handed = claimed(ws, campaign, ANN)
     assert found[3].trace_id not in handed and len(handed) == 11
-    assert ws.campaign_progress(campaign.name, "ann").reviewer_skipped == 0
+    assert ws.campaigns.progress(campaign.name, "ann").reviewer_skipped == 0
 
 
 def test_a_first_reviewer_at_odds_with_a_producer_brings_the_second_review_forward(ws):
     found = traces(ws)
-    ws.suggestion_store.add([on_trace(found[6], "failure")])
+    ws.suggestions.add([on_trace(found[6], "failure")])
     campaign = create(ws, "contested", per_target=2)
     # ann reviews in queue order; on found[6] she answers against the producer
-    while (claim := ws.claim_next(campaign.name, ANN)) is not None:
+    while (claim := ws.campaigns.claim_next(campaign.name, ANN)) is not None:
         answer = "success"
-        ws.submit(claim, {OUTCOME: answer})
+        ws.campaigns.submit(claim, {OUTCOME: answer})
         if claim.trace_id == found[6].trace_id:
             break
     assert claim.trace_id == found[6].trace_id
-    assert ws.claim_next(campaign.name, BOB).trace_id == found[6].trace_id
+    assert ws.campaigns.claim_next(campaign.name, BOB).trace_id == found[6].trace_id
 
 
 def test_the_second_slot_moves_ahead_in_the_saves_own_transaction(any_db):
     ws = any_db  # on PostgreSQL the database is shared with other tests: read this campaign's
     found = traces(ws)
-    ws.suggestion_store.add([on_trace(found[6], "failure")])
+    ws.suggestions.add([on_trace(found[6], "failure")])
     campaign = create(ws, "contested", per_target=2)
-    before = {r["slot_id"]: r["priority"] for r in ws.campaign_store.slot_rows(campaign)}
+    before = {r["slot_id"]: r["priority"] for r in ws.campaigns.slot_rows(campaign)}
     # a reviewer of this test's own: another test's "ann" may have answered these demos in the
     # shared database, and a contested target is never offered to who answered it before
     first = Reviewer(name=f"ann-{uuid.uuid4().hex[:8]}", via="self-declared")
-    while (claim := ws.claim_next(campaign.name, first)) is not None:
-        ws.submit(claim, {OUTCOME: "success"})
+    while (claim := ws.campaigns.claim_next(campaign.name, first)) is not None:
+        ws.campaigns.submit(claim, {OUTCOME: "success"})
         if claim.trace_id == found[6].trace_id:
             break
     after = {r["slot_id"]: (r["priority"], r["target_id"], r["state"])
-             for r in ws.campaign_store.slot_rows(campaign)}
+             for r in ws.campaigns.slot_rows(campaign)}
     [moved] = [sid for sid, (p, target, state) in after.items()
                if target == claim.target_id and state == "open"]
     assert after[moved][0] == -2.0 and before[moved] >= 0
@@ -336,15 +336,15 @@ def test_the_second_slot_moves_ahead_in_the_saves_own_transaction(any_db):
 
 def test_a_first_reviewer_who_agrees_with_the_producers_changes_nothing(ws):
     found = traces(ws)
-    ws.suggestion_store.add([on_trace(found[6], "success")])
+    ws.suggestions.add([on_trace(found[6], "success")])
     campaign = create(ws, "contested", per_target=2)
-    first = ws.claim_next(campaign.name, BOB)
-    while (claim := ws.claim_next(campaign.name, ANN)) is not None:
-        ws.submit(claim, {OUTCOME: "success"})
+    first = ws.campaigns.claim_next(campaign.name, BOB)
+    while (claim := ws.campaigns.claim_next(campaign.name, ANN)) is not None:
+        ws.campaigns.submit(claim, {OUTCOME: "success"})
         if claim.trace_id == found[6].trace_id:
             break
-    ws.release(first)
-    assert ws.claim_next(campaign.name, BOB).trace_id == first.trace_id
+    ws.campaigns.release(first)
+    assert ws.campaigns.claim_next(campaign.name, BOB).trace_id == first.trace_id
 
 
 def test_orchviz_campaign_create_refuses_an_uncertain_order_in_one_line(capsys, tmp_path):
@@ -362,15 +362,15 @@ def test_with_the_learned_producer_trained_and_run_the_queue_asks_its_least_sure
     from test_learned import SPAWN, learnable
 
     ws, _ = learnable(tmp_path)
-    ws.train_producer(SPAWN, resamples=20)
-    ws.suggest(ws.read_traces().traces, producer="learned")
-    campaign = ws.create_campaign(CampaignSpec(name="unsure", questions=[SPAWN],
+    ws.suggestions.train(SPAWN, resamples=20)
+    ws.suggestions.run(ws.library.read_traces().traces, producer="learned")
+    campaign = ws.campaigns.create(CampaignSpec(name="unsure", questions=[SPAWN],
                                                order="uncertain"), LEAD)
-    sure = {(s.trace_id, s.event_id): s.confidence for s in ws.suggestion_store.all()
+    sure = {(s.trace_id, s.event_id): s.confidence for s in ws.suggestions.all()
             if s.producer.name == "learned"}
     handed = []
-    while (claim := ws.claim_next(campaign.name, ANN)) is not None and len(handed) < 12:
+    while (claim := ws.campaigns.claim_next(campaign.name, ANN)) is not None and len(handed) < 12:
         handed.append(sure[(claim.trace_id, claim.event_id)])
-        ws.skip(claim, "only the order is checked here")
+        ws.campaigns.skip(claim, "only the order is checked here")
     assert handed == sorted(handed) and handed[0] == min(sure.values())
     assert len(set(sure.values())) > 1  # the model is not equally sure everywhere

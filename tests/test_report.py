@@ -36,7 +36,7 @@ def hostile(tmp_path):
 def case_db(tmp_path, trace, payload: str = "") -> str:
     """A store with labels and three bookmarks on a trace, written out of their order in the run."""
     ws = make_workspace(tmp_path, db=tmp_path / "case.db")
-    labels, marks = ws.labels, ws.bookmarks
+    labels, marks = ws.labelling, ws.bookmarks
     aggregate, stop = analysis_points(trace)
     labels.save(trace, "aggregation_quality", 2, "ann", aggregate, comment="drops it" + payload)
     labels.save(trace, "task_outcome", "failure", "bob" + payload)
@@ -133,7 +133,7 @@ def test_without_a_store_the_report_says_it_has_no_labels(tmp_path, trace, capsy
 def test_the_cli_report_is_the_workspace_case_study(tmp_path, trace):
     url = case_db(tmp_path, trace)
     page = write(tmp_path, trace, url).read_text("utf-8")
-    labels, bookmarks = make_workspace(tmp_path, db=tmp_path / "case.db").case_study(trace)
+    labels, bookmarks = make_workspace(tmp_path, db=tmp_path / "case.db").bookmarks.case_study(trace)
     assert len(labels) == 2 and len(bookmarks) == 3
     assert page == report_html(load_trace(tmp_path / "trace.json"), labels, bookmarks)
 
@@ -310,10 +310,10 @@ def _labels_section(page: str) -> str:
 def test_a_correction_reads_as_words_and_the_adjudicated_answer_is_marked_final(tmp_path, trace):
     ws = make_workspace(tmp_path, db=tmp_path / "case.db")
     aggregate, _stop = analysis_points(trace)
-    ws.labels.save(trace, "aggregation_quality", 2, "ann", aggregate)
-    ws.labels.save(trace, "merge_correction", {"action": "merge", "text": "keep the dropped one"},
+    ws.labelling.save(trace, "aggregation_quality", 2, "ann", aggregate)
+    ws.labelling.save(trace, "merge_correction", {"action": "merge", "text": "keep the dropped one"},
                    "ann", aggregate)
-    records = ws.labels.current_records()
+    records = ws.labelling.current_records()
     lead = {**next(r for r in records if r["question"] == "aggregation_quality"),
             "label_id": "lead-1", "reviewer": "lea", "value": 3, "source": "adjudication"}
     page = report_html(trace, [*records, lead])

@@ -235,11 +235,11 @@ def test_scored_rollouts_are_logged_to_a_pool_a_campaign_samples_from(server, tm
     from viz_app.labels.label import Reviewer
 
     ws = make_workspace(tmp_path, traces=[server.audit])
-    assert ws.pools == [str(server.audit)]
-    ws.update_pool_index(str(server.audit))
-    ws.create_campaign(CampaignSpec(name="rewarded", per_target=1, pool=str(server.audit)),
+    assert ws.library.pools == [str(server.audit)]
+    ws.library.update_pool_index(str(server.audit))
+    ws.campaigns.create(CampaignSpec(name="rewarded", per_target=1, pool=str(server.audit)),
                        Reviewer(name="lee", via="cli"))
-    assert ws.campaign_status("rewarded").targets > 0
+    assert ws.campaigns.status("rewarded").targets > 0
 
 
 def test_a_request_over_the_deadline_is_503_and_the_server_goes_on(model, tmp_path):

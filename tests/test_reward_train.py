@@ -153,7 +153,7 @@ def test_the_reward_model_is_a_producer_on_the_agreement_page(trained):
     from reward_cases import REVIEWER, answers_of, planted_traces
 
     ws, _, model, _, _ = trained
-    rows = [r for r in ws.suggestion_agreement(resamples=100).rows
+    rows = [r for r in ws.suggestions.agreement(resamples=100).rows
             if r.rater == "reward-model"]
     assert {r.question for r in rows} >= {"spawn_necessity", "aggregation_quality",
                                           "stopping_correctness"}
@@ -167,20 +167,20 @@ def test_the_reward_model_is_a_producer_on_the_agreement_page(trained):
     more = planted_traces("tuning", every=6, offset=3)
     from viz_app.io.native import write_trace
 
-    folder = ws.folders[0]
+    folder = ws.library.folders[0]
     for trace, _ in more:
         write_trace(trace, folder / f"{trace.trace_id}.json")
-    ws.update_index()
+    ws.library.update_index()
     made = []
     for trace, truth in more:
-        held = ws.trace(trace.trace_id)
+        held = ws.library.trace(trace.trace_id)
         for event_id, answers in answers_of(held, truth).items():
-            made += ws.labels.checked(held, event_id, answers, REVIEWER,
+            made += ws.labelling.checked(held, event_id, answers, REVIEWER,
                                       suggestions_visible=False)
-    ws.labels.add(made)
+    ws.labelling.add(made)
     second, added = ws.rewards.train(resamples=100)
     assert added and second.version != model.version
-    history = ws.agreement_history("spawn_necessity", resamples=100)
+    history = ws.suggestions.agreement_history("spawn_necessity", resamples=100)
     points = [p for p in history.points if p.rater == "reward-model"]
     assert [p.version for p in points] == [model.version, second.version]
     first, then = points

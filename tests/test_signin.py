@@ -64,7 +64,7 @@ def save_buttons(at: AppTest) -> list:
 
 
 def label_and_save(at: AppTest, workspace) -> AppTest:
-    trace = workspace.trace(PREMATURE_ID)
+    trace = workspace.library.trace(PREMATURE_ID)
     at.radio(key=f"ann:{PREMATURE_ID}:{trace.sha256[:12]}:e12:aggregation_quality").set_value(2)
     save_buttons(at)[0].click().run()
     assert not at.exception, at.exception
@@ -86,7 +86,7 @@ def test_without_sign_in_a_label_records_the_typed_name_as_self_declared(workspa
     at = page(signed_in_app=False)
     name_boxes(at)[0].input("ann").run()
     label_and_save(at, workspace)
-    assert {(x.reviewer, x.identified_by) for x in workspace.labels.current()} == {
+    assert {(x.reviewer, x.identified_by) for x in workspace.labelling.current()} == {
         ("ann", "self-declared")}
 
 
@@ -108,7 +108,7 @@ def test_without_sign_in_a_link_does_not_replace_the_name_the_visitor_typed(work
     assert name_boxes(at)[0].value == "bob"
     assert "reviewer" not in at.query_params
     label_and_save(at, workspace)
-    assert {x.reviewer for x in workspace.labels.current()} == {"bob"}
+    assert {x.reviewer for x in workspace.labelling.current()} == {"bob"}
 
 
 @pytest.mark.parametrize("where", ["app_pages/review.py", "app_pages/adjudicate.py"])
@@ -116,8 +116,8 @@ def test_with_sign_in_review_and_adjudicate_ask_a_visitor_to_sign_in_not_for_a_n
         workspace, where):
     from viz_app.labels.campaign import CampaignSpec
 
-    workspace.update_index()
-    workspace.create_campaign(CampaignSpec(name="stops", questions=["stopping_correctness"]),
+    workspace.library.update_index()
+    workspace.campaigns.create(CampaignSpec(name="stops", questions=["stopping_correctness"]),
                               Reviewer(name="admin", via="cli"))
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.secrets = dict(AUTH)
@@ -162,7 +162,7 @@ def test_with_sign_in_the_reviewer_is_the_signed_in_e_mail_and_the_url_name_is_i
     assert f"Signed in as **{LEAD}**" in plain(sidebar_text(at))
     assert [b.label for b in at.sidebar.button] == ["Sign out"]
     label_and_save(at, workspace)
-    assert {(x.reviewer, x.identified_by) for x in workspace.labels.current()} == {(LEAD, "oidc")}
+    assert {(x.reviewer, x.identified_by) for x in workspace.labelling.current()} == {(LEAD, "oidc")}
 
 
 def test_an_e_mail_the_provider_has_not_verified_signs_nothing(workspace):
@@ -184,7 +184,7 @@ def test_only_a_true_boolean_verifies_an_e_mail(workspace, claim):
 
 
 def test_an_unverified_lead_address_does_not_open_the_adjudicate_page(workspace):
-    workspace.add_member(LEAD, "lead", by=Reviewer(name="admin", via="cli"))
+    workspace.campaigns.add_member(LEAD, "lead", by=Reviewer(name="admin", via="cli"))
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.secrets = dict(AUTH)
     at.user = signed_in(LEAD, email_verified="false")
@@ -232,8 +232,8 @@ def _lead_check(signed_in_app: bool, user: dict) -> AppTest:
 
 
 def test_with_sign_in_only_a_member_whose_role_is_lead_is_a_lead(workspace):
-    workspace.add_member(LEAD, "lead", by=Reviewer(name="admin", via="cli"))
-    workspace.add_member(REV, "reviewer", by=Reviewer(name="admin", via="cli"))
+    workspace.campaigns.add_member(LEAD, "lead", by=Reviewer(name="admin", via="cli"))
+    workspace.campaigns.add_member(REV, "reviewer", by=Reviewer(name="admin", via="cli"))
     assert _lead_check(True, signed_in(LEAD)).text[0].value == "lead=True"
     assert _lead_check(True, signed_in(REV)).text[0].value == "lead=False"
     assert _lead_check(True, signed_in("stranger@example.org")).text[0].value == "lead=False"

@@ -194,10 +194,10 @@ def test_the_agreement_page_shows_each_producer_against_blind_labels(tmp_path, m
 
     trace = premature()
     workspace = app_env(monkeypatch, make_workspace(tmp_path, [trace]))
-    workspace.suggest([trace])
+    workspace.suggestions.run([trace])
     for name, answers in (("ann", {STOP: "premature", "stop_should_have_been": "e15"}),
                           ("bob", {STOP: "correct"})):
-        workspace.save_answers(trace, "e13", answers, Reviewer(name=name, via="self-declared"),
+        workspace.labelling.save_answers(trace, "e13", answers, Reviewer(name=name, via="self-declared"),
                                suggestions_visible=False)
     page = AppTest.from_file(str(APP_PAGES / "agreement.py"), default_timeout=60).run()
     assert not page.exception

@@ -1,5 +1,5 @@
-"""Traces kept and read ahead (`viz_app.io.trace_cache`, through `Workspace.load` and
-`Workspace.read_ahead`): one version of a file each, never a stale one, a bounded few, and a
+"""Traces kept and read ahead (`viz_app.io.trace_cache`, through `ws.library.trace` and
+`ws.library.read_ahead`): one version of a file each, never a stale one, a bounded few, and a
 read ahead that fails costs nothing but the time it took."""
 
 from __future__ import annotations
@@ -30,24 +30,24 @@ def counted(trace_id: str, events: int = 1, gate: threading.Event | None = None)
 
 def test_a_trace_read_ahead_is_opened_without_reading_it_again(tmp_path):
     workspace = make_workspace(tmp_path, traces=[example_trace("next-one")])
-    workspace.update_index()
-    assert workspace.read_ahead(lambda: ["next-one"])
-    assert workspace.trace_cache.wait()
-    assert workspace.trace_cache.cached(workspace.trace_source("next-one"))
-    source = workspace.trace_source("next-one")
-    opened = workspace.trace_cache.get(TraceSource(source.key, source.stamp,
+    workspace.library.update_index()
+    assert workspace.library.read_ahead(lambda: ["next-one"])
+    assert workspace.library.trace_cache.wait()
+    assert workspace.library.trace_cache.cached(workspace.library.source("next-one"))
+    source = workspace.library.source("next-one")
+    opened = workspace.library.trace_cache.get(TraceSource(source.key, source.stamp,
                                                    read=lambda: pytest.fail("read again")))
     assert opened.trace_id == "next-one"
 
 
 def test_a_file_changed_after_it_was_read_ahead_is_read_again(tmp_path):
     workspace = make_workspace(tmp_path, traces=[example_trace("next-one", task_id="before")])
-    workspace.update_index()
-    workspace.read_ahead(lambda: ["next-one"])
-    assert workspace.trace_cache.wait()
-    path, _ = workspace.find("next-one")
+    workspace.library.update_index()
+    workspace.library.read_ahead(lambda: ["next-one"])
+    assert workspace.library.trace_cache.wait()
+    path, _ = workspace.library.find("next-one")
     write_trace(example_trace("next-one", task_id="after"), path)
-    assert workspace.load("next-one").task_id == "after"
+    assert workspace.library.trace("next-one").task_id == "after"
 
 
 def test_the_cache_keeps_the_traces_used_last_and_no_more(tmp_path):
@@ -97,27 +97,27 @@ def test_opening_a_trace_being_read_ahead_waits_for_that_read(tmp_path):
 
 def test_a_read_ahead_that_fails_raises_nothing_and_the_open_says_why(tmp_path):
     workspace = make_workspace(tmp_path, traces=[example_trace("broken-next")])
-    workspace.update_index()
-    path, _ = workspace.find("broken-next")
+    workspace.library.update_index()
+    path, _ = workspace.library.find("broken-next")
     path.write_text('{"trace_id": "broken-next", "events": [', "utf-8")
-    assert workspace.read_ahead(lambda: ["broken-next"])
-    assert workspace.trace_cache.wait()
-    assert workspace.trace_cache.failures and len(workspace.trace_cache) == 0
+    assert workspace.library.read_ahead(lambda: ["broken-next"])
+    assert workspace.library.trace_cache.wait()
+    assert workspace.library.trace_cache.failures and len(workspace.library.trace_cache) == 0
     with pytest.raises(TraceError) as raised:
-        workspace.load("broken-next")
+        workspace.library.trace("broken-next")
     assert str(path) in str(raised.value)
 
 
 def test_a_file_mended_after_a_failed_read_ahead_opens(tmp_path):
     workspace = make_workspace(tmp_path, traces=[example_trace("mended")])
-    workspace.update_index()
-    path, _ = workspace.find("mended")
+    workspace.library.update_index()
+    path, _ = workspace.library.find("mended")
     good = path.read_bytes()
     path.write_text("{", "utf-8")
-    workspace.read_ahead(lambda: ["mended"])
-    assert workspace.trace_cache.wait()
+    workspace.library.read_ahead(lambda: ["mended"])
+    assert workspace.library.trace_cache.wait()
     path.write_bytes(good)
-    assert workspace.load("mended").trace_id == "mended"
+    assert workspace.library.trace("mended").trace_id == "mended"
 
 
 def test_finding_what_comes_next_may_fail_without_harm(tmp_path):
@@ -133,14 +133,14 @@ def test_finding_what_comes_next_may_fail_without_harm(tmp_path):
 
 def test_a_file_rewritten_with_its_size_and_time_kept_is_read_again(tmp_path):
     workspace = make_workspace(tmp_path, traces=[example_trace("same-size", task_id="aaaa")])
-    workspace.update_index()
-    assert workspace.load("same-size").task_id == "aaaa"
-    path, _ = workspace.find("same-size")
+    workspace.library.update_index()
+    assert workspace.library.trace("same-size").task_id == "aaaa"
+    path, _ = workspace.library.find("same-size")
     before = path.stat()
     path.write_bytes(path.read_bytes().replace(b'"aaaa"', b'"bbbb"'))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
-    assert workspace.load("same-size").task_id == "bbbb"
+    assert workspace.library.trace("same-size").task_id == "bbbb"
 
 
 def test_a_read_ahead_begins_only_after_the_pause_it_was_given():

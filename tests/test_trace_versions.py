@@ -23,14 +23,14 @@ def changed(tmp_path):
     raw = json.loads(PREMATURE.read_text("utf-8"))
     path.write_text(json.dumps(raw), "utf-8")
     ws = make_workspace(tmp_path, traces=[folder])
-    trace = ws.trace(PREMATURE_ID)
-    ws.labels.save(trace, "task_outcome", "failure", "ann")
-    ws.labels.save(trace, "stopping_correctness", "premature", "ann", "e13")
+    trace = ws.library.trace(PREMATURE_ID)
+    ws.labelling.save(trace, "task_outcome", "failure", "ann")
+    ws.labelling.save(trace, "stopping_correctness", "premature", "ann", "e13")
     for event in raw["events"]:
         if event["id"] == "e13":
             event["content"] = "Rewritten after it was judged."
     path.write_text(json.dumps(raw), "utf-8")
-    return ws, trace.sha256, ws.trace(PREMATURE_ID).sha256
+    return ws, trace.sha256, ws.library.trace(PREMATURE_ID).sha256
 
 
 def export(tmp_path, fmt: str, *extra: str, capsys) -> tuple[str, str]:
@@ -74,20 +74,20 @@ def test_a_training_shape_drops_them_for_the_right_reason(changed, tmp_path, cap
 
 def test_every_label_format_says_it_and_none_is_silent(changed, tmp_path):
     ws, _, _ = changed
-    traces = ws.read_traces().traces
+    traces = ws.library.read_traces().traces
     for name, found in FORMATS.items():
         if found.reads != "labels":
             continue
         out = tmp_path / "every" / (name if found.writes_folder else f"{name}.out")
-        result = ws.export(name, out, traces=traces if found.needs_traces else None)
+        result = ws.exports.write(name, out, traces=traces if found.needs_traces else None)
         assert any("another version of the trace" in s
                    for s in [*result.left_out, *result.notes]), name
 
 
 def test_labels_on_the_version_the_library_holds_are_not_named(tmp_path, capsys):
     ws = make_workspace(tmp_path, traces=[PREMATURE])
-    ws.labels.save(ws.trace(PREMATURE_ID), "task_outcome", "failure", "ann")
-    result = ws.export("rewards", tmp_path / "r.csv")
+    ws.labelling.save(ws.library.trace(PREMATURE_ID), "task_outcome", "failure", "ann")
+    result = ws.exports.write("rewards", tmp_path / "r.csv")
     assert not any("another version" in s for s in [*result.left_out, *result.notes])
 
 
@@ -104,21 +104,21 @@ def test_a_save_on_a_version_the_file_no_longer_holds_is_refused_and_nothing_is_
     raw = json.loads(PREMATURE.read_text("utf-8"))
     path.write_text(json.dumps(raw), "utf-8")
     ws = make_workspace(tmp_path, traces=[folder])
-    shown = ws.load(PREMATURE_ID)  # the page read it
+    shown = ws.library.trace(PREMATURE_ID)  # the page read it
     raw["events"] = [e for e in raw["events"] if e["id"] != "e15"]
     raw["edges"] = [e for e in raw["edges"] if "e15" not in (e["src"], e["dst"])]
     path.write_text(json.dumps(raw), "utf-8")  # rewritten under the reviewer's page
     with pytest.raises(LabelError) as refused:
-        ws.save_answers(shown, "e13", {"stopping_correctness": "correct"}, Reviewer(name="ann", via="cli"))
+        ws.labelling.save_answers(shown, "e13", {"stopping_correctness": "correct"}, Reviewer(name="ann", via="cli"))
     assert str(refused.value) == (
         f"the file of {PREMATURE_ID} changed since this page read it (you judged version "
-        f"{shown.sha256[:12]}, the library now holds {ws.load(PREMATURE_ID).sha256[:12]}): "
+        f"{shown.sha256[:12]}, the library now holds {ws.library.trace(PREMATURE_ID).sha256[:12]}): "
         "nothing was saved and your answers stay in the form; reload the trace to judge the "
         "version the library holds")
-    assert ws.labels.current_records() == []
-    made = ws.save_answers(ws.load(PREMATURE_ID), "e13", {"stopping_correctness": "correct"},
+    assert ws.labelling.current_records() == []
+    made = ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e13", {"stopping_correctness": "correct"},
                            Reviewer(name="ann", via="cli"))  # after a reload, on the version it holds
-    assert made[0].trace_sha256 == ws.load(PREMATURE_ID).sha256
+    assert made[0].trace_sha256 == ws.library.trace(PREMATURE_ID).sha256
 
 
 def test_a_campaign_save_on_a_version_the_file_no_longer_holds_is_refused(tmp_path):
@@ -131,13 +131,13 @@ def test_a_campaign_save_on_a_version_the_file_no_longer_holds_is_refused(tmp_pa
     raw = json.loads(PREMATURE.read_text("utf-8"))
     path.write_text(json.dumps(raw), "utf-8")
     ws = make_workspace(tmp_path, traces=[folder])
-    ws.update_index()
+    ws.library.update_index()
     lead, ann = Reviewer(name="lee", via="cli"), Reviewer(name="ann", via="cli")
-    ws.create_campaign(CampaignSpec(name="c", questions=["task_outcome"]), lead)
-    claim = ws.claim_next("c", ann)
-    judged = ws.trace(claim.trace_id).sha256
+    ws.campaigns.create(CampaignSpec(name="c", questions=["task_outcome"]), lead)
+    claim = ws.campaigns.claim_next("c", ann)
+    judged = ws.library.trace(claim.trace_id).sha256
     raw["task_id"] = "another task"
     path.write_text(json.dumps(raw), "utf-8")
     with pytest.raises(LabelError, match="changed since this page read it"):
-        ws.submit(claim, {"task_outcome": "success"}, judged=judged)
-    assert ws.labels.current_records() == []
+        ws.campaigns.submit(claim, {"task_outcome": "success"}, judged=judged)
+    assert ws.labelling.current_records() == []

@@ -23,7 +23,7 @@ def row(trace_id, step, group, reward):
 
 def test_the_library_rows_of_a_run_fall_into_its_groups(tmp_path):
     ws = make_workspace(tmp_path, [VERL])
-    rows = ws.update_index().rows
+    rows = ws.library.update_index().rows
     found = groups(rows)
     assert sorted(len(g) for g in found.values()) == [3, 3]
     mine = siblings(rows, rows[4].trace_id)

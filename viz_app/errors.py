@@ -26,6 +26,10 @@ class TraceError(_Located):
     """A trace file that cannot be loaded: names the file, the place in it, and what is wrong."""
 
 
+class NoSuchTrace(TraceError):
+    """No index of the workspace (its folders' or its pools') knows this trace id."""
+
+
 class RubricError(_Located):
     """A rubric file that cannot be used: names the file, the place in it, and what is wrong."""
 

@@ -218,7 +218,7 @@ def compare_rewards(rows: Iterable[RolloutRow], reviewers: Mapping[str, float],
 
 def read_rows(rows: Sequence[Any]) -> dict[str, Trace]:
     """The traces of library rows (with `path` and `position`), each file read once: a group's
-    siblings mostly share one rollout file, which `Workspace.trace` would read once per sibling.
+    siblings mostly share one rollout file, which `ws.library.trace` would read once per sibling.
     A file that cannot be read leaves its rows out (the trace page says why, when opened)."""
     from viz_app.errors import TraceError
     from viz_app.io.detect import read_any

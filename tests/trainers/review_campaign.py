@@ -119,34 +119,34 @@ def build(folder: Path) -> Campaign:
     """Run the whole campaign in `folder`."""
     traces = [*map(_read, demo_paths()), rerun(PREMATURE), rerun(LATE)]  # one folder
     ws = make_workspace(folder, traces=traces)
-    ws.create_campaign(CampaignSpec(name=CAMPAIGN, per_target=len(REVIEWERS)), LEAD)
+    ws.campaigns.create(CampaignSpec(name=CAMPAIGN, per_target=len(REVIEWERS)), LEAD)
     done = Campaign(db=folder / "orchviz.db", traces=folder / "traces")
     people = [Reviewer(name=n, via="cli") for n in REVIEWERS]
     while True:
-        claims = [(p, ws.claim_next(CAMPAIGN, p)) for p in people]
+        claims = [(p, ws.campaigns.claim_next(CAMPAIGN, p)) for p in people]
         if all(c is None for _, c in claims):
             break
         for person, claim in claims:
             if claim is not None:
-                ws.submit(claim, answers(ws, claim, person.name))
+                ws.campaigns.submit(claim, answers(ws, claim, person.name))
                 done.submitted += 1
-    for n, dispute in enumerate(ws.disagreements(CAMPAIGN)):
+    for n, dispute in enumerate(ws.campaigns.disagreements(CAMPAIGN)):
         if dispute.trace_id == PREMATURE or n % 2 == 0:
             settled = dispute.answers["ann"]
-            ws.adjudicate(CAMPAIGN, dispute.trace_id, dispute.event_id, settled, LEAD,
+            ws.campaigns.adjudicate(CAMPAIGN, dispute.trace_id, dispute.event_id, settled, LEAD,
                           "two of three reviewers, and the trace bears them out")
             done.adjudicated += 1
-    trial = [r for r in ws.labels.current_records(campaign=CAMPAIGN) if r["reviewer"] == "cy"]
+    trial = [r for r in ws.labelling.current_records(campaign=CAMPAIGN) if r["reviewer"] == "cy"]
     done.retracted = [trial[0]["label_id"]]
-    ws.retract(done.retracted, LEAD, "cy's first label was a trial run", CAMPAIGN)
+    ws.campaigns.retract(done.retracted, LEAD, "cy's first label was a trial run", CAMPAIGN)
     for first, second in RERUNS.items():
         for name in ("ann", "bob"):
-            ws.save_preference(ws.trace(first), ws.trace(second), second,
+            ws.labelling.save_preference(ws.library.trace(first), ws.library.trace(second), second,
                                Reviewer(name=name, via="cli"), "waits for every result", 2)
     judged = [dict(r, reviewer="judge-llm", label_id=None, comment="judge: gpt-like")
-              for r in ws.labels.current_records(trace_id="demo-01-centralized-faithful")
+              for r in ws.labelling.current_records(trace_id="demo-01-centralized-faithful")
               if r["reviewer"] == "ann"]
-    report = ws.import_labels(judged, {t: ws.trace(t) for t in {r["trace_id"] for r in judged}},
+    report = ws.labelling.import_labels(judged, {t: ws.library.trace(t) for t in {r["trace_id"] for r in judged}},
                               origin="llm-judge")
     done.imported = report.added
     return done

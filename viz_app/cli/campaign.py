@@ -1,6 +1,6 @@
 """`orchviz campaign ...`: review campaigns from the command line: create one over the library,
 list them, see where one stands, export its labels, and name the members who lead and review.
-Reviewers work in the app's Review page (or call `Workspace.claim_next` / `submit`)."""
+Reviewers work in the app's Review page (or call `ws.campaigns.claim_next` / `submit`)."""
 
 from __future__ import annotations
 
@@ -273,9 +273,9 @@ def create_verb(args: argparse.Namespace) -> int:
     """Create a campaign and say what it holds."""
     spec = spec_of(args)
     ws = _workspace(args)
-    campaign = ws.create_campaign(spec, Reviewer(name=args.lead, via="cli"),
+    campaign = ws.campaigns.create(spec, Reviewer(name=args.lead, via="cli"),
                                   progress=creation_bar())
-    status = ws.campaign_status(campaign.name)
+    status = ws.campaigns.status(campaign.name)
     print(f"campaign {terminal_text(campaign.name)}: {campaign.targets} targets, "
           f"{status.slots} reviews to make (K={campaign.per_target}), {status.gold} gold; "
           f"questions {terminal_text(', '.join(campaign.questions))}; rubric "
@@ -290,7 +290,7 @@ def create_verb(args: argparse.Namespace) -> int:
 
 def list_verb(args: argparse.Namespace) -> int:
     """List the campaigns."""
-    found = _workspace(args).campaigns()
+    found = _workspace(args).campaigns.all()
     if args.json:
         print(json.dumps([c.model_dump(mode="json") for c in found], indent=2))
         return 0
@@ -321,7 +321,7 @@ def _unresolved_lines(status: CampaignStatus) -> list[str]:
 
 def status_verb(args: argparse.Namespace) -> int:
     """Print where a campaign stands."""
-    status = _workspace(args).campaign_status(args.name)
+    status = _workspace(args).campaigns.status(args.name)
     if args.json:
         print(json.dumps(status.as_json(), indent=2, default=str))
         return 0
@@ -345,7 +345,7 @@ def status_verb(args: argparse.Namespace) -> int:
 
 def close_verb(args: argparse.Namespace) -> int:
     """Close a campaign."""
-    found = _workspace(args).close_campaign(args.name, Reviewer(name=args.lead, via="cli"))
+    found = _workspace(args).campaigns.close(args.name, Reviewer(name=args.lead, via="cli"))
     print(f"campaign {terminal_text(found.name)} is closed: no more claims "
           f"({found.targets} targets)")
     return 0
@@ -358,21 +358,21 @@ def export_verb(args: argparse.Namespace) -> int:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
     ws = _workspace(args)
-    status = ws.campaign_status(args.name)
+    status = ws.campaigns.status(args.name)
     traces = None
-    if found.needs_traces and not ws.folders:  # a pool's: read through its index, as labelled
+    if found.needs_traces and not ws.library.folders:  # a pool's: read through its index, as labelled
         traces = {}
     elif found.needs_traces:
-        read = ws.read_traces()
+        read = ws.library.read_traces()
         say_unread(read.unread)
         traces = read.traces
     if found.training:  # the consensus rules choose: agreed answers, else the adjudication
         options = ExportOptions(adjudicated_only=True) if args.adjudicated_only else \
             ExportOptions(disputed="adjudicated")
-        result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
+        result = ws.exports.write(args.format, args.output, traces=traces, campaign=args.name,
                            options=options)
     else:
-        result = ws.export(args.format, args.output, traces=traces, campaign=args.name,
+        result = ws.exports.write(args.format, args.output, traces=traces, campaign=args.name,
                            adjudicated_only=args.adjudicated_only)
     for sentence in [*result.left_out, *result.notes]:
         print(terminal_text(sentence), file=sys.stderr)
@@ -384,14 +384,14 @@ def export_verb(args: argparse.Namespace) -> int:
 
 def members_add_verb(args: argparse.Namespace) -> int:
     """Add a member or change their role."""
-    member = _workspace(args).add_member(args.email, args.role, Reviewer(name=args.by, via="cli"))
+    member = _workspace(args).campaigns.add_member(args.email, args.role, Reviewer(name=args.by, via="cli"))
     print(f"{terminal_text(member.email)} is a {member.role}")
     return 0
 
 
 def members_list_verb(args: argparse.Namespace) -> int:
     """List the members."""
-    found = _workspace(args).members()
+    found = _workspace(args).campaigns.members()
     if args.json:
         print(json.dumps([m.model_dump() for m in found], indent=2))
         return 0

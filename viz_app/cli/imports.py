@@ -125,6 +125,6 @@ def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) 
     from viz_app.workspace import Workspace
 
     ws = Workspace.open(db, rubric=load_rubric(rubric))
-    added = ws.import_published_labels(traces)
+    added = ws.labelling.import_published(traces)
     print(f"stored {added} published label{'s' if added != 1 else ''} in "
           f"{terminal_text(ws.settings.db_url)}", file=sys.stderr)

@@ -173,7 +173,7 @@ def _workspace(args: argparse.Namespace) -> Workspace:
 
 def _read_traces(ws: Workspace) -> TraceSet:
     """The workspace's traces, saying once what it skipped."""
-    found = ws.read_traces(progress_bar("reading traces"))
+    found = ws.library.read_traces(progress_bar("reading traces"))
     say_unread(found.unread)
     return found
 
@@ -209,7 +209,7 @@ def export_verb(args: argparse.Namespace) -> int:
         return 2
     ws = _workspace(args)
     traces = _read_traces(ws).traces if found.needs_traces else None
-    result = ws.export(args.format, args.output, traces=traces, reviewer=args.reviewer,
+    result = ws.exports.write(args.format, args.output, traces=traces, reviewer=args.reviewer,
                        from_scores=from_scores, options=options, hf_dataset=args.hf_dataset,
                        other_versions=args.other_versions)
     for sentence in [*result.left_out, *result.notes]:
@@ -245,7 +245,7 @@ def import_verb(args: argparse.Namespace) -> int:
     for path in tqdm(args.files, desc="importing", unit="file", disable=None, file=sys.stderr):
         try:
             origin = args.origin or Path(path).name
-            report = ws.import_labels(read_records(path), traces, origin)
+            report = ws.labelling.import_labels(read_records(path), traces, origin)
         except (LabelError, OSError) as err:
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             tqdm.write(f"{terminal_text(path)}: nothing imported: "
@@ -260,14 +260,14 @@ def progress_verb(args: argparse.Namespace) -> int:
     """Print each trace's progress."""
     ws = _workspace(args)
     for trace_id, trace in sorted(_read_traces(ws).traces.items()):
-        print(f"{terminal_text(trace_id)}: {ws.progress(trace, args.reviewer).text}")
+        print(f"{terminal_text(trace_id)}: {ws.labelling.progress(trace, args.reviewer).text}")
     return 0
 
 
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print agreement per question."""
     ws = _workspace(args)
-    report = rubric_agreement(ws.rubric, ws.labels.current_records())
+    report = rubric_agreement(ws.rubric, ws.labelling.current_records())
     if args.json:
         print(json.dumps([q.model_dump() for q in report], indent=2, default=str))
         return 0

@@ -212,7 +212,7 @@ def follow(args: argparse.Namespace) -> int:
                           f"{terminal_text(done.shards[-1].url.rsplit('/', 1)[-1])} "
                           f"({added} since the start)", flush=True)
                     if workspace is not None:
-                        workspace.update_pool_index(wait=True)
+                        workspace.library.update_pool_index(wait=True)
             if args.once:
                 return 0
             time.sleep(args.interval)
@@ -321,14 +321,14 @@ def index(args: argparse.Namespace) -> int:
     options = dict(workers=args.workers, ray=args.ray, progress=bar, rebuild=args.rebuild)
     try:
         try:
-            done = workspace.update_pool_index(wait=False, **options)
+            done = workspace.library.update_pool_index(wait=False, **options)
         except IndexBusy:
             print("another update of this pool's index is under way (the app's Re-index or "
                   "another `orchviz pool index`); waiting for it to finish...", file=sys.stderr)
-            done = workspace.update_pool_index(wait=True, **options)
+            done = workspace.library.update_pool_index(wait=True, **options)
     finally:
         bar.close()
-    pool_index = workspace.pool_index()
+    pool_index = workspace.library.pool_index()
     for failure in pool_index.failures(limit=20):
         print(terminal_text(failure.error), file=sys.stderr)
     if done.failures > 20:
@@ -393,13 +393,13 @@ def ls(args: argparse.Namespace) -> int:
     workspace = _pool_workspace(args)
     bar = _TraceBar()
     try:
-        workspace.update_pool_index(workers=args.workers, progress=bar, wait=False)
+        workspace.library.update_pool_index(workers=args.workers, progress=bar, wait=False)
     except IndexBusy:
         print("another update of this pool's index is under way; listing the index as it "
               "was", file=sys.stderr)
     finally:
         bar.close()
-    pool_index = workspace.pool_index()
+    pool_index = workspace.library.pool_index()
     total = pool_index.count(filters, args.search)
     rows = pool_index.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)
     if args.json:

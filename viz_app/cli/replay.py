@@ -96,14 +96,14 @@ def replay_verb(args: argparse.Namespace) -> int:
             raise OrchvizError(f"no label store at {args.db}: --correction-by reads the "
                                "reviewer's correction from it")
         ws = Workspace.open(args.db)
-        found = ws.correction_at(trace, args.event, args.correction_by)
+        found = ws.branches.correction_at(trace, args.event, args.correction_by)
         if found is None:
             raise OrchvizError(f"{args.correction_by} saved no correction at {args.event} of "
                                f"{trace.trace_id} in {args.db}")
         replacement = found
     else:
         ws = Workspace.open("sqlite://")  # writes no store: the branch goes to --output
-    branch, path = ws.continue_from(trace, args.event, replacement, endpoint=endpoint,
+    branch, path = ws.branches.continue_from(trace, args.event, replacement, endpoint=endpoint,
                                     limits=limits, output=args.output)
     ending = "the turn limit" if branch.fork.turn_limit_reached else "a stop"
     print(f"{terminal_text(branch.trace.trace_id)} -> {terminal_text(path)}: {branch.turns} "

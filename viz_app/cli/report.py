@@ -53,7 +53,7 @@ def report_verb(args: argparse.Namespace) -> int:
               "bookmarks", file=sys.stderr)
         labels, bookmarks = [], []
     else:
-        labels, bookmarks = Workspace.open(args.db).case_study(trace)
+        labels, bookmarks = Workspace.open(args.db).bookmarks.case_study(trace)
     output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
     result = write_report(trace, output, labels, bookmarks, format=args.format)
     if result.note:

@@ -135,7 +135,7 @@ def train_verb(args: argparse.Namespace) -> int:
         raise OrchvizError("--folds is a count: 2 or more")
     ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
     if args.traces:
-        ws.update_index(progress_bar("indexing traces"))
+        ws.library.update_index(progress_bar("indexing traces"))
     model, added = ws.rewards.train(args.campaign, folds=args.folds, resamples=args.resamples,
                                     seed=args.seed, progress=progress_bar("reading labelled "
                                                                           "traces"))

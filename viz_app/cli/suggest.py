@@ -151,7 +151,7 @@ def _judge(args: argparse.Namespace, ws: Workspace | None = None):
     few = getattr(args, "few_shot", 0) or 0
     if few < 0:
         raise OrchvizError("--few-shot is a count of examples: 0 or more")
-    examples = ws.judge_examples(few, args.judge_questions) if few and ws is not None else ()
+    examples = ws.suggestions.judge_examples(few, args.judge_questions) if few and ws is not None else ()
     return JudgeProducer(args.judge_url, args.judge_model, args.judge_key_env,
                          timeout=args.judge_timeout, questions=args.judge_questions,
                          examples=examples)
@@ -165,7 +165,7 @@ def run_verb(args: argparse.Namespace) -> int:
         _judge(args)  # a judge that cannot be made is refused before any trace is read
     ws = Workspace.open(args.db, traces=args.traces, rubric=load_rubric(args.rubric))
     if args.producer == "learned":
-        ws.learned_producer(args.learned_questions)  # no model, no scikit-learn: say so first
+        ws.suggestions.learned_producer(args.learned_questions)  # no model, no scikit-learn: say so first
     judge = _judge(args, ws) if args.producer == "judge" else None
     if judge is not None and judge.examples:
         counts: dict[str, int] = {}
@@ -174,7 +174,7 @@ def run_verb(args: argparse.Namespace) -> int:
         print(terminal_text(f"judge: {len(judge.examples)} few-shot examples ("
                             + ", ".join(f"{q} {n}" for q, n in counts.items())
                             + f"), prompt {judge.producer.prompt_sha256[:12]}"))
-    found = ws.read_traces(progress_bar("reading traces"))
+    found = ws.library.read_traces(progress_bar("reading traces"))
     say_unread(found.unread)
     bar: list[tqdm] = []
 
@@ -187,9 +187,9 @@ def run_verb(args: argparse.Namespace) -> int:
         if done >= total:
             bar[0].close()
 
-    learned = ws.learned_producer(args.learned_questions) \
+    learned = ws.suggestions.learned_producer(args.learned_questions) \
         if args.producer == "learned" else None
-    report = ws.suggest(found.traces, producer=args.producer, judge=judge, progress=progress,
+    report = ws.suggestions.run(found.traces, producer=args.producer, judge=judge, progress=progress,
                         learned=learned)
     print(terminal_text(report.text))
     for failure in report.failures[:FAILURES_SHOWN]:
@@ -214,7 +214,7 @@ def _versions(ws: Workspace, args: argparse.Namespace) -> int:
     versions that left their predecessor's interval (on stderr too: a script notices)."""
     from viz_app.labels import short_version
 
-    history = ws.agreement_history(args.question, resamples=args.resamples, seed=args.seed)
+    history = ws.suggestions.agreement_history(args.question, resamples=args.resamples, seed=args.seed)
     if args.json:
         print(history.model_dump_json(indent=2))
         return 0
@@ -245,7 +245,7 @@ def agreement_verb(args: argparse.Namespace) -> int:
     ws = Workspace.open(args.db, rubric=load_rubric(args.rubric))
     if args.versions:
         return _versions(ws, args)
-    report = ws.suggestion_agreement(args.question, resamples=args.resamples, seed=args.seed)
+    report = ws.suggestions.agreement(args.question, resamples=args.resamples, seed=args.seed)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0
@@ -283,8 +283,8 @@ def train_verb(args: argparse.Namespace) -> int:
         raise OrchvizError("--folds is a count: 2 or more")
     ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
     if args.traces:
-        ws.update_index(progress_bar("indexing traces"))
-    model, added = ws.train_producer(args.question, args.campaign, folds=args.folds,
+        ws.library.update_index(progress_bar("indexing traces"))
+    model, added = ws.suggestions.train(args.question, args.campaign, folds=args.folds,
                                      resamples=args.resamples, seed=args.seed,
                                      progress=progress_bar("reading labelled traces"))
     if args.json:
@@ -322,7 +322,7 @@ def models_verb(args: argparse.Namespace) -> int:
     from viz_app.suggest import FEATURES_VERSION, LearnError, model_problem
 
     ws = Workspace.open(args.db)
-    models = ws.learned_models.listing(args.question)
+    models = ws.suggestions.model_listing(args.question)
     if not models:
         print("no learned model is stored: train one with `orchviz suggest train --question Q`")
         return 0

@@ -4,7 +4,7 @@ the per-agent reward matrix), and bookmarks with their notes.
 
 Every format is a pure function of what it reads (current label records, the traces they were
 made on, the rubric, or the current bookmarks); `write_export(format, given, output)` writes
-one. `FORMATS` (`export.formats`) is the one registry: `orchviz labels export`, `Workspace.export` and the app's
+one. `FORMATS` (`export.formats`) is the one registry: `orchviz labels export`, `ws.exports.write` and the app's
 downloads all read it, so a new format is one more entry there.
 
 A *training* format reads the labels through `viz_app.export.consensus.select` (the options

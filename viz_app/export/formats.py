@@ -1,5 +1,5 @@
 """The one registry of export formats, `FORMATS`, and the one way to write one,
-`write_export(format, given, output)`: `orchviz labels export`, `Workspace.export` and the app's
+`write_export(format, given, output)`: `orchviz labels export`, `ws.exports.write` and the app's
 downloads all read it, so a new format is one more entry here. (What the formats are: the
 package's face, `viz_app.export`.)"""
 
@@ -631,7 +631,7 @@ def export(format: str, labels: Sequence[LabelRecord], traces: Mapping[str, Trac
 
 
 class ExportResult(BaseModel):
-    """What an export wrote (`Workspace.export`)."""
+    """What an export wrote (`ws.exports.write`)."""
 
     format: str = Field(description="The format written (a key of FORMATS).")
     output: Path = Field(description="The file (or folder) written.")

@@ -248,7 +248,7 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
                 bookmarks: Iterable[Bookmark] = (), *, generated_at: str | None = None,
                 source: str | None = None) -> str:
     """The case study of one trace as one self-contained HTML page. Its footer names the
-    trace's file as `source` says (the app gives `Workspace.source_name`), by default by its
+    trace's file as `source` says (the app gives `ws.library.source_name`), by default by its
     name alone: a report is passed around, and a server's paths are nobody's business."""
     from plotly.offline import get_plotlyjs
 
@@ -464,7 +464,7 @@ class ReportResult(BaseModel):
 def write_report(trace: Trace, output: str | Path, labels: list[LabelRecord] = (),
                  bookmarks: list[Bookmark] = (), *, format: Format = "html") -> ReportResult:
     """Write the case study of a trace (its current label records and bookmarks, as
-    `Workspace.case_study` gives them) as HTML, or as Markdown with its figures as PNG files in
+    `ws.bookmarks.case_study` gives them) as HTML, or as Markdown with its figures as PNG files in
     `<name>_files/` beside it."""
     labels, bookmarks = list(labels), list(bookmarks)
     target = Path(output)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                          STRATA, Sample, assign_agreement, campaign_questions,
                                          default_questions, disputed, filter_rows,
                                          find_disagreements, gold_accuracy, gold_answers,
-                                         label_target, optional_questions, plan_targets,
+                                         label_target, optional_questions, per_step_rows,
+                                         plan_targets,
                                          prioritise, row_targets, sample_rows, spec_error,
                                          unindexed)
     from viz_app.labels.correction import (ACTION_LABELS, Decision, DecisionPair,

@@ -224,7 +224,7 @@ class AgreementRow(BaseModel):
 
 class SuggestionAgreement(BaseModel):
     """How far each producer agrees with blind human labels, beside how far the reviewers agree
-    with each other, per question (`Workspace.suggestion_agreement`)."""
+    with each other, per question (`ws.suggestions.agreement`)."""
 
     rows: list[AgreementRow]
     blind_labels: int = Field(description="Current labels made without suggestions in view "

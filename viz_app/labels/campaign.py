@@ -686,7 +686,7 @@ def prioritise(planned: Sequence[PlannedTarget], order: str) -> None:
 
 def label_target(rubric: Rubric, event_id: str | None, questions: Sequence[str]) -> LabelTarget:
     """The LabelTarget a claim stands for: its questions, the required ones being those neither
-    optional nor follow-ups (what `Workspace.save_answers`' rules check)."""
+    optional nor follow-ups (what `ws.labelling.save_answers`' rules check)."""
     required = [q for q in questions if not rubric.question(q).optional
                 and rubric.question(q).ask_when is None]
     return LabelTarget(event_id=event_id or None, kinds=[], t=None, agent=None,

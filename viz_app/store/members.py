@@ -3,7 +3,7 @@
 Roles matter only where the reviewer's name is verified (the app's OpenID Connect sign-in): a
 signed-in person's role is what this table says, and a person it does not name has none. Without
 sign-in (a person alone on a laptop) names are self-declared, and everyone may act as a lead of
-their own database; the Workspace decides that (`Workspace.may_lead`), not this store.
+their own database; the Workspace decides that (`ws.campaigns.may_lead`), not this store.
 """
 
 from __future__ import annotations

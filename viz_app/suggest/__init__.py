@@ -4,7 +4,7 @@ trace, with a confidence, the events that are the evidence and a one-sentence ex
 Three producers exist: `rules` (deterministic detectors over the analysis,
 `viz_app.suggest.rules`), a judge model (`viz_app.suggest.judge`) and a model learned from the
 team's own labels (`viz_app.suggest.learned`, over the features of `viz_app.suggest.features`). Suggestions are kept apart from labels (their own
-table, `viz_app.store.suggestions`); the Workspace stores them (`Workspace.suggest`).
+table, `viz_app.store.suggestions`); the Workspace stores them (`ws.suggestions.run`).
 
 Callers import from this face (lazy, `viz_app.face`), never from its modules; the rules'
 findings are read through the module, `suggest.rules`.
@@ -28,5 +28,9 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.suggest, each fr
                                          LearnError, train)
     from viz_app.suggest.producers import SuggestError, SuggestionProducer, produce
     from viz_app.suggest.learned import model_problem, training_sha256, truths, worse_than_chance
+    from viz_app.suggest.judge import choose_examples
+    from viz_app.suggest.learned import require_sklearn
+    from viz_app.suggest.rules import FINE
+    from viz_app.suggest.rules import PRODUCER as RULES
 
 __getattr__, __dir__ = lazy(__name__, __file__)

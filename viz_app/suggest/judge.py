@@ -22,7 +22,7 @@ a command line; a local server that needs none gets a placeholder.
 
 Re-running is cheap: given the targets it already answered on a trace version (`answered`:
 stored suggestions of the same producer, model and prompt hash), the judge asks only about the
-others (`Workspace.suggest` passes them). A failure is not an answer: it is asked again.
+others (`ws.suggestions.run` passes them). A failure is not an answer: it is asked again.
 
 Few-shot: `examples` (`Example`, chosen by `choose_examples` from the leads' adjudicated answers)
 are put before each question of theirs as earlier turns, each the prompt that target would get

@@ -83,7 +83,7 @@ class LearnError(OrchvizError, ValueError):
     """A model that cannot be trained or used as asked (too few labels, no scikit-learn)."""
 
 
-def _sklearn():
+def require_sklearn():
     try:
         import sklearn
     except ImportError:
@@ -267,7 +267,7 @@ def fit(x: np.ndarray, y: np.ndarray):
     class-balanced logistic regression, sigmoid calibration over `CALIBRATION_FOLDS` folds
     (fewer when an answer is that rare; none below 2, then the regression's own
     probabilities). One answer only: a constant."""
-    _sklearn()
+    require_sklearn()
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.dummy import DummyClassifier
     from sklearn.linear_model import LogisticRegression
@@ -357,7 +357,7 @@ def train(rubric: Rubric, question: str, labels: Iterable[LabelRecord],
     were blind) and the labelled traces by id (None where unreadable). LearnError, one
     sentence, when the question cannot be learnt or there are too few labels.
     `progress(done, total, trace_id)` is called as the targets' features are computed."""
-    sklearn = _sklearn()
+    sklearn = require_sklearn()
     q = rubric.question(question)
     if q.kind not in TRAINABLE_KINDS or not q.choices:
         raise LearnError(f"{question} is a {q.kind} question: the learned producer predicts "

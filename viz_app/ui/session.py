@@ -5,7 +5,7 @@ Pages get everything through here and hand domain objects to `components`; this 
 Workspace and the domain modules (`analysis`, `charts`) and draws nothing but the reviewer box.
 
 Caching: a parsed, analysed trace is read-only and shared by every session, kept by the
-Workspace per version of its file (`Workspace.load`: an edited file is read again), which also
+Workspace per version of its file (`ws.library.trace`: an edited file is read again), which also
 reads ahead the trace a page will most likely open next (`read_ahead`), its first figures with
 it. Tree and timeline figures are shared by every session too (`st.cache_resource`) and never
 changed: a highlight is drawn onto a session's own copy (`overlaid`). Each session keeps the
@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 
 from viz_app import charts
 from viz_app.analysis import analyze
-from viz_app.errors import OrchvizError
+from viz_app.errors import NoSuchTrace, OrchvizError
 from viz_app.labels import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
@@ -67,7 +67,7 @@ def workspace() -> Workspace:
 
 def index(progress: IndexProgress | None = None) -> IndexResult:
     """Bring the trace index up to date and return the library."""
-    return workspace().update_index(progress=progress)
+    return workspace().library.update_index(progress=progress)
 
 
 # -- traces and figures ----------------------------------------------------------------------
@@ -75,21 +75,24 @@ def index(progress: IndexProgress | None = None) -> IndexResult:
 
 def find_and_load(trace_id: str) -> Trace | None:
     """A trace of the library or of a pool by id, analysed, read once per version of its file
-    for every session (`Workspace.load`, which finds it ready when it was read ahead); None
+    for every session (`ws.library.trace`, which finds it ready when it was read ahead); None
     when no index knows it (raises TraceError when it is known but cannot be read)."""
-    return workspace().load(trace_id)
+    try:
+        return workspace().library.trace(trace_id)
+    except NoSuchTrace:
+        return None
 
 
 def read_ahead(reason: tuple, trace_ids: Callable[[], Iterable[str | None]]) -> None:
     """Read the traces `trace_ids()` names, and draw their tree and timeline as a page opens
     them, on the Workspace's background thread while this page waits for the reviewer
-    (`Workspace.read_ahead`): Shift+N, or a save onto another trace, then finds them ready.
+    (`ws.library.read_ahead`): Shift+N, or a save onto another trace, then finds them ready.
     Asked once per `reason` in a row (a page's rerun on the same trace asks nothing again).
     Never raises, never waits."""
     if st.session_state.get(_READ_AHEAD) == reason:
         return
     st.session_state[_READ_AHEAD] = reason
-    workspace().read_ahead(trace_ids, then=_first_figures, after=READ_AHEAD_AFTER)
+    workspace().library.read_ahead(trace_ids, then=_first_figures, after=READ_AHEAD_AFTER)
 
 
 _READ_AHEAD = "_read_ahead"
@@ -146,8 +149,8 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
     ws = workspace()
     found: dict[str, PoolRow] = {}
     ids = [t for t in dict.fromkeys(trace_ids) if t]
-    for location in ws.pools:
-        index = ws.pool_index(location)
+    for location in ws.library.pools:
+        index = ws.library.pool_index(location)
         named = index.page([Condition(field="trace_id", op="in", value=ids)],
                            limit=len(ids)) if ids else []
         groups = sorted({r.task_id for r in named})
@@ -155,8 +158,8 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
                            limit=GROUP_ROWS) if with_groups and groups else []
         for row in [*named, *mates]:
             found.setdefault(row.trace_id, row)
-    if first_page and not found and ws.pools:
-        found = {r.trace_id: r for r in ws.pool_index().page()}
+    if first_page and not found and ws.library.pools:
+        found = {r.trace_id: r for r in ws.library.pool_index().page()}
     return list(found.values())
 
 
@@ -413,7 +416,7 @@ def is_lead(reviewer: Reviewer | None) -> bool:
         return True
     if reviewer is None or reviewer.via != "oidc":
         return False
-    return workspace().role(reviewer.name) == "lead"
+    return workspace().campaigns.role(reviewer.name) == "lead"
 
 
 def identify_first(doing: str) -> str:

@@ -43,7 +43,7 @@ if lead is None:
     st.info(session.identify_first("adjudicate"))
     st.stop()
 if session.sign_in_configured():
-    if workspace.role(lead.name) != "lead":
+    if workspace.campaigns.role(lead.name) != "lead":
         st.warning("Only a campaign's leads adjudicate. A lead adds you with "
                    "`orchviz campaign members add EMAIL --role lead`.")
         st.stop()
@@ -52,7 +52,7 @@ else:
                "configured, so names are not verified: anyone who types a name may settle "
                "and retract here.")
 
-campaigns = workspace.campaigns()
+campaigns = workspace.campaigns.all()
 if not campaigns:
     st.info("There is no review campaign yet: `orchviz campaign create NAME --traces DIR`.")
     st.stop()
@@ -62,7 +62,7 @@ if st.session_state.get("adj:campaign") not in names:
     st.session_state["adj:campaign"] = linked if linked in names else names[0]
 name = picker.selectbox("Campaign", names, key="adj:campaign")
 st.query_params[CAMPAIGN_PARAM] = name
-campaign = workspace.campaign(name)
+campaign = workspace.campaigns.get(name)
 rubric = workspace.rubric
 flash = st.session_state.pop("_adj:flash", None)
 if flash:
@@ -71,7 +71,7 @@ if flash:
 
 def show_status() -> None:
     """Where the campaign stands, for its leads: gold accuracy is shown here and nowhere else."""
-    status = workspace.campaign_status(name)
+    status = workspace.campaigns.status(name)
     cols = st.columns(5)
     cols[0].metric("targets", status.targets)
     cols[1].metric("complete", status.complete)
@@ -108,7 +108,7 @@ def retract_reviewer(reviewers: list[str]) -> None:
         who = st.selectbox("Reviewer", reviewers)
         reason = st.text_input("Reason (required)", max_chars=500)
         if st.form_submit_button("Retract their labels", type="secondary"):
-            ids = [x.label_id for x in workspace.labels.current(reviewer=who, campaign=name)
+            ids = [x.label_id for x in workspace.labelling.current(reviewer=who, campaign=name)
                    if x.source == "human"]
             retract(ids, reason)
 
@@ -122,7 +122,7 @@ def retract(label_ids: list[str], reason: str) -> None:
         st.error("Say why you retract them.")
         return
     try:
-        count = workspace.retract(label_ids, lead, reason.strip(), campaign=name)
+        count = workspace.campaigns.retract(label_ids, lead, reason.strip(), campaign=name)
     except (LabelError, StoreError) as err:
         st.error(markdown_literal(err, 400))
         return
@@ -131,7 +131,7 @@ def retract(label_ids: list[str], reason: str) -> None:
 
 
 def show_disagreements() -> None:
-    found = workspace.disagreements(name)
+    found = workspace.campaigns.disagreements(name)
     settled = st.toggle("show settled ones too", key="adj:settled",
                         help="Disagreements that already have an adjudicated answer")
     items = [d for d in found if settled or not d.resolved]
@@ -182,8 +182,8 @@ def one_disagreement(item) -> None:
         return
     analysis = analyze(trace)
     key = item.event_id or ""
-    target = next((t for t in workspace.targets(trace) if t.key == key), None)
-    labels = [x for x in workspace.labels.current(trace.trace_id, campaign=name)
+    target = next((t for t in workspace.library.targets(trace) if t.key == key), None)
+    labels = [x for x in workspace.labelling.current(trace.trace_id, campaign=name)
               if x.event_id == key]
     views, side = st.columns([2.0, 1.7], gap="medium")
     with side:
@@ -263,7 +263,7 @@ def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
     def adjudicate(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
         if not comment.strip():
             raise LabelError("Give the reason for the final answer (the note box).")
-        made = workspace.adjudicate(name, item.trace_id, item.event_id, values, lead,
+        made = workspace.campaigns.adjudicate(name, item.trace_id, item.event_id, values, lead,
                                     comment.strip())
         said = "; ".join(f"{q} = {answer_text(rubric.question(q), v)}" for q, v in values.items())
         st.session_state["_adj:settled"] = (

@@ -8,14 +8,12 @@ and everyone is their own lead."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from viz_app.ui import session
-from viz_app.export import FORMATS, NEEDS_TRACES, export
+from viz_app.export import FORMATS, NEEDS_TRACES
 from viz_app.charts import agreement_history_figure
 from viz_app.labels import REVIEWERS, correction_agreements, rubric_agreement
 from viz_app.errors import RubricError
@@ -30,18 +28,18 @@ if session.sign_in_configured() and not session.is_lead(viewer):
                   "A lead adds you with `orchviz campaign members add EMAIL --role lead`."))
     st.stop()
 try:
-    store = session.workspace().labels
+    rubric = session.workspace().rubric
 except RubricError as err:
     st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
     st.stop()
-records = store.current_records()
+records = session.workspace().labelling.current_records()
 reviewers = sorted({r["reviewer"] for r in records})
 st.caption(f"{len(records):,} current labels by {len(reviewers)} reviewer"
            f"{'s' if len(reviewers) != 1 else ''} · rubric "
-           f"{markdown_literal(store.rubric.name, 60)} {markdown_literal(store.rubric.version, 20)}"
+           f"{markdown_literal(rubric.name, 60)} {markdown_literal(rubric.version, 20)}"
            " · alpha is ordinal for scales, nominal for "
            "categories; only targets with two or more reviewers count")
-report = rubric_agreement(store.rubric, records)
+report = rubric_agreement(rubric, records)
 summary = pd.DataFrame([{
     "question": q.question, "level": q.level, "alpha": q.alpha, "reviewers": q.reviewers,
     "targets labelled": q.targets, "targets with 2+ reviewers": q.shared_targets,
@@ -71,7 +69,7 @@ else:
         _question, chosen = disputes[picked.selection.rows[0]]
         session.open_trace(chosen.trace_id, chosen.event_id or None)
 
-corrections = correction_agreements(store.rubric, records)
+corrections = correction_agreements(rubric, records)
 if any(c.corrected.value for c in corrections):  # someone corrected something
     st.subheader("Corrections")
     st.caption("Free-text corrections get no alpha: the share of reviewers of a target who "
@@ -92,7 +90,7 @@ if any(c.corrected.value for c in corrections):  # someone corrected something
         for c in corrections if c.targets]), hide_index=True, width="stretch")
 
 st.subheader("Suggestions against blind labels")
-producers = session.workspace().suggestion_agreement()
+producers = session.workspace().suggestions.agreement()
 
 
 def _interval(found) -> str:
@@ -139,7 +137,7 @@ else:
                       if picked.rater == REVIEWERS else "."))
 
     st.subheader("Each producer version over time")
-    history = session.workspace().agreement_history()
+    history = session.workspace().suggestions.agreement_history()
     for shift in history.shifts:
         st.warning(markdown_literal(shift.text, 400), icon=":material/trending_down:"
                    if shift.direction == "below" else ":material/trending_up:")
@@ -168,11 +166,8 @@ st.subheader("Download the labels")
 formats = [f for f in FORMATS.values() if f.reads == "labels" and not f.needs_traces]
 columns = st.columns(len(formats))
 for column, fmt in zip(columns, formats):
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / fmt.file_name
-        export(fmt.name, records, {}, store.rubric, path)
-        column.download_button(fmt.name, path.read_bytes(), file_name=fmt.file_name,
-                               key=f"download:{fmt.name}", width="stretch",
-                               disabled=not records, icon=":material/download:")
+    column.download_button(fmt.name, session.workspace().exports.download(fmt.name),
+                           file_name=fmt.file_name, key=f"download:{fmt.name}",
+                           width="stretch", disabled=not records, icon=":material/download:")
 st.caption("The exports that need the traces are written by the command line: "
            f"`orchviz labels export --format {'|'.join(NEEDS_TRACES)} --traces DIR -o OUT`.")

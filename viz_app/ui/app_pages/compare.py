@@ -210,7 +210,7 @@ st.plotly_chart(timeline, key="compare:timeline", config={"displaylogo": False})
 st.markdown(f"**{PAIRWISE_PROMPT}**")
 workspace = session.workspace()
 try:
-    held = workspace.judgement(trace_a.trace_id, trace_b.trace_id, reviewer.name) \
+    held = workspace.labelling.judgement(trace_a.trace_id, trace_b.trace_id, reviewer.name) \
         if reviewer else None
 except RubricError as err:
     st.error(f"The label store cannot be opened: {markdown_literal(err, 300)}")
@@ -244,7 +244,7 @@ if saved:
     try:
         if chosen == "":
             raise LabelError("pick which run is better (or about the same)")
-        workspace.save_preference(trace_a, trace_b, chosen, reviewer, reason,
+        workspace.labelling.save_preference(trace_a, trace_b, chosen, reviewer, reason,
                                   None if chosen is None else level)
     except (LabelError, StoreError) as err:  # the form keeps the answer
         st.error(markdown_literal(err, 300))

@@ -26,7 +26,7 @@ COLUMNS = 3  # siblings side by side per row, beside the labels column at 1600 p
 
 reviewer = session.reviewer()
 workspace = session.workspace()
-rows = workspace.update_index().rows
+rows = workspace.library.update_index().rows
 wanted = st.query_params.get(GROUP_PARAM)
 if not wanted and st.query_params.get("trace"):
     wanted = next((r.rollout_group for r in rows if r.trace_id == st.query_params["trace"]),
@@ -63,7 +63,7 @@ traces = read_rows(members)
 members = [r for r in members if r.trace_id in traces]
 ordered = [traces[r.trace_id] for r in members]
 found = parting(ordered)
-records = workspace.labels.current_records()
+records = workspace.labelling.current_records()
 judged = reviewers_rewards(r for r in records if r["trace_id"] in traces)
 mine = {r["trace_id"]: r for r in records if r["trace_id"] in traces and not r["event_id"]
         and reviewer is not None and r["reviewer"] == reviewer.name}
@@ -166,20 +166,20 @@ with label_col:
                        "too")
     nav[2].page_link("app_pages/trace.py", label="Its trace",
                      query_params={"trace": current.trace_id}, icon=":material/account_tree:")
-    whole = next((t for t in workspace.targets(current) if t.key == ""), None)
+    whole = next((t for t in workspace.library.targets(current) if t.key == ""), None)
     if whole is None:
         st.caption("The rubric asks nothing about a whole run.")
     else:
         def save(values: dict, comment: str, seconds: float) -> list[Label]:
-            made = workspace.save_answers(current, whole, values, reviewer, comment=comment,
+            made = workspace.labelling.save_answers(current, whole, values, reviewer, comment=comment,
                                           seconds_spent=seconds)
             move(at + 1)
             return made
 
         target_form(current, analyze(current), workspace.rubric, whole,
                     key=f"group:{wanted}:{current.trace_id}", save=save,
-                    saved=workspace.labels.answers(current.trace_id, reviewer.name).get("")
-                    or workspace.labels.answers(current.trace_id, reviewer.name).get(None),
+                    saved=workspace.labelling.answers(current.trace_id, reviewer.name).get("")
+                    or workspace.labelling.answers(current.trace_id, reviewer.name).get(None),
                     save_label="Save, next")
 
 with pair_col:
@@ -190,7 +190,7 @@ with pair_col:
     b = b_col.selectbox("B", numbers, index=min(at + 1, len(members) - 1) if len(members) > 1
                         else 0, format_func=lambda i: f"#{i + 1}", key="pair_b")
     reason = st.text_input("Why", key="pair_reason", placeholder="a few words: needed to save")
-    given = workspace.judgement(ordered[a].trace_id, ordered[b].trace_id, reviewer.name) \
+    given = workspace.labelling.judgement(ordered[a].trace_id, ordered[b].trace_id, reviewer.name) \
         if a != b else None
 
     def judge(chosen: str | None) -> None:
@@ -198,7 +198,7 @@ with pair_col:
             st.session_state["_pair_said"] = ("warning", "Pick two different siblings.")
             return
         try:
-            workspace.save_preference(ordered[a], ordered[b], chosen, reviewer, reason)
+            workspace.labelling.save_preference(ordered[a], ordered[b], chosen, reviewer, reason)
         except (LabelError, OrchvizError) as err:
             st.session_state["_pair_said"] = ("error", f"Nothing was saved: {err}")
             return

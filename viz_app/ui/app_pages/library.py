@@ -3,7 +3,7 @@
 When the workspace lists a pool (`orchviz app --traces POOL`), the page shows the pool through its
 index instead: it pages, sorts, filters and counts in DuckDB (50 rows at a time, never the whole
 pool in one frame), searches the word index, draws a histogram of a figure and draws a sample of
-trace ids at random or by stratum (`Workspace.sample_pool`, which review campaigns use too)."""
+trace ids at random or by stratum (`ws.library.sample_pool`, which review campaigns use too)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
 
 def pool_library(location: str) -> None:
     """The pool's traces, a page at a time, through its index."""
-    index: PoolIndex = workspace.pool_index(location)  # shared by every session of the app
+    index: PoolIndex = workspace.library.pool_index(location)  # shared by every session of the app
     if st.session_state.pop("_pool_reindex", False) or \
             time.time() - index.updated_at > POOL_CHECK_SECONDS:
         def pool_progress(done: int, total: int, shard: str) -> None:
@@ -117,7 +117,7 @@ def pool_library(location: str) -> None:
                 bar.progress(done / total, text=f"Indexing the pool: {done:,} of {total:,} traces…")
 
         try:  # never wait here: another update's rows show on their own once it ends
-            workspace.update_pool_index(location, progress=pool_progress, wait=False)
+            workspace.library.update_pool_index(location, progress=pool_progress, wait=False)
         except IndexBusy:
             st.info("Another update of this pool's index is under way (`orchviz pool index` "
                     "or the app's Re-index): the library shows the index as it was, and the "
@@ -223,7 +223,7 @@ def pool_library(location: str) -> None:
                                    key="pool_sample_stratify",
                                    help="Draw evenly from each value (a number: its quartiles)")
             if st.form_submit_button("Draw sample"):
-                st.session_state["pool_sample"] = workspace.sample_pool(
+                st.session_state["pool_sample"] = workspace.library.sample_pool(
                     int(count), seed=int(seed), filters=filters, search=search,
                     stratify=None if stratum.startswith("(") else stratum, location=location)
         drawn = st.session_state.get("pool_sample")
@@ -254,7 +254,7 @@ LABELLED_COLUMNS = {
 def labelled_by(named) -> tuple[dict, dict | None]:
     """What the team answered, and what the named reviewer answered (None when no one is named):
     a reviewer sees both the campaign's progress and their own."""
-    return workspace.answered(None), workspace.answered(named.name) if named else None
+    return workspace.labelling.answered(None), workspace.labelling.answered(named.name) if named else None
 
 
 def pool_labelled(row: PoolRow, answered: dict) -> str:
@@ -265,11 +265,11 @@ def pool_labelled(row: PoolRow, answered: dict) -> str:
     return f"{row.labelled(found)} of {len(row.targets)}"
 
 
-if workspace.pools:
-    chosen_pool = workspace.pools[0] if len(workspace.pools) == 1 else st.selectbox(
-        "Pool", workspace.pools, key="pool_location")
+if workspace.library.pools:
+    chosen_pool = workspace.library.pools[0] if len(workspace.library.pools) == 1 else st.selectbox(
+        "Pool", workspace.library.pools, key="pool_location")
     pool_library(chosen_pool)
-    pooled = set(workspace.pools)
+    pooled = set(workspace.library.pools)
     uploaded = workspace.settings.uploads
     if not any(str(t) not in pooled for t in workspace.settings.traces) and not (
             uploaded is not None and uploaded.is_dir() and any(uploaded.iterdir())):
@@ -287,13 +287,13 @@ def folder_library() -> None:
             own_bar.progress(done / total, text=f"Indexing {done + 1 if done < total else total}"
                                                 f" of {total} files…")
 
-    result = workspace.update_index(progress=indexing)
+    result = workspace.library.update_index(progress=indexing)
     own_bar.empty()
     if workspace.settings.follow and result.parsed:  # a trainer wrote: campaigns sample it
-        for campaign in workspace.campaigns():
+        for campaign in workspace.campaigns.all():
             if campaign.closed_at is None and campaign.spec.sample.kind == "per_step":
                 try:
-                    workspace.top_up_campaign(campaign.name)
+                    workspace.campaigns.top_up(campaign.name)
                 except OrchvizError as err:
                     st.warning(markdown_literal(err, 300))
 
@@ -302,7 +302,7 @@ def folder_library() -> None:
                                  key="library_query")
     topologies = sorted({r.topology for r in result.rows if r.topology})
     chosen = topology_col.multiselect("Topology", topologies, key="library_topologies")
-    rows = workspace.search(result.rows, query) if query.strip() else result.rows
+    rows = workspace.library.search(result.rows, query) if query.strip() else result.rows
     if chosen:
         rows = [r for r in rows if r.topology in chosen]
     rollouts = any(r.rollout_group is not None for r in result.rows)
@@ -338,8 +338,8 @@ def folder_library() -> None:
         "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
         "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
         "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-        "labelled": workspace.labelled_text(r, answered),
-        **({"by you": workspace.labelled_text(r, yours)} if yours is not None else {}),
+        "labelled": workspace.labelling.labelled_text(r, answered),
+        **({"by you": workspace.labelling.labelled_text(r, yours)} if yours is not None else {}),
         "file": relative_to(r.path, roots),
         "step": r.rollout_step, "group": r.rollout_group, "trainer reward": r.trainer_reward,
     } for r in rows], columns=columns)

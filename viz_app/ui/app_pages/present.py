@@ -28,7 +28,7 @@ trace = session.linked_trace(
     "Presentation mode shows one trace: open it from the trace page (Present).")
 analysis = analyze(trace)
 
-labels, bookmarks = session.workspace().case_study(
+labels, bookmarks = session.workspace().bookmarks.case_study(
     trace, viewer.name if viewer else None, lead=session.is_lead(viewer))
 presented = steps(analysis, bookmarks, [r for r in labels if r["trace_id"] == trace.trace_id])
 count = len(presented)

@@ -44,7 +44,7 @@ workspace = session.workspace()
 title, picker = st.columns([1, 2.5], vertical_alignment="bottom")
 title.markdown("### Review")
 
-campaigns = workspace.campaigns()
+campaigns = workspace.campaigns.all()
 if not campaigns:
     st.info("There is no review campaign yet. A lead creates one with "
             "`orchviz campaign create NAME --traces DIR`.")
@@ -69,7 +69,7 @@ def ask_before_letting_go(held: Claim, before: str) -> None:
 
     def let_go() -> None:
         try:
-            workspace.release(held)
+            workspace.campaigns.release(held)
         except (LabelError, StoreError):
             pass  # its lease runs out on its own
         state.clear()
@@ -119,13 +119,13 @@ picker.selectbox("Campaign", names, key="review:campaign", on_change=choose_camp
 name = state["campaign"]
 if st.query_params.get(CAMPAIGN_PARAM) != name:
     st.query_params[CAMPAIGN_PARAM] = name
-campaign = workspace.campaign(name)
+campaign = workspace.campaigns.get(name)
 
 
 def take_next() -> None:
     """Claim the next target for this reviewer (None when nothing is left for them)."""
     try:
-        claim = workspace.claim_next(name, reviewer)
+        claim = workspace.campaigns.claim_next(name, reviewer)
     except (LabelError, StoreError) as err:
         state["error"] = markdown_literal(err, 400)
         return
@@ -135,7 +135,7 @@ def take_next() -> None:
 
 def progress() -> None:
     """The reviewer's count and the campaign's (counts only: no answer, nothing about gold)."""
-    found = workspace.campaign_progress(name, reviewer.name)
+    found = workspace.campaigns.progress(name, reviewer.name)
     total = max(found.targets, 1)  # a reviewer reviews a target at most once
     left, right = st.columns(2)
     left.progress(min(1.0, found.reviewer_saved / total),
@@ -187,7 +187,7 @@ def keep_lease() -> None:
     if time.time() - state.get("renewed", 0.0) <= RENEW_EVERY:
         return
     try:
-        state["claim"] = workspace.renew(state["claim"])
+        state["claim"] = workspace.campaigns.renew(state["claim"])
         state["renewed"] = time.time()
     except (LabelError, StoreError) as err:
         state["error"] = markdown_literal(err, 400)
@@ -207,7 +207,7 @@ except (OrchvizError, OSError) as err:
              f"loaded: {markdown_literal(err, 300)}")
 if trace is None:
     st.button("Skip this target", key="review:skip-broken",
-              on_click=lambda: (workspace.skip(claim, "the trace could not be loaded"),
+              on_click=lambda: (workspace.campaigns.skip(claim, "the trace could not be loaded"),
                                 take_next()))
     st.stop()
 analysis = analyze(trace)
@@ -220,7 +220,7 @@ def claim_target() -> LabelTarget | None:
     found = memo.get((trace.trace_id, trace.sha256))
     if found is None:
         memo.clear()
-        found = memo[(trace.trace_id, trace.sha256)] = workspace.targets(trace)
+        found = memo[(trace.trace_id, trace.sha256)] = workspace.library.targets(trace)
     target = next((t for t in found if t.key == key), None)
     return None if target is None else asked_only(target, claim.questions, workspace.rubric)
 
@@ -275,19 +275,19 @@ def review_panel() -> None:
 
 
 def questions() -> None:
-    suggestions = [s for s in workspace.suggestions(trace.trace_id, target.key)
-                   if s.question in target.questions and s.trace_sha256 == trace.sha256]
-    shown = campaign.assisted and bool(suggestions)  # blind first, unless the campaign is assisted
+    seen = workspace.suggestions.visible(trace, target, claim.reviewer.name, campaign)
 
     def submit(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
-        made = workspace.submit(claim, values, comment=comment, seconds_spent=seconds,
-                                suggestions_visible=shown, judged=trace.sha256)
-        state["last"] = (trace.trace_id, trace.sha256, target.key, list(target.questions))
+        made = workspace.campaigns.submit(claim, values, comment=comment,
+                                          seconds_spent=seconds,
+                                          suggestions_visible=seen.suggestions_visible,
+                                          judged=trace.sha256)
+        state["last"] = (trace, target)
         take_next()
         return made
 
     target_form(trace, analysis, workspace.rubric, target, key=f"review:{claim.slot_id}",
-                save=submit, suggestions=suggestions, suggestions_hidden=not shown,
+                save=submit, suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
                 on_choose=select_event, evidence_apart=True)
     cols = st.columns(2)
     cols[0].button("Skip", key="review:skip", shortcut=keys.shortcut("review-skip"),
@@ -310,7 +310,7 @@ def skip_reasons() -> None:
             state["error"] = "Say why you skip this target."
             return
         try:
-            workspace.skip(claim, reason)
+            workspace.campaigns.skip(claim, reason)
         except (LabelError, StoreError) as err:
             state["error"] = markdown_literal(err, 400)
             return
@@ -338,9 +338,9 @@ def last_saved() -> None:
     last = state.get("last")
     if not last or campaign.assisted:
         return
-    trace_id, sha, key, asked_here = last
-    found = [s for s in workspace.suggestions(trace_id, key)
-             if s.question in asked_here and s.trace_sha256 == sha]
+    trace, target = last
+    seen = workspace.suggestions.visible(trace, target, reviewer.name)
+    found, trace_id, key = seen.suggestions if seen.shown else [], trace.trace_id, target.key
     if found:
         with st.expander(f"Suggestions on the target you just saved "
                          f"({markdown_literal(key or 'the whole trace', 30)})"):
@@ -371,4 +371,4 @@ if target is not None:
 # the trace of the target that most likely comes next, read while the reviewer answers this one
 session.read_ahead(("upcoming", name, reviewer.name, claim.slot_id),
                    lambda ws=workspace, campaign=name, who=reviewer.name:
-                   [ws.upcoming_trace(campaign, who)])
+                   [ws.campaigns.upcoming(campaign, who)])

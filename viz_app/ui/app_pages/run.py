@@ -16,7 +16,7 @@ from viz_app.ui import session
 TRAINER, REVIEWERS, MODEL, ALARM = "#1c7ed6", "#2f9e44", "#ae3ec9", "#e03131"
 
 workspace = session.workspace()
-rows = [r for r in workspace.update_index().rows if r.trainer_reward is not None]
+rows = [r for r in workspace.library.update_index().rows if r.trainer_reward is not None]
 st.markdown("### Training run: the trainer's reward beside the reviewers'")
 if not rows:
     st.info("No trace in the library carries a trainer's reward. Point the app at a run's "
@@ -24,7 +24,7 @@ if not rows:
             "it trains.")
     st.stop()
 
-reviewers = reviewers_rewards(workspace.labels.current_records())
+reviewers = reviewers_rewards(workspace.labelling.current_records())
 reviewed = [r for r in rows if r.trace_id in reviewers]
 use_model = st.toggle("Beside the newest reward model's", key="run_model",
                       help="Score the reviewed rollouts with the reward model trained on the "

@@ -46,7 +46,7 @@ def draw_header() -> None:
     st.caption(task_caption(trace) + " · "
                f"topology **{trace.topology or 'not given'}** · "
                f"format {markdown_literal(trace.source_format, 30)} · "
-               f"file {markdown_literal(workspace.source_name(trace), 200)}"
+               f"file {markdown_literal(workspace.library.source_name(trace), 200)}"
                + (f"  \n{markdown_literal(trace.system, 400)}" if trace.system else ""))
     rollout = rollout_of(trace)
     if rollout is not None:  # a trainer's rollout: its step, and its siblings one click away
@@ -127,7 +127,7 @@ def continue_panel(event_id: str) -> None:
     """Continue from here on an orchestrator's decision, and the branch it made last."""
     endpoint = workspace.settings.endpoint
     try:  # a correction the reviewer saved here is where the form starts
-        prefill = workspace.correction_at(trace, event_id, reviewer.name) if reviewer else None
+        prefill = workspace.branches.correction_at(trace, event_id, reviewer.name) if reviewer else None
     except OrchvizError:
         prefill = None
     replacement = continue_form(trace, analysis, event_id,
@@ -138,7 +138,7 @@ def continue_panel(event_id: str) -> None:
         with st.spinner(f"{endpoint.model if endpoint else 'The model'} is continuing the "
                         "orchestrator…"):
             try:
-                branch, _ = workspace.continue_from(trace, event_id, replacement, by=reviewer)
+                branch, _ = workspace.branches.continue_from(trace, event_id, replacement, by=reviewer)
             except BranchError as err:
                 said = markdown_literal(err, 400)
                 st.error(said[:1].upper() + said[1:] + ".")
@@ -172,4 +172,4 @@ views_ready()
 if reviewer is not None:  # Shift+N's trace, read while the reviewer works on this one
     session.read_ahead(("next", session.trace_key(trace), reviewer.name),
                        lambda ws=workspace, who=reviewer.name, after=trace.trace_id:
-                       [ws.next_unlabelled(who, after=after)])
+                       [ws.labelling.next_unlabelled(who, after=after)])

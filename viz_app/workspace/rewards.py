@@ -1,5 +1,7 @@
-"""The Workspace's reward models (`ws.rewards`): train one on the team's labels, list them, and
-measure them beside the other producers on the Agreement page."""
+"""The rewards facet (`ws.rewards`): reward models trained on the team's labels (the answers
+of O1-O5 questions and the decision pairs), listed, and measured beside the other producers on
+the Agreement page (their held-out answers: `ws.suggestions.reward_answers`; `viz_app.reward`;
+docs/trainers)."""
 
 from __future__ import annotations
 
@@ -8,24 +10,31 @@ from typing import TYPE_CHECKING, Any
 
 from viz_app.errors import OrchvizError
 from viz_app.labels import now
+from viz_app.workspace.campaigns import Campaigns
+from viz_app.workspace.ground import Ground
+from viz_app.workspace.library import Library
+from viz_app.workspace.suggestions import Suggestions
 
 if TYPE_CHECKING:
     from viz_app.reward.train import RewardModel
     from viz_app.store import RewardModelStore
-    from viz_app.workspace import Workspace
 
 
 class Rewards:
-    """The reward-model facet of a Workspace."""
+    """Reward models trained on the workspace's labels."""
 
-    def __init__(self, ws: Workspace):
-        self.ws = ws
+    def __init__(self, ground: Ground, library: Library, campaigns: Campaigns,
+                 suggestions: Suggestions):
+        self._ground = ground
+        self._library = library
+        self._campaigns = campaigns
+        self._suggestions = suggestions
 
     @property
-    def store(self) -> RewardModelStore:
+    def _store(self) -> RewardModelStore:
         from viz_app.store import RewardModelStore
 
-        return RewardModelStore(self.ws.engine)
+        return RewardModelStore(self._ground.engine)
 
     def train(self, campaign: str | None = None, *, folds: int | None = None,
               resamples: int = 1000, seed: int = 0, created_by: str = "",
@@ -38,37 +47,28 @@ class Rewards:
         from viz_app.export import decision_pair_rows
         from viz_app.reward.train import FOLDS, train
 
-        ws = self.ws
         if campaign is not None:
-            ws.campaign(campaign)  # one sentence when there is no such campaign
-        records = ws.labels.current_records(campaign=campaign)
+            self._campaigns.get(campaign)  # one sentence when there is no such campaign
+        rubric = self._ground.rubric
+        records = self._ground.labels.current_records(campaign=campaign)
         ids = list(dict.fromkeys(r["trace_id"] for r in records))
         traces: dict[str, Any] = {}
         for done, trace_id in enumerate(ids):
             if progress is not None:
                 progress(done, len(ids), trace_id)
             try:
-                traces[trace_id] = ws.trace(trace_id)
+                traces[trace_id] = self._library.trace(trace_id)
             except OrchvizError:
                 traces[trace_id] = None
         if progress is not None and ids:
             progress(len(ids), len(ids), "")
         readable = {k: v for k, v in traces.items() if v is not None}
-        pairs = decision_pair_rows(records, readable, ws.rubric)
-        model = train(ws.rubric, records, ws.suggestion_store.all(), traces, pair_rows=pairs,
+        pairs = decision_pair_rows(records, readable, rubric)
+        model = train(rubric, records, self._suggestions.all(), traces, pair_rows=pairs,
                       campaign=campaign or "", folds=folds or FOLDS, resamples=resamples,
                       seed=seed, created_by=created_by, created_at=now(), progress=say)
-        return model, self.store.add(model)
+        return model, self._store.add(model)
 
     def models(self) -> list[RewardModel]:
         """Every stored reward model, newest first."""
-        return self.store.all()
-
-    def held_out_suggestions(self) -> list[Any]:
-        """Every stored model's held-out answers as suggestions of the producer
-        `reward-model` (one version per model, placed at its training time): what the
-        Agreement page measures against the blind labels, beside the other producers."""
-        from viz_app.reward.train import held_out_suggestions
-
-        return [s for version, at, held in self.store.held_out()
-                for s in held_out_suggestions(held, version, created_at=at)]
+        return self._store.all()
