@@ -35,8 +35,9 @@ def planted_trace(kind, shape, control=False, topology="centralized", size="smal
 @pytest.fixture
 def sound(tmp_path):
     """A faithful run (planted, all results in) whose stop, merge and spawns ann judged sound."""
-    trace = planted_trace("premature_stop", "all-in", control=True)
-    ws = make_workspace(tmp_path, traces=[trace])
+    planted_one = planted_trace("premature_stop", "all-in", control=True)
+    ws = make_workspace(tmp_path, traces=[planted_one])
+    trace = ws.trace(planted_one.trace_id)  # as the library holds it (its file's version)
     analysis = analyze(trace)
     stop = analysis.stops[0].event_id
     merge = analysis.aggregates[-1].event_id

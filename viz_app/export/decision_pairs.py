@@ -52,7 +52,7 @@ from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, Answer, 
                                       dumps, provenance, select)
 from viz_app.export.steps import event_lines
 from viz_app.labels import (DecisionPair, LabelRecord, Rubric, confirmation_pairs, decision_pairs,
-                            diff_spans, pointer_node, seen_positions, sound)
+                            diff_spans, pointer_node, questions_of, seen_positions, sound)
 from viz_app.model import Trace
 
 DECISION_PAIR_FIELDS = ("prompt", "chosen", "rejected", "chosen_form", "rejected_form",
@@ -155,12 +155,20 @@ class _Candidate:
     rejected: str
     used: list[Answer]
     who: list[str]
+    _key: bytes | None = None
 
     def key(self, trace_id: str) -> bytes:
         """A stable digest of the pair: which confirmations a balanced export keeps."""
-        text = "\x1f".join((trace_id, self.pair.chosen.event_id, self.pair.origin, self.chosen,
-                            self.rejected))
-        return hashlib.blake2b(text.encode(), digest_size=12).digest()
+        if self._key is None:
+            text = "\x1f".join((trace_id, self.pair.chosen.event_id, self.pair.origin,
+                                self.chosen, self.rejected))
+            self._key = hashlib.blake2b(text.encode(), digest_size=12).digest()
+        return self._key
+
+
+CACHED_PAIRS = 60_000
+"""Pairs the first pass of a balanced export keeps for the second (about 2 kB each); the
+traces past them are paired again."""
 
 
 @dataclass
@@ -174,7 +182,7 @@ class _Report:
 
 def _candidates(context: _Context, rubric: Rubric, event_id: str, answers: list[Answer],
                 seen: set, report: _Report | None) -> Iterator[_Candidate]:
-    questions = rubric.questions_by_id
+    questions = questions_of(rubric)
     plain = {a.question: a.value for a in answers
              if (q := questions.get(a.question)) is None or q.kind != "correction"}
     by_question = {a.question: a for a in answers}
@@ -395,33 +403,48 @@ def decision_pair_export(labels: Iterable[LabelRecord], traces: Mapping[str, Tra
 
     kept: set[bytes] = set()
     weights: dict[tuple[str, str], float] = {}
-    questions = rubric.questions_by_id
-    if how != "none" and any(sound(questions.get(a.question), a.value)
-                             for a in selection.answers):
-        # a first pass: how many of each, and which confirmations are kept
+    questions = questions_of(rubric)
+    report = _Report()
+    first_pass = how != "none" and any(sound(questions.get(a.question), a.value)
+                                       for a in selection.answers)
+    cached: dict[str, list[tuple[str, list[_Candidate]]]] = {}
+    if first_pass:  # how many of each, and which confirmations are kept
         corrections: list[_Shape] = []
         confirmations: list[tuple[bytes, _Shape]] = []
+        held = 0
         for trace_id in per_trace:
             context = _Context(traces[trace_id], options)
             seen: set = set()
+            mine: list[tuple[str, list[_Candidate]]] = []
             for event_id, answers in targets(trace_id, context):
-                for candidate in _candidates(context, rubric, event_id, answers, seen, None):
+                made = list(_candidates(context, rubric, event_id, answers, seen, report))
+                mine.append((event_id, made))
+                for candidate in made:
                     if candidate.pair.kind == "correction":
                         corrections.append(_Shape.of(candidate))
                     else:
                         confirmations.append((candidate.key(trace_id), _Shape.of(candidate)))
+            held += sum(len(made) for _, made in mine)
+            if held <= CACHED_PAIRS:  # kept for the second pass, up to a bound on memory
+                cached[trace_id] = mine
         kept, weights, balance_notes = _balance(corrections, confirmations, how)
         found.notes += balance_notes
         found.notes.append(f"{len(kept)} confirmations written of {len(confirmations)} "
                            f"(--confirmations {how}) beside {len(corrections)} corrections")
-    report = _Report()
 
     def rows() -> Iterator[dict[str, Any]]:
         for trace_id in per_trace:
             context = _Context(traces[trace_id], options)
-            seen: set = set()
-            for event_id, answers in targets(trace_id, context):
-                for candidate in _candidates(context, rubric, event_id, answers, seen, report):
+            if trace_id in cached:
+                made = cached.pop(trace_id)
+            else:
+                seen: set = set()
+                made = [(event_id, _candidates(context, rubric, event_id, answers, seen,
+                                               None if first_pass else report))
+                        for event_id, answers in targets(trace_id, context)]
+            for event_id, candidates in made:
+                context.provenance.clear()
+                for candidate in candidates:
                     kind = candidate.pair.kind
                     if kind == "confirmation" and candidate.key(trace_id) not in kept:
                         continue

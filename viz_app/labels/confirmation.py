@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from viz_app.analysis import Analysis, analyze
-from viz_app.labels.correction import Decision, DecisionPair, made_decision, stopped
+from viz_app.labels.correction import (Decision, DecisionPair, made_decision, questions_of,
+                                       stopped)
 from viz_app.labels.knowledge import last_delivery, seen_positions, waited_for
 from viz_app.model import Trace
 
@@ -137,7 +138,7 @@ def confirmation_pairs(rubric, trace: Trace, event_id: str | None,
     analysis = analyze(trace)
     if event_id not in analysis.position:
         return []
-    questions = rubric.questions_by_id
+    questions = questions_of(rubric)
     pairs: list[DecisionPair] = []
     for qid, value in answers.items():
         question = questions.get(qid)

@@ -27,12 +27,13 @@ and replay starts from. Pure: no store, no SQL.
 
 from __future__ import annotations
 
-import difflib
 import re
+from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from rapidfuzz.distance import Indel
 
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError
@@ -216,19 +217,24 @@ def _sub_decision(event: Event, fallback: str) -> str:
             "stop": "O5", "continue": "O5"}.get(decision or "", fallback)
 
 
+def _own_index(analysis: Analysis, agent: str, event_id: str) -> int:
+    """Where an event stands among its agent's own events (`Analysis.events_of`)."""
+    return bisect_left(analysis._positions_of.get(agent, []), analysis.position[event_id])
+
+
 def spawned_task(analysis: Analysis, event_id: str) -> str:
     """A spawn's task in the spawner's own words: the message (or delegation) it sent the child
     as its next own event, when it did, else the spawn's own text."""
     event = analysis.trace.event(event_id)
-    spawner, child = analysis.actor[event_id], event.to
-    for later in analysis.events_of.get(spawner, ())[:]:
-        if analysis.position[later.id] <= analysis.position[event_id]:
-            continue
-        if later.to == child and later.type in ("message", "orchestrator_decision") \
+    spawner = analysis.actor[event_id]
+    own = analysis.events_of.get(spawner, [])
+    at = _own_index(analysis, spawner, event_id) + 1
+    if at < len(own):
+        later = own[at]
+        if later.to == event.to and later.type in ("message", "orchestrator_decision") \
                 and later.text.strip():
-            return " ".join(later.text.split())
-        break
-    return " ".join(event.text.split())
+            return later.text.strip()
+    return event.text.strip()
 
 
 def made_decision(analysis: Analysis, event_id: str) -> tuple[Decision, bool]:
@@ -237,7 +243,7 @@ def made_decision(analysis: Analysis, event_id: str) -> tuple[Decision, bool]:
     its type and fields say."""
     event = analysis.trace.event(event_id)
     agent = analysis.actor[event_id]
-    words = " ".join(event.text.split())
+    words = event.text.strip()  # as recorded: `canonical` puts it on one line
     kind = event.type
     if kind == "aggregate":
         made = Decision(event_id=event_id, agent=agent, sub_decision="O4", action="merge",
@@ -351,6 +357,19 @@ class DecisionPair(BaseModel):
         return self.rejected_words == "own_words"
 
 
+_QUESTIONS: list[Any] = [None, None, {}]
+"""The last rubric asked of `questions_of`, its list of questions, and its questions by id."""
+
+
+def questions_of(rubric) -> dict[str, Any]:
+    """`rubric.questions_by_id`, made once for the rubric last asked of while its questions
+    stay the same list (an export asks it for every target)."""
+    if _QUESTIONS[0] is not rubric or _QUESTIONS[1] is not rubric.questions \
+            or len(_QUESTIONS[2]) != len(rubric.questions):
+        _QUESTIONS[:] = [rubric, rubric.questions, rubric.questions_by_id]
+    return _QUESTIONS[2]
+
+
 def _stop_question(rubric, questions: Mapping[str, Any], answers: Mapping[str, Any]):
     """(stop question, its answer's choice, pointer question id) among a target's answers."""
     for qid, value in answers.items():
@@ -369,15 +388,11 @@ def final_answer(analysis: Analysis, stop_id: str) -> str:
     """The answer a stop gives, in the stopping agent's own words: its last merge before the
     stop (what it answers with), else the stop's own words ('' when it has neither)."""
     agent = analysis.actor[stop_id]
-    where = analysis.position[stop_id]
-    merge = ""
-    for event in analysis.events_of.get(agent, ()):
-        at = analysis.position[event.id]
-        if at >= where:
-            break
+    own = analysis.events_of.get(agent, [])
+    for event in reversed(own[:_own_index(analysis, agent, stop_id)]):
         if event.type == "aggregate" and event.text.strip():
-            merge = event.text
-    return " ".join((merge or analysis.trace.event(stop_id).text).split())
+            return event.text.strip()
+    return analysis.trace.event(stop_id).text.strip()
 
 
 def stopped(analysis: Analysis, event_id: str) -> tuple[Decision, Words]:
@@ -467,7 +482,7 @@ def decision_pairs(rubric, trace: Trace, event_id: str | None,
     made_words: Words = "own_words" if own else "canonical"
     pairs: list[DecisionPair] = []
     final_answer = ""
-    questions = rubric.questions_by_id
+    questions = questions_of(rubric)
     for qid, value in answers.items():
         question = questions.get(qid)
         if question is None or question.kind != "correction" or value is None:
@@ -552,10 +567,11 @@ _WORDS = re.compile(r"^\s+|\S+\s*")
 
 def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str]]:
     """The word-level edit from `before` to `after` as (op, text) runs: '=' kept, '-' removed,
-    '+' added (each word carries the whitespace after it). The words both texts share at their
-    start and end are kept as they are and difflib aligns only what lies between, so a long
-    merge with one sentence edited costs the sentence; a middle of more than ALIGN_LIMIT word
-    pairs is one removal and one addition (difflib's time grows with their product)."""
+    '+' added (each word carries the whitespace after it), the removal before the addition
+    where both replace some words. The words both texts share at their start and end are kept
+    as they are; between them the longest common subsequence of words is kept (rapidfuzz's
+    Indel alignment), so a long merge with one sentence edited costs the sentence; a middle of
+    more than ALIGN_LIMIT word pairs is one removal and one addition."""
     before, after = before or "", after or ""
     head = _shared_start(before, after)
     while head and not (_between_words(before, head) and _between_words(after, head)):
@@ -568,23 +584,26 @@ def word_diff(before: str, after: str) -> list[tuple[Literal["=", "-", "+"], str
     b = _WORDS.findall(after[head:len(after) - tail])
     runs: list[tuple[Literal["=", "-", "+"], str]] = [("=", before[:head])]
     if not a or not b or len(a) * len(b) > ALIGN_LIMIT or set(a).isdisjoint(b):
-        runs += [("-", "".join(a)), ("+", "".join(b))]  # (no word to align: difflib's too)
-    else:
-        matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            if op == "equal":
-                runs.append(("=", "".join(a[i1:i2])))
-                continue
-            if op in ("delete", "replace"):
-                runs.append(("-", "".join(a[i1:i2])))
-            if op in ("insert", "replace"):
-                runs.append(("+", "".join(b[j1:j2])))
+        runs += [("-", "".join(a)), ("+", "".join(b))]  # no word to align
+    else:  # the longest common subsequence of words (rapidfuzz's Indel, in C++)
+        removed: list[str] = []
+        added: list[str] = []
+        for op in Indel.opcodes(a, b):
+            if op.tag == "equal":
+                runs += [("-", "".join(removed)), ("+", "".join(added)),
+                         ("=", "".join(a[op.src_start:op.src_end]))]
+                removed, added = [], []
+            elif op.tag == "delete":
+                removed += a[op.src_start:op.src_end]
+            else:
+                added += b[op.dest_start:op.dest_end]
+        runs += [("-", "".join(removed)), ("+", "".join(added))]
     runs.append(("=", before[len(before) - tail:]))
     return [r for r in runs if r[1]]
 
 
-ALIGN_LIMIT = 250_000
-"""Most word pairs difflib aligns in one edit (500 words against 500)."""
+ALIGN_LIMIT = 25_000_000
+"""Most word pairs aligned in one edit (5,000 words against 5,000)."""
 
 
 def _shared_start(a: str, b: str) -> int:
