@@ -88,23 +88,42 @@ def planted_labelled(split: str, per_cell: int = 1):
 
 
 def latency(scorer, name: str, repeats: int, big_batch: bool = True) -> None:
+    """Each call scores rollouts it has not seen: fresh trace objects (a trace's analysis is
+    kept per object, and a server reads every rollout anew), so a rollout's time includes
+    finding its decisions."""
     rubric = default_rubric()
-    small = [trace_from_dict(synth_trace(4, 36, seed=s), f"r36-{s}") for s in range(64)]
-    large = [trace_from_dict(synth_trace(30, 1000, seed=s), f"r1000-{s}") for s in range(64)]
+    raw_small = [synth_trace(4, 36, seed=s) for s in range(64)]
+    raw_large = [synth_trace(30, 1000, seed=s) for s in range(64)]
+
+    def fresh(raws, n):
+        made = iter([trace_from_dict(raws[k % len(raws)], f"r-{k}") for k in range(n)])
+        return lambda: next(made)
+
+    small = [trace_from_dict(r, f"d-{k}") for k, r in enumerate(raw_small)]
     decisions = [d for t in small for d in trace_decisions(t, rubric)][:64]
+    large0 = trace_from_dict(raw_large[0], "count")
     print(f"\n== latency, {name} (version {scorer.version}); {repeats} calls each")
     print(f"36-event rollouts hold {len(trace_decisions(small[0], rubric))} decisions, "
-          f"1,000-event ones {len(trace_decisions(large[0], rubric))}")
+          f"1,000-event ones {len(trace_decisions(large0, rubric))}")
+    n_small_64 = max(5, repeats // 10)
+    n_large = max(5, repeats // 10)
+    n_large_64 = max(3, repeats // 50)
+    one_small = fresh(raw_small, repeats + 1)
+    many_small = fresh(raw_small, 64 * (n_small_64 + 1))
+    one_large = fresh(raw_large, n_large + 1)
     rows = [("per decision, batch 1", lambda: scorer.score_decisions(decisions[:1]), repeats),
             ("per decision, batch 64", lambda: scorer.score_decisions(decisions), repeats),
-            ("36-event rollout, batch 1", lambda: scorer.score_rollouts(small[:1]), repeats),
-            ("36-event rollouts, batch 64", lambda: scorer.score_rollouts(small),
-             max(5, repeats // 10)),
-            ("1,000-event rollout, batch 1", lambda: scorer.score_rollouts(large[:1]),
-             max(5, repeats // 10))]
+            ("36-event rollout, batch 1", lambda: scorer.score_rollouts([one_small()]),
+             repeats),
+            ("36-event rollouts, batch 64",
+             lambda: scorer.score_rollouts([many_small() for _ in range(64)]), n_small_64),
+            ("1,000-event rollout, batch 1", lambda: scorer.score_rollouts([one_large()]),
+             n_large)]
     if big_batch:
-        rows.append(("1,000-event rollouts, batch 64", lambda: scorer.score_rollouts(large),
-                     max(3, repeats // 50)))
+        many_large = fresh(raw_large, 64 * (n_large_64 + 1))
+        rows.append(("1,000-event rollouts, batch 64",
+                     lambda: scorer.score_rollouts([many_large() for _ in range(64)]),
+                     n_large_64))
     for label, step, n in rows:
         found = timed(step, n)
         print(f"{label:<32} {percentiles(found)}  ({n} calls)")

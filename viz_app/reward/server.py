@@ -313,6 +313,12 @@ def app_from_environment():
     return create_app(scorer, settings, audit)
 
 
+WORKER_START = 120
+"""Seconds a worker may take to answer its supervisor's first health check: it loads the model
+(and scikit-learn) first, which on a busy machine takes longer than uvicorn's 5 s default, and
+a worker killed for it is started again, and killed again, for ever."""
+
+
 def serve(settings: ServeSettings, host: str = "127.0.0.1", port: int = 8000,
           workers: int = 1, log_level: str = "info") -> None:
     """Run the server with uvicorn until it is stopped; `workers` processes share the port
@@ -323,4 +329,5 @@ def serve(settings: ServeSettings, host: str = "127.0.0.1", port: int = 8000,
     os.environ[ENV] = settings.to_env()
     uvicorn.run("viz_app.reward.server:app_from_environment", factory=True, host=host,
                 port=port, workers=workers, log_level=log_level,
-                limit_concurrency=max(64, 16 * workers), timeout_keep_alive=5)
+                limit_concurrency=max(64, 16 * workers), timeout_keep_alive=5,
+                timeout_worker_healthcheck=WORKER_START)
