@@ -62,10 +62,10 @@ def test_without_two_reviewers_on_any_target_alpha_is_missing_and_says_why():
     assert found.alpha is None and "two reviewers" in found.note
 
 
-def test_the_most_disputed_target_comes_first():
-    answers = {"ann": [1, 3, 5], "bob": [2, 3, 1]}
+def test_the_most_disputed_target_comes_first_and_close_answers_are_no_dispute():
+    answers = {"ann": [1, 3, 5, 2], "bob": [2, 3, 1, 4]}
     found = question_agreement(RUBRIC.question("aggregation_quality"), scale_labels(answers))
-    assert [(d.trace_id, d.spread) for d in found.disagreements] == [("t2", 1.0), ("t0", 0.25)]
+    assert [(d.trace_id, d.spread) for d in found.disagreements] == [("t2", 1.0), ("t3", 0.5)]
 
 
 def test_only_the_newest_answer_of_each_reviewer_counts(tmp_path):

@@ -15,9 +15,9 @@ from viz_app.errors import ClaimError, LabelError
 from viz_app.labels.agreement import agreement
 from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sample,
                                      assign_agreement, campaign_questions, default_questions,
-                                     disputed,
                                      filter_rows, gold_answers, plan_targets, row_targets,
                                      sample_rows, unindexed)
+from viz_app.labels.disagreement import disputed
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
 from viz_app.store.index import IndexRow

@@ -7,8 +7,14 @@ agent-lightning, verl, agent-rewards) reads the current labels through `select`:
 - Labels are grouped by target and question: (trace, event or the trace itself, question).
 - `min_reviewers` K: a target answered by fewer than K reviewers is left out (adjudicators do not
   count towards K).
+- Whether answers disagree is the one rule of `viz_app.labels.disagreement`, the rule the
+  campaigns' status and the Adjudicate queue use: a lead who settles every dispute the queue
+  lists leaves no target of the campaign disputed here.
 - Reviewers who all gave the same answer make an *agreed* answer: its value, and the mean of their
   rewards.
+- Reviewers whose answers on a scale are *close* (within `SPREAD` of its span: one point on 1-5)
+  are no dispute: the target is kept with the mean of their rewards, no value, resolution
+  `close` (an adjudicated answer there is taken instead), and a note counts them.
 - Reviewers who gave different answers make a *disputed* target. `disputed` says what to do:
   `drop` (the default) leaves it out and reports it; `mean` keeps it with the mean reward, no
   value, and `disputed: true` on its rows; `adjudicated` takes the answer of a label whose source
@@ -23,7 +29,8 @@ agent-lightning, verl, agent-rewards) reads the current labels through `select`:
 - Corrections (`viz_app.labels.correction`) are disputed when reviewers chose different
   decisions (another action, agent, role or recipient); their own words may differ without a
   dispute (the answer's value is then the first reviewer's, and the decision-pairs exports write
-  each reviewer's words: `viz_app.export.decision_pairs`).
+  each reviewer's words: `viz_app.export.decision_pairs`). Tags are disputed when the sets
+  chosen differ.
 
 Nothing is dropped silently: every target left out is counted in `Selection.left_out`, one
 sentence per reason, naming the first few.
@@ -41,7 +48,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from viz_app.errors import OrchvizError
-from viz_app.labels import FIELDS, PAIRWISE_QUESTION, LabelRecord, Rubric
+from viz_app.labels import FIELDS, PAIRWISE_QUESTION, LabelRecord, Rubric, close, disputed
 
 Disputed = Literal["drop", "mean", "adjudicated"]
 """What a training export does with a target whose reviewers disagree."""
@@ -55,6 +62,10 @@ CONFIRMATIONS: tuple[str, ...] = ("all", "balanced", "none")
 ADJUDICATED = "adjudicated"
 """How an answer an adjudication settled is resolved (`Answer.resolution`, `--disputed
 adjudicated`)."""
+
+CLOSE = "close"
+"""How a scale's close answers are resolved (`viz_app.labels.disagreement.close`): the mean of
+their rewards, no value."""
 
 ADJUDICATION = "adjudication"
 """The `source` of a label that settles a dispute: a lead's final answer in a review campaign
@@ -115,8 +126,8 @@ class Answer:
     disputed: bool
     """Whether the reviewers gave different answers."""
     resolution: str
-    """single, agreed, mean, adjudicated, notes (free text), or implied (a step implied by a
-    'should have stopped at' pointer; see `viz_app.export.steps`)."""
+    """single, agreed, close (a scale's close answers), mean, adjudicated, notes (free text), or
+    implied (a step implied by a 'should have stopped at' pointer; see `viz_app.export.steps`)."""
     labels: list[LabelRecord] = field(default_factory=list)
     """Every label it rests on (reviewers' and adjudicators'), for provenance."""
 
@@ -222,6 +233,7 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
     kept: dict[tuple[str, str, str], Answer] = {}
     why: dict[str, list[tuple[tuple[str, str, str], str]]] = defaultdict(list)
     averaged: list[tuple[tuple[str, str, str], str]] = []
+    closes: list[tuple[tuple[str, str, str], str]] = []
     any_adjudicated = False
     for key, group in groups.items():
         adjudicated: list[LabelRecord] = []
@@ -249,8 +261,16 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
                                 reviewed[0]["value"] if len(texts) == 1 else None, False,
                                 "notes", group)
             continue
-        differ = _differ_decision(reviewed) if question is not None \
-            and question.kind == "correction" else _differ(reviewed)
+        values = [r["value"] for r in reviewed]
+        differ = disputed(question, values) is not None  # the one rule: labels/disagreement.py
+        if not differ and close(question, values):
+            if adjudicated and not _differ(adjudicated):  # a lead settled it all the same
+                kept[key] = _answer(key, adjudicated, len(reviewed), adjudicated[0]["value"],
+                                    False, ADJUDICATED, group)
+            else:
+                kept[key] = _answer(key, reviewed, len(reviewed), None, False, CLOSE, group)
+                closes.append((key, _answers_text(reviewed)))
+            continue
         if not differ:
             kept[key] = _answer(key, reviewed, len(reviewed), reviewed[0]["value"], False,
                                 "single" if len(reviewed) == 1 else "agreed", group)
@@ -267,7 +287,7 @@ def select(labels: Iterable[LabelRecord], rubric: Rubric | None,
         else:
             why["disputed"].append((key, _answers_text(reviewed)))
     _follow_ups(kept, questions, groups, why)
-    return _selection(kept, why, averaged, options, any_adjudicated)
+    return _selection(kept, why, averaged, options, any_adjudicated, closes)
 
 
 _PLAIN = (str, int, bool)
@@ -284,19 +304,6 @@ def _differ(labels: Sequence[LabelRecord]) -> bool:
     if kind in _PLAIN:
         return any(type(r["value"]) is not kind or r["value"] != first for r in labels)
     return len({_canonical(r["value"]) for r in labels}) > 1
-
-
-def _differ_decision(labels: Sequence[LabelRecord]) -> bool:
-    """Whether correction labels choose different decisions (their words aside)."""
-    def decision(value: Any) -> Any:
-        if isinstance(value, dict) and value.keys() <= _CORRECTION_KEYS:
-            return tuple(map(value.get, ("action", "agent", "role", "to")))
-        return _canonical(value)
-    first = decision(labels[0]["value"]) if labels else None
-    return any(decision(r["value"]) != first for r in labels[1:])
-
-
-_CORRECTION_KEYS = frozenset({"action", "text", "agent", "role", "to"})
 
 
 def _follow_ups(kept: dict[tuple[str, str, str], Answer], questions: dict,
@@ -343,7 +350,8 @@ REASONS: dict[str, str] = {
 def _selection(kept: dict[tuple[str, str, str], Answer],
                why: dict[str, list[tuple[tuple[str, str, str], str]]],
                averaged: list[tuple[tuple[str, str, str], str]], options: ExportOptions,
-               any_adjudicated: bool) -> Selection:
+               any_adjudicated: bool,
+               closes: Sequence[tuple[tuple[str, str, str], str]] = ()) -> Selection:
     left_out: list[str] = []
     if options.adjudicated_only and not any_adjudicated:
         left_out.append("no label has source adjudication (a lead adjudicates disputed "
@@ -358,6 +366,10 @@ def _selection(kept: dict[tuple[str, str, str], Answer],
     if averaged:
         notes.append(f"{len(averaged)} disputed targets averaged (--disputed mean); their rows "
                      f"say disputed: true: {_shown(sorted(averaged))}")
+    if closes:
+        notes.append(f"{len(closes)} targets whose reviewers' answers on a scale are close (one "
+                     "point apart on a 1-5 scale: no dispute) kept with the mean of their "
+                     f"rewards, resolution close, no value: {_shown(sorted(closes))}")
     dropped = sorted(k for found in why.values() for k, _ in found)
     return Selection(answers=[kept[k] for k in sorted(kept)], left_out=left_out, notes=notes,
                      dropped=dropped)

@@ -21,6 +21,7 @@ import krippendorff
 import numpy as np
 from pydantic import BaseModel, Field
 
+from viz_app.labels.disagreement import disputed, modal_spread
 from viz_app.labels.rubric import ORDINAL_KINDS, Question, Rubric
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.suggestion import Suggestion
@@ -63,15 +64,6 @@ def _code(question: Question, value: Any, codes: dict[str, int]) -> float:
     return float(codes[key])
 
 
-def _spread(question: Question, answers: list[Any]) -> float:
-    if question.kind in ORDINAL_KINDS:
-        points = [c.value for c in question.choices]
-        span = (max(points) - min(points)) or 1
-        return (max(answers) - min(answers)) / span
-    modal = Counter(map(repr, answers)).most_common(1)[0][1]
-    return 1 - modal / len(answers)
-
-
 def coder(label: LabelRecord) -> str:
     """Who gave an answer, as agreement counts reviewers: the reviewer's name, with
     ' (imported)' for an imported label, since a name's own saves and the labels imported under
@@ -101,13 +93,14 @@ def question_agreement(question: Question, labels: Iterable[LabelRecord],
     level = "ordinal" if question.kind in ORDINAL_KINDS else "nominal"
     alpha, note = _alpha(question, shared, reviewers, level)
     disputes = [Disagreement(trace_id=t[0], event_id=t[1], answers=a,
-                             spread=_spread(question, list(a.values())))
-                for t, a in shared.items()] if question.kind in MEASURED_KINDS and worst else []
+                             spread=modal_spread(question, list(a.values())))
+                for t, a in shared.items() if disputed(question, list(a.values())) is not None
+                ] if question.kind in MEASURED_KINDS and worst else []
     disputes.sort(key=lambda d: (-d.spread, d.trace_id, d.event_id))
     return QuestionAgreement(question=question.id, level=level, alpha=alpha,
                              reviewers=len(reviewers), targets=len(by_target),
                              shared_targets=len(shared), note=note,
-                             disagreements=[d for d in disputes if d.spread > 0][:worst])
+                             disagreements=disputes[:worst])
 
 
 PAIRWISE_VOTES = [-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]

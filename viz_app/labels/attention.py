@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from viz_app.labels.campaign import disputed
+from viz_app.labels.disagreement import disputed
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import Rubric
 from viz_app.labels.suggestion import Suggestion
@@ -160,8 +160,8 @@ def contest(rubric: Rubric, target: Target, suggestions: Sequence[Suggestion],
             ran_on: Collection[tuple[str, str, str]] = ()) -> float | None:
     """How contested a target is: over its questions, the largest spread of the `opinions`
     (two producers, or a producer and the first reviewer) where they disagree
-    (`labels.campaign.disputed`: any difference on a category, a yes/no or an event; more than
-    a quarter of the span on a scale); None where they all agree or fewer than two hold one."""
+    (`labels.disagreement.disputed`, the one rule: any difference on a category, a yes/no or
+    an event; more than a quarter of the span on a scale); None where they all agree or fewer than two hold one."""
     spreads = []
     for q in target.questions:
         held = opinions(target, q, suggestions, first, silence, ran_on)

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from viz_app.errors import LabelError
-from viz_app.labels.agreement import MEASURED_KINDS, QuestionAgreement
+from viz_app.labels.agreement import QuestionAgreement
+from viz_app.labels.disagreement import SPREAD, disputed, same_answer
 from viz_app.labels.label import LabelRecord, Reviewer
-from viz_app.labels.rubric import ORDINAL_KINDS, LabelTarget, Question, Rubric, check_value
+from viz_app.labels.rubric import LabelTarget, Rubric, check_value
 
 if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
     from viz_app.store import IndexRow
@@ -693,42 +694,6 @@ def label_target(rubric: Rubric, event_id: str | None, questions: Sequence[str])
                        questions=list(questions), required=required)
 
 
-def same_answer(question: Question, a: Any, b: Any) -> bool:
-    """Whether two answers to a question are the same (tags as sets; 1 and True differ)."""
-    if question.kind == "tags":
-        return sorted(map(repr, a or [])) == sorted(map(repr, b or []))
-    return type(a) is type(b) and a == b
-
-
-def spread(question: Question, answers: Sequence[Any]) -> float:
-    """How far apart answers are, 0 to 1: for a scale the range over the scale's span, for
-    anything else 0 when all are the same and 1 otherwise."""
-    if len(answers) < 2:
-        return 0.0
-    if question.kind in ORDINAL_KINDS:
-        points = [c.value for c in question.choices]
-        span = (max(points) - min(points)) or 1
-        return (max(answers) - min(answers)) / span
-    first = answers[0]
-    return 0.0 if all(same_answer(question, first, a) for a in answers[1:]) else 1.0
-
-
-SPREAD = 0.25
-"""The default spread above which a scale's answers disagree (on a 1-5 scale: two points
-apart); any difference in a category, boolean or event disagrees."""
-
-
-def disputed(question: Question, answers: Sequence[Any], threshold: float = SPREAD) -> float | None:
-    """The spread of answers when they disagree (a scale: above `threshold`; anything else:
-    any difference), else None. Tags and text are never disputed."""
-    if question.kind not in MEASURED_KINDS or len(answers) < 2:
-        return None
-    found = spread(question, answers)
-    if question.kind in ORDINAL_KINDS:
-        return found if found > threshold else None
-    return found if found > 0 else None
-
-
 def gold_score(rubric: Rubric, gold: Mapping[str, Any],
                answers: Mapping[str, Any]) -> tuple[int, int]:
     """(answers compared, answers equal to the gold) for one reviewer on one gold item: every
@@ -782,8 +747,8 @@ def _adjudicated(records: Iterable[LabelRecord]) -> dict[tuple[str, str], dict[s
 
 def find_disagreements(rubric: Rubric, rows: Iterable[_Target], records: Sequence[LabelRecord],
                        threshold: float = SPREAD) -> list[Disagreement]:
-    """The targets whose reviewers (`source: human` labels) disagree on a question the rubric
-    measures (see `disputed`), each with every reviewer's answers and the adjudicated answers
+    """The targets whose reviewers (`source: human` labels) disagree on a question, by the one
+    rule (`viz_app.labels.disagreement.disputed`), each with every reviewer's answers and the adjudicated answers
     given, in the order of `rows`."""
     answers = _by_target(records, "human")
     settled = _adjudicated(records)
