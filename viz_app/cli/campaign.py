@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 from pydantic import ValidationError
 from tqdm import tqdm
@@ -92,6 +93,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    "adjudicated answers make gold items")
     p.add_argument("--assisted", action="store_true", help="show reviewers the suggestions "
                    "before they answer")
+    p.add_argument("--instructions", metavar="FILE.md", help="a Markdown file of instructions "
+                   "for the reviewers, shown on the Review page beside the first target")
     p.add_argument("--order", choices=ORDERS, default="sample", help="queue order: the "
                    "sample's (default); flagged by suggestions first; agreement targets first; "
                    "uncertain: the learned producer's least certain targets first; contested: "
@@ -127,6 +130,26 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
                    help="who closes it (default: $USER)")
     p.set_defaults(run=close_verb)
+
+    p = sub.add_parser("reopen", help="open a closed campaign again",
+                       description="Reopen a closed campaign (a lead's call): its open "
+                       "targets are offered to reviewers again.")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    _common(p, rubric=False)
+    p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
+                   help="who reopens it (default: $USER)")
+    p.set_defaults(run=reopen_verb)
+
+    p = sub.add_parser("add", help="add traces of the library to a campaign",
+                       description="Add traces to an open campaign (a lead's call): their "
+                       "targets, with its questions and K, join its queue.")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    p.add_argument("trace_ids", nargs="+", metavar="TRACE_ID", help="traces of the library")
+    add_traces_option(p, required=True, help="a folder (or file) of the library's traces")
+    _common(p)
+    p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
+                   help="who adds them (default: $USER)")
+    p.set_defaults(run=add_verb)
 
     p = sub.add_parser("export", help="export a campaign's labels in any labels format",
                        description="Write the current (unretracted) labels of one campaign in "
@@ -243,9 +266,20 @@ def spec_of(args: argparse.Namespace) -> CampaignSpec:
             agreement_share=args.agreement_share, agreement_k=args.agreement_k,
             filter=parse_filter(args.filter), sample=sample, gold=args.gold,
             gold_campaign=args.gold_campaign, assisted=args.assisted, order=args.order,
-            lease_seconds=args.lease)
+            lease_seconds=args.lease, instructions=_instructions(args.instructions))
     except ValidationError as err:
         raise spec_error(err) from None
+
+
+def _instructions(path: str | None) -> str:
+    """The text of an instructions file ('' for none); LabelError naming an unreadable one."""
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise LabelError(f"{path}: the instructions could not be read "
+                         f"({getattr(err, 'strerror', None) or err})") from None
 
 
 def creation_bar():
@@ -348,6 +382,21 @@ def close_verb(args: argparse.Namespace) -> int:
     found = _workspace(args).campaigns.close(args.name, Reviewer(name=args.lead, via="cli"))
     print(f"campaign {terminal_text(found.name)} is closed: no more claims "
           f"({found.targets} targets)")
+    return 0
+
+
+def reopen_verb(args: argparse.Namespace) -> int:
+    """Reopen a campaign."""
+    found = _workspace(args).campaigns.reopen(args.name, Reviewer(name=args.lead, via="cli"))
+    print(f"campaign {terminal_text(found.name)} is open again ({found.targets} targets)")
+    return 0
+
+
+def add_verb(args: argparse.Namespace) -> int:
+    """Add traces to a campaign."""
+    added = _workspace(args).campaigns.add_traces(args.name, args.trace_ids,
+                                                  Reviewer(name=args.lead, via="cli"))
+    print(f"campaign {terminal_text(args.name)}: {added} targets added")
     return 0
 
 

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
     from viz_app.labels.bookmark import (Bookmark, anchor, bookmarks_at, checked_note,
                                          checked_reviewer, current_bookmarks)
     from viz_app.labels.campaign import (Campaign, CampaignProgress, CampaignSpec, CampaignStatus,
-                                         Claim, Disagreement, EXPIRED, FIGURES, Filter, ORDERS,
+                                         Claim, Disagreement, EXPIRED, FIGURES, Filter,
+                                         INSTRUCTIONS_LIMIT, ORDERS,
                                          PlannedTarget, ROLES, ReviewerStatus, Role,
                                          STRATA, Sample, assign_agreement, campaign_questions,
                                          default_questions, filter_rows,

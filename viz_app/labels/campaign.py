@@ -89,6 +89,8 @@ class Filter(BaseModel):
         "bound: events, agents, depth, makespan_s, parallelism, tokens, cost_usd, warnings.")
     text: str = Field("", description="Words every trace must contain (ids, task, agents, "
                       "tools, content), as the library's search matches them.")
+    trace_ids: list[str] = Field(default_factory=list, description="Only these traces (the "
+                                 "ones a lead picked in the Library).")
 
     @field_validator("figures")
     @classmethod
@@ -129,6 +131,10 @@ class Sample(BaseModel):
         return self
 
 
+INSTRUCTIONS_LIMIT = 20_000
+"""Characters of a campaign's instructions (a page of guidance, not a manual)."""
+
+
 class CampaignSpec(BaseModel):
     """What a lead asks for when creating a campaign."""
 
@@ -159,6 +165,10 @@ class CampaignSpec(BaseModel):
     order: QueueOrder = Field("sample", description="The queue's order (see QueueOrder).")
     lease_seconds: int = Field(LEASE_SECONDS, ge=1, le=7 * 24 * 3600, description="How long a "
                                "claim is reserved unless renewed.")
+    instructions: str = Field("", max_length=INSTRUCTIONS_LIMIT, description="What the lead "
+                              "tells the reviewers, in Markdown: shown on the Review page beside "
+                              "the first target and on demand (rendered safely: no HTML, no "
+                              "image, links only to http(s)).")
 
     @field_validator("name")
     @classmethod
@@ -407,6 +417,8 @@ def filter_rows(rows: Iterable[IndexRow], wanted: Filter) -> list[IndexRow]:
     found, seen = [], set()
     for row in rows:
         if row.trace_id in seen:
+            continue
+        if wanted.trace_ids and row.trace_id not in wanted.trace_ids:
             continue
         if wanted.folders and not _under(row.path, wanted.folders):
             continue

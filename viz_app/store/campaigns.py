@@ -38,8 +38,10 @@ from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func,
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import ClaimError, LabelError
+from pydantic import ValidationError
+
 from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
-                            Reviewer, Sample, now)
+                            Reviewer, Sample, now, spec_error)
 from viz_app.query import Condition
 from viz_app.store.pool_index import PoolIndex, PoolRow
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
@@ -355,6 +357,29 @@ class CampaignStore:
             conn.execute(update(campaigns_table).where(campaigns_table.c.name == name,
                                                        campaigns_table.c.closed_at.is_(None))
                          .values(closed_at=now()))
+        return self.get(name)
+
+    def reopen(self, name: str) -> Campaign:
+        """Open a closed campaign again: its open targets are claimed again. Reopening an open
+        campaign changes nothing. LabelError when there is none of this name."""
+        self.get(name, count=False)
+        with self.engine.begin() as conn:
+            conn.execute(update(campaigns_table).where(campaigns_table.c.name == name)
+                         .values(closed_at=None))
+        return self.get(name)
+
+    def set_instructions(self, name: str, instructions: str) -> Campaign:
+        """Change what a campaign tells its reviewers (kept in its spec). LabelError when there
+        is none of this name or the text is past `INSTRUCTIONS_LIMIT`."""
+        found = self.get(name, count=False)
+        try:
+            spec = CampaignSpec.model_validate({**found.spec.model_dump(),
+                                                "instructions": instructions})
+        except ValidationError as err:
+            raise spec_error(err) from None
+        with self.engine.begin() as conn:
+            conn.execute(update(campaigns_table).where(campaigns_table.c.name == name)
+                         .values(selection=spec.model_dump_json()))
         return self.get(name)
 
     def all(self) -> list[Campaign]:

@@ -35,6 +35,8 @@ page = st.navigation([
                       url_path="review"),
     adjudicate := st.Page("app_pages/adjudicate.py", title="Adjudicate",
                           icon=":material/gavel:", url_path="adjudicate"),
+    st.Page("app_pages/campaigns.py", title="Campaigns", icon=":material/campaign:",
+            url_path="campaigns"),
 ])
 if st.query_params.get("campaign") and page.url_path not in (review.url_path,
                                                              adjudicate.url_path):

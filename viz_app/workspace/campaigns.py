@@ -17,7 +17,8 @@ from viz_app.analysis import analyze
 from viz_app.errors import LabelError
 from viz_app.io.detect import read_at
 from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, CampaignSpec,
-                            CampaignStatus, Claim, Disagreement, Label, LabelTarget, PlannedTarget,
+                            CampaignStatus, Claim, Disagreement, Filter, Label, LabelTarget,
+                            PlannedTarget,
                             Reviewer, ReviewerStatus, Rubric, Suggestion, campaign_questions,
                             contest, contests, earlier_reviewers, filter_rows, find_disagreements,
                             first_answers, gold_accuracy, gold_answers, label_target,
@@ -275,6 +276,37 @@ class Campaigns:
         such campaign."""
         self._lead(lead, "close a campaign")
         return self._store.close(name)
+
+    def reopen(self, name: str, lead: Reviewer) -> Campaign:
+        """Open a closed campaign again (a lead's call): its open targets are claimed again.
+        LabelError when the person is no lead or there is no such campaign."""
+        self._lead(lead, "reopen a campaign")
+        return self._store.reopen(name)
+
+    def set_instructions(self, name: str, instructions: str, lead: Reviewer) -> Campaign:
+        """Change what a campaign tells its reviewers (Markdown, shown on the Review page).
+        LabelError when the person is no lead, there is no such campaign or the text is too
+        long."""
+        self._lead(lead, "change a campaign's instructions")
+        return self._store.set_instructions(name, instructions)
+
+    def add_traces(self, name: str, trace_ids: Sequence[str], lead: Reviewer) -> int:
+        """Add traces of the library to a campaign (a lead's call): their targets, with the
+        campaign's questions and K under the rubric it pinned, join its queue (a target it holds
+        already is not added again). Returns how many targets were added; LabelError when the
+        person is no lead, the campaign is closed, or a trace is not in the library."""
+        self._lead(lead, "add traces to a campaign")
+        found = self.get(name)
+        if found.closed_at is not None:
+            raise LabelError(f"the campaign {name!r} is closed: reopen it to add traces")
+        library = self._library.update_index().rows
+        known = {r.trace_id for r in library}
+        missing = [t for t in trace_ids if t not in known]
+        if missing:
+            raise LabelError(f"{missing[0]!r} is not a trace of the library")
+        rows = filter_rows(library, Filter(trace_ids=list(trace_ids)))
+        planned = plan_targets(rows, self._pinned(found), found.spec, sampled=True)
+        return self._store.add_targets(found, planned)
 
     def all(self) -> list[Campaign]:
         """Every campaign, oldest first."""

@@ -314,6 +314,9 @@ def folder_library() -> None:
         rows = [r for r in rows if r.rollout_step is None or picked[0] <= r.rollout_step
                 <= picked[1]]
 
+    # what a new campaign on the Campaigns page takes when the lead asks for this filter
+    st.session_state["_library_filter"] = {"text": query, "topologies": list(chosen),
+                                           "ids": [r.trace_id for r in rows]}
     following = workspace.settings.follow
     st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or "
                f"changed files, {result.skipped} unchanged"
@@ -352,6 +355,9 @@ def folder_library() -> None:
             "trace; the reviewers' labels are apart from it)"),
         **LABELLED_COLUMNS,
     })
+    if rows:
+        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                     label=f"Make a review campaign of these {len(rows)} traces")
     failures(result)
 
 

@@ -29,7 +29,7 @@ from components.suggestions import suggestions_view
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Claim, Label, LabelTarget
-from viz_app.text import markdown_literal
+from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
 from viz_app.ui.trace_views import task_caption, trace_views
 
@@ -129,8 +129,21 @@ def take_next() -> None:
     except (LabelError, StoreError) as err:
         state["error"] = markdown_literal(err, 400)
         return
+    first = claim is not None and not state.get("instructed")  # beside the first target
     state.update(claim=claim, opened=time.time(), renewed=time.time(), selected=None,
-                 agent=None, skipping=False, started=True, done=claim is None, error=None)
+                 agent=None, skipping=False, started=True, done=claim is None, error=None,
+                 first=first, instructed=state.get("instructed") or first)
+
+
+def instructions(expanded: bool) -> None:
+    """The lead's instructions for this campaign, in safe Markdown (`note_markdown`: no HTML,
+    no image, links only to http(s)): open beside the first target, a click away after."""
+    text = campaign.spec.instructions
+    if not text.strip():
+        return
+    with st.expander("Instructions from the lead", expanded=expanded,
+                     icon=":material/menu_book:"), st.container(key="review-instructions"):
+        st.markdown(note_markdown(text, headings_below=3))
 
 
 def progress() -> None:
@@ -159,6 +172,7 @@ if not state.get("started"):
                f" · Save with {keys.shown('save')} · {keys.shown('review-skip')} skips · "
                f"{keys.shown('keys-question')} lists the keys")
     progress()
+    instructions(True)
     typing_note("start")
     if state.get("error"):
         st.error(state["error"])
@@ -260,6 +274,7 @@ def review_panel() -> None:
                        + task_caption(trace, 160)
                        + (f" · agent {markdown_literal(target.agent, 40)}"
                           if target is not None and target.agent else ""))
+        instructions(bool(state.get("first")))
         if state.get("error"):
             st.error(state["error"])
         if state.get("skipping"):

@@ -1,0 +1,180 @@
+"""The campaigns page, for leads: make a review campaign in the app and run it, without the
+command line. A new campaign takes the Library's current search and topology filter, or traces
+picked here by hand; its questions, K (reviewers per target), gold from an earlier campaign's
+adjudicated answers, and instructions for the reviewers in Markdown (shown on the Review page
+beside the first target and on demand, rendered safely: no HTML, no image, links only to
+http(s)). Each campaign can be closed, reopened, given more traces and new instructions.
+
+Everything goes through the Workspace's campaigns facet, the very calls `orchviz campaign`
+makes: the page only gathers what the lead chose.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from viz_app.errors import LabelError, OrchvizError, StoreError
+from viz_app.labels import INSTRUCTIONS_LIMIT, CampaignSpec, Filter, default_questions
+from viz_app.text import markdown_literal, note_markdown
+from viz_app.ui import session
+
+# where the Library leaves its current search, topologies and the traces they list
+LIBRARY_FILTER = "_library_filter"
+
+lead = session.reviewer()
+workspace = session.workspace()
+st.markdown("### Campaigns")
+if lead is None:
+    st.info(session.identify_first("make and run campaigns"))
+    st.stop()
+if session.sign_in_configured():
+    if workspace.campaigns.role(lead.name) != "lead":
+        st.warning("Only a campaign's leads make and run campaigns. A lead adds you with "
+                   "`orchviz campaign members add EMAIL --role lead`.")
+        st.stop()
+else:
+    st.caption(f"Working as **{markdown_literal(lead.name, 60)}** · sign-in is not configured, "
+               "so names are not verified.")
+
+flash = st.session_state.pop("_camp:flash", None)
+if flash:
+    st.success(markdown_literal(flash, 600), icon=":material/check_circle:")
+rubric = workspace.rubric
+campaigns = workspace.campaigns.all()
+library = workspace.library.update_index().rows
+trace_ids = [r.trace_id for r in library]
+
+
+def said(err: Exception) -> None:
+    text = markdown_literal(err, 400)
+    st.error(text[:1].upper() + text[1:] + (". Nothing was saved." if not text.endswith(".")
+                                            else " Nothing was saved."))
+
+
+def instructions_preview(text: str, where: str) -> None:
+    """The instructions as reviewers will see them (`note_markdown`: safe Markdown)."""
+    if text.strip():
+        with st.container(border=True, key=f"camp-preview-{where}"):
+            st.caption("As reviewers will see them")
+            st.markdown(note_markdown(text, headings_below=3))
+
+
+def new_campaign() -> None:
+    """The form of a new campaign."""
+    chosen = st.session_state.get(LIBRARY_FILTER) or {}
+    listed = [t for t in chosen.get("ids", []) if t in set(trace_ids)]
+    words = chosen.get("text", "").strip()
+    topologies = chosen.get("topologies", [])
+    described = (f"search “{words}”" if words else "no search") + (
+        f", topology {', '.join(topologies)}" if topologies else "")
+    source = st.radio("Traces", ["library", "pick"], key="camp:source", horizontal=True,
+                      format_func=lambda s: {
+                          "library": f"the Library's current filter ({described}: "
+                                     f"{len(listed) if chosen else len(trace_ids)} traces)",
+                          "pick": "pick traces by hand"}[s])
+    picked: list[str] = []
+    if source == "pick":
+        picked = st.multiselect("Traces of the campaign", trace_ids, key="camp:picked",
+                                placeholder="type a trace id")
+    with st.form("camp:new", border=True):
+        name = st.text_input("Name", max_chars=256, key="camp:name")
+        questions = st.multiselect(
+            "Questions", [q.id for q in rubric.questions], default=default_questions(rubric),
+            key="camp:questions", help="Their follow-ups come with them.")
+        k_col, gold_col = st.columns(2)
+        per_target = k_col.number_input("K: reviewers per target", 1, 50, 2, key="camp:k")
+        gold = gold_col.selectbox("Gold from an earlier campaign's final answers",
+                                  [""] + [c.name for c in campaigns], key="camp:gold",
+                                  format_func=lambda n: n or "no gold")
+        text = st.text_area("Instructions for the reviewers (Markdown)", key="camp:instructions",
+                            max_chars=INSTRUCTIONS_LIMIT, height=160,
+                            placeholder="What to look for, how to judge a merge, when to skip…")
+        made = st.form_submit_button("Make the campaign", type="primary")
+    instructions_preview(st.session_state.get("camp:instructions") or "", "new")
+    if not made:
+        return
+    if source == "library":
+        wanted = Filter(text=words, topologies=list(topologies)) if chosen else Filter()
+    else:
+        if not picked:
+            st.error("Pick at least one trace. Nothing was saved.")
+            return
+        wanted = Filter(trace_ids=picked)
+    try:
+        spec = CampaignSpec(name=name, questions=questions, per_target=int(per_target),
+                            filter=wanted, gold_campaign=gold or None, instructions=text)
+        found = workspace.campaigns.create(spec, lead)
+    except ValueError as err:  # pydantic's, on a name or instructions it refuses
+        said(LabelError(str(err).splitlines()[-1] if str(err) else "the spec is refused"))
+        return
+    except (LabelError, OrchvizError, StoreError) as err:
+        said(err)
+        return
+    st.session_state["_camp:flash"] = (f"Made the campaign {found.name}: {found.targets} "
+                                       f"targets, K = {found.per_target}. Reviewers open it on "
+                                       "the Review page.")
+    st.session_state["camp:open"] = found.name
+    st.rerun()
+
+
+def one_campaign(name: str) -> None:
+    """Close or reopen a campaign, add traces to it, change its instructions."""
+    found = workspace.campaigns.get(name)
+    state = "closed" if found.closed_at else "open"
+    st.caption(f"**{markdown_literal(found.name, 80)}** · {state} · {found.targets} targets · "
+               f"K = {found.per_target} · questions: "
+               + ", ".join(markdown_literal(q, 40) for q in found.questions))
+    st.page_link("app_pages/review.py", label="Open it on the Review page",
+                 icon=":material/rate_review:", query_params={"campaign": found.name})
+    close_col, add_col = st.columns([1, 3])
+    if found.closed_at:
+        if close_col.button("Reopen", key=f"camp:reopen:{name}", icon=":material/lock_open:"):
+            act(lambda: workspace.campaigns.reopen(name, lead), f"Reopened {name}.")
+    elif close_col.button("Close", key=f"camp:close:{name}", icon=":material/lock:",
+                          help="No reviewer claims a target of it any more"):
+        act(lambda: workspace.campaigns.close(name, lead), f"Closed {name}.")
+    with add_col.popover("Add traces", icon=":material/playlist_add:"):
+        more = st.multiselect("Traces", trace_ids, key=f"camp:more:{name}")
+        if st.button("Add them", key=f"camp:add:{name}", disabled=not more):
+            act(lambda: workspace.campaigns.add_traces(name, more, lead),
+                lambda added: f"Added {added} targets to {name}.")
+    with st.form(f"camp:edit:{name}"):
+        text = st.text_area("Instructions for the reviewers (Markdown)",
+                            value=found.spec.instructions, max_chars=INSTRUCTIONS_LIMIT,
+                            height=140)
+        if st.form_submit_button("Save the instructions"):
+            act(lambda: workspace.campaigns.set_instructions(name, text, lead),
+                f"Saved the instructions of {name}.")
+    instructions_preview(found.spec.instructions, "saved")
+
+
+def act(do, sentence) -> None:
+    """Do one thing to a campaign, then say it (or why nothing was saved)."""
+    try:
+        result = do()
+    except (LabelError, OrchvizError, StoreError) as err:
+        said(err)
+        return
+    st.session_state["_camp:flash"] = sentence(result) if callable(sentence) else sentence
+    st.rerun()
+
+
+if campaigns:
+    st.dataframe(pd.DataFrame([{
+        "campaign": c.name, "state": "closed" if c.closed_at else "open", "targets": c.targets,
+        "K": c.per_target, "questions": len(c.questions), "made by": c.created_by,
+        "made": c.created_at[:16].replace("T", " "),
+        "instructions": "yes" if c.spec.instructions.strip() else "—"} for c in campaigns]),
+        hide_index=True, width="stretch")
+new_tab, run_tab = st.tabs(["New campaign", "Run a campaign"])
+with new_tab:
+    new_campaign()
+with run_tab:
+    if not campaigns:
+        st.caption("No campaign yet.")
+    else:
+        names = [c.name for c in campaigns]
+        if st.session_state.get("camp:open") not in names:
+            st.session_state["camp:open"] = names[-1]
+        one_campaign(st.selectbox("Campaign", names, key="camp:open"))
