@@ -240,6 +240,19 @@ def test_scored_rollouts_are_logged_to_a_pool_a_campaign_samples_from(server, tm
     ws.campaigns.create(CampaignSpec(name="rewarded", per_target=1, pool=str(server.audit)),
                        Reviewer(name="lee", via="cli"))
     assert ws.campaigns.status("rewarded").targets > 0
+    # ordered by the model: what it doubts (or disagrees with a first reviewer on) comes first
+    from viz_app.labels import first_answers
+    from viz_app.reward.audit import urgencies
+
+    lee = Reviewer(name="lee", via="cli")
+    ws.campaigns.create(CampaignSpec(name="doubted", per_target=1, pool=str(server.audit),
+                                     order="reward"), lee)
+    claim = ws.campaigns.claim_next("doubted", Reviewer(name="ann", via="cli"))
+    found = {(t, e): u for (t, _, e), u in urgencies(
+        str(server.audit), ws.rubric, first_answers(ws.labelling.current_records())).items()}
+    asked = {(t, e) for (t, e) in found if e}  # the campaign's targets are decisions
+    assert found[(claim.trace_id, claim.event_id or "")] == pytest.approx(
+        max(found[k] for k in asked))
 
 
 def test_a_request_over_the_deadline_is_503_and_the_server_goes_on(model, tmp_path):

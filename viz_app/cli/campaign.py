@@ -98,8 +98,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--order", choices=ORDERS, default="sample", help="queue order: the "
                    "sample's (default); flagged by suggestions first; agreement targets first; "
                    "uncertain: the learned producer's least certain targets first; contested: "
-                   "where producers disagree with each other or with a first reviewer first "
-                   "(docs/campaigns.md)")
+                   "where producers disagree with each other or with a first reviewer first; "
+                   "reward: in a pool a reward server logged (orchviz reward serve --audit), "
+                   "what the reward model is least sure of or furthest from a first reviewer "
+                   "on first (docs/campaigns.md)")
     p.add_argument("--lease", type=int, default=600, metavar="SECONDS",
                    help="how long a claimed target stays reserved unless renewed (default 600)")
     p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",

@@ -40,16 +40,20 @@ retracts; a `reviewer` claims and saves targets."""
 
 ROLES: tuple[str, ...] = ("lead", "reviewer")
 
-QueueOrder = Literal["sample", "suggestions", "disagreement", "uncertain", "contested"]
+QueueOrder = Literal["sample", "suggestions", "disagreement", "uncertain", "contested",
+                     "reward"]
 """The order the queue hands out targets: the sample's own order (`sample`), targets that
 suggestions flag first (`suggestions`), the targets kept for agreement (K of 2 or more)
 first, so agreement can be measured early (`disagreement`), the learned producer's least
 certain targets first (`uncertain`), or the targets where producers disagree with each other
-or with a first reviewer first (`contested`; `viz_app.labels.attention`)."""
+or with a first reviewer first (`contested`; `viz_app.labels.attention`), or, in a pool a
+reward server logged (`orchviz reward serve --audit`), the targets the reward model is least
+sure of or furthest from a first reviewer's answer first (`reward`; `viz_app.reward.audit`)."""
 
-ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement", "uncertain", "contested")
+ORDERS: tuple[str, ...] = ("sample", "suggestions", "disagreement", "uncertain", "contested",
+                           "reward")
 
-URGENT_ORDERS: tuple[str, ...] = ("uncertain", "contested")
+URGENT_ORDERS: tuple[str, ...] = ("uncertain", "contested", "reward")
 """The orders that rank targets by an urgency (`PlannedTarget.urgency`, higher first)."""
 
 SampleKind = Literal["all", "random", "stratified", "groups", "per_step"]

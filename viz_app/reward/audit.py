@@ -116,3 +116,30 @@ def least_sure(location: str) -> list[str]:
         return (abs(score["team_reward"]), -spread)
 
     return [s["trace_id"] for s in sorted(latest.values(), key=doubt)]
+
+
+def urgencies(location: str, rubric: Any, first: dict[tuple[str, str, str, str], Any]
+              ) -> dict[tuple[str, str, str], float]:
+    """How much each logged target asks for a reviewer, for a campaign drawn from the log
+    (the `reward` order): per (trace id, trace version, event id, '' for the trace), how
+    unsure the model was (1 - |reward|: its rewards run from -1 to 1) plus half how far its
+    reward is from the reward of a first reviewer's answer there (`first`, as
+    `viz_app.labels.first_answers` gives them), so the targets it doubts and the ones it
+    disagrees with a reviewer on come first."""
+    from viz_app.labels import reward_of
+    from viz_app.reward.decisions import reward_questions
+
+    asked = reward_questions(rubric)
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for score in read_scores(location):
+        latest[(score["trace_id"], score["trace_sha256"])] = score
+    found: dict[tuple[str, str, str], float] = {}
+    for (trace_id, sha), score in latest.items():
+        found[(trace_id, sha, "")] = 1.0 - min(1.0, abs(score["team_reward"]))
+        for d in score["decisions"]:
+            doubt = 1.0 - min(1.0, abs(d["reward"]))
+            apart = [abs(r - d["reward"]) / 2 for q, question in asked.items()
+                     if (v := first.get((trace_id, sha, d["event_id"], q))) is not None
+                     and (r := reward_of(question, v)) is not None]
+            found[(trace_id, sha, d["event_id"])] = doubt + max(apart, default=0.0)
+    return found

@@ -205,17 +205,36 @@ class Campaigns:
             else None
         planned = plan_targets(chosen, rubric, spec, gold, library=gold_rows, flags=flags,
                                sampled=True, targets_of=read,
-                               urgency=self._urgency(spec.order, rubric, questions))
+                               urgency=self._urgency(spec.order, rubric, questions, pool))
         made = (lambda done, total: progress(done, total, "targets")) if progress else None
         return store.create(spec, rubric_version=rubric.version, rubric_sha256=rubric.sha256,
                             questions=questions, created_by=lead.name, planned=planned,
                             progress=made)
 
-    def _urgency(self, order: str, rubric: Rubric, questions: Sequence[str]) -> Any:
-        """For the `uncertain` and `contested` orders, the function that gives the planned
-        targets their urgencies (`viz_app.labels.attention`), from the suggestions on the
-        campaign's questions, refusing in one sentence (a LabelError, nothing stored) when
-        there is nothing to order by; None for other orders."""
+    def _urgency(self, order: str, rubric: Rubric, questions: Sequence[str],
+                 pool: str | None = None) -> Any:
+        """For the `uncertain`, `contested` and `reward` orders, the function that gives the
+        planned targets their urgencies (`viz_app.labels.attention`), from the suggestions on
+        the campaign's questions (`reward`: from the scores a reward server logged beside the
+        campaign's pool, `viz_app.reward.audit.urgencies`), refusing in one sentence (a
+        LabelError, nothing stored) when there is nothing to order by; None for other
+        orders."""
+        if order == "reward":
+            from viz_app.reward.audit import urgencies
+
+            if pool is None:
+                raise LabelError("the reward order reads the scores a reward server logged "
+                                 "beside a pool (orchviz reward serve --audit LOCATION): "
+                                 "draw the campaign from that pool")
+            first = first_answers(self._labels.current_records())
+            found = urgencies(pool, rubric, first)
+            if not found:
+                raise LabelError(f"the reward order reads the scores a reward server logged "
+                                 f"beside the pool, and {pool} holds none (orchviz reward "
+                                 "serve --audit LOCATION writes them)")
+            return lambda planned: {(t.trace_id, t.event_id): found[k] for t in planned
+                                    if (k := (t.trace_id, t.trace_sha256, t.event_id))
+                                    in found}
         if order not in ("uncertain", "contested"):
             return None
         store = self._suggestion_store
