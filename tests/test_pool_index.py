@@ -74,7 +74,7 @@ def test_each_trace_gets_a_row_with_the_same_summary_as_the_library_index(tmp_pa
         expected["tokens"], expected["sha256"], "task-1", "debate")
     assert row.rewards == {"team": 1.0, "tool": 7 / 24}
     assert row.targets == json.loads(expected["targets"])
-    assert row.shard.endswith("part-00001.parquet") and row.row == 1
+    assert row.path.endswith("part-00001.parquet") and row.position == 1
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -156,7 +156,7 @@ def test_a_process_pool_gives_the_same_index_as_reading_inline(tmp_path, written
 
 def in_index_order(index: PoolIndex) -> list[tuple[str, str, int]]:
     """Every row's trace id and place, in the index's own order (its doc numbers)."""
-    return [(r.trace_id, os.path.basename(r.shard), r.row) for r in index.page(limit=10_000)]
+    return [(r.trace_id, os.path.basename(r.path), r.position) for r in index.page(limit=10_000)]
 
 
 def test_workers_number_the_rows_as_reading_inline_does(tmp_path, written):
@@ -764,3 +764,27 @@ def test_a_pool_on_s3_is_indexed_once_and_listed(tmp_path, bucket, s3_endpoint, 
     assert main(["pool", "ls", target, *db, *option, "--search", "rollout-007", "--json"]) == 0
     assert [r["trace_id"] for r in json.loads(capsys.readouterr().out)["rows"]] == [
         "rollout-007"]
+
+
+# -- one library: the same filter language in memory and in the index ---------------------------
+
+
+@pytest.mark.parametrize("written_filters", [
+    ["topology=debate"], ["agents>=2", "events<100"], ["task_id!=task-1"],
+    ["group~TASK-2"], ["reward.team>=0.5"], ["reward.none>0"], ["targets>0", "topology=swarm"],
+    ["row=1"], ["shard~part-00002"]])
+def test_a_filter_keeps_the_same_rows_in_memory_as_in_the_pool_index(index, written_filters):
+    """viz_app.query.holds (a folder library's rows) and the pool index's SQL agree."""
+    from viz_app.query import holds
+
+    filters = [parse_condition(f) for f in written_filters]
+    every = index.page(sort="trace_id", limit=10_000)
+    kept = [r.trace_id for r in every if all(holds(r, c) for c in filters)]
+    assert kept == [r.trace_id for r in index.page(filters, sort="trace_id", limit=10_000)]
+    assert index.count(filters) == len(kept)
+
+
+def test_rows_of_ids_come_in_the_ids_order_each_once(index):
+    assert [r.trace_id for r in index.rows(["rollout-009", "rollout-002", "nope",
+                                            "rollout-009"])] == ["rollout-009", "rollout-002"]
+    assert index.rows(["rollout-009"], [parse_condition("topology=swarm")]) == []

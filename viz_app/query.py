@@ -113,3 +113,34 @@ def field_value(name: str, value: Any) -> float | str:
         except (TypeError, ValueError):
             raise FilterError(f"{name} is a number, not {value!r}") from None
     return str(value)
+
+
+def row_value(row: Any, name: str) -> Any:
+    """A field's value on a row of the library (`summary.LibraryRow`), as the pool index's
+    column holds it: `group` is the task, `row` the place in the file, `shard` the file,
+    `targets` how many there are, `reward.NAME` a carried reward (None when it has none)."""
+    if field_kind(name) == "number" and name.startswith(REWARD_PREFIX):
+        return (getattr(row, "rewards", None) or {}).get(name[len(REWARD_PREFIX):])
+    if name == "targets":
+        return None if row.targets is None else len(row.targets)
+    return getattr(row, {"row": "position", "shard": "path"}.get(name, FIELDS[name].column))
+
+
+def holds(row: Any, condition: Condition) -> bool:
+    """Whether a row of the library meets a condition: what the pool index's SQL asks of its
+    rows, asked of a row in memory (the folder library's filters). A missing value meets none."""
+    value = row_value(row, condition.field)
+    if value is None:
+        return False
+    if condition.op == "in":
+        wanted = condition.value if isinstance(condition.value, list) else [condition.value]
+        return field_value(condition.field, value) in {field_value(condition.field, v)
+                                                       for v in wanted}
+    if condition.op == "~":
+        if field_kind(condition.field) != "text":
+            raise FilterError(f"~ (contains) needs a text field, not {condition.field}")
+        return str(condition.value).lower() in str(value).lower()
+    left, right = field_value(condition.field, value), field_value(condition.field,
+                                                                  condition.value)
+    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+            ">": left > right, ">=": left >= right}[condition.op]

@@ -3,7 +3,8 @@
 `summarise(trace, rubric)` is the one pass over a trace's events that gives its figures (from
 `Analysis.numbers`, the function the trace page's `Figures` take them from too), its label
 targets under a rubric and its words for search. The folder index (`store.index`) and the pool
-index (`store.pool_index`) keep what it gives. It builds no graph.
+index (`store.pool_index`) keep what it gives, and both answer with the one row type,
+`LibraryRow`. It builds no graph.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from pydantic import BaseModel, Field
 
 from viz_app.analysis import analyze
 from viz_app.labels import Rubric, required_questions
@@ -53,6 +55,58 @@ class Summary(msgspec.Struct, frozen=True):
     """Target key -> the questions that must be answered; None when read without a rubric."""
     text: str
     """The lower-cased words a search looks in (`search_text`)."""
+
+
+class LibraryRow(BaseModel):
+    """What the library shows of one trace without reading it again: a row of a folder's index
+    (a file, and the trace's place in it) or of a pool's (a shard, and the trace's row in it)."""
+
+    path: str = Field(description="The file the trace is in: a library file, or a pool's shard "
+                      "(its URL).")
+    position: int = Field(description="Its place among the traces of that file (0 for JSON; "
+                          "its row in a shard).")
+    trace_id: str = Field(description="The trace's id.")
+    task_id: str = Field(description="The task the run attempted; its rollouts make a GRPO "
+                         "group.")
+    system: str = Field(description="The system that produced it ('' if not given).")
+    topology: str = Field(description="Its topology ('' if not given).")
+    source_format: str = Field(description="`orchviz`, or the importer that converted it.")
+    events: int = Field(description="Number of events.")
+    agents: int = Field(description="Number of agents.")
+    depth: int = Field(description="Depth of the spawn tree.")
+    makespan_s: float = Field(description="From the first event to the end of the last.")
+    parallelism: float = Field(description="Sum of agent lifetimes over the makespan.")
+    tokens: float = Field(description="Tokens the run used.")
+    cost_usd: float = Field(description="What the run cost in dollars.")
+    sha256: str = Field(description="Hash of the trace's bytes (labels record it).")
+    warnings: int = Field(description="How many structural warnings loading it gave.")
+    targets: dict[str, list[str]] | None = Field(
+        None, description="What the rubric asks to label in it: target key ('' for the trace) "
+        "-> the questions that must be answered; None when indexed without a rubric.")
+    rewards: dict[str, float] = Field(default_factory=dict, description="The reward channels "
+                                      "it carries (a pool's index keeps them).")
+    pool: str | None = Field(None, description="The pool it is a row of (the pool's location), "
+                             "whose index reads it; None for a row of the library's folders.")
+    rollout_step: int | None = Field(
+        None, description="The training step a trainer's rollout was sampled at (None for "
+        "another trace).")
+    rollout_group: str | None = Field(
+        None, description="The group of siblings sampled for one prompt at one step.")
+    trainer_reward: float | None = Field(
+        None, description="The reward the trainer gave the rollout (a reward the trace "
+        "carries, not a label).")
+
+    @property
+    def group(self) -> str:
+        """Its group of rollouts: the trainer's group of siblings when it says, else the task
+        (a GRPO group: the rollouts of one task)."""
+        return self.rollout_group or self.task_id
+
+    def labelled(self, answered: dict[str, set[str]]) -> int:
+        """How many of its targets have every required question answered (`answered`: target
+        key -> questions with a current label, as `LabelStore.answered` gives for a trace)."""
+        return sum(1 for key, required in (self.targets or {}).items()
+                   if set(required) <= answered.get(key, set()))
 
 
 def summarise(trace: Trace, rubric: Rubric | None = None,

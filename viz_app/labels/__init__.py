@@ -15,11 +15,10 @@ from viz_app.face import lazy
 if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each from its module
     from viz_app.labels.agreement import agreement as rubric_agreement
     from viz_app.labels.agreement import (AgreementHistory, AgreementRow, REVIEWERS,
-                                          SuggestionAgreement, agreement_history,
-                                          blind_labels, correction_agreements,
-                                          correction_similarity, pairwise_agreement,
-                                          question_agreement, short_version, suggestion_agreement,
-                                          version_shifts)
+                                          SuggestionAgreement, agreement_history, blind_labels,
+                                          correction_agreements, correction_similarity,
+                                          pairwise_agreement, question_agreement, short_version,
+                                          suggestion_agreement, version_shifts)
     from viz_app.labels.attention import (LEARNED, contest, contests, earlier_reviewers,
                                           first_answers, latest_version, uncertainty)
     from viz_app.labels.bookmark import (Bookmark, anchor, bookmarks_at, checked_note,

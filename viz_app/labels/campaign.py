@@ -30,9 +30,10 @@ from viz_app.labels.agreement import QuestionAgreement
 from viz_app.labels.disagreement import SPREAD, disputed, same_answer
 from viz_app.labels.label import LabelRecord, Reviewer
 from viz_app.labels.rubric import LabelTarget, Rubric, check_value
+from viz_app.query import Condition, holds
 
 if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
-    from viz_app.store import IndexRow
+    from viz_app.summary import LibraryRow
 
 Role = Literal["lead", "reviewer"]
 """What a member may do: a `lead` creates campaigns, sees everyone's progress, adjudicates and
@@ -396,12 +397,20 @@ def optional_questions(rubric: Rubric) -> list[str]:
     return unindexed(rubric, [q.id for q in rubric.questions if q.ask_when is None])
 
 
-def _bounded(row: IndexRow, figures: Mapping[str, tuple[float | None, float | None]]) -> bool:
-    for name, (low, high) in figures.items():
-        value = getattr(row, name)
-        if (low is not None and value < low) or (high is not None and value > high):
-            return False
-    return True
+def conditions(wanted: Filter) -> list[Condition]:
+    """A campaign's filter in the library's filter language (`viz_app.query`), folders and
+    pools alike: its lists as `in`, its figure bounds as `>=` and `<=`. Its folders are no
+    field of the language (a folder library checks them itself; a pool has none) and its
+    text is the library's search."""
+    found = [Condition(field=field, op="in", value=list(values)) for field, values in (
+        ("system", wanted.systems), ("topology", wanted.topologies),
+        ("task_id", wanted.tasks), ("source_format", wanted.formats)) if values]
+    for name, (low, high) in wanted.figures.items():
+        if low is not None:
+            found.append(Condition(field=name, op=">=", value=low))
+        if high is not None:
+            found.append(Condition(field=name, op="<=", value=high))
+    return found
 
 
 def _under(path: str, folders: Sequence[str]) -> bool:
@@ -415,10 +424,11 @@ def _under(path: str, folders: Sequence[str]) -> bool:
     return False
 
 
-def filter_rows(rows: Iterable[IndexRow], wanted: Filter) -> list[IndexRow]:
+def filter_rows(rows: Iterable[LibraryRow], wanted: Filter) -> list[LibraryRow]:
     """The rows every condition of the filter holds for (its free text aside: the index's
     search applies it), in library order; a trace listed twice is kept once."""
     found, seen = [], set()
+    asked = conditions(wanted)
     for row in rows:
         if row.trace_id in seen:
             continue
@@ -426,26 +436,18 @@ def filter_rows(rows: Iterable[IndexRow], wanted: Filter) -> list[IndexRow]:
             continue
         if wanted.folders and not _under(row.path, wanted.folders):
             continue
-        if wanted.systems and row.system not in wanted.systems:
-            continue
-        if wanted.topologies and row.topology not in wanted.topologies:
-            continue
-        if wanted.tasks and row.task_id not in wanted.tasks:
-            continue
-        if wanted.formats and row.source_format not in wanted.formats:
-            continue
-        if not _bounded(row, wanted.figures):
+        if not all(holds(row, c) for c in asked):
             continue
         seen.add(row.trace_id)
         found.append(row)
     return found
 
 
-def _stratum(row: IndexRow, name: str) -> str:
+def _stratum(row: LibraryRow, name: str) -> str:
     return {"task": row.task_id, "system": row.system, "topology": row.topology}[name]
 
 
-def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
+def sample_rows(rows: Sequence[LibraryRow], sample: Sample) -> list[LibraryRow]:
     """The sampled rows, in the order the queue will hand them out: `all` in library order;
     `random` N in a seeded random order; `stratified` round-robin over the field's values (in a
     seeded order, each value's rows shuffled) until N are taken; `groups` whole task_id groups
@@ -460,13 +462,13 @@ def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
     if sample.kind == "per_step":
         return per_step_rows(rows, sample.n or 1, sample.seed)
     if sample.kind == "groups":
-        groups: dict[str, list[IndexRow]] = defaultdict(list)
+        groups: dict[str, list[LibraryRow]] = defaultdict(list)
         for row in rows:
             groups[row.task_id].append(row)
         names = sorted(groups)
         rng.shuffle(names)
         return [row for name in names[:sample.n] for row in groups[name]]
-    strata: dict[str, list[IndexRow]] = defaultdict(list)
+    strata: dict[str, list[LibraryRow]] = defaultdict(list)
     for row in rows:
         strata[_stratum(row, sample.field or "task")].append(row)
     names = sorted(strata)
@@ -474,7 +476,7 @@ def sample_rows(rows: Sequence[IndexRow], sample: Sample) -> list[IndexRow]:
     for name in names:
         rng.shuffle(strata[name])
     limit = sample.n if sample.n is not None else len(rows)
-    taken: list[IndexRow] = []
+    taken: list[LibraryRow] = []
     depth = 0
     while len(taken) < limit and any(depth < len(strata[n]) for n in names):
         for name in names:
@@ -527,7 +529,7 @@ def unindexed(rubric: Rubric, questions: Sequence[str]) -> list[str]:
         not known[o].optional and known[o].ask_when is None for o in near.get(q, [q]))]
 
 
-def row_targets(row: IndexRow, rubric: Rubric, questions: Sequence[str],
+def row_targets(row: LibraryRow, rubric: Rubric, questions: Sequence[str],
                 near: Mapping[str, list[str]] | None = None,
                 found: Sequence[LabelTarget] | None = None) -> list[tuple[str, list[str]]]:
     """(event id, questions) of each target of a trace that the campaign's questions apply
@@ -589,9 +591,9 @@ TargetsOf = Callable[[Any], Sequence[LabelTarget]]
 question of `unindexed` finds its targets."""
 
 
-def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
+def plan_targets(rows: Sequence[LibraryRow], rubric: Rubric, spec: CampaignSpec,
                  gold: GoldAnswers | None = None,
-                 library: Sequence[IndexRow] | None = None,
+                 library: Sequence[LibraryRow] | None = None,
                  flags: Mapping[tuple[str, str], int] | None = None,
                  sampled: bool = False,
                  targets_of: TargetsOf | None = None,
@@ -612,7 +614,7 @@ def plan_targets(rows: Sequence[IndexRow], rubric: Rubric, spec: CampaignSpec,
     near = companions(rubric)
     chosen = list(rows) if sampled else sample_rows(rows, spec.sample)
 
-    def placed(row: IndexRow) -> list[tuple[str, list[str]]]:
+    def placed(row: LibraryRow) -> list[tuple[str, list[str]]]:
         found = targets_of(row) if targets_of is not None else None
         return row_targets(row, rubric, questions, near, found)
 

@@ -722,35 +722,12 @@ STRATIFY = {"task": "group", "system": "system", "topology": "topology"}
 
 
 def pool_conditions(wanted: Filter) -> tuple[list[Condition], str]:
-    """The pool index's filters and search of a campaign's filter (its lists as `in`, its
-    figure bounds as `>=` and `<=`, its text as the search); LabelError for a folder filter,
-    which a pool has no folders for."""
+    """A campaign's filter as a pool's index takes it (`labels.campaign.conditions` and its
+    text as the search); LabelError for a folder filter, which a pool has no folders for."""
     if wanted.folders:
         raise LabelError("a campaign over a pool takes no folder filter (filter by system, "
                          "topology, task, format, figures or text)")
-    found = [Condition(field=field, op="in", value=list(values)) for field, values in (
-        ("system", wanted.systems), ("topology", wanted.topologies),
-        ("task_id", wanted.tasks), ("source_format", wanted.formats)) if values]
-    for name, (low, high) in wanted.figures.items():
-        if low is not None:
-            found.append(Condition(field=name, op=">=", value=low))
-        if high is not None:
-            found.append(Condition(field=name, op="<=", value=high))
-    return found, wanted.text
-
-
-def pool_rows(index: PoolIndex, trace_ids: Sequence[str], filters: Sequence[Condition] = (),
-              search: str = "") -> list[PoolRow]:
-    """The index rows of these trace ids that the filters and search keep, in the ids' order
-    (each once)."""
-    ids = list(dict.fromkeys(trace_ids))
-    found: dict[str, PoolRow] = {}
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start:start + CHUNK]
-        for row in index.page([*filters, Condition(field="trace_id", op="in", value=chunk)],
-                              search, sort="trace_id", limit=len(chunk)):
-            found.setdefault(row.trace_id, row)
-    return [found[t] for t in ids if t in found]
+    return conditions(wanted), wanted.text
 
 
 def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[PoolRow]:
@@ -774,5 +751,5 @@ def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[PoolRo
     stratify = STRATIFY[sample.field] if sample.kind == "stratified" and sample.field else None
     ids = index.sample(sample.n if sample.n is not None else selected, seed=sample.seed,
                        filters=filters, search=search, stratify=stratify)
-    return pool_rows(index, ids)
+    return index.rows(ids)
 

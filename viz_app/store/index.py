@@ -30,46 +30,12 @@ from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels import Rubric
 from viz_app.model import Trace
 from viz_app.store.tables import trace_index
-from viz_app.summary import SEARCH_TEXT_LIMIT, search_text, summarise  # noqa: F401 (search_text: the index's words)
+from viz_app.summary import SEARCH_TEXT_LIMIT, LibraryRow, search_text, summarise  # noqa: F401 (search_text: the index's words)
 
 
 
-class IndexRow(BaseModel):
-    """What the library shows of one trace, without parsing its file again."""
-
-    path: str = Field(description="The file the trace is in.")
-    position: int = Field(description="Its place among the traces of that file (0 for JSON).")
-    trace_id: str = Field(description="The trace's id.")
-    task_id: str = Field(description="The task the run attempted.")
-    system: str = Field(description="The system that produced it ('' if not given).")
-    topology: str = Field(description="Its topology ('' if not given).")
-    source_format: str = Field(description="`orchviz`, or the importer that converted it.")
-    events: int = Field(description="Number of events.")
-    agents: int = Field(description="Number of agents.")
-    depth: int = Field(description="Depth of the spawn tree.")
-    makespan_s: float = Field(description="From the first event to the end of the last.")
-    parallelism: float = Field(description="Sum of agent lifetimes over the makespan.")
-    tokens: float = Field(description="Tokens the run used.")
-    cost_usd: float = Field(description="What the run cost in dollars.")
-    sha256: str = Field(description="Hash of the trace's bytes (labels record it).")
-    warnings: int = Field(description="How many structural warnings loading it gave.")
-    targets: dict[str, list[str]] | None = Field(
-        None, description="What the rubric asks to label in it: target key ('' for the trace) "
-        "-> the questions that must be answered; None when indexed without a rubric.")
-    rollout_step: int | None = Field(
-        None, description="The training step a trainer's rollout was sampled at (None for "
-        "another trace).")
-    rollout_group: str | None = Field(
-        None, description="The group of siblings sampled for one prompt at one step.")
-    trainer_reward: float | None = Field(
-        None, description="The reward the trainer gave the rollout (a reward the trace "
-        "carries, not a label).")
-
-    def labelled(self, answered: dict[str, set[str]]) -> int:
-        """How many of its targets have every required question answered (`answered`: target
-        key -> questions with a current label, as `LabelStore.answered` gives for a trace)."""
-        return sum(1 for key, required in (self.targets or {}).items()
-                   if set(required) <= answered.get(key, set()))
+IndexRow = LibraryRow
+"""A row of the folder index: the library's one row type (`summary.LibraryRow`)."""
 
 
 class IndexFailure(BaseModel):
@@ -160,12 +126,13 @@ class TraceIndex:
     def listing(self, files: Sequence[Path]) -> tuple[list[IndexRow], list[IndexFailure]]:
         """The indexed traces and failures of these files, in file order then position."""
         wanted = {str(p): i for i, p in enumerate(files)}
-        columns = [trace_index.c[name] for name in IndexRow.model_fields] + [trace_index.c.error]
+        kept = [name for name in LibraryRow.model_fields if name in trace_index.c]
+        columns = [trace_index.c[name] for name in kept] + [trace_index.c.error]
         with self.engine.connect() as conn:
             records = conn.execute(select(*columns)).mappings().all()
         records = sorted((r for r in records if r["path"] in wanted),
                          key=lambda r: (wanted[r["path"]], r["position"]))
-        rows = [IndexRow.model_validate({**{k: r[k] for k in IndexRow.model_fields},
+        rows = [LibraryRow.model_validate({**{k: r[k] for k in kept},
                                          "targets": _targets(r["targets"])})
                 for r in records if r["error"] is None]
         failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records

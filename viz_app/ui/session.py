@@ -151,8 +151,7 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
     ids = [t for t in dict.fromkeys(trace_ids) if t]
     for location in ws.library.pools:
         index = ws.library.pool_index(location)
-        named = index.page([Condition(field="trace_id", op="in", value=ids)],
-                           limit=len(ids)) if ids else []
+        named = index.rows(ids)
         groups = sorted({r.task_id for r in named})
         mates = index.page([Condition(field="group", op="in", value=groups)],
                            limit=GROUP_ROWS) if with_groups and groups else []

@@ -27,7 +27,7 @@ from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, Campaig
                             uncertainty, unindexed)
 from viz_app.model import Trace
 from viz_app.store import (CampaignStore, IndexProgress, IndexRow, LabelStore, Member, MemberStore,
-                           SuggestionStore, pool_conditions, pool_rows, pool_sample)
+                           SuggestionStore, pool_conditions, pool_sample)
 from viz_app.suggest import RULES
 from viz_app.workspace.answers import answers_to_save, read_label_records
 from viz_app.workspace.ground import Ground
@@ -197,8 +197,8 @@ class Campaigns:
         gold_rows = rows
         if pool is not None and gold:  # the gold items among the pool's filtered traces
             filters, search = pool_conditions(spec.filter)
-            gold_rows = pool_rows(self._library.pool_index(pool), sorted({t for t, _ in gold}), filters,
-                                  search)
+            gold_rows = self._library.pool_index(pool).rows(sorted({t for t, _ in gold}),
+                                                            filters, search)
         store = self._store
         flags = store.suggestion_counts() if spec.order == "suggestions" else None
         read = self._targets_of(len(chosen), progress) if unindexed(rubric, spec.questions) \
@@ -279,8 +279,7 @@ class Campaigns:
             if row.trace_id not in seen:
                 if progress is not None:
                     progress(min(len(seen), total), total, "reading")
-                path = getattr(row, "path", None)
-                trace = read_at(path, row.position) if path is not None else \
+                trace = read_at(row.path, row.position) if row.pool is None else \
                     self._library.trace(row.trace_id)
                 seen[row.trace_id] = self._library.targets(trace)
                 if progress is not None and len(seen) == total:

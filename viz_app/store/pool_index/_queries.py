@@ -20,6 +20,8 @@ from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, PoolR
 from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
 
 PAGE_SIZE = 50
+ID_CHUNK = 5000
+"""Trace ids one query of `rows` names at most."""
 RANKED_HITS = 20_000
 """A search with more hits than this lists them in index order, not by relevance."""
 
@@ -113,7 +115,7 @@ class Queries(IndexFiles):
             found = con.execute(f"SELECT {columns} {selection} ORDER BY {order}, t.doc "
                                 "LIMIT ? OFFSET ?", [*params, *order_params, max(0, int(limit)),
                                                      max(0, int(offset))]).fetchall()
-        return [pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
+        return [pool_row(dict(zip(_ROW_COLUMNS, r)), self.location) for r in found]
 
     def _word_page(self, search: str, offset: int, limit: int) -> list[PoolRow]:
         """A page of a search in index order, read from the word index in doc order (FTS5
@@ -127,7 +129,7 @@ class Queries(IndexFiles):
             columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
             found = con.execute(f"SELECT {columns} FROM traces t JOIN picked p ON p.doc = t.doc "
                                 "ORDER BY t.doc").fetchall()
-        return [pool_row(dict(zip(_ROW_COLUMNS, r))) for r in found]
+        return [pool_row(dict(zip(_ROW_COLUMNS, r)), self.location) for r in found]
 
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
         """How many traces a filter and search select."""
@@ -216,6 +218,19 @@ class Queries(IndexFiles):
             return [r[0] for r in con.execute(
                 "SELECT t.trace_id FROM traces t JOIN picked p ON p.doc = t.doc ORDER BY p.i"
             ).fetchall()]
+
+    def rows(self, trace_ids: Sequence[str], filters: Sequence[Condition] = (),
+             search: str = "") -> list[PoolRow]:
+        """The rows of these trace ids that the filters and search keep, in the ids' order
+        (each once), looked up ID_CHUNK ids at a time."""
+        ids = list(dict.fromkeys(trace_ids))
+        found: dict[str, PoolRow] = {}
+        for start in range(0, len(ids), ID_CHUNK):
+            chunk = ids[start:start + ID_CHUNK]
+            for row in self.page([*filters, Condition(field="trace_id", op="in", value=chunk)],
+                                 search, sort="trace_id", limit=len(chunk)):
+                found.setdefault(row.trace_id, row)
+        return [found[t] for t in ids if t in found]
 
     def locate(self, trace_id: str) -> tuple[Shard, int] | None:
         """The shard and row of a trace, or None when the index has no such id."""

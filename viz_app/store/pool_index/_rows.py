@@ -16,7 +16,7 @@ from viz_app.io.pool import Shard, read_shard
 from viz_app.labels import Rubric
 from viz_app.model import Trace, paused_gc
 from viz_app.store.pool_index._words import pack_words
-from viz_app.summary import summarise
+from viz_app.summary import LibraryRow, summarise
 
 POOL_TEXT_LIMIT = 20_000
 """Characters of a trace's text (ids, agents, tools, then event content) kept in the word index."""
@@ -25,38 +25,9 @@ POOL_TEXT_LIMIT = 20_000
 # -- what the index keeps of a trace ------------------------------------------------------------
 
 
-class PoolRow(BaseModel):
-    """What the library shows of one trace of a pool, without reading its shard."""
-
-    trace_id: str
-    shard: str = Field(description="The shard's URL.")
-    row: int = Field(description="Its row in the shard.")
-    task_id: str = Field(description="The task; its rollouts make a GRPO group.")
-    system: str
-    topology: str
-    source_format: str
-    events: int
-    agents: int
-    depth: int
-    makespan_s: float
-    parallelism: float
-    tokens: float
-    cost_usd: float
-    rewards: dict[str, float] = Field(default_factory=dict, description="Its reward channels.")
-    targets: dict[str, list[str]] | None = Field(None, description="Target key -> required "
-                                                 "questions under the rubric (None: no rubric).")
-    sha256: str
-    warnings: int
-
-    @property
-    def group(self) -> str:
-        """The GRPO group (the task id)."""
-        return self.task_id
-
-    def labelled(self, answered: dict[str, set[str]]) -> int:
-        """How many of its targets have every required question answered."""
-        return sum(1 for key, required in (self.targets or {}).items()
-                   if set(required) <= answered.get(key, set()))
+PoolRow = LibraryRow
+"""A row of the pool index: the library's one row type (`summary.LibraryRow`), its `path` the
+shard's URL and its `position` the trace's row there."""
 
 
 class PoolFailure(BaseModel):
@@ -192,20 +163,20 @@ _BATCH_TYPES = _TRACE_TYPES.remove(0)
 
 
 
-def pool_row(record: dict) -> PoolRow:
+def pool_row(record: dict, location: str = "") -> PoolRow:
     rewards = record["rewards"] or {}
     if isinstance(rewards, dict) and set(rewards) == {"key", "value"} and isinstance(
             rewards["key"], list):
         rewards = dict(zip(rewards["key"], rewards["value"]))
-    return PoolRow(
-        trace_id=record["trace_id"], shard=record["shard"], row=record["position"],
+    return LibraryRow(
+        trace_id=record["trace_id"], path=record["shard"], position=record["position"],
         task_id=record["task_id"], system=record["system"], topology=record["topology"],
         source_format=record["source_format"], events=record["events"],
         agents=record["agents"], depth=record["depth"], makespan_s=record["makespan_s"],
         parallelism=record["parallelism"], tokens=record["tokens"],
         cost_usd=record["cost_usd"], rewards={str(k): float(v) for k, v in rewards.items()},
         targets=json.loads(record["targets"]) if record["targets"] else None,
-        sha256=record["sha256"], warnings=record["warnings"])
+        sha256=record["sha256"], warnings=record["warnings"], pool=location)
 
 
 # -- running summarise_piece over many pieces ---------------------------------------------------

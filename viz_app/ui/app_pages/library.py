@@ -171,7 +171,7 @@ def pool_library(location: str) -> None:
         "depth": r.depth, "makespan (s)": r.makespan_s, "parallelism": r.parallelism,
         "tokens": r.tokens, **{name: r.rewards.get(name.removeprefix("reward.")) for name in
                                rewards},
-        "shard": r.shard.rsplit("/", 1)[-1], "row": r.row,
+        "shard": r.path.rsplit("/", 1)[-1], "row": r.position,
     } for r in rows], columns=["trace id", "labelled", *(["by you"] if yours is not None else []),
                                "task", "system", "topology", "events",
                                "agents", "depth", "makespan (s)", "parallelism", "tokens",
