@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.annotation import next_target_key, previous_target_key, tag_letters
+from components.form import tag_letters
+from components.navigation import next_target_key, previous_target_key
 from factories import APP, DROPPED, PREMATURE, PREMATURE_ID, app_env, make_workspace
 from viz_app.workspace import Workspace
 

@@ -22,7 +22,8 @@ from typing import Any
 import streamlit as st
 
 from components import keys
-from components.annotation import asked_only, target_evidence, target_form
+from components.annotation import asked_only, target_form
+from components.evidence import target_evidence
 from components.inspector import inspector
 from components.keyboard import typing_note
 from components.suggestions import suggestions_view
