@@ -23,7 +23,8 @@ Page = Literal["trace", "review-start", "review", "review-skip", "review-switch"
                "group", "present"]
 """Where a key works: the trace page's labels panel, the review page's steps (before Start, at a
 target, choosing why to skip, after the reviewer's name changed), the adjudication page, the
-group page (a trainer's siblings of one prompt), and presentation mode. A page of several steps has one per step: only one step's keys are live."""
+group page (a trainer's siblings of one prompt), and presentation mode. A page of several steps
+has one per step: only one step's keys are live."""
 
 FORM: tuple[Page, ...] = ("trace", "review", "adjudicate", "group")
 """The pages that draw a target's form (`components.annotation`), with its keys."""

@@ -241,6 +241,22 @@ def test_no_module_imports_the_face_of_its_own_package():
     assert wrong == []
 
 
+def test_components_never_import_a_store():
+    """A view piece is handed domain objects and calls the Workspace's facets; it reads no
+    table and holds no store."""
+    wrong = [str(i) for i in IMPORTS if within(i.module, "components")
+             and within(i.target, "viz_app.store")]
+    assert wrong == []
+
+
+def test_the_labels_panels_navigation_is_pure():
+    """components.navigation (which target N, P and S lead to) imports no Streamlit and no
+    other view piece: it is unit-tested as plain functions."""
+    wrong = [str(i) for i in IMPORTS if i.module == "components.navigation"
+             and (within(i.target, "streamlit") or within(i.target, "components"))]
+    assert wrong == [] and "components.navigation" in MODULES
+
+
 def test_the_ui_and_the_cli_read_filters_through_the_query_module():
     """The filter language is viz_app.query: a page or a verb never takes it from a store."""
     language = {"Condition", "FIELDS", "NUMBER_FIELDS", "FilterError", "parse_condition",

@@ -20,7 +20,7 @@ from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sampl
 from viz_app.labels.disagreement import disputed
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
-from viz_app.store.index import IndexRow
+from viz_app.summary import LibraryRow
 
 RUBRIC = default_rubric()
 LEAD = Reviewer(name="lead", via="cli")
@@ -30,9 +30,9 @@ CAT = Reviewer(name="cat", via="self-declared")
 
 
 def row(trace_id: str, task: str = "t", system: str = "s", topology: str = "centralized",
-        events: int = 10, path: str = "/lib/a.json", targets=None) -> IndexRow:
+        events: int = 10, path: str = "/lib/a.json", targets=None) -> LibraryRow:
     """An index row with a stop (e2), an aggregate (e1) and the trace as targets."""
-    return IndexRow(path=path, position=0, trace_id=trace_id, task_id=task, system=system,
+    return LibraryRow(path=path, position=0, trace_id=trace_id, task_id=task, system=system,
                     topology=topology, source_format="orchviz", events=events, agents=2,
                     depth=1, makespan_s=1.0, parallelism=1.0, tokens=0.0, cost_usd=0.0,
                     sha256="h" + trace_id, warnings=0,
@@ -41,7 +41,7 @@ def row(trace_id: str, task: str = "t", system: str = "s", topology: str = "cent
                         "": ["task_outcome"]})
 
 
-def rows(n: int, **fixed) -> list[IndexRow]:
+def rows(n: int, **fixed) -> list[LibraryRow]:
     return [row(f"r{i:03d}", task=f"task{i % 5}", system=f"sys{i % 3}", **fixed)
             for i in range(n)]
 

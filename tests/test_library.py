@@ -14,7 +14,8 @@ from viz_app.errors import TraceError
 from viz_app.io.detect import library_files, read_any, read_at
 from viz_app.io.uploads import save_upload
 from viz_app.store import index as index_module
-from viz_app.store.index import IndexResult, IndexRow, TraceIndex
+from viz_app.store.index import IndexResult, TraceIndex
+from viz_app.summary import LibraryRow
 
 IMPORTERS = Path(__file__).parent / "fixtures" / "importers"
 LEGACY_DB = Path(__file__).parent / "fixtures" / "legacy" / "orchviz-0.1.db"
@@ -209,7 +210,7 @@ def test_a_claude_code_project_lists_one_trace_per_session_with_its_subagents(in
 
 # -- how far each trace is labelled -------------------------------------------------------------
 
-def indexed_row(result: IndexResult, trace_id: str) -> IndexRow:
+def indexed_row(result: IndexResult, trace_id: str) -> LibraryRow:
     return next(r for r in result.rows if r.trace_id == trace_id)
 
 

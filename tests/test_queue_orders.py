@@ -18,8 +18,8 @@ from viz_app.labels.campaign import CampaignSpec, Claim, PlannedTarget, plan_tar
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
 from viz_app.labels.suggestion import Producer, Suggestion
-from viz_app.store.index import IndexRow
 from viz_app.suggest.rules import FINE
+from viz_app.summary import LibraryRow
 
 RUBRIC = default_rubric()
 LEAD = Reviewer(name="lead", via="cli")
@@ -40,8 +40,8 @@ def suggest(trace_id: str, value, confidence: float = 0.9, *, producer: Producer
                       confidence=confidence, producer=producer or learned(), created_at=at)
 
 
-def row(trace_id: str) -> IndexRow:
-    return IndexRow(path="/lib/a.json", position=0, trace_id=trace_id, task_id="t", system="s",
+def row(trace_id: str) -> LibraryRow:
+    return LibraryRow(path="/lib/a.json", position=0, trace_id=trace_id, task_id="t", system="s",
                     topology="centralized", source_format="orchviz", events=10, agents=2,
                     depth=1, makespan_s=1.0, parallelism=1.0, tokens=0.0, cost_usd=0.0,
                     sha256="h" + trace_id, warnings=0, targets={"": [OUTCOME]})

@@ -3,7 +3,7 @@ prompt at one step, the decision where siblings part, and the trainer's reward b
 reviewers' (and a reward model's) step by step, with the rollouts where they part most.
 
 Pure functions over what the library already holds: index rows (a rollout's step, group and
-trainer reward, `store.index.IndexRow`), traces, and label records (the reviewers' current
+trainer reward, `store.index.LibraryRow`), traces, and label records (the reviewers' current
 answers, each with the reward its answer maps to). No store, no Streamlit.
 """
 

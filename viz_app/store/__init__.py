@@ -17,13 +17,13 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.store, each from
     from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_sample
     from viz_app.store.database import (HEAD, SchemaState, alembic_config, check, close, connect,
                                         engine_for, sqlite_file, state, upgrade)
-    from viz_app.store.index import (IndexFailure, IndexProgress, IndexResult, IndexRow,
+    from viz_app.store.index import (IndexFailure, IndexProgress, IndexResult,
                                      TraceIndex, trace_record)
     from viz_app.store.labels import LabelStore
     from viz_app.store.learned import LearnedModelStore
     from viz_app.store.members import Member, MemberStore
     from viz_app.store.pool_index import (IndexBusy, PAGE_SIZE, POOL_TEXT_LIMIT, PoolFailure, PoolIndex,
-                                          PoolRow, PoolUpdate, default_index_path, join_ray,
+                                          PoolUpdate, default_index_path, join_ray,
                                           shard_stamp, summarise_shard, summarise_trace)
     from viz_app.store.suggestions import SuggestionStore
     from viz_app.store.tables import campaign_skips_table, labels_table, metadata

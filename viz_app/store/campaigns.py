@@ -43,10 +43,11 @@ from pydantic import ValidationError
 from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
                             Reviewer, Sample, now, spec_error)
 from viz_app.query import Condition
-from viz_app.store.pool_index import PoolIndex, PoolRow
+from viz_app.store.pool_index import PoolIndex
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
                                   campaign_targets_table, campaigns_table, labels_table,
                                   suggestions_table)
+from viz_app.summary import LibraryRow
 
 CHUNK = 5000
 """Rows per INSERT batch when a campaign is created."""
@@ -730,7 +731,7 @@ def pool_conditions(wanted: Filter) -> tuple[list[Condition], str]:
     return conditions(wanted), wanted.text
 
 
-def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[PoolRow]:
+def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[LibraryRow]:
     """The rows of a pool a campaign takes, in the queue's order, drawn in the pool's index
     (`PoolIndex.sample`, the call the library's Sample form makes): `all` in index order;
     `random` N; `stratified` by task (the GRPO group), system or topology, N (or all) spread

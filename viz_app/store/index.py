@@ -34,10 +34,6 @@ from viz_app.summary import SEARCH_TEXT_LIMIT, LibraryRow, search_text, summaris
 
 
 
-IndexRow = LibraryRow
-"""A row of the folder index: the library's one row type (`summary.LibraryRow`)."""
-
-
 class IndexFailure(BaseModel):
     """A file (or a line of a pool) that could not be loaded, with the reason."""
 
@@ -48,7 +44,7 @@ class IndexFailure(BaseModel):
 class IndexResult(BaseModel):
     """The library after indexing: its traces, its failures, and what indexing had to do."""
 
-    rows: list[IndexRow] = Field(default_factory=list, description="Every loaded trace.")
+    rows: list[LibraryRow] = Field(default_factory=list, description="Every loaded trace.")
     failures: list[IndexFailure] = Field(default_factory=list, description="Every failure.")
     parsed: int = Field(0, description="Files read this time (new or changed).")
     skipped: int = Field(0, description="Files unchanged since they were indexed: not read.")
@@ -123,7 +119,7 @@ class TraceIndex:
         path = Path(path).resolve()
         self._index_file(path, _stat(path), rubric, on_read)
 
-    def listing(self, files: Sequence[Path]) -> tuple[list[IndexRow], list[IndexFailure]]:
+    def listing(self, files: Sequence[Path]) -> tuple[list[LibraryRow], list[IndexFailure]]:
         """The indexed traces and failures of these files, in file order then position."""
         wanted = {str(p): i for i, p in enumerate(files)}
         kept = [name for name in LibraryRow.model_fields if name in trace_index.c]
@@ -139,7 +135,7 @@ class TraceIndex:
                     if r["error"] is not None]
         return rows, failures
 
-    def search(self, rows: Sequence[IndexRow], query: str) -> list[IndexRow]:
+    def search(self, rows: Sequence[LibraryRow], query: str) -> list[LibraryRow]:
         """The rows matching every word of the query, case-insensitively.
 
         A word matches a row's id, task, system, topology or format, the agent names, roles, tools

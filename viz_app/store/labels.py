@@ -282,7 +282,7 @@ class LabelStore:
 
     def answered(self, reviewer: str | None = None) -> dict[str, dict[str, set[str]]]:
         """For each trace id, target key -> the questions with a label, by one reviewer or
-        (None) by anyone. Cheap: no trace is loaded; the library's `IndexRow.labelled` turns it
+        (None) by anyone. Cheap: no trace is loaded; the library's `LibraryRow.labelled` turns it
         into "n of m"."""
         c = labels_table.c
         query = select(c.trace_id, c.event_id, c.question).distinct().where(

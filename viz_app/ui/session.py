@@ -35,7 +35,8 @@ from viz_app.labels import Reviewer
 from viz_app.model import Trace
 from viz_app.settings import Settings
 from viz_app.query import Condition
-from viz_app.store import IndexProgress, IndexResult, PoolRow
+from viz_app.store import IndexProgress, IndexResult
+from viz_app.summary import LibraryRow
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
@@ -141,13 +142,13 @@ def _remember(key: tuple, make: Callable[[], Any]) -> Any:
 
 
 def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
-              first_page: bool = False) -> list[PoolRow]:
+              first_page: bool = False) -> list[LibraryRow]:
     """The pools' index rows of these trace ids (each once, the pools in their order); with
     `with_groups`, the other rollouts of their tasks (GRPO groups, up to GROUP_ROWS) after them;
     with `first_page`, the first page of the first pool when the ids name none of its traces:
     what a page that picks traces by id (Compare) offers from a pool of a million."""
     ws = workspace()
-    found: dict[str, PoolRow] = {}
+    found: dict[str, LibraryRow] = {}
     ids = [t for t in dict.fromkeys(trace_ids) if t]
     for location in ws.library.pools:
         index = ws.library.pool_index(location)

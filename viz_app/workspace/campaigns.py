@@ -26,9 +26,10 @@ from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, Campaig
                             sample_rows,
                             uncertainty, unindexed)
 from viz_app.model import Trace
-from viz_app.store import (CampaignStore, IndexProgress, IndexRow, LabelStore, Member, MemberStore,
+from viz_app.store import (CampaignStore, IndexProgress, LabelStore, Member, MemberStore,
                            SuggestionStore, pool_conditions, pool_sample)
 from viz_app.suggest import RULES
+from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save, read_label_records
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
@@ -258,7 +259,7 @@ class Campaigns:
 
         return contested
 
-    def _campaign_pool(self, spec: CampaignSpec, library: Sequence[IndexRow]) -> str | None:
+    def _campaign_pool(self, spec: CampaignSpec, library: Sequence[LibraryRow]) -> str | None:
         """The pool a campaign draws from: the spec's (LabelError when the workspace lists no
         such pool), else the first pool when the folders hold no trace, else None (the
         folders)."""

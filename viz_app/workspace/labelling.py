@@ -17,7 +17,8 @@ from viz_app.io.detect import published_label_records, read_at
 from viz_app.labels import (Identity, ImportReport, Label, LabelTarget, Preference, Progress,
                             Reviewer, judgement, judgement_label, preference_of)
 from viz_app.model import Trace
-from viz_app.store import IndexRow, LabelStore
+from viz_app.store import LabelStore
+from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
@@ -201,7 +202,7 @@ class Labelling:
         return self._labels.answered(reviewer)
 
     @staticmethod
-    def labelled_text(row: IndexRow, answered: Mapping[str, dict[str, set[str]]]) -> str:
+    def labelled_text(row: LibraryRow, answered: Mapping[str, dict[str, set[str]]]) -> str:
         """What the library says of a trace's labels: '2 of 5' (targets with every required
         question answered, of those the rubric asks for), or a bare count when the row was
         indexed without a rubric."""
@@ -211,7 +212,7 @@ class Labelling:
         return f"{row.labelled(found)} of {len(row.targets)}"
 
     def next_unlabelled(self, reviewer: str, after: str | None,
-                        rows: Sequence[IndexRow] | None = None) -> str | None:
+                        rows: Sequence[LibraryRow] | None = None) -> str | None:
         """The first trace after `after` (library order, wrapping) that the reviewer has not
         fully labelled, or None when every one is. Traces indexed with their targets are judged
         without being loaded."""

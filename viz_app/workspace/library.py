@@ -25,8 +25,9 @@ from viz_app.io.trace_cache import MAX_TRACES, TraceCache, TraceSource, file_sta
 from viz_app.labels import LabelTarget, targets
 from viz_app.model import Trace
 from viz_app.query import Condition
-from viz_app.store import (IndexFailure, IndexProgress, IndexResult, IndexRow, PoolIndex,
-                           PoolUpdate, TraceIndex, default_index_path)
+from viz_app.store import (IndexFailure, IndexProgress, IndexResult, PoolIndex, PoolUpdate,
+                           TraceIndex, default_index_path)
+from viz_app.summary import LibraryRow
 from viz_app.workspace.ground import Ground
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ class Library:
                          " nothing was saved and your answers stay in the form; reload the "
                          "trace to judge the version the library holds")
 
-    def search(self, rows: Sequence[IndexRow], query: str) -> list[IndexRow]:
+    def search(self, rows: Sequence[LibraryRow], query: str) -> list[LibraryRow]:
         """The rows matching every word of a query (ids, task, agents, tools, content)."""
         return self.index.search(rows, query)
 

@@ -16,8 +16,9 @@ from viz_app.io.pool import Shard, read_trace
 from viz_app.model import Trace
 from viz_app.query import Condition, FilterError, field_kind
 from viz_app.store.pool_index._files import IndexFiles
-from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, PoolRow, pool_row
+from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, pool_row
 from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
+from viz_app.summary import LibraryRow
 
 PAGE_SIZE = 50
 ID_CHUNK = 5000
@@ -97,7 +98,7 @@ class Queries(IndexFiles):
                 yield con, f"FROM traces t JOIN hits h ON h.doc = t.doc WHERE {where}", params
 
     def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
-             descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE) -> list[PoolRow]:
+             descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE) -> list[LibraryRow]:
         """One page of the traces a filter and search select, sorted by a field (default: by
         relevance when searching, else index order)."""
         if sort is None and not filters and search_query(search) is not None and \
@@ -117,7 +118,7 @@ class Queries(IndexFiles):
                                                      max(0, int(offset))]).fetchall()
         return [pool_row(dict(zip(_ROW_COLUMNS, r)), self.location) for r in found]
 
-    def _word_page(self, search: str, offset: int, limit: int) -> list[PoolRow]:
+    def _word_page(self, search: str, offset: int, limit: int) -> list[LibraryRow]:
         """A page of a search in index order, read from the word index in doc order (FTS5
         gives matches by rowid, so it stops after the page)."""
         with self._text() as db:
@@ -220,11 +221,11 @@ class Queries(IndexFiles):
             ).fetchall()]
 
     def rows(self, trace_ids: Sequence[str], filters: Sequence[Condition] = (),
-             search: str = "") -> list[PoolRow]:
+             search: str = "") -> list[LibraryRow]:
         """The rows of these trace ids that the filters and search keep, in the ids' order
         (each once), looked up ID_CHUNK ids at a time."""
         ids = list(dict.fromkeys(trace_ids))
-        found: dict[str, PoolRow] = {}
+        found: dict[str, LibraryRow] = {}
         for start in range(0, len(ids), ID_CHUNK):
             chunk = ids[start:start + ID_CHUNK]
             for row in self.page([*filters, Condition(field="trace_id", op="in", value=chunk)],

@@ -1,6 +1,6 @@
 """What the pool index keeps of a trace: its summary row (`summarise_trace`, the same
 summary the folder index keeps), the rows and failures of a shard, the tables they go in, and
-the models the index answers with (PoolRow, PoolFailure, PoolUpdate, Bin)."""
+the models the index answers with (`summary.LibraryRow`, PoolFailure, PoolUpdate, Bin)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,6 @@ POOL_TEXT_LIMIT = 20_000
 
 
 # -- what the index keeps of a trace ------------------------------------------------------------
-
-
-PoolRow = LibraryRow
-"""A row of the pool index: the library's one row type (`summary.LibraryRow`), its `path` the
-shard's URL and its `position` the trace's row there."""
 
 
 class PoolFailure(BaseModel):
@@ -163,7 +158,9 @@ _BATCH_TYPES = _TRACE_TYPES.remove(0)
 
 
 
-def pool_row(record: dict, location: str = "") -> PoolRow:
+def pool_row(record: dict, location: str = "") -> LibraryRow:
+    """A row of the index as the library's one row type (`summary.LibraryRow`): its `path` the
+    shard's URL, its `position` the trace's row there, its `pool` the pool's location."""
     rewards = record["rewards"] or {}
     if isinstance(rewards, dict) and set(rewards) == {"key", "value"} and isinstance(
             rewards["key"], list):

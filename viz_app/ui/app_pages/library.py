@@ -18,7 +18,8 @@ from viz_app.errors import OrchvizError
 from viz_app.io.detect import FORMATS as IMPORT_FORMATS
 from viz_app.io.uploads import add_upload, relative_to, remove_upload
 from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_condition
-from viz_app.store import PAGE_SIZE, IndexBusy, IndexRow, PoolIndex, PoolRow
+from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex
+from viz_app.summary import LibraryRow
 from viz_app.text import markdown_literal
 from viz_app.ui import session
 
@@ -257,7 +258,7 @@ def labelled_by(named) -> tuple[dict, dict | None]:
     return workspace.labelling.answered(None), workspace.labelling.answered(named.name) if named else None
 
 
-def pool_labelled(row: PoolRow, answered: dict) -> str:
+def pool_labelled(row: LibraryRow, answered: dict) -> str:
     """'2 of 5' targets labelled, as for a trace of the folders."""
     found = answered.get(row.trace_id, {})
     if row.targets is None:
@@ -367,9 +368,9 @@ def library_roots() -> list[Path]:
     return [*map(Path, workspace.settings.traces), *([uploaded] if uploaded else [])]
 
 
-def same_ids(rows: list[IndexRow]) -> dict[str, list[IndexRow]]:
+def same_ids(rows: list[LibraryRow]) -> dict[str, list[LibraryRow]]:
     """Trace ids that more than one file (or one file twice) holds, with their rows."""
-    held: dict[str, list[IndexRow]] = {}
+    held: dict[str, list[LibraryRow]] = {}
     for row in rows:
         held.setdefault(row.trace_id, []).append(row)
     return {trace_id: found for trace_id, found in held.items() if len(found) > 1}
