@@ -25,15 +25,13 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                          checked_reviewer, current_bookmarks)
     from viz_app.labels.campaign import (Campaign, CampaignProgress, CampaignSpec, CampaignStatus,
                                          Claim, Disagreement, EXPIRED, FIGURES, Filter,
-                                         INSTRUCTIONS_LIMIT, ORDERS,
-                                         PlannedTarget, ROLES, ReviewerStatus, Role,
-                                         STRATA, Sample, assign_agreement, campaign_questions,
-                                         default_questions, filter_rows,
-                                         find_disagreements, gold_accuracy, gold_answers,
-                                         label_target, optional_questions, per_step_rows,
-                                         plan_targets,
-                                         prioritise, row_targets, sample_rows, spec_error,
-                                         unindexed)
+                                         INSTRUCTIONS_LIMIT, ORDERS, PlannedTarget, ROLES,
+                                         ReviewerStatus, Role, STRATA, Sample, assign_agreement,
+                                         campaign_questions, conditions, default_questions,
+                                         filter_rows, find_disagreements, gold_accuracy,
+                                         gold_answers, label_target, optional_questions,
+                                         per_step_rows, plan_targets, prioritise, row_targets,
+                                         sample_rows, spec_error, unindexed)
     from viz_app.labels.disagreement import SPREAD, close, disputed, same_answer
     from viz_app.labels.correction import (ACTION_LABELS, Decision, DecisionPair,
                                            LATER_THAN_RECORDED, corrected_decision, decision_pairs,

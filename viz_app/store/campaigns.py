@@ -41,7 +41,7 @@ from viz_app.errors import ClaimError, LabelError
 from pydantic import ValidationError
 
 from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
-                            Reviewer, Sample, now, spec_error)
+                            Reviewer, Sample, conditions, now, spec_error)
 from viz_app.query import Condition
 from viz_app.store.pool_index import PoolIndex
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
