@@ -233,7 +233,7 @@ def _candidates(context: _Context, rubric: Rubric, event_id: str, answers: list[
         if key in seen:
             continue
         seen.add(key)
-        if pair.chosen.same_as(pair.rejected):
+        if chosen == rejected and pair.chosen.same_as(pair.rejected):  # (forms differ: no)
             if report is not None:
                 report.identical.append(f"{context.trace.trace_id} {pair.chosen.event_id}")
             continue
