@@ -126,12 +126,12 @@ def sibling(i: int) -> None:
     steps = [e for e in analyze(trace).order if e.decision != "stop"]
     start = found.position if found else 0  # the prompt they share is above
     parted = found.events.get(trace.trace_id) if found else None
+    shown = []  # one text element a sibling (plain text: trace content is never markup)
+    for event in steps[start:start + 12]:
+        head = ("▶ " if event.id == parted else "") + f"[{event.type} · {event.agent}]"
+        shown.append(head + ("\n" + event.text[:1200] if event.text else ""))
     with st.container(height=260, border=True):
-        for event in steps[start:]:
-            head = ("▶ " if event.id == parted else "") + f"{event.type} · {event.agent}"
-            st.caption(markdown_literal(head, 80))
-            if event.text:
-                st.text(event.text[:1200])
+        st.text("\n\n".join(shown) or "(no step after the shared ones)")
 
 
 with left:

@@ -279,9 +279,8 @@ if workspace.library.pools:
 
 def folder_library() -> None:
     """The traces of the folders, searchable; a rollout's step, group and trainer reward where
-    a trainer's file gives them. Following a run (`--follow`), this part of the page looks
-    again every few seconds: new rollouts come in below the rows already listed."""
-    own_bar = st.empty()  # a fragment draws only inside itself
+    a trainer's file gives them (following a run, `watch` redraws it when rollouts come)."""
+    own_bar = st.empty()
 
     def indexing(done: int, total: int, path: str) -> None:
         if total:
@@ -401,7 +400,15 @@ def failures(result) -> None:
             st.rerun()
 
 
+def watch() -> None:
+    """Following a run (`--follow`): look at the folders every few seconds (a fragment that
+    draws nothing) and redraw the page when a trainer wrote something; an idle look costs one
+    look of the index (`TraceIndex.update`), never the table sent again."""
+    result = workspace.update_index()
+    if result.parsed or result.removed:
+        st.rerun()  # the whole page: new rollouts come in below the rows already listed
+
+
+folder_library()
 if workspace.settings.follow:
-    st.fragment(run_every=workspace.settings.follow)(folder_library)()
-else:
-    folder_library()
+    st.fragment(run_every=workspace.settings.follow)(watch)()
