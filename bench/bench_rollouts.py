@@ -300,11 +300,18 @@ def _index_look(run: Path, folder: Path) -> None:
 # -- the group page -------------------------------------------------------------------------------
 
 
-GROUP_DRAWN = """() => {
+GROUP_SHOWN = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') === 'running') return false;
-    return [...document.querySelectorAll('h4')].some(h => /Label member 1 of 16/.test(h.innerText));
+    return document.querySelectorAll('[data-testid="stText"]').length >= 16
+        && [...document.querySelectorAll('h4')].some(h => /Label member 1 of 16/.test(h.innerText));
 }"""
+"""The siblings, their rewards and where they part are on screen, the script run over."""
+
+GROUP_READY = """() => !document.querySelector('[data-testid="stSkeleton"], .stSkeleton')
+    && !!document.querySelector('[data-testid="stDataFrame"] canvas')
+    && [...document.querySelectorAll('button')].some(b => /Save, next/.test(b.innerText))"""
+"""Every widget drawn too (the table, the answers, the buttons: Streamlit loads their code)."""
 
 
 def group(folder: Path, browser) -> bool:
@@ -324,17 +331,21 @@ def group(folder: Path, browser) -> bool:
         for _ in range(REPEATS):  # a reviewer at work: the browser keeps Streamlit's bundles
             page = context.new_page()
             page.goto(f"{base}/group?group={urllib.request.quote(wanted)}")
-            page.wait_for_function(GROUP_DRAWN, timeout=120_000, polling=50)
-            times.append(page.evaluate("() => performance.now()") / 1000)
+            page.wait_for_function(GROUP_SHOWN, timeout=120_000, polling=50)
+            shown = page.evaluate("() => performance.now()") / 1000
+            page.wait_for_function(GROUP_READY, timeout=120_000, polling=50)
+            times.append((shown, page.evaluate("() => performance.now()") / 1000))
             if len(times) == 1:
                 page.screenshot(path=str(REPO / "test-artifacts" / "bench-group-16.png"))
             page.close()
         context.close()
-        median = statistics.median(times[1:])
-        print(f"group: the group page of 16 siblings, navigation -> drawn: first "
-              f"{times[0]:.2f} s, then median {median:.2f} s of {len(times) - 1} "
-              f"(max {max(times[1:]):.2f} s); target {GROUP_TARGET} s", flush=True)
-        return median <= GROUP_TARGET
+        shown = statistics.median(t[0] for t in times[1:])
+        ready = statistics.median(t[1] for t in times[1:])
+        print(f"group: the group page of 16 siblings, navigation -> siblings on screen: first "
+              f"{times[0][0]:.2f} s, then median {shown:.2f} s of {len(times) - 1}; every "
+              f"widget drawn: first {times[0][1]:.2f} s, then median {ready:.2f} s; target "
+              f"{GROUP_TARGET} s", flush=True)
+        return shown <= GROUP_TARGET
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
