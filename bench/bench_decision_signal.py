@@ -150,7 +150,8 @@ def export(split: str, per_cell: int, folder: Path, options: ExportOptions):
         write_trace(trace, folder / split / f"{case.name}.json")
         traces[trace.trace_id] = (case, trace)
     ws = Workspace.open(folder / f"{split}.db", traces=[folder / split])
-    save = getattr(ws, "save_answers", None) or ws.labelling.save_answers
+    traces = {t: (case, ws.library.trace(t)) for t, (case, _) in traces.items()}  # as held
+    save = ws.labelling.save_answers
     saved = 0
     start = time.perf_counter()
     for case, trace in traces.values():

@@ -37,7 +37,7 @@ def sound(tmp_path):
     """A faithful run (planted, all results in) whose stop, merge and spawns ann judged sound."""
     planted_one = planted_trace("premature_stop", "all-in", control=True)
     ws = make_workspace(tmp_path, traces=[planted_one])
-    trace = ws.trace(planted_one.trace_id)  # as the library holds it (its file's version)
+    trace = ws.library.trace(planted_one.trace_id)  # as the library holds it (its file's version)
     analysis = analyze(trace)
     stop = analysis.stops[0].event_id
     merge = analysis.aggregates[-1].event_id
@@ -106,6 +106,7 @@ def test_confirmations_none_all_or_as_many_as_corrections_per_sub_decision_with_
     fault = planted_trace("premature_stop", "late-return")
     fine = [planted_trace("premature_stop", "all-in", control=True, seed=s) for s in (1, 2, 3)]
     ws = make_workspace(tmp_path, traces=[fault, *fine])
+    fault, fine = ws.library.trace(fault.trace_id), [ws.library.trace(t.trace_id) for t in fine]
     stop = analyze(fault).stops[0].event_id
     ws.labelling.save_answers(fault, stop, {"stopping_correctness": "premature",
                                   "stop_should_have_been": analyze(fault).order[-1].id}, ANN)
@@ -164,6 +165,7 @@ def test_a_pointer_at_a_workers_return_to_its_lead_moves_to_the_leads_return_to_
     assert not saw(analysis, "orchestrator", "e20")  # researcher_2 -> lead_1
     assert first_had(analysis, "e20", "orchestrator") == "e22"  # lead_1 -> orchestrator
     ws = make_workspace(tmp_path, traces=[trace])
+    trace = ws.library.trace(trace.trace_id)  # as the library holds it
     ws.labelling.save_answers(trace, "e18", {"stopping_correctness": "premature",
                                    "stop_should_have_been": "e20"}, ANN)
     found = decision_pair_export(ws.labelling.current_records(), {trace.trace_id: trace},
@@ -182,6 +184,7 @@ def test_a_pointer_at_a_workers_return_to_its_lead_moves_to_the_leads_return_to_
 def test_a_pointer_the_stopping_agent_never_had_makes_no_pair_there_and_is_reported(tmp_path):
     trace = planted_trace("premature_stop", "still-working", topology="hierarchical")
     ws = make_workspace(tmp_path, traces=[trace])
+    trace = ws.library.trace(trace.trace_id)  # as the library holds it
     ws.labelling.save_answers(trace, "e22", {"stopping_correctness": "premature",
                                    "stop_should_have_been": "e25"}, ANN)
     found = decision_pair_export(ws.labelling.current_records(), {trace.trace_id: trace},

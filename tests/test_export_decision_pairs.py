@@ -113,6 +113,7 @@ def test_reviewers_who_chose_the_same_decision_in_their_own_words_each_make_a_ro
 def test_reviewers_who_chose_different_decisions_dispute_it_until_a_lead_adjudicates(
         tmp_path, trace):
     ws = make_workspace(tmp_path, traces=[trace])
+    trace = ws.library.trace(trace.trace_id)  # as the library holds it
     fixes = {"ann": {"action": "do_it_itself"},
              "bob": {"action": "reuse_agent", "agent": "log_analyst"}}
     for who, fix in fixes.items():
@@ -130,6 +131,7 @@ def test_reviewers_who_chose_different_decisions_dispute_it_until_a_lead_adjudic
 
 def test_a_merge_left_as_it_was_makes_no_row_and_is_reported(tmp_path, trace):
     ws = make_workspace(tmp_path, traces=[trace])
+    trace = ws.library.trace(trace.trace_id)  # as the library holds it
     own = trace.event("e12").text
     ws.labelling.save_answers(trace, "e12", {"aggregation_quality": 4, "merge_correction": {
         "action": "merge", "text": own}}, ANN)
