@@ -25,16 +25,37 @@ import streamlit as st
 
 from components import keys as key_map
 from components.evidence import draw_context, evidence_above
-from components.form import (SaveAnswers, drafted, draw_form, flash, form_state, remembered,
-                             set_answer, show_flash)
+from components.form import (SaveAnswers, drafted, draw_form, flash, form_state, keep_drafts,
+                             remembered, set_answer, show_flash)
 from components.navigation import follow, leave, next_target_key, previous_target_key, target_label
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
-from viz_app.errors import RubricError
+from viz_app.errors import RubricError, StoreError
 from viz_app.labels import Label, LabelTarget, Reviewer, Rubric, Suggestion, progress_of
 from viz_app.model import Trace
 from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
+
+
+class DraftKeeper:
+    """Where a form's unsaved answers live beyond the session: the reviewer's draft of the form
+    in the Workspace (`ws.labelling.draft`), so a reload, a closed tab or another browser of the
+    same reviewer gets them back (`components.form.keep_drafts`)."""
+
+    def __init__(self, workspace: Workspace, reviewer: str, form: str):
+        self.workspace, self.reviewer, self.form = workspace, reviewer, form
+
+    def load(self) -> dict[str, Any]:
+        try:
+            return self.workspace.labelling.draft(self.reviewer, self.form)
+        except (StoreError, OSError, ValueError):  # a draft that cannot be read is no draft
+            return {}
+
+    def keep(self, answers: Mapping[str, Any]) -> None:
+        try:
+            self.workspace.labelling.keep_draft(self.reviewer, self.form, answers)
+        except (StoreError, OSError, TypeError, ValueError):  # the session still holds it
+            pass
 
 
 def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
@@ -62,6 +83,7 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         st.info(identify_first)
         return
     base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"
+    keep_drafts(base, DraftKeeper(workspace, reviewer.name, base))
     state = form_state(base)
     show_flash(base)
 

@@ -86,7 +86,28 @@ def _drafts(base: str) -> dict[str, Any]:
     """Answers given but not saved, by widget key: kept for the session, so an answer is there
     again when the reviewer comes back to a target (Streamlit drops a widget's state when the
     widget is not drawn)."""
-    return st.session_state.setdefault(f"_{base}:drafts", {})
+    found = st.session_state.get(f"_{base}:drafts")
+    if found is None:  # a new session (a reload, another tab): the kept draft comes back
+        keeper = st.session_state.get(f"_{base}:keeper")
+        found = st.session_state[f"_{base}:drafts"] = dict(keeper.load()) if keeper else {}
+    return found
+
+
+def keep_drafts(form: str, keeper: Any) -> None:
+    """Keep the drafts of the form `form` (its key) beyond the session with `keeper` (an
+    object with `load() -> dict` and `keep(dict)`: `components.annotation.DraftKeeper`, the
+    Workspace's drafts); None keeps them for the session only."""
+    if keeper is None:
+        st.session_state.pop(f"_{form}:keeper", None)
+    else:
+        st.session_state[f"_{form}:keeper"] = keeper
+
+
+def _persist(base: str) -> None:
+    """Keep the form's drafts beyond the session, where a keeper is given."""
+    keeper = st.session_state.get(f"_{base}:keeper")
+    if keeper is not None:
+        keeper.keep(_drafts(base))
 
 
 def drafted(base: str, target_key: str) -> bool:
@@ -97,10 +118,12 @@ def drafted(base: str, target_key: str) -> bool:
 def set_answer(base: str, key: str, value: Any) -> None:
     st.session_state[key] = value
     _drafts(base)[key] = value
+    _persist(base)
 
 
 def _keep(base: str, key: str) -> None:
     _drafts(base)[key] = st.session_state.get(key)
+    _persist(base)
 
 
 def draw_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
@@ -263,6 +286,7 @@ def _save(save: SaveAnswers, target: LabelTarget, values: dict[str, Any], commen
     drafts = _drafts(base)
     for key in [k for k in drafts if k.startswith(prefix)]:
         del drafts[key]
+    _persist(base)
     flash(base, "success", f"Saved {len(made)} answer{'s' if len(made) != 1 else ''} on "
                             f"{target.event_id or 'the whole trace'}.")
 

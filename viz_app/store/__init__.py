@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.store, each from
     from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_sample
     from viz_app.store.database import (HEAD, SchemaState, alembic_config, check, close, connect,
                                         engine_for, sqlite_file, state, upgrade)
+    from viz_app.store.drafts import DraftStore
     from viz_app.store.index import (IndexFailure, IndexProgress, IndexResult,
                                      TraceIndex, trace_record)
     from viz_app.store.labels import LabelStore

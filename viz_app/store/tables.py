@@ -285,3 +285,14 @@ settings; `training` (JSON) holds the decisions, rewards and pairs it was fitted
 its weights are fitted again when it is loaded and checked against `weights_sha256` (no pickled
 object is ever read back); `versions` (JSON) the orchviz, scikit-learn, NumPy and SciPy of the
 fit; `report` (JSON) its held-out figures and held-out scores (the Agreement page's)."""
+
+drafts_table = Table(
+    "drafts", metadata,
+    Column("reviewer", String(256), primary_key=True),
+    Column("form", String(512), primary_key=True),
+    Column("answers", Text, nullable=False),
+    Column("updated_at", String(32), nullable=False),
+)
+"""What a reviewer has given on a form but not saved (`store.drafts`): `form` names the form
+(a trace version's panel, a campaign claim, an adjudication), `answers` (JSON) maps each of its
+widgets to the answer or note in it. Never a label: nothing reads it but that reviewer's form."""

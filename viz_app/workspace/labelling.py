@@ -9,6 +9,7 @@ Campaign saves go through `ws.campaigns.submit`; what a reviewer may see of othe
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from viz_app.analysis import analyze
@@ -17,8 +18,12 @@ from viz_app.io.detect import published_label_records, read_at
 from viz_app.labels import (Identity, ImportReport, Label, LabelTarget, Preference, Progress,
                             Reviewer, judgement, judgement_label, preference_of)
 from viz_app.model import Trace
+<<<<<<< HEAD
 from viz_app.store import LabelStore
 from viz_app.summary import LibraryRow
+=======
+from viz_app.store import DraftStore, IndexRow, LabelStore
+>>>>>>> b9ae68a (Drafts survive a reload and a closed tab: a form's unsaved answers and note are kept per reviewer and form in the Workspace (ws.labelling.draft / keep_draft / drop_draft over the drafts table, migration 0010), come back in the reviewer's next session on the trace page, the Review page's claim and Adjudicate, are dropped at the save, and are never a label (issue 40, item 4))
 from viz_app.workspace.answers import answers_to_save
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
@@ -43,6 +48,26 @@ class Labelling:
         """The rubric answers are checked against (`ws.rubric`); RubricError when its file
         cannot be used."""
         return self._ground.rubric
+
+    # -- drafts -----------------------------------------------------------------------------------
+
+    @cached_property
+    def _drafts(self) -> DraftStore:
+        return DraftStore(self._ground.engine)
+
+    def draft(self, reviewer: str, form: str) -> dict[str, Any]:
+        """What the reviewer answered on a form (a trace's panel, a claim, an adjudication) and
+        did not save: widget key -> value, empty when nothing is pending."""
+        return self._drafts.get(reviewer, form)
+
+    def keep_draft(self, reviewer: str, form: str, answers: Mapping[str, Any]) -> bool:
+        """Keep the reviewer's unsaved answers on a form, so a reload or a closed tab brings
+        them back; False when the draft is too large to keep."""
+        return self._drafts.keep(reviewer, form, answers)
+
+    def drop_draft(self, reviewer: str, form: str) -> None:
+        """Forget the reviewer's unsaved answers on a form."""
+        self._drafts.drop(reviewer, form)
 
     # -- saving -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from components import keys
-from components.annotation import asked_only, target_form
+from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
 from components.correction import diff_markdown
 from components.suggestions import answer_text
 from viz_app.analysis import Analysis, analyze
@@ -272,8 +272,9 @@ def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
         return made
 
     st.markdown("**Final answer**")
-    target_form(trace, analysis, rubric, target,
-                key=f"adj:{name}:{item.trace_id}:{item.event_id or ''}", save=adjudicate,
+    form = f"adj:{name}:{item.trace_id}:{item.event_id or ''}"
+    keep_drafts(form, DraftKeeper(workspace, lead.name, form))
+    target_form(trace, analysis, rubric, target, key=form, save=adjudicate,
                 saved=saved, note_label="Reason for the final answer (required)")
 
 

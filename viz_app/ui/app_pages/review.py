@@ -22,7 +22,7 @@ from typing import Any
 import streamlit as st
 
 from components import keys
-from components.annotation import asked_only, target_form
+from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
 from components.evidence import target_evidence
 from components.inspector import inspector
 from components.keyboard import typing_note
@@ -302,7 +302,9 @@ def questions() -> None:
         take_next()
         return made
 
-    target_form(trace, analysis, workspace.rubric, target, key=f"review:{claim.slot_id}",
+    form = f"review:{claim.slot_id}"  # a reload or a closed tab finds the draft again
+    keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
+    target_form(trace, analysis, workspace.rubric, target, key=form,
                 save=submit, suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
                 on_choose=select_event, evidence_apart=True)
     cols = st.columns(2)
