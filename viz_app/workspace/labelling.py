@@ -18,12 +18,8 @@ from viz_app.io.detect import published_label_records, read_at
 from viz_app.labels import (Identity, ImportReport, Label, LabelTarget, Preference, Progress,
                             Reviewer, judgement, judgement_label, preference_of)
 from viz_app.model import Trace
-<<<<<<< HEAD
-from viz_app.store import LabelStore
+from viz_app.store import DraftStore, LabelStore
 from viz_app.summary import LibraryRow
-=======
-from viz_app.store import DraftStore, IndexRow, LabelStore
->>>>>>> b9ae68a (Drafts survive a reload and a closed tab: a form's unsaved answers and note are kept per reviewer and form in the Workspace (ws.labelling.draft / keep_draft / drop_draft over the drafts table, migration 0010), come back in the reviewer's next session on the trace page, the Review page's claim and Adjudicate, are dropped at the save, and are never a label (issue 40, item 4))
 from viz_app.workspace.answers import answers_to_save
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
