@@ -306,6 +306,7 @@ def learned_blames(cases: Sequence[Case], rubric: Rubric, folds: int,
 
     from viz_app.suggest.features import TraceFeatures, question_rows, vector
     from viz_app.suggest.learned import LearnError, train
+    from viz_app.suggest.learned import estimator as fitted_estimator
 
     assigned = fold_of(cases, folds)
     by_id = {c.trace.trace_id: c.trace for c in cases}
@@ -328,7 +329,7 @@ def learned_blames(cases: Sequence[Case], rubric: Rubric, folds: int,
                     continue
                 keys = list(rows)
                 x = np.array([vector(rows[k], model.features) for k in keys], dtype=float)
-                estimator = model.estimator()
+                estimator = fitted_estimator(model)
                 at_fault = [i for i, code in enumerate(estimator.classes_)
                             if FAULTS[model.question](model.answers[int(code)])]
                 p = estimator.predict_proba(x)[:, at_fault].sum(axis=1)

@@ -161,7 +161,7 @@ def test_the_word_diff_names_what_was_kept_removed_and_added():
 
 # -- agreement on corrections -------------------------------------------------------------------
 
-from viz_app.labels.agreement import correction_agreements, correction_similarity  # noqa: E402
+from viz_app.labels import correction_agreements, correction_similarity  # noqa: E402
 
 
 def test_two_corrections_of_another_decision_are_not_alike_and_close_words_are():

@@ -7,6 +7,11 @@ here and nowhere else: `Figures` (the trace page, `orchviz inspect`) and `summar
 row of the library and of the pool index) read the same properties. The networkx graphs
 (`spawn_tree`, `communication`, `event_dag`) are built, and networkx imported, only when a view
 or an export asks for them: a summary needs none.
+
+Longer than 800 lines because `Analysis` is one object whose lazily built properties read each
+other (the structural pass's maps, lanes, roots, the critical path, the figures): split across
+modules they would pass that shared state around or compute it twice, and "each figure is
+computed here and nowhere else" is the promise the pages and the pool index rely on.
 """
 
 from __future__ import annotations
@@ -128,11 +133,6 @@ def forget(trace: Trace) -> None:
     without this they wait for the cyclic garbage collector: a loop over many traces that is
     done with each calls it to free them at once."""
     trace._analysis = None
-
-
-def structural_warnings(trace: Trace) -> list[TraceWarning]:
-    """Odd but legal structure: double spawns, spawn cycles, early events, stray returns..."""
-    return analyze(trace).structural
 
 
 def figures(trace: Trace) -> Figures:

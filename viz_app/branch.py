@@ -42,9 +42,6 @@ from viz_app.model import DECISIONS, Decision, Event, Trace
 from viz_app.settings import ModelEndpoint, ReplayLimits
 from viz_app.text import brief, what_came
 
-FORK_KEYS = ("forked_from", "fork_event")
-"""The extra keys of a branch's edited event that link it to the original trace."""
-
 TEXT_LIMIT = 4000
 """Characters of one event's text put in the conversation (the rest is cut, and said so)."""
 

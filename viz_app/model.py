@@ -55,15 +55,6 @@ EDGE_TYPES: tuple[str, ...] = get_args(EdgeType)
 TOPOLOGIES: tuple[str, ...] = get_args(Topology)
 DECISIONS: tuple[str, ...] = get_args(Decision)
 
-SUB_DECISION: dict[str, str] = {
-    "spawn": "O1",
-    "delegate": "O2",
-    "communicate": "O3",
-    "aggregate": "O4",
-    "stop": "O5",
-}
-"""Which of the five orchestration sub-decisions (TAXONOMY.md) each `decision` value is."""
-
 EXTENSION_KEYS: dict[str, str] = {
     "content": "string: the event's inline text (a message, a tool query or result, an answer); "
     "`content_ref` stays a pointer or hash",

@@ -8,10 +8,8 @@ gives).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from viz_app.export.records import write_jsonl
 
 
 def bookmark_records(records: Iterable[Mapping[str, Any]],
@@ -21,7 +19,3 @@ def bookmark_records(records: Iterable[Mapping[str, Any]],
     return [dict(r) for r in records if reviewer is None or r["reviewer"] == reviewer]
 
 
-def write_bookmarks(records: Iterable[Mapping[str, Any]], path: str | Path,
-                    reviewer: str | None = None) -> Path:
-    """Write the current bookmark records as JSON Lines."""
-    return write_jsonl(bookmark_records(records, reviewer), path)

@@ -78,11 +78,6 @@ def prm_branch_rows(ts: TraceSteps, options: ExportOptions) -> Iterator[dict[str
                **trace_columns(ts, options, steps)}
 
 
-def prm_row(ts: TraceSteps, options: ExportOptions) -> dict[str, Any] | None:
-    """The process-reward row of one trace as it happened, or None when it has no step."""
-    return next(prm_branch_rows(ts, options), None) if ts.decisions else None
-
-
 def prm_rows(all_steps: Sequence[TraceSteps], options: ExportOptions) -> Iterator[dict]:
     """The process-reward rows of every trace with a step."""
     if options.conversational:

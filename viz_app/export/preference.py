@@ -33,7 +33,6 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from viz_app.analysis import analyze
@@ -41,18 +40,10 @@ from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, ExportOp
                                       Selection, answers_labels, provenance, select)
 from viz_app.export.prompts import conversation, header
 from viz_app.export.steps import event_line
-from viz_app.export.records import write_jsonl
 from viz_app.export.steps import TraceSteps
 from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, LabelRecord, Preference, Rubric,
                             pair_key, preference_of, preferences)
 from viz_app.model import Trace
-
-PREFERENCE_FIELDS = ("prompt", "chosen", "rejected", "margin", "chosen_trace_id",
-                     "rejected_trace_id", "task_id", "same_task", "source", "reviewers",
-                     "reasons", "chosen_score", "rejected_score", "disputed", "resolution",
-                     "provenance")
-"""The keys of every preference row, in order."""
-
 
 def task_prompt(trace: Trace) -> str:
     """The prompt of a preference row: the task the orchestrations attempted."""
@@ -300,12 +291,6 @@ def unplaced_pairs(labels: Iterable[LabelRecord],
     """Judged pairs left out because a trace of theirs is not among `traces`."""
     return sorted({p.pair for p in preferences(labels)
                    if p.first not in traces or p.second not in traces})
-
-
-def write_preference(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],
-                     path: str | Path, *, from_scores: bool = False) -> Path:
-    """Write the preference export as JSON Lines."""
-    return write_jsonl(preference_rows(labels, traces, from_scores=from_scores), path)
 
 
 def why_no_pairs(labels: Iterable[LabelRecord], traces: Mapping[str, Trace],

@@ -20,7 +20,6 @@ from viz_app.io.records import TraceDraft, as_text, first_value, json_values, pa
 from viz_app.model import Trace
 
 NAME = "openai_agents"
-KNOWN_SPANS = ("agent", "handoff", "function", "generation", "response", "guardrail", "custom")
 ROOT = "workflow"
 
 

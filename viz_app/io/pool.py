@@ -45,8 +45,6 @@ IDS = "_ids.parquet"
 POOL_VERSION = 1
 """The version of the pool layout written in the manifest."""
 
-SCALAR_COLUMNS = ("trace_id", "task_id", "system", "topology")
-"""Top-level fields kept as text columns."""
 JSON_COLUMNS = ("events", "edges", "rewards", "costs", "metrics")
 """Top-level fields kept as JSON text columns (nested columns are read too)."""
 FIELDS = ("trace_id", "task_id", "system", "topology", "events", "edges", "rewards", "costs",

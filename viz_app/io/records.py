@@ -261,15 +261,6 @@ class TraceDraft:
         """A warning of the importer's own, kept on the built trace."""
         self.notes.append(TraceWarning(code=code, message=message))
 
-    def last_of(self, agent: str, types: tuple[str, ...]) -> dict[str, Any] | None:
-        """The latest event (by time, then order added) of an agent among some types."""
-        best = None
-        for event in self.events:
-            if event["agent"] == agent and event["type"] in types:
-                if best is None or event["t"] >= best["t"]:
-                    best = event
-        return best
-
     def conclude(self, root: str, *, stop_at: float | None = None,
                  aggregate: bool = True) -> dict[str, Any] | None:
         """Mark how the root ends: its final message becomes an aggregate when returns reached

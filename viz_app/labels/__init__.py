@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
     from viz_app.labels.agreement import agreement as rubric_agreement
     from viz_app.labels.agreement import (AgreementHistory, AgreementRow, REVIEWERS,
                                           SuggestionAgreement, agreement_history, blind_labels,
-                                          correction_agreements, correction_similarity,
                                           pairwise_agreement, question_agreement, short_version,
                                           suggestion_agreement, version_shifts)
     from viz_app.labels.attention import (LEARNED, contest, contests, earlier_reviewers,
@@ -32,7 +31,12 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                          gold_answers, label_target, optional_questions,
                                          per_step_rows, plan_targets, prioritise, row_targets,
                                          sample_rows, spec_error, unindexed)
+    from viz_app.labels.correction_agreement import (CorrectionAgreement, correction_agreements,
+                                                     correction_similarity)
     from viz_app.labels.disagreement import SPREAD, close, disputed, same_answer
+    from viz_app.labels.learned import (CALIBRATION_FOLDS, MIN_PER_ANSWER, LearnedModel,
+                                        LearnedReport, LearnError, LeftOut, Truth, plain_answer,
+                                        training_sha256)
     from viz_app.labels.correction import (ACTION_LABELS, Decision, DecisionPair,
                                            LATER_THAN_RECORDED, corrected_decision, decision_pairs,
                                            word_diff)

@@ -109,10 +109,6 @@ def bookmarks_at(bookmarks: Iterable[Bookmark], event_id: str) -> list[Bookmark]
     return [b for b in bookmarks if b.event_id == event_id]
 
 
-BOOKMARK_FIELDS: tuple[str, ...] = tuple(Bookmark.model_fields)
-"""Every field of a bookmark version, in the order exports write them."""
-
-
 def checked_reviewer(name: str) -> str:
     """The reviewer's name, stripped; BookmarkError when there is none."""
     name = (name or "").strip()

@@ -1,4 +1,4 @@
-"""The learned producer's models (`viz_app.suggest.learned.LearnedModel`), each stored once under
+"""The learned producer's models (`viz_app.labels.learned.LearnedModel`), each stored once under
 the hash of its training set: its training set and report as JSON, never a pickled object."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlalchemy import Engine, delete, insert, select
 
 from viz_app.labels import now
 from viz_app.store.tables import learned_models_table
-from viz_app.suggest import LearnedModel, LearnedReport, LearnError, training_sha256
+from viz_app.labels import LearnedModel, LearnedReport, LearnError, training_sha256
 
 _BODY = ("kind", "features", "answers", "rows", "x", "y")
 """The fields of a model kept in its `training` column."""
@@ -129,4 +129,5 @@ def _readable(row) -> bool:
         model = _model(row)
     except LearnError:
         return False
-    return training_sha256(model.question, model.campaign, model.rows) == model.model_id
+    return training_sha256(model.question, model.campaign, model.rows,
+                           model.features_version) == model.model_id

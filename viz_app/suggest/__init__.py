@@ -24,10 +24,9 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.suggest, each fr
     from viz_app.suggest.features import FEATURES_VERSION, TraceFeatures
     from viz_app.suggest.judge import (JUDGED_KINDS, MAX_INPUTS, TEXT_LIMIT, Example,
                                        JudgeProducer)
-    from viz_app.suggest.learned import (FOLDS, LearnedModel, LearnedProducer, LearnedReport,
-                                         LearnError, train)
+    from viz_app.suggest.learned import FOLDS, LearnedProducer, LearnError, train
     from viz_app.suggest.producers import SuggestError, SuggestionProducer, produce
-    from viz_app.suggest.learned import model_problem, training_sha256, truths, worse_than_chance
+    from viz_app.suggest.learned import model_problem, truths, worse_than_chance
     from viz_app.suggest.judge import choose_examples
     from viz_app.suggest.learned import require_sklearn
     from viz_app.suggest.rules import FINE

@@ -32,55 +32,39 @@ row holds.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, Field
 
-from viz_app.errors import OrchvizError
-from viz_app.labels import (AgreementRow, LabelRecord, Producer, Rubric, Suggestion,
+from viz_app.labels import (LabelRecord, Producer, Rubric, Suggestion,
                             SuggestionFailure, blind_labels, suggestion_agreement)
+from viz_app.labels import (CALIBRATION_FOLDS, LEARNED, MIN_PER_ANSWER, LearnedModel,
+                            LearnedReport, LearnError, LeftOut, Truth, plain_answer,
+                            training_sha256)
 from viz_app.model import Trace
 from viz_app.text import brief
 from viz_app.suggest.features import FEATURES_VERSION, FeatureRow, TraceFeatures, \
     feature_names, question_kind, question_rows, shown, vector
 
-NAME = "learned"
+NAME = LEARNED
 """The producer's name (its version is its model's training-set hash)."""
 
 MIN_TARGETS = 30
 """Labelled targets a question needs before a model is fitted."""
 
-MIN_PER_ANSWER = 8
-"""Targets each answer needs to be learnt (and to appear in held-out folds)."""
-
 FOLDS = 5
 """Cross-validation folds (fewer when there are fewer traces)."""
 
-CALIBRATION_FOLDS = 3
-"""Folds of `CalibratedClassifierCV` inside each fit."""
-
 TOP_FEATURES = 3
 """Features named in a suggestion's explanation."""
-
-SETTINGS = {"estimator": "StandardScaler+LogisticRegression(C=1, class_weight=balanced)",
-            "calibration": f"sigmoid, {CALIBRATION_FOLDS} folds, ensemble=False",
-            "min_per_answer": MIN_PER_ANSWER}
-"""The fitting settings, part of the training set's hash."""
 
 TRAINABLE_KINDS = ("categorical", "scale", "boolean")
 """Question kinds with one answer from a fixed list: what a classifier predicts."""
 
 SKLEARN_MISSING = "the learned producer needs scikit-learn: pip install 'orchviz[agreement]'"
-
-
-class LearnError(OrchvizError, ValueError):
-    """A model that cannot be trained or used as asked (too few labels, no scikit-learn)."""
 
 
 def require_sklearn():
@@ -92,56 +76,6 @@ def require_sklearn():
 
 
 # -- what the model learns from -------------------------------------------------------------
-
-
-class Truth(BaseModel):
-    """The team's answer on one target, and the labels it comes from."""
-
-    trace_id: str
-    trace_sha256: str
-    event_id: str
-    value: Any
-    basis: str = Field(description="`adjudication`, `agreed` (2+ blind reviewers) or `single` "
-                       "(one blind reviewer).")
-    label_ids: list[str]
-
-
-class LeftOut(BaseModel):
-    """Labels and targets not learnt from, by why."""
-
-    disputed: int = Field(0, description="Targets whose blind reviewers disagree, not "
-                          "adjudicated.")
-    visible: int = Field(0, description="Labels made with suggestions in view.")
-    unknown: int = Field(0, description="Labels of unknown visibility made after a suggestion "
-                         "on their target existed.")
-    imported: int = Field(0, description="Imported labels.")
-    adjudication_visible: int = Field(0, description="Adjudications made with suggestions in "
-                                      "view.")
-    missing_trace: int = Field(0, description="Targets whose trace the workspace cannot read.")
-    other_version: int = Field(0, description="Targets labelled on another version of the "
-                               "trace than the one read now.")
-    not_a_target: int = Field(0, description="Targets the question is no longer asked about.")
-    rare_answers: dict[str, int] = Field(default_factory=dict, description="Answer -> "
-                                         "targets, for answers given fewer than "
-                                         "MIN_PER_ANSWER times.")
-
-    def text(self) -> str:
-        """The reasons that apply, as one phrase."""
-        parts = [f"{self.disputed} disputed and not adjudicated" if self.disputed else "",
-                 f"{self.visible} made with suggestions in view" if self.visible else "",
-                 f"{self.unknown} of unknown visibility" if self.unknown else "",
-                 f"{self.imported} imported" if self.imported else "",
-                 f"{self.adjudication_visible} adjudications made with suggestions in view"
-                 if self.adjudication_visible else "",
-                 f"{self.missing_trace} whose trace is not found (name its folder with "
-                 "--traces)" if self.missing_trace else "",
-                 f"{self.other_version} on another version of the trace"
-                 if self.other_version else "",
-                 f"{self.not_a_target} no longer a target of the question"
-                 if self.not_a_target else "",
-                 ", ".join(f"{n} answered {_plain(v)}" for v, n in self.rare_answers.items())
-                 + " (too rare to learn)" if self.rare_answers else ""]
-        return ", ".join(p for p in parts if p) or "nothing"
 
 
 def truths(question: str, labels: Iterable[LabelRecord], suggestions: Iterable[Suggestion]
@@ -191,75 +125,13 @@ def truths(question: str, labels: Iterable[LabelRecord], suggestions: Iterable[S
 # -- the model -------------------------------------------------------------------------------
 
 
-class LearnedReport(BaseModel):
-    """A model's cross-validated agreement with held-out blind human labels."""
-
-    folds: int
-    targets: int = Field(description="Targets learnt from (and each answered once held out).")
-    answers: dict[str, int] = Field(description="Answer -> targets learnt from.")
-    bases: dict[str, int] = Field(description="`adjudication`, `agreed`, `single` -> targets.")
-    left_out: LeftOut
-    learned: AgreementRow = Field(description="The held-out answers against every blind "
-                                  "reviewer's answer on those targets.")
-    reviewers: AgreementRow = Field(description="The reviewers among themselves on the same "
-                                    "targets, for comparison.")
-    accuracy: float = Field(description="Share of held-out answers equal to the team's.")
-    mean_confidence: float = Field(description="Mean confidence of the held-out answers "
-                                   "(near `accuracy` when calibrated).")
-    brier: float = Field(description="Multi-class Brier score of the held-out probabilities "
-                         "(0 is perfect).")
-
-
-class LearnedModel(BaseModel):
-    """A trained model: its training set (feature rows, answers, the labels behind them), its
-    settings and its report; the estimator is fitted from them on use (`estimator`)."""
-
-    model_id: str = Field(description="SHA-256 of the training set (`training_sha256`).")
-    question: str
-    campaign: str = Field("", description="The campaign whose labels it learnt from ('' for "
-                          "every label).")
-    features_version: str = FEATURES_VERSION
-    sklearn_version: str = ""
-    kind: str = Field(description="The kind of target the question is asked about.")
-    features: list[str]
-    answers: list[Any] = Field(description="The answers it can give, in the estimator's class "
-                               "order.")
-    rows: list[Truth]
-    x: list[list[float]]
-    y: list[int] = Field(description="Each row's answer, an index into `answers`.")
-    report: LearnedReport | None = None
-    created_by: str = ""
-    created_at: str = ""
-
-    @property
-    def version(self) -> str:
-        """The producer version its suggestions carry: the first 16 hex digits of its id."""
-        return self.model_id[:16]
-
-    @property
-    def producer(self) -> Producer:
-        """What its suggestions name as their producer."""
-        return Producer(name=NAME, version=self.version)
-
-    def estimator(self):
-        """The calibrated classifier, fitted on the training set (once per object)."""
-        fitted = self.__dict__.get("_fitted")
-        if fitted is None:
-            fitted = fit(np.array(self.x, dtype=float), np.array(self.y))
-            self.__dict__["_fitted"] = fitted
-        return fitted
-
-
-def training_sha256(question: str, campaign: str, rows: Sequence[Truth]) -> str:
-    """The hash that names a model: its question, campaign, the labels and trace versions it
-    learnt from with their answers, the features' version and the fitting settings. The same
-    labels give the same hash; one more label (even one agreeing with the rest) another."""
-    body = {"question": question, "campaign": campaign, "features": FEATURES_VERSION,
-            "settings": SETTINGS,
-            "rows": sorted([r.trace_id, r.trace_sha256, r.event_id, r.label_ids,
-                            orjson.dumps(r.value, option=orjson.OPT_SORT_KEYS).decode()]
-                           for r in rows)}
-    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+def estimator(model: LearnedModel):
+    """A model's calibrated classifier, fitted on its training set (once per model object)."""
+    fitted = model.__dict__.get("_fitted")
+    if fitted is None:
+        fitted = fit(np.array(model.x, dtype=float), np.array(model.y))
+        model.__dict__["_fitted"] = fitted
+    return fitted
 
 
 def fit(x: np.ndarray, y: np.ndarray):
@@ -385,7 +257,8 @@ def train(rubric: Rubric, question: str, labels: Iterable[LabelRecord],
     answers = [q.choices[i].value for i in used_codes]
     y = np.array([used_codes.index(codes[orjson.dumps(t.value).decode()]) for t in rows])
     model = LearnedModel(
-        model_id=training_sha256(question, campaign, rows), question=question,
+        model_id=training_sha256(question, campaign, rows, FEATURES_VERSION),
+        question=question, features_version=FEATURES_VERSION,
         campaign=campaign, sklearn_version=sklearn.__version__,
         kind=question_kind(rubric, question), features=names, answers=answers, rows=rows,
         x=x.tolist(), y=y.tolist(), created_by=created_by, created_at=created_at)
@@ -394,14 +267,8 @@ def train(rubric: Rubric, question: str, labels: Iterable[LabelRecord],
     return model
 
 
-def _plain(answer: str) -> str:
-    """An answer kept as JSON text, as a reader writes it (`premature`, `3`)."""
-    value = orjson.loads(answer)
-    return value if isinstance(value, str) else answer
-
-
 def _answer_counts(counts: Counter, rare: Mapping[str, int]) -> str:
-    return ", ".join(f"{_plain(k)} {n}" + (" (too rare)" if k in rare else "")
+    return ", ".join(f"{plain_answer(k)} {n}" + (" (too rare)" if k in rare else "")
                      for k, n in counts.most_common())
 
 
@@ -466,7 +333,8 @@ def model_problem(model: LearnedModel, rubric: Rubric | None = None) -> str | No
     answers against its rows and the rubric's choices (answers flipped, or replaced by
     `<script>`), its features against those this version computes, its matrix's shape and
     numbers, and its held-out agreement (`worse_than_chance`)."""
-    if training_sha256(model.question, model.campaign, model.rows) != model.model_id:
+    if training_sha256(model.question, model.campaign, model.rows,
+                       FEATURES_VERSION) != model.model_id:
         return "its training rows do not give the hash that names it (the stored row was edited)"
     if len(model.x) != len(model.rows) or len(model.y) != len(model.rows):
         return "its feature matrix and its answers are not one row per target"
@@ -537,14 +405,14 @@ class LearnedProducer:
                 continue
             keys = list(rows)
             x = np.array([vector(rows[k], model.features) for k in keys], dtype=float)
-            estimator = model.estimator()
-            probabilities = estimator.predict_proba(x)
-            classes = list(estimator.classes_)
+            fitted = estimator(model)
+            probabilities = fitted.predict_proba(x)
+            classes = list(fitted.classes_)
             for k, key in enumerate(keys):
                 best = int(probabilities[k].argmax())
                 answer, p = int(classes[best]), float(probabilities[k][best])
                 made.append(_suggestion(trace, model, key, rows[key], x[k], answer, p,
-                                        contributions(estimator, x[k], answer)))
+                                        contributions(fitted, x[k], answer)))
         return made, []
 
 

@@ -74,13 +74,6 @@ for name, said in list(refused.items()):
 bar = st.empty()
 
 
-def show_progress(done: int, total: int, path: str) -> None:
-    """Show indexing progress while new or changed files are read."""
-    if total:
-        bar.progress(done / total, text=f"Indexing {done + 1 if done < total else total} of "
-                                        f"{total} files…")
-
-
 workspace = session.workspace()
 # How often the page looks for new or changed shards of a pool (each a HEAD request on object
 # storage); the Re-index button looks at once. (A comment, not a docstring: Streamlit's magic
@@ -404,7 +397,7 @@ def watch() -> None:
     """Following a run (`--follow`): look at the folders every few seconds (a fragment that
     draws nothing) and redraw the page when a trainer wrote something; an idle look costs one
     look of the index (`TraceIndex.update`), never the table sent again."""
-    result = workspace.update_index()
+    result = workspace.library.update_index()
     if result.parsed or result.removed:
         st.rerun()  # the whole page: new rollouts come in below the rows already listed
 
