@@ -279,10 +279,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--skip-hf", action="store_true")
+    parser.add_argument("--only-hf", action="store_true",
+                        help="only the tiny transformers model's latency")
     args = parser.parse_args()
     print(machine())
     print(f"load average at start: {os.getloadavg()}")
     rubric = default_rubric()
+    if args.only_hf:
+        hf_latency(rubric, args.repeats)
+        print(f"\nload average at end: {os.getloadavg()}")
+        return
 
     tuning, tuning_labels = planted_labelled("tuning")
     start = time.process_time()
@@ -318,15 +324,24 @@ def main() -> None:
         print(line)
 
     if not args.skip_hf:
-        try:
-            hf_dir = make_tiny_hf(Path(tempfile.mkdtemp()))
-            from viz_app.reward.scoring import HFScorer
-
-            latency(HFScorer(hf_dir, rubric), "the tiny transformers model (1 layer, width "
-                    "32, random weights)", max(20, args.repeats // 10), big_batch=False)
-        except ImportError as err:
-            print(f"\n== the tiny transformers model: skipped ({err})")
+        hf_latency(rubric, args.repeats)
     print(f"\nload average at end: {os.getloadavg()}")
+
+
+def hf_latency(rubric, repeats: int) -> None:
+    try:
+        import torch
+
+        from viz_app.reward.scoring import HFScorer
+
+        hf_dir = make_tiny_hf(Path(tempfile.mkdtemp()))
+    except ImportError as err:
+        print(f"\n== the tiny transformers model: skipped ({err})")
+        return
+    torch.set_num_threads(1)  # as each server worker runs it
+    latency(HFScorer(hf_dir, rubric), "the tiny transformers model (1 layer, width 32, "
+            "random weights; one torch thread, as a server worker)", max(10, repeats // 20),
+            big_batch=False)
 
 
 def make_tiny_hf(folder: Path) -> Path:

@@ -10,6 +10,10 @@ orchviz's decision-pairs export, served by `orchviz reward serve --hf` (a real u
   (`reward_kwargs: {url, token}`) and once in the process (`{model: DIR, hf: true}`), with the
   same rewards.
 
+And the default model (scikit-learn), trained by `orchviz reward train` on the review campaign
+and written with `-o`: served the same way to OpenRLHF's client, and scored in the process by
+verl's reward manager (`reward_kwargs: {model: FILE}`).
+
 docs/trainers/reward-server.md shows each wiring; these are its snippets' settings."""
 
 from __future__ import annotations
@@ -52,6 +56,25 @@ def reward_model_dir(shapes, tiny, tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def default_model_file(shapes, tmp_path_factory) -> Path:
+    """`orchviz reward train` on the review campaign's store, written as a model file."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from viz_app.cli import main
+
+    out = tmp_path_factory.mktemp("default-rm") / "reward-model.json"
+    said = io.StringIO()
+    argv = ["reward", "train", "--db", str(shapes.campaign.db), "--traces",
+            str(shapes.campaign.traces), "--resamples", "0", "-o", str(out)]
+    with redirect_stdout(said), redirect_stderr(said):
+        code = main(argv)
+    assert code == 0, said.getvalue()
+    assert "pairwise accuracy" in said.getvalue()
+    return out
+
+
 class Server:
     def __init__(self, url: str, process: subprocess.Popen):
         self.url, self.process = url, process
@@ -63,17 +86,16 @@ class Server:
             return json.loads(answer.read())
 
 
-@pytest.fixture(scope="module")
-def server(reward_model_dir, tmp_path_factory):
+def start(model_args: list[str], folder: Path):
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = tmp_path_factory.mktemp("serve") / "server.log"
+    log = folder / "server.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "viz_app", "reward", "serve", "--hf", "--model",
-         str(reward_model_dir), "--port", str(port), "--token-env", "RM_TOKEN"],
+        [sys.executable, "-m", "viz_app", "reward", "serve", *model_args, "--port", str(port),
+         "--token-env", "RM_TOKEN"],
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
         env=dict(os.environ, PYTHONPATH=str(REPO), RM_TOKEN=TOKEN))
     found = Server(f"http://127.0.0.1:{port}", process)
@@ -91,9 +113,23 @@ def server(reward_model_dir, tmp_path_factory):
             process.terminate()
             pytest.fail(f"orchviz reward serve did not answer: {log.read_text()[-3000:]}")
         time.sleep(0.5)
+    return found
+
+
+@pytest.fixture(scope="module")
+def server(reward_model_dir, tmp_path_factory):
+    found = start(["--hf", "--model", str(reward_model_dir)], tmp_path_factory.mktemp("serve"))
     yield found
-    process.terminate()
-    process.wait(timeout=30)
+    found.process.terminate()
+    found.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def default_server(default_model_file, tmp_path_factory):
+    found = start(["--model", str(default_model_file)], tmp_path_factory.mktemp("serve-sk"))
+    yield found
+    found.process.terminate()
+    found.process.wait(timeout=30)
 
 
 def prompts_of(shapes, n: int) -> list[str]:
@@ -135,9 +171,11 @@ def test_trl_grpo_takes_a_step_rewarded_by_the_server(shapes, tiny, server, tmp_
                                                             abs=1e-4)
 
 
-def test_openrlhf_s_remote_reward_client_gets_the_server_s_rewards(shapes, server):
+@pytest.mark.parametrize("model", ["transformers", "default"])
+def test_openrlhf_s_remote_reward_client_gets_the_server_s_rewards(shapes, request, model):
     import torch
 
+    server = request.getfixturevalue("server" if model == "transformers" else "default_server")
     agent = module("openrlhf.utils.agent")
     prompts = prompts_of(shapes, 3)
     responses = ["[t=99] orchestrator orchestrator_decision (stop): stop.",
@@ -180,15 +218,19 @@ def _verl_batch(shapes, tiny, tmp_path, responses):
         non_tensors=non_tensors), tok
 
 
-@pytest.mark.parametrize("where", ["server", "process"])
-def test_verl_s_reward_manager_calls_compute_score(shapes, tiny, server, reward_model_dir,
-                                                   tmp_path, where):
+@pytest.mark.parametrize("where", ["server", "process", "process-default"])
+def test_verl_s_reward_manager_calls_compute_score(shapes, tiny, request, tmp_path, where):
     from omegaconf import OmegaConf
     from verl.trainer.ppo.reward import get_custom_reward_fn
     from verl.workers.reward_manager.naive import NaiveRewardManager
 
-    kwargs = {"url": server.url, "token": TOKEN} if where == "server" else \
-        {"model": str(reward_model_dir), "hf": True}
+    if where == "process-default":
+        server = request.getfixturevalue("default_server")
+        kwargs = {"model": str(request.getfixturevalue("default_model_file"))}
+    else:
+        server = request.getfixturevalue("server")
+        kwargs = {"url": server.url, "token": TOKEN} if where == "server" else \
+            {"model": str(request.getfixturevalue("reward_model_dir")), "hf": True}
     config = OmegaConf.create({"reward": {"custom_reward_function": {
         "path": "pkg://viz_app.reward", "name": "compute_score", "reward_kwargs": kwargs}}})
     compute_score = get_custom_reward_fn(config)

@@ -305,6 +305,13 @@ def app_from_environment():
     ORCHVIZ_REWARD_SERVE: each worker loads the model itself."""
     settings = ServeSettings.from_env(os.environ[ENV])
     scorer = load_scorer(settings.model, db=settings.db, hf=settings.hf)
+    if scorer.kind == "transformers":
+        # one thread a worker: two workers' torch threads contending for two cores (and
+        # with anything else on the machine) made a tiny model ten times slower; more
+        # workers, not more threads, score more at once
+        import torch
+
+        torch.set_num_threads(1)
     audit = None
     if settings.audit:
         from viz_app.reward.audit import AuditLog
