@@ -211,7 +211,7 @@ def answers_side_by_side(item, labels: list[Label], analysis: Analysis) -> None:
     there is one, marked final; each reviewer's note under their column."""
     st.markdown("**What the reviewers answered**")
     reviewers = sorted(item.answers)
-    widths = [1.0] + [2.0] * len(reviewers) + ([2.0] if item.adjudicated else [])
+    widths = [1.5] + [2.0] * len(reviewers) + ([2.0] if item.adjudicated else [])
     with st.container(key="adj-answers"):
         head = st.columns(widths, vertical_alignment="bottom")
         head[0].caption("question")
