@@ -8,6 +8,7 @@ trace ids at random or by stratum (`ws.library.sample_pool`, which review campai
 from __future__ import annotations
 
 import time
+from urllib.parse import quote
 from pathlib import Path
 
 import pandas as pd
@@ -337,12 +338,16 @@ def folder_library() -> None:
         "labelled": workspace.labelling.labelled_text(r, answered),
         **({"by you": workspace.labelling.labelled_text(r, yours)} if yours is not None else {}),
         "file": relative_to(r.path, roots),
-        "step": r.rollout_step, "group": r.rollout_group, "trainer reward": r.trainer_reward,
+        "step": r.rollout_step, "trainer reward": r.trainer_reward,
+        "group": f"group?group={quote(r.rollout_group, safe=':')}" if r.rollout_group else None,
     } for r in rows], columns=columns)
     table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
     trace_table(frame, [r.trace_id for r in rows], table_key, {
         "file": st.column_config.TextColumn(width="small"),
-        "group": st.column_config.TextColumn(width="small"),
+        "group": st.column_config.LinkColumn(
+            width="small", display_text=r"group=(.*)$",
+            help="The group of siblings sampled for the same prompt at the same step: a click "
+                 "opens its page"),
         "trainer reward": st.column_config.NumberColumn(
             format="%.3f", help="The reward the trainer gave the rollout (carried by the "
             "trace; the reviewers' labels are apart from it)"),
