@@ -207,3 +207,21 @@ def test_a_long_answer_leaves_every_reviewer_in_view(tmp_path, monkeypatch):
     assert drawn[:2] == ["**ann**", "**bob**"]  # a column each, each cell wrapping its words
     row = drawn[drawn.index("stop_correction") + 1:][:2]
     assert row[0].startswith("the final answer it should have given: Restore") and row[1] == "—"
+
+
+def test_a_lead_sees_when_each_reservation_ends_and_releases_one(workspace):
+    workspace.campaigns.create(CampaignSpec(name="more", questions=["stopping_correctness"],
+                                            per_target=1), LEAD)
+    held = workspace.campaigns.claim_next("more", Reviewer(name="cat", via="cli"))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at.query_params["campaign"] = "more"
+    at.switch_page("app_pages/adjudicate.py")
+    at = at.run()
+    shown = [m.value.replace("\\", "") for m in at.markdown]
+    assert "**Reservations now** (1)" in shown
+    assert any(v.startswith("ends ") and "UTC (in " in v for v in shown)
+    at = at.button(key=f"adj:release:{held.slot_id}").click().run()
+    assert not at.exception, at.exception
+    assert workspace.campaigns.reservations("more") == []
+    assert any("Released cat's reservation" in t.value.replace("\\", "") for t in at.toast)

@@ -38,7 +38,7 @@ from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func,
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import ClaimError, LabelError
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
                             Reviewer, Sample, conditions, now, spec_error)
@@ -214,6 +214,16 @@ def _campaign(row: Any, count: int = 0) -> Campaign:
                     spec=spec, assisted=bool(m["assisted"]), order=m["queue_order"],
                     lease_seconds=int(m["lease_seconds"]), created_by=m["created_by"],
                     created_at=m["created_at"], closed_at=m["closed_at"], targets=count)
+
+
+class Reservation(BaseModel):
+    """A target a reviewer holds now, and when the reservation ends unless renewed."""
+
+    slot_id: int
+    reviewer: str
+    trace_id: str
+    event_id: str | None
+    ends: float = Field(description="Seconds since the epoch.")
 
 
 class CampaignStore:
@@ -707,6 +717,32 @@ class CampaignStore:
         with self.engine.connect() as conn:
             return {(t, e or ""): int(n) for t, e, n in conn.execute(
                 select(c.trace_id, c.event_id, func.count()).group_by(c.trace_id, c.event_id))}
+
+    def reservations(self, campaign: Campaign, at: float | None = None) -> list[Reservation]:
+        """The targets reviewers hold now, soonest to end first: who holds which target, and
+        when the reservation ends unless renewed (what a lead sees before releasing one)."""
+        moment = time.time() if at is None else at
+        c, t = slots.c, targets.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(c.slot_id, c.reviewer, c.leased_until, t.trace_id, t.event_id)
+                .join(targets, t.target_id == c.target_id)
+                .where(c.campaign_id == campaign.campaign_id, c.state == "leased",
+                       c.leased_until >= moment)
+                .order_by(c.leased_until, c.slot_id)).all()
+        return [Reservation(slot_id=r.slot_id, reviewer=r.reviewer, trace_id=r.trace_id,
+                            event_id=r.event_id, ends=float(r.leased_until)) for r in rows]
+
+    def release_slot(self, campaign: Campaign, slot_id: int) -> bool:
+        """A lead puts a reserved target back for everyone at once (the reviewer who held it
+        is told at their save that it is no longer theirs); False when it was not reserved."""
+        c = slots.c
+        with self._writing() as conn:
+            done = conn.execute(update(slots).where(
+                c.campaign_id == campaign.campaign_id, c.slot_id == slot_id,
+                c.state == "leased").values(state="open", reviewer=None, leased_until=None,
+                                            claimed_at=None, token=None))
+        return bool(done.rowcount)
 
     def slot_rows(self, campaign: Campaign) -> list[dict[str, Any]]:
         """Every slot of a campaign as a dict (tests and the concurrency checks read them)."""

@@ -327,6 +327,18 @@ class Campaigns:
         planned = plan_targets(rows, self._pinned(found), found.spec, sampled=True)
         return self._store.add_targets(found, planned)
 
+    def reservations(self, name: str) -> list[Any]:
+        """The targets of a campaign reviewers hold now, with when each reservation ends
+        (`store.campaigns.Reservation`), soonest first."""
+        return self._store.reservations(self.get(name))
+
+    def release_reservation(self, name: str, slot_id: int, lead: Reviewer) -> bool:
+        """A lead gives a reserved target back to everyone at once (a reviewer who left for
+        the day); False when it was no longer reserved. LabelError when the person is no
+        lead."""
+        self._lead(lead, "release a reservation")
+        return self._store.release_slot(self.get(name), slot_id)
+
     def all(self) -> list[Campaign]:
         """Every campaign, oldest first."""
         return self._store.all()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -95,8 +97,36 @@ def show_status() -> None:
         "targets with 2+ reviewers": q.shared_targets, "note": q.note}
         for q in status.agreement]), hide_index=True, width="stretch",
         column_config={"alpha": st.column_config.NumberColumn(format="%.3f")})
+    reservations()
     with st.expander("Retract every label of one reviewer in this campaign"):
         retract_reviewer([r.reviewer for r in status.reviewers])
+
+
+def reservations() -> None:
+    """Who holds which target now and when each reservation ends unless renewed; a lead gives
+    one back to everyone (a reviewer gone for the day) with Release."""
+    held = workspace.campaigns.reservations(name)
+    st.markdown(f"**Reservations now** ({len(held)})")
+    if not held:
+        st.caption("No reviewer holds a target now.")
+        return
+    now = time.time()
+    for r in held:
+        who, target, ends, act = st.columns([1.2, 2.6, 1.8, 1], vertical_alignment="center")
+        who.markdown(markdown_literal(r.reviewer, 40))
+        target.markdown(f"{markdown_literal(r.trace_id, 60)} · "
+                        f"{markdown_literal(r.event_id or 'the whole trace', 30)}")
+        left = max(0, int(r.ends - now))
+        ends.markdown(f"ends {time.strftime('%H:%M:%S', time.gmtime(r.ends))} UTC "
+                      f"(in {left // 60} min {left % 60:02d} s)")
+        if act.button("Release", key=f"adj:release:{r.slot_id}", icon=":material/lock_open:",
+                      help="Give this target back to every reviewer now"):
+            if workspace.campaigns.release_reservation(name, r.slot_id, lead):
+                st.session_state["_adj:flash"] = (f"Released {r.reviewer}'s reservation of "
+                                                  f"{r.trace_id} · {r.event_id or 'the trace'}.")
+            else:
+                st.session_state["_adj:flash"] = "That reservation had already ended."
+            st.rerun()
 
 
 def retract_reviewer(reviewers: list[str]) -> None:
