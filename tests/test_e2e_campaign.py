@@ -175,7 +175,7 @@ def skip_reasons(workspace) -> list[tuple[str, str]]:
 
     from viz_app.store.tables import campaign_skips_table as skips
 
-    with workspace.campaigns.engine.connect() as conn:
+    with workspace.engine.connect() as conn:
         return [tuple(r) for r in conn.execute(select(skips.c.reviewer, skips.c.reason))]
 
 
