@@ -97,7 +97,8 @@ def start(model_args: list[str], folder: Path):
         [sys.executable, "-m", "viz_app", "reward", "serve", *model_args, "--port", str(port),
          "--token-env", "RM_TOKEN"],
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
-        env=dict(os.environ, PYTHONPATH=str(REPO), RM_TOKEN=TOKEN))
+        env=dict(os.environ, RM_TOKEN=TOKEN, PYTHONPATH=os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)))
     found = Server(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + 180
     while True:
