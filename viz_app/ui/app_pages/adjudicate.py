@@ -295,7 +295,8 @@ def final_form(item, trace, analysis, target, labels: list[Label]) -> None:
             raise LabelError("Give the reason for the final answer (the note box).")
         made = workspace.campaigns.adjudicate(name, item.trace_id, item.event_id, values, lead,
                                     comment.strip())
-        said = "; ".join(f"{q} = {answer_text(rubric.question(q), v)}" for q, v in values.items())
+        said = "; ".join(f"{q} = {answer_text(rubric.question(q), v)}"
+                         for q, v in values.items() if v is not None)  # what was saved
         st.session_state["_adj:settled"] = (
             f"Saved the final answer on {item.trace_id} · {item.event_id or 'the whole trace'}: "
             f"{said} (reason: {comment.strip()}).")
