@@ -44,7 +44,7 @@ def export(tmp_path, fmt: str, *extra: str, capsys) -> tuple[str, str]:
 def test_the_rewards_export_drops_labels_of_another_version_and_says_so(changed, tmp_path,
                                                                         capsys):
     _, old, new = changed
-    out, said = export(tmp_path, "rewards", capsys=capsys)
+    out, said = export(tmp_path, "rewards", "--other-versions", "drop", capsys=capsys)
     assert (f"2 labels on 1 trace were made on another version of the trace than the library "
             f"holds now: {PREMATURE_ID} (made on {old[:12]}, the library holds {new[:12]}); "
             "left out; --other-versions keep writes them") in said
@@ -53,13 +53,13 @@ def test_the_rewards_export_drops_labels_of_another_version_and_says_so(changed,
 
 def test_kept_rows_name_the_version_they_were_made_on(changed, tmp_path, capsys):
     _, old, _ = changed
-    out, said = export(tmp_path, "rewards", "--other-versions", "keep", capsys=capsys)
+    out, said = export(tmp_path, "rewards", capsys=capsys)  # kept by default, and said
     assert "kept, each row naming the version it was made on" in said
     rows = [json.loads(line) for line in open(out)]  # no .csv ending: JSON Lines
     assert {r["trace_sha256"] for r in rows} == {old} and len(rows) == 2
 
 
-def test_the_label_records_keep_them_by_default_and_say_so(changed, tmp_path, capsys):
+def test_the_label_records_keep_them_and_say_so(changed, tmp_path, capsys):
     _, old, _ = changed
     out, said = export(tmp_path, "jsonl", capsys=capsys)
     assert "were made on another version of the trace" in said and "kept" in said
@@ -67,7 +67,7 @@ def test_the_label_records_keep_them_by_default_and_say_so(changed, tmp_path, ca
 
 
 def test_a_training_shape_drops_them_for_the_right_reason(changed, tmp_path, capsys):
-    out, said = export(tmp_path, "stepwise", capsys=capsys)
+    out, said = export(tmp_path, "stepwise", "--other-versions", "drop", capsys=capsys)
     assert "were made on another version of the trace than the library holds now" in said
     assert "left out" in said
 

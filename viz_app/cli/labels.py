@@ -94,7 +94,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="labels made on another version of their trace than the library holds "
                    "now (the file changed since): keep them (each row names its trace_sha256) "
                    "or drop them; the export says which and how many either way (default: "
-                   "kept in jsonl, csv and parquet, dropped from every other format)")
+                   "keep)")
     p.set_defaults(run=export_verb)
 
     p = sub.add_parser("import", help="add labels from files in the jsonl export's shape",

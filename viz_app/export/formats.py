@@ -67,8 +67,9 @@ class ExportInput:
     one id): a label whose `trace_sha256` is none of them was made on another version."""
     other_versions: OtherVersions | None = None
     """What to do with labels made on another version of their trace than the library holds:
-    keep or drop them; None: drop, but for the label records (jsonl, csv, parquet), which keep
-    them (each row names its version). Either way the export says so (`apart`)."""
+    keep them (None too: each row names the version it was made on; a file written again with
+    other bytes is another version) or drop them. Either way the export says so
+    (`other_versions`)."""
 
 
 @dataclass
@@ -530,11 +531,6 @@ def _write_export(format: str, given: ExportInput, output: str | Path,
     return written
 
 
-RECORD_FORMATS = ("jsonl", "csv", "parquet")
-"""The label records: by default they keep labels made on another version of their trace
-(each row names its `trace_sha256`); every other format drops them by default."""
-
-
 def other_versions(format: str, given: ExportInput) -> tuple[ExportInput, list[str], bool]:
     """The input with the labels made on another version of their trace than the library
     holds now kept or dropped (`ExportInput.other_versions`), the sentence that says which,
@@ -547,7 +543,7 @@ def other_versions(format: str, given: ExportInput) -> tuple[ExportInput, list[s
               and r["trace_sha256"] not in current[r["trace_id"]]]
     if not others:
         return given, [], True
-    keep = (given.other_versions or ("keep" if format in RECORD_FORMATS else "drop")) == "keep"
+    keep = (given.other_versions or "keep") == "keep"
     traces = sorted({r["trace_id"] for r in others})
     shown = "; ".join(
         f"{t} (made on {next(r['trace_sha256'] for r in others if r['trace_id'] == t)[:12]}, "

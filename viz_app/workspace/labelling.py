@@ -81,7 +81,7 @@ class Labelling:
         (`ws.suggestions.visible` says)."""
         found = self.target(trace, target)
         answers = answers_to_save(self._ground.rubric, found, values, analyze(trace))
-        self._library.check_version(trace.trace_id, trace.sha256)
+        self._library.check_version(trace.trace_id, trace.sha256, trace)
         return self._labels.save_target(trace, found.event_id, answers, reviewer.name,
                                         comment=comment, seconds_spent=seconds_spent,
                                         identified_by=reviewer.via,

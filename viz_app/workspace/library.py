@@ -141,17 +141,20 @@ class Library:
             found.setdefault(row.trace_id, set()).add(row.sha256)
         return {trace_id: frozenset(shas) for trace_id, shas in found.items()}
 
-    def check_version(self, trace_id: str, judged: str) -> None:
+    def check_version(self, trace_id: str, judged: str, shown: Trace | None = None) -> None:
         """Refuse a save (LabelError, one sentence: nothing is saved, the answers stay in the
         reviewer's form) when the trace's file changed since the page read the version judged
-        (`judged`, its SHA-256) and the library holds no file of that version any more: a
-        label must name the version it judged, and the reviewer must see the one the library
-        now holds before judging it. A trace the library does not list is not checked."""
+        (`judged`, its SHA-256; `shown`, the trace itself, when the caller has it) and the
+        library holds no file of that version any more: a label must name the version it
+        judged, and the reviewer must see the one the library now holds before judging it. A
+        file written again with the same content (`shown` equal to it, other bytes) has not
+        changed; a trace the library does not list is not checked."""
         try:
             current = self.trace(trace_id)
         except (OrchvizError, OSError):
             return
-        if current.sha256 == judged or judged in self.versions().get(trace_id, frozenset()):
+        if current.sha256 == judged or (shown is not None and shown == current) or \
+                judged in self.versions().get(trace_id, frozenset()):
             return
         raise LabelError(f"the file of {trace_id} changed since this page read it (you judged "
                          f"version {judged[:12]}, the library now holds {current.sha256[:12]}):"
