@@ -11,6 +11,7 @@ import json
 import pytest
 
 from factories import PREMATURE, make_workspace, premature
+from viz_app.analysis import task_text
 from viz_app.cli import main
 from viz_app.export import FORMATS, ExportInput
 from viz_app.export.consensus import ExportOptions
@@ -129,7 +130,7 @@ def test_the_conversational_unpaired_row_is_messages_seen_from_the_steps_agent(w
                                                           ws.rubric)}
     stop = rows["e13"]
     assert stop["prompt"][0]["role"] == "user" and stop["prompt"][0]["content"].startswith(
-        f"Task: {trace.task_id}")
+        f"Task: {task_text(trace)}\n")
     text = "".join(m["content"] for m in stop["prompt"] + stop["completion"])
     assert text == plain["e13"]["prompt"] + plain["e13"]["completion"]
     # the aggregate e12 came right before the stop, with nothing between: one assistant turn

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from factories import PREMATURE, make_workspace, premature
+from viz_app.analysis import task_text
 from viz_app.cli import main
 from viz_app.export.readers import read_export
 
@@ -58,7 +59,7 @@ def test_each_answer_is_a_ground_truth_with_its_question(rows):
 def test_the_judge_reads_the_orchestration_the_target_and_the_choices(rows):
     aggregate = next(r for r in rows if r["data_source"] == "orchviz/aggregation_quality")
     text = aggregate["prompt"][0]["content"]
-    assert text.startswith("Task: checkout-latency-regression\nOrchestration:\n")
+    assert text.startswith(f"Task: {task_text(premature())}\nOrchestration:\n")  # its words
     assert "Target: event e12 (aggregate by orchestrator at t=24), which merged e10, e11" in text
     assert "- 2 (2 major gaps): Keeps some results" in text
     assert premature().event("e15").text not in text  # what the orchestrator had then

@@ -14,6 +14,7 @@ import pytest
 
 from factories import DEMO_DIR as DEMO
 from factories import PREMATURE, SCHEMA_PATH, make_workspace, premature
+from viz_app.analysis import task_text
 from viz_app.cli import main
 from viz_app.export import FORMATS, export
 from viz_app.export.consensus import ExportOptions
@@ -115,7 +116,7 @@ def test_a_stepwise_record_has_one_step_per_labelled_decision(store, trace):
     assert record["labels"] == [False, False] and record["rewards"] == [0.0, -1.0]
     assert record["completions"][0].rstrip().endswith(trace.event("e12").text)
     assert "Root cause" not in record["prompt"]  # the aggregate's own text is the completion
-    assert record["prompt"].startswith(f"Task: {trace.task_id}")
+    assert record["prompt"].startswith(f"Task: {task_text(trace)}\n")  # the task's words
 
 
 def test_a_disputed_aggregate_is_no_step_by_default(store, trace):

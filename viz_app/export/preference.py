@@ -38,7 +38,7 @@ from typing import Any
 from viz_app.analysis import analyze
 from viz_app.export.consensus import (ADJUDICATED, ADJUDICATION, SHOWN, ExportOptions,
                                       Selection, answers_labels, provenance, select)
-from viz_app.export.prompts import conversation, header
+from viz_app.export.prompts import conversation, header, task_line
 from viz_app.export.steps import event_line
 from viz_app.export.steps import TraceSteps
 from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, LabelRecord, Preference, Rubric,
@@ -46,7 +46,8 @@ from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, LabelRecord, Preferenc
 from viz_app.model import Trace
 
 def task_prompt(trace: Trace) -> str:
-    """The prompt of a preference row: the task the orchestrations attempted."""
+    """The prompt of a preference row: the task the orchestrations attempted, by its id (the one
+    fact both sides share; each side's orchestration holds its own instruction)."""
     return f"Task: {trace.task_id}\n"
 
 
@@ -54,7 +55,7 @@ def orchestration_text(trace: Trace, with_system: bool = False) -> str:
     """An orchestration as text for a trainer: each event on one line in time order, after the
     system that ran it when asked."""
     analysis = analyze(trace)
-    head = header(trace, with_system).removeprefix(f"Task: {trace.task_id}\n")
+    head = header(trace, with_system).removeprefix(task_line(trace))
     return head + "".join(event_line(e, analysis) for e in analysis.order)
 
 
@@ -62,7 +63,7 @@ def orchestration_messages(trace: Trace, with_system: bool = False) -> list[dict
     """An orchestration as chat messages seen from its root agent."""
     analysis = analyze(trace)
     ts = TraceSteps(trace=trace, analysis=analysis, steps=[], outcome=[])
-    head = header(trace, with_system).removeprefix(f"Task: {trace.task_id}\n")
+    head = header(trace, with_system).removeprefix(task_line(trace))
     return conversation(ts, analysis.root, len(analysis.order),
                         head.removesuffix("Orchestration:\n"))
 

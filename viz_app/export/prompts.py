@@ -7,7 +7,8 @@ PRMTrainer tokenizes `prompt` as a string); unpaired preference is `{prompt, com
 with a bool label, standard or conversational (`prompt` and `completion` as lists of
 `{role, content}` messages, which `trl.data_utils.is_conversational` recognises).
 
-**Prompts.** A prompt starts `Task: <task_id>` and `Orchestration:`, then one line per event in
+**Prompts.** A prompt starts `Task: <the task's words>` (`analysis.task_text`: the root's first
+instruction, else the task id and a word that only the id is recorded) and `Orchestration:`, then one line per event in
 time order, `[t=12.5] orchestrator aggregate: <its text>` (decisions name their kind, messages,
 returns and spawns their recipient, tool events their tool). The trace's free-text `system`
 description is left out unless `prompt_with_system` is asked: in the demo traces it states the
@@ -49,6 +50,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from viz_app.analysis import task_text
 from viz_app.errors import OrchvizError
 from viz_app.export.consensus import ExportOptions, answers_labels, dumps, provenance
 from viz_app.export.steps import (Step, TraceSteps, branch_positions, branch_steps,
@@ -57,9 +59,14 @@ from viz_app.labels import LabelRecord, Rubric
 from viz_app.model import Trace
 
 
+def task_line(trace: Trace) -> str:
+    """A prompt's first line: the task in the trace's own words (`analysis.task_text`)."""
+    return f"Task: {task_text(trace)}\n"
+
+
 def header(trace: Trace, with_system: bool = False) -> str:
     """The top of every prompt: the task (and, when asked, the system that attempted it)."""
-    lines = [f"Task: {trace.task_id}"]
+    lines = [task_line(trace).rstrip("\n")]
     if with_system and (trace.system or trace.topology):
         lines.append(f"System: {trace.system or 'unknown'} ({trace.topology or 'unknown'} "
                      "topology)")
