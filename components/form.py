@@ -254,11 +254,21 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
         return correction_box(q, key, trace, analysis, target,
                               lambda k, v: set_answer(base, k, v))
     if q.kind == "event":
-        options = [None] + [e.id for e in analysis.order if e.id != target.event_id]
-        if target.event_id and target.event_id in analysis.position:
+        at = analysis.position.get(target.event_id) if target.event_id else None
+        judged = st.session_state.get(f"{base}:{target.key}:{q.ask_when.question}") \
+            if q.ask_when else None
+        events = [e.id for e in analysis.order if e.id != target.event_id]
+        if at is not None and judged == "premature":  # it should have gone on: only later
+            events = [e for e in events if analysis.position[e] > at]
+        elif at is not None and judged == "late":  # it should have stopped before
+            events = [e for e in events if analysis.position[e] < at]
+        options = [None] + events
+        if at is not None and judged != "late":
             options.append(LATER_THAN_RECORDED)  # a premature stop: the run ended too soon
         if st.session_state.get(key) not in options:
             st.session_state.pop(key, None)
+        if judged == "premature" and not events and st.session_state.get(key) is None:
+            set_answer(base, key, LATER_THAN_RECORDED)  # the only answer the run allows
         when = f" (only when {', '.join(map(str, q.ask_when.values))})" if q.ask_when else ""
         chosen = st.selectbox(label + when, options, key=key, help=q.guidance or None,
                               on_change=_keep, args=(base, key),
@@ -266,6 +276,14 @@ def _widget(q: Question, key: str, trace: Trace, analysis: Analysis, target: Lab
                               "later than this run recorded" if i == LATER_THAN_RECORDED
                               and i not in analysis.position else
                               event_labels(trace, analysis)[i])
+        if chosen == LATER_THAN_RECORDED and judged == "premature":
+            st.caption(":orange[No later event in this run: saved as *later than this run "
+                       "recorded*.]" if not events else "Saved as *later than this run "
+                       "recorded*: what it should have waited for came after the run's end.")
+        elif judged in ("premature", "late"):
+            st.caption(f"Only events {'after' if judged == 'premature' else 'before'} the "
+                       f"stop are offered: a {judged} stop points "
+                       f"{'forward' if judged == 'premature' else 'back'}.")
         pointer_check(analysis, target.event_id, chosen, key,
                       lambda event_id: set_answer(base, key, event_id))
         return chosen

@@ -34,3 +34,53 @@ def test_the_form_says_so_at_once_and_points_at_the_event_it_had(tmp_path, monke
     at = at.button(key=f"{base}:e13:pointer:had-at").click().run()
     assert at.selectbox(key=f"{base}:e13:pointer").value == "e15"
     assert not [w for w in at.warning if "never saw" in w.value]
+
+
+def _at_the_stop(tmp_path, monkeypatch, trace):
+    from factories import write_json
+
+    folder = tmp_path / "library"
+    folder.mkdir()
+    write_json(folder, trace.to_dict(), "trace.json")
+    workspace = app_env(monkeypatch, make_workspace(tmp_path, traces=[folder]))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.query_params["trace"], at.session_state["reviewer"] = trace.trace_id, "ann"
+    at.run()
+    base = f"ann:{trace.trace_id}:{workspace.library.trace(trace.trace_id).sha256[:12]}"
+    return at.button(key=f"{base}:next").click().run(), base
+
+
+def test_a_premature_stop_offers_only_later_events_and_a_late_one_only_earlier(tmp_path,
+                                                                             monkeypatch):
+    """Issue 40, item 3: an earlier event sat in the pointer box beside a premature answer."""
+    trace = premature()
+    at, base = _at_the_stop(tmp_path, monkeypatch, trace)
+    order = [e.id for e in analyze(trace).order]
+    stop = order.index("e13")
+    at = at.radio(key=f"{base}:e13:stopping_correctness").set_value("premature").run()
+    offered = [o for o in at.selectbox(key=f"{base}:e13:pointer").options if o != "—"]
+    assert offered and offered[-1] == "later than this run recorded"
+    assert len(offered) == len(order) - stop - 1 + 1  # the events after the stop, and later
+    at = at.radio(key=f"{base}:e13:stopping_correctness").set_value("late").run()
+    offered = at.selectbox(key=f"{base}:e13:pointer").options
+    assert "later than this run recorded" not in offered
+    assert len([o for o in offered if o != "—"]) == stop
+
+
+def test_a_premature_stop_that_ends_the_run_is_saved_as_later_than_recorded_and_says_so(
+        tmp_path, monkeypatch):
+    from factories import as_trace
+
+    raw = premature().to_dict()
+    order = [e.id for e in analyze(premature()).order]
+    cut = set(order[order.index("e13") + 1:])
+    raw["events"] = [e for e in raw["events"] if e["id"] not in cut]
+    raw["edges"] = [e for e in raw.get("edges", []) if e.get("src") not in cut
+                    and e.get("dst") not in cut]
+    raw["trace_id"] = "premature-cut"
+    at, base = _at_the_stop(tmp_path, monkeypatch, as_trace(raw))
+    at = at.radio(key=f"{base}:e13:stopping_correctness").set_value("premature").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key=f"{base}:e13:pointer").value == "<later than this run recorded>"
+    said = " ".join(c.value for c in at.caption)
+    assert "No later event in this run: saved as *later than this run recorded*." in said
