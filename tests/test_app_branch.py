@@ -138,7 +138,9 @@ def test_a_premature_stop_with_its_pointer_starts_the_form_as_wait_for_that_even
     ws.labelling.save_answers(ws.library.trace(PREMATURE_ID), "e13", {"stopping_correctness": "premature",
                                                     "stop_should_have_been": "e15"}, ann)
     found = ws.branches.correction_at(ws.library.trace(PREMATURE_ID), "e13", "ann")
-    assert found is not None and found.kind == "continue" and "e15" in found.text
+    # e15 is db_analyst's return: the decision says whom to wait for, in the canonical form
+    assert found is not None and found.kind == "continue"
+    assert found.text == "continue: wait for db_analyst"
     app_env(monkeypatch, ws)
     at = open_page("app_pages/trace.py", reviewer="ann", trace=PREMATURE_ID, event="e13")
     assert at.selectbox(key="branch-kind-e13").value == "continue"

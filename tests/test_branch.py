@@ -277,7 +277,8 @@ def test_orchviz_replay_starts_from_a_reviewers_saved_correction(tmp_path, capsy
     assert code == 0, capsys.readouterr().err
     edited = json.loads(out.read_text("utf-8"))["events"]
     [e13] = [e for e in edited if e["id"] == "e13"]
-    assert e13["decision"] == "continue" and "e15" in e13["content"]
+    # e15 is db_analyst's return: the decision says whom to wait for, in the canonical form
+    assert e13["decision"] == "continue" and e13["content"] == "continue: wait for db_analyst"
     with OpenAIStub(script=list(GOOD)) as stub:
         code = main(["replay", str(PREMATURE), "--event", "e13", "--correction-by", "bob",
                      "--db", str(tmp_path / "orchviz.db"), "-o", str(tmp_path / "b2.json"),
