@@ -170,7 +170,7 @@ def test_a_full_disk_is_one_sentence_on_the_cli(tiny_disk, tmp_path, capsys):
     assert one_line_on_stderr(capsys).endswith(NOTHING_SAVED)
     close(url)
     assert make_workspace(tmp_path, traces=[premature()], db=tiny_disk / "orchviz.db") \
-        .labels.count() == 0
+        .labelling.count() == 0
 
 
 # -- an unreachable PostgreSQL -------------------------------------------------------------------
