@@ -53,14 +53,8 @@ def import_openrlhf(source: Source, *, name: str | None = None,
                                                else split) if p)
     keys = PromptKeys()
     traces = []
-    for line, row in rollout_lines(data, label, first_line, on_error):
-        if "prompt" not in row or "response" not in row:
-            problem = TraceError(label, f"line {line}", "is not an OpenRLHF rollout (no prompt "
-                                 "and response)")
-            if on_error is None:
-                raise problem
-            on_error(problem)
-            continue
+    for line, row in rollout_lines(data, label, first_line, on_error,
+                                   needs=("prompt", "response"), kind="an OpenRLHF rollout"):
         traces.append(_trace(row, line, label, where, split, keys))
     if not traces:
         raise TraceError(label, "", "holds no OpenRLHF rollouts yet")

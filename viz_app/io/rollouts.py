@@ -178,14 +178,19 @@ OnError = Callable[[TraceError], None]
 
 
 def rollout_lines(data: bytes, label: str, first_line: int = 1,
-                  on_error: OnError | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+                  on_error: OnError | None = None, *, needs: tuple[str, ...] = (),
+                  kind: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of each complete line of a rollout file (see `complete_lines`),
     numbered from `first_line` (the bytes may be the part a trainer added since a line was
     read). A line that is not a JSON object is refused naming it: raised, or with `on_error`
-    told to it and left out, the other lines read. The cyclic garbage collector waits while the
+    told to it and left out, the other lines read; so is an object without the keys `needs`
+    (saying it is not `kind`). The cyclic garbage collector waits while the
     lines become traces: it would scan them again and again for cycles they lack."""
     with paused_gc():
         for found in _lines(data, label, first_line):
+            if not isinstance(found, TraceError) and any(k not in found[1] for k in needs):
+                found = TraceError(label, f"line {found[0]}",
+                                   f"is not {kind} (no {' and '.join(needs)})")
             if isinstance(found, TraceError):
                 if on_error is None:
                     raise found

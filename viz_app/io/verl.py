@@ -55,14 +55,8 @@ def import_verl(source: Source, *, name: str | None = None,
     file_step = step_in_name(PurePath(label).stem)
     keys = PromptKeys()
     traces = []
-    for line, row in rollout_lines(data, label, first_line, on_error):
-        if "input" not in row or "output" not in row:
-            problem = TraceError(label, f"line {line}", "is not a verl rollout (no input and "
-                                 "output)")
-            if on_error is None:
-                raise problem
-            on_error(problem)
-            continue
+    for line, row in rollout_lines(data, label, first_line, on_error,
+                                   needs=("input", "output"), kind="a verl rollout"):
         traces.append(_trace(row, line, label, where, split, file_step, keys))
     if not traces:
         raise TraceError(label, "", "holds no verl rollouts yet")
