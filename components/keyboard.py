@@ -7,7 +7,9 @@ The script (`static/keyboard.js`) is a constant file: no trace text and nothing 
 goes into it or into the key map (the code's own), and it only clicks the panel's own buttons,
 so the hostile trace still runs nothing. It installs one listener per browser tab, whatever the
 number of runs. Enter in the Reviewer box and Esc in any text box hand the focus to the page,
-and `typing_note` tells the reviewer while their keys type into a box."""
+and `typing_note` tells the reviewer while their keys type into a box. A form's text box hands
+its text to the server a moment after the last key (Streamlit's boxes do so only on leaving),
+so the draft of a note survives a reload before the box loses the focus."""
 
 from __future__ import annotations
 

@@ -51,6 +51,41 @@ function orchvizKeys(KEYS) {
   document.addEventListener("focusin", showTyping, true);
   document.addEventListener("focusout", function () { setTimeout(showTyping, 0); }, true);
 
+  // A text box of a labels form (the note, a correction's words) hands its text to Streamlit
+  // only when it loses the focus, so a reload before that lost it. A moment after the last key
+  // the text is handed over (the box blurred and focused again, the caret and scroll kept), and
+  // the form keeps it as the reviewer's draft; the reviewer's focus never leaves the box. A
+  // page that goes away (a reload, a closed tab) hands over at once.
+  const NOTE_KEEP_MS = 600;
+  let keepTimer = 0;
+
+  function formBox(el) {
+    return typing(el) && el.getAttribute("role") !== "combobox" &&
+      !!el.closest(".st-key-ann-form");
+  }
+
+  function handOver(el) {
+    clearTimeout(keepTimer);
+    keepTimer = 0;
+    if (document.activeElement !== el) return;  // it left the box: Streamlit kept the text
+    const start = el.selectionStart, end = el.selectionEnd, way = el.selectionDirection;
+    const top = el.scrollTop;
+    el.blur();
+    el.focus({preventScroll: true});
+    try { el.setSelectionRange(start, end, way); } catch (e) { /* not a text field */ }
+    el.scrollTop = top;
+  }
+
+  document.addEventListener("input", function (event) {
+    const el = event.target;
+    if (!formBox(el) || event.isComposing) return;
+    clearTimeout(keepTimer);
+    keepTimer = setTimeout(function () { handOver(el); }, NOTE_KEEP_MS);
+  }, true);
+  window.addEventListener("pagehide", function () {
+    if (keepTimer && formBox(document.activeElement)) handOver(document.activeElement);
+  });
+
   function toPage(el) {
     // after Streamlit's own handlers have seen the key (it keeps the text on Enter and blur)
     setTimeout(function () { if (document.activeElement === el) el.blur(); showTyping(); }, 0);
