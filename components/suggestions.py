@@ -19,24 +19,11 @@ from typing import Any
 
 import streamlit as st
 
-from viz_app.labels import Question, Rubric, Suggestion, correction_text
+from viz_app.labels import Rubric, Suggestion, answer_text
 from viz_app.text import markdown_literal
 
 EVIDENCE_SHOWN = 8
 """Evidence events shown as buttons per suggestion; the rest are counted."""
-
-
-def answer_text(question: Question | None, value: Any) -> str:
-    """A suggested value as the reviewer reads it: the choice's label for a scale, category or
-    boolean, the labels of the tags, the event id of a pointer (plain text, not escaped)."""
-    if question is None:
-        return str(value)
-    if question.kind == "correction" or (isinstance(value, dict) and "action" in value):
-        return correction_text(value)
-    if question.kind == "tags" and isinstance(value, list):
-        return ", ".join(answer_text(question, v) for v in value) or "no issue"
-    choice = question.choice(value)
-    return choice.label if choice is not None else str(value)
 
 
 def producer_text(suggestion: Suggestion) -> str:

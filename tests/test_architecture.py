@@ -333,8 +333,8 @@ def test_the_floor_check_sees_a_store_that_imports_a_producer():
     assert floor_of("viz_app.workspace.library") > floor_of("viz_app.store.index")
 
 
-FACETS = ["ground", "answers", "library", "labelling", "campaigns", "suggestions", "bookmarks",
-          "branches", "exports", "rewards", "door"]
+FACETS = ["ground", "answers", "library", "labelling", "campaigns", "disputes", "suggestions",
+          "bookmarks", "branches", "exports", "rewards", "door"]
 """The modules of viz_app/workspace/, bottom-up: each imports only those before it (the door
 puts them together; the package face re-exports their public names)."""
 

@@ -17,8 +17,9 @@ from tqdm import tqdm
 from viz_app.cli.traces import add_traces_option, say_unread
 from viz_app.errors import LabelError
 from viz_app.export import FORMATS, ExportOptions
-from viz_app.labels import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus, Filter,
-                            Reviewer, Sample, load_rubric, optional_questions, spec_error)
+from viz_app.labels import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
+                            DisputeThread, Filter, Reviewer, Sample, answer_text, load_rubric,
+                            optional_questions, spec_error)
 from viz_app.text import terminal_text
 from viz_app.workspace import Workspace
 
@@ -173,6 +174,37 @@ def register(verbs: argparse._SubParsersAction) -> None:
     which.add_argument("--all", action="store_true", help="every current label (the default)")
     p.add_argument("-o", "--output", required=True, help="the file (or folder) to write")
     p.set_defaults(run=export_verb)
+
+    p = sub.add_parser("thread", help="list a dispute's thread: notes, comments, reason",
+                       description="The thread of a campaign's disputed targets: both "
+                       "reviewers' answers, then, oldest first, each reviewer's notes from "
+                       "their labels, the comments posted on the dispute, and the lead's "
+                       "reason for the final answer. NAME alone lists every dispute of the "
+                       "campaign; with TRACE_ID, those on one trace; with EVENT_ID too, one "
+                       "target ('-' for the trace itself).")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    p.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="a trace of the campaign")
+    p.add_argument("event_id", nargs="?", metavar="EVENT_ID",
+                   help="the disputed event ('-' for the trace itself)")
+    _common(p)
+    p.add_argument("--as", dest="viewer", default=os.environ.get("USER", "lead"),
+                   metavar="NAME", help="who reads it: a lead, or a reviewer of the dispute "
+                   "(default: $USER)")
+    p.add_argument("--json", action="store_true", help="one JSON object per dispute and line")
+    p.set_defaults(run=thread_verb)
+
+    p = sub.add_parser("comment", help="post a comment on a dispute",
+                       description="Append a comment to the thread of a disputed target: a "
+                       "reviewer on a dispute they are one side of, a lead on any target. "
+                       "Comments are never edited; the text is Markdown, shown made safe.")
+    p.add_argument("name", metavar="NAME", help="the campaign")
+    p.add_argument("trace_id", metavar="TRACE_ID", help="the trace of the target")
+    p.add_argument("event_id", metavar="EVENT_ID", help="the event ('-' for the trace itself)")
+    p.add_argument("--text", required=True, help="what to say")
+    _common(p)
+    p.add_argument("--as", dest="author", default=os.environ.get("USER", "lead"),
+                   metavar="NAME", help="who says it (default: $USER)")
+    p.set_defaults(run=comment_verb)
 
     members = sub.add_parser("members", help="who leads and who reviews",
                              description="With the app's sign-in configured, roles come from "
@@ -430,6 +462,80 @@ def export_verb(args: argparse.Namespace) -> int:
     for line in _unresolved_lines(status):  # escaped already
         print(line, file=sys.stderr)
     print(terminal_text(result.text))
+    return 0
+
+
+def _event(given: str | None) -> str | None:
+    """An EVENT_ID argument: '-' (or nothing) names the trace itself."""
+    return None if given in (None, "-", "") else given
+
+
+def _thread_lines(found: DisputeThread, rubric) -> list[str]:
+    """A dispute and its thread as terminal lines (every string escaped)."""
+    d = found.dispute
+    state = "settled" if d.resolved else "unsettled"
+    disputed = ", ".join(f"{q} (spread {s:.2f})" for q, s in d.disputed.items())
+    lines = [f"{terminal_text(found.campaign)} · {terminal_text(d.trace_id)} · "
+             f"{terminal_text(d.event_id or '(trace)')} · disputed: {terminal_text(disputed)}"
+             f" · {state}"]
+
+    def said(answers: dict) -> str:
+        return "; ".join(f"{q} = {answer_text(rubric.questions_by_id.get(q), v)}"
+                         for q, v in answers.items())
+
+    for who, answers in sorted(d.answers.items()):
+        lines.append(f"  {terminal_text(who)}: {terminal_text(said(answers))}")
+    if d.adjudicated:
+        lines.append(f"  final (adjudicated): {terminal_text(said(d.adjudicated))}")
+    if not found.entries:
+        lines.append("  nothing said yet")
+    for e in found.entries:
+        lines.append(f"  {e.created_at[:19].replace('T', ' ')}  {terminal_text(e.author)} "
+                     f"({e.role}) · {terminal_text(e.heading)}")
+        lines += [f"      {terminal_text(line)}" for line in e.text.splitlines() or [""]]
+    return lines
+
+
+def thread_verb(args: argparse.Namespace) -> int:
+    """Print the thread of one dispute, of a trace's disputes, or of a campaign's."""
+    ws = _workspace(args)
+    viewer = Reviewer(name=args.viewer, via="cli")
+    if args.event_id is not None:
+        event_id = _event(args.event_id)
+        dispute = ws.disputes.dispute(args.name, args.trace_id, event_id)
+        if dispute is None:
+            print(f"the reviewers of {terminal_text(args.trace_id)} "
+                  f"{terminal_text(event_id or '(trace)')} agree: there is no dispute there",
+                  file=sys.stderr)
+            return 1
+        found = [DisputeThread(campaign=args.name, dispute=dispute, entries=ws.disputes.thread(
+            args.name, args.trace_id, event_id, viewer))]
+    else:
+        found = ws.disputes.threads(args.name, viewer, args.trace_id)
+    if args.json:
+        for t in found:
+            print(json.dumps({"campaign": t.campaign, **t.dispute.model_dump(mode="json"),
+                              "resolved": t.dispute.resolved,
+                              "thread": [e.model_dump(mode="json") for e in t.entries]},
+                             ensure_ascii=False))
+        return 0
+    if not found:
+        print(f"no dispute in campaign {terminal_text(args.name)}"
+              + (f" on {terminal_text(args.trace_id)}" if args.trace_id else ""))
+    for i, t in enumerate(found):
+        if i:
+            print()
+        print("\n".join(_thread_lines(t, ws.rubric)))
+    return 0
+
+
+def comment_verb(args: argparse.Namespace) -> int:
+    """Post a comment on a dispute."""
+    made = _workspace(args).disputes.comment(args.name, args.trace_id, _event(args.event_id),
+                                             args.text, Reviewer(name=args.author, via="cli"))
+    print(f"comment posted on {terminal_text(made.trace_id)} "
+          f"{terminal_text(made.event_id or '(trace)')} in campaign "
+          f"{terminal_text(made.campaign)} as {terminal_text(made.author)} ({made.role})")
     return 0
 
 

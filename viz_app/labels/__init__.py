@@ -54,9 +54,12 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                        rubric_from_dict, rubric_from_yaml, targets)
     from viz_app.labels.suggestion import Producer, Suggestion, SuggestionFailure
     from viz_app.labels.confirmation import confirmation_pairs, sound
-    from viz_app.labels.correction import (correction_text, diff_spans, made_decision,
-                                           pointer_advice, pointer_node, questions_of)
+    from viz_app.labels.correction import (answer_text, correction_text, diff_spans,
+                                           made_decision, pointer_advice, pointer_node,
+                                           questions_of)
     from viz_app.labels.knowledge import seen_positions
     from viz_app.labels.signal import check_signal, pairs_of, read_rows, split_rows
+    from viz_app.labels.thread import (COMMENT_LIMIT, DisputeComment, DisputeThread, Part,
+                                       ThreadEntry, checked_comment, dispute_thread)
 
 __getattr__, __dir__ = lazy(__name__, __file__)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz.distance import Indel
@@ -39,6 +39,9 @@ from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError
 from viz_app.labels.knowledge import first_had, outstanding, saw, waited_for
 from viz_app.model import Event, Trace
+
+if TYPE_CHECKING:
+    from viz_app.labels.rubric import Question
 
 Action = Literal["merge", "stop", "continue", "do_it_itself", "reuse_agent", "spawn",
                  "delegate", "not_sent", "send", "as_recorded"]
@@ -644,3 +647,17 @@ def diff_spans(before: str, after: str) -> tuple[list[list[int]], list[list[int]
         else:
             b += size
     return removed, added
+
+
+def answer_text(question: Question | None, value: Any) -> str:
+    """An answer as a person reads it: the choice's label for a scale, category or boolean, the
+    labels of the tags, a correction's words, the event id of a pointer (plain text, not
+    escaped: the Adjudicate page, the suggestions and `orchviz campaign thread` escape it)."""
+    if question is None:
+        return str(value)
+    if question.kind == "correction" or (isinstance(value, dict) and "action" in value):
+        return correction_text(value)
+    if question.kind == "tags" and isinstance(value, list):
+        return ", ".join(answer_text(question, v) for v in value) or "no issue"
+    choice = question.choice(value)
+    return choice.label if choice is not None else str(value)

@@ -296,3 +296,24 @@ drafts_table = Table(
 """What a reviewer has given on a form but not saved (`store.drafts`): `form` names the form
 (a trace version's panel, a campaign claim, an adjudication), `answers` (JSON) maps each of its
 widgets to the answer or note in it. Never a label: nothing reads it but that reviewer's form."""
+
+
+dispute_comments_table = Table(
+    "dispute_comments", metadata,
+    Column("comment_id", String(64), primary_key=True),
+    Column("campaign", String(256), nullable=False),
+    Column("trace_id", String(512), nullable=False),
+    Column("event_id", String(512), nullable=False),
+    Column("author", String(256), nullable=False),
+    Column("identified_by", String(16), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("trace_sha256", String(64), nullable=False, server_default=""),
+    Column("created_at", String(32), nullable=False),
+    Index("dispute_comments_by_target", "campaign", "trace_id", "event_id", "created_at"),
+)
+"""A comment on a disputed target of a campaign (`store.comments`): who wrote it (`author`, how
+they were known: `identified_by`; in what part: `role`, a reviewer of the dispute or a lead),
+when, on which version of the trace (`trace_sha256`, '' when none was on screen), and its text
+(Markdown the author means, shown through `viz_app.text.note_markdown`). Appended, never edited
+or deleted: a thread is what was said, in order. `event_id` is '' for the trace itself."""

@@ -14,6 +14,7 @@ above it; tests/test_architecture.py checks the order):
     library      folders, pools, indexes, one door to a trace     ws.library
     labelling    saving answers, the labels as they stand          ws.labelling
     campaigns    campaigns, claims, adjudication, members, sealing ws.campaigns
+    disputes     the comment thread of each disputed target        ws.disputes
     suggestions  producers, learned models, what a reviewer sees   ws.suggestions
     bookmarks    bookmarks and a trace's case study                ws.bookmarks
     branches     corrections continued by a model endpoint         ws.branches
@@ -41,6 +42,7 @@ from viz_app.settings import Settings, database_url
 from viz_app.workspace.bookmarks import Bookmarks
 from viz_app.workspace.branches import Branches
 from viz_app.workspace.campaigns import Campaigns
+from viz_app.workspace.disputes import Disputes
 from viz_app.workspace.exports import Exports
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.labelling import Labelling
@@ -58,6 +60,7 @@ class Workspace:
         self.library = Library(ground)
         self.labelling = Labelling(ground, self.library)
         self.campaigns = Campaigns(ground, self.library)
+        self.disputes = Disputes(ground, self.campaigns)
         self.suggestions = Suggestions(ground, self.library, self.campaigns)
         self.bookmarks = Bookmarks(ground, self.campaigns)
         self.branches = Branches(ground, self.library)

@@ -1,0 +1,215 @@
+"""A dispute's comment thread: comments on a disputed target of a campaign are appended with
+their provenance and never edited; the thread reads the reviewers' notes (one per save), the
+comments and the lead's reason for the final answer together, in time order; a reviewer posts
+and reads only on the disputes they are one side of, a lead on any target; the command line
+lists a thread; the case-study report carries it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factories import DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, make_workspace
+from viz_app.cli import main
+from viz_app.errors import LabelError
+from viz_app.labels import COMMENT_LIMIT, Reviewer
+from viz_app.labels.campaign import CampaignSpec
+from viz_app.store import CommentStore
+from viz_app.workspace import Workspace
+
+LEAD = Reviewer(name="lee", via="cli")
+ANN = Reviewer(name="ann", via="cli")
+BOB = Reviewer(name="bob", via="cli")
+NAME = "stops"
+
+
+def disputed(tmp_path, *, db: str | None = None) -> Workspace:
+    """Demo 10 and demo 9 in a campaign on their stops, two reviewers per target; ann and bob
+    agree on demo 9 and disagree on demo 10's stop e16 (premature against correct), each with
+    a note."""
+    ws = make_workspace(tmp_path, traces=[PREMATURE, DROPPED], **({"db": db} if db else {}))
+    ws.library.update_index()
+    ws.campaigns.create(CampaignSpec(name=NAME, questions=["stopping_correctness"],
+                                     per_target=2), LEAD)
+    for reviewer, on_demo_10 in ((ANN, "premature"), (BOB, "correct")):
+        while (claim := ws.campaigns.claim_next(NAME, reviewer)) is not None:
+            answer = on_demo_10 if claim.trace_id == PREMATURE_ID else "correct"
+            where = {"stop_should_have_been": "e15"} if answer == "premature" else {}
+            ws.campaigns.submit(claim, {"stopping_correctness": answer, **where},
+                                comment=f"{reviewer.name} thinks {answer}")
+    return ws
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    return disputed(tmp_path)
+
+
+def target(ws: Workspace) -> tuple[str, str, str]:
+    (found,) = ws.campaigns.disagreements(NAME)
+    return NAME, found.trace_id, found.event_id or ""
+
+
+# -- the store -----------------------------------------------------------------------------------
+
+
+def test_a_comment_is_stored_with_its_provenance_and_read_back_in_order(ws):
+    store = CommentStore(ws.engine)
+    first = store.add(NAME, PREMATURE_ID, "e16", "ann", "oidc", "reviewer", "  the db_analyst "
+                      "never returned  ", trace_sha256="abc")
+    second = store.add(NAME, PREMATURE_ID, "e16", "lee", "cli", "lead", "why e15?")
+    store.add(NAME, PREMATURE_ID, "", "lee", "cli", "lead", "on the trace itself")
+    assert [(c.author, c.identified_by, c.role, c.text, c.trace_sha256)
+            for c in store.thread(NAME, PREMATURE_ID, "e16")] == [
+        ("ann", "oidc", "reviewer", "the db_analyst never returned", "abc"),
+        ("lee", "cli", "lead", "why e15?", "")]
+    assert first.created_at <= second.created_at and first.comment_id != second.comment_id
+    assert [c.text for c in store.thread(NAME, PREMATURE_ID, None)] == ["on the trace itself"]
+    assert len(store.of_campaign(NAME)) == 3 and store.of_campaign("other") == []
+
+
+def test_the_store_has_no_way_to_edit_or_delete_a_comment():
+    verbs = {n for n in dir(CommentStore) if not n.startswith("_")}
+    assert verbs == {"add", "thread", "of_campaign", "count"}
+
+
+@pytest.mark.parametrize("text", ["", "   \n ", "x" * (COMMENT_LIMIT + 1)])
+def test_an_empty_or_endless_comment_is_refused_and_nothing_stored(ws, text):
+    with pytest.raises(LabelError, match="nothing was posted"):
+        CommentStore(ws.engine).add(NAME, PREMATURE_ID, "e16", "ann", "cli", "reviewer", text)
+    assert CommentStore(ws.engine).count() == 0
+
+
+# -- the facet -----------------------------------------------------------------------------------
+
+
+def test_the_thread_holds_both_notes_the_comments_and_the_reason_in_time_order(ws):
+    name, trace_id, event_id = target(ws)
+    ws.disputes.comment(name, trace_id, event_id, "e15 is db_analyst's return: it came", BOB)
+    ws.disputes.comment(name, trace_id, event_id, "ann, which worker was still out?", LEAD)
+    ws.disputes.comment(name, trace_id, event_id, "the **db_analyst** finding never reached "
+                        "the aggregate", ANN)
+    ws.campaigns.adjudicate(name, trace_id, event_id, {"stopping_correctness": "premature",
+                                                       "stop_should_have_been": "e15"},
+                            LEAD, "ann is right: the finding was dropped")
+    thread = ws.disputes.thread(name, trace_id, event_id, LEAD)
+    assert [(e.kind, e.author, e.role) for e in thread] == [
+        ("note", "ann", "reviewer"), ("note", "bob", "reviewer"),
+        ("comment", "bob", "reviewer"), ("comment", "lee", "lead"),
+        ("comment", "ann", "reviewer"), ("reason", "lee", "lead")]
+    assert thread[0].text == "ann thinks premature"
+    # one note per save, whatever the number of questions it answered
+    assert thread[0].questions == ["stop_should_have_been", "stopping_correctness"]
+    assert thread[-1].text == "ann is right: the finding was dropped"
+    assert [e.created_at for e in thread] == sorted(e.created_at for e in thread)
+
+
+def test_a_reviewer_posts_and_reads_only_on_a_dispute_they_are_in(ws):
+    name, trace_id, event_id = target(ws)
+    carl = Reviewer(name="carl", via="oidc")  # signed in, no member: neither side nor lead
+    with pytest.raises(LabelError, match="carl is neither a reviewer of the dispute"):
+        ws.disputes.comment(name, trace_id, event_id, "I have views", carl)
+    with pytest.raises(LabelError, match="cannot read its thread"):
+        ws.disputes.thread(name, trace_id, event_id, carl)
+    ann = Reviewer(name="ann", via="oidc")
+    made = ws.disputes.comment(name, trace_id, event_id, "it stopped early", ann)
+    assert (made.role, made.identified_by) == ("reviewer", "oidc")
+    assert ws.disputes.part(name, DROPPED_ID, "e13", ann) is None  # they agree there
+    with pytest.raises(LabelError):
+        ws.disputes.comment(name, DROPPED_ID, "e13", "agreed, but", ann)
+    assert CommentStore(ws.engine).count() == 1
+
+
+def test_a_signed_in_lead_posts_on_any_target_and_a_signed_in_reviewer_is_no_lead(ws):
+    ws.campaigns.add_member("lee@lab.org", "lead", LEAD)
+    ws.campaigns.add_member("dan@lab.org", "reviewer", LEAD)
+    lead = Reviewer(name="lee@lab.org", via="oidc")
+    made = ws.disputes.comment(NAME, DROPPED_ID, "e13", "agreed: keep as gold?", lead)
+    assert made.role == "lead"
+    with pytest.raises(LabelError):
+        ws.disputes.comment(NAME, DROPPED_ID, "e13", "me too",
+                            Reviewer(name="dan@lab.org", via="oidc"))
+    with pytest.raises(LabelError, match="has no target"):
+        ws.disputes.comment(NAME, DROPPED_ID, "e999", "where?", lead)
+
+
+def test_a_retracted_note_leaves_the_thread_and_a_changed_answer_keeps_both_notes(ws):
+    name, trace_id, event_id = target(ws)
+    bob = next(x for x in ws.labelling.current(trace_id, campaign=name) if x.reviewer == "bob")
+    ws.campaigns.retract([bob.label_id], LEAD, "misread the rubric", campaign=name)
+    # ann answers again (a new label, append-only), with a new note
+    trace = ws.library.trace(trace_id)
+    again = ws.labelling.checked(
+        trace, event_id, {"stopping_correctness": "premature", "stop_should_have_been": "e15"},
+        "ann", comment="still premature: see e15's timestamp", identified_by="cli",
+        campaign=name)
+    ws.labelling.add(again)
+    notes = [(e.author, e.text) for e in ws.disputes.thread(name, trace_id, event_id, LEAD)]
+    assert notes == [("ann", "ann thinks premature"),
+                     ("ann", "still premature: see e15's timestamp")]
+
+
+def test_a_reviewers_list_holds_the_disputes_they_are_in_with_their_threads(ws):
+    name, trace_id, event_id = target(ws)
+    ws.disputes.comment(name, trace_id, event_id, "see e15", BOB)
+    (mine,) = ws.disputes.mine(ANN)
+    assert mine.key == (NAME, PREMATURE_ID, event_id)
+    assert set(mine.dispute.answers) == {"ann", "bob"}
+    assert [e.kind for e in mine.entries] == ["note", "note", "comment"]
+    assert ws.disputes.mine(Reviewer(name="carl", via="cli")) == []
+
+
+def test_postgres_keeps_a_thread_as_sqlite_does(tmp_path, postgres_url):
+    from test_migrations import postgres_database
+
+    with postgres_database(postgres_url) as url:
+        ws = disputed(tmp_path, db=url)
+        name, trace_id, event_id = target(ws)
+        ws.disputes.comment(name, trace_id, event_id, "é ✓ <b>not html</b>", ANN)
+        thread = ws.disputes.thread(name, trace_id, event_id, LEAD)
+        assert [(e.kind, e.text) for e in thread][-1] == ("comment", "é ✓ <b>not html</b>")
+        ws.engine.dispose()
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_campaign_thread_lists_a_disputes_thread_in_time_order(ws, capsys):
+    name, trace_id, event_id = target(ws)
+    ws.disputes.comment(name, trace_id, event_id, "e15 came back\x1b[2J in time", BOB)
+    db = str(ws.settings.db_url)
+    assert main(["campaign", "thread", NAME, trace_id, event_id, "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "ann (reviewer) · note (stop_should_have_been, stopping_correctness)" in out
+    assert out.index("ann thinks premature") < out.index("bob thinks correct") \
+        < out.index("e15 came back")
+    assert "\x1b" not in out  # terminal escapes shown, never run
+
+
+def test_campaign_thread_of_a_whole_campaign_as_json(ws, capsys):
+    name, trace_id, event_id = target(ws)
+    ws.disputes.comment(name, trace_id, event_id, "see e15", BOB)
+    assert main(["campaign", "thread", NAME, "--json", "--db", str(ws.settings.db_url)]) == 0
+    (found,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (found["trace_id"], found["event_id"]) == (trace_id, event_id)
+    assert found["answers"]["ann"]["stopping_correctness"] == "premature"
+    assert [e["kind"] for e in found["thread"]] == ["note", "note", "comment"]
+
+
+def test_campaign_comment_posts_from_the_command_line(ws, capsys):
+    name, trace_id, event_id = target(ws)
+    db = str(ws.settings.db_url)
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--text", "look at e15",
+                 "--as", "lee", "--db", db]) == 0
+    assert [c.text for c in CommentStore(ws.engine).thread(name, trace_id, event_id)] == [
+        "look at e15"]
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--text", " ",
+                 "--as", "lee", "--db", db]) == 1
+    assert "nothing was posted" in capsys.readouterr().err
+
+
+def test_campaign_thread_has_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["campaign", "thread", "--help"])
+    assert "thread" in capsys.readouterr().out

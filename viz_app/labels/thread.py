@@ -1,0 +1,138 @@
+"""A dispute's thread: what was said on a disputed target of a campaign, in time order, so that
+the reviewers' notes, the comments posted on the dispute and the lead's reason for the final
+answer are read together (as Label Studio's and Argilla's comment threads are).
+
+Three kinds of entry, each from where it is kept, none copied:
+
+- `note`: a reviewer's note, given with their answers (`Label.comment`): one entry per save,
+  whatever the number of questions it answered;
+- `comment`: a comment posted on the dispute (`DisputeComment`, the `dispute_comments` table):
+  appended, never edited;
+- `reason`: a lead's reason for the final answer (an adjudication label's comment).
+
+Pure: no SQL; the store keeps comments (`viz_app.store.comments`), the Workspace puts the thread
+together (`ws.disputes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from viz_app.errors import LabelError
+from viz_app.labels.campaign import Disagreement
+from viz_app.labels.label import Identity, LabelRecord
+
+COMMENT_LIMIT = 4000
+"""Characters a comment may hold: room for an argument, not for a pasted trace."""
+
+Part = Literal["reviewer", "lead"]
+"""Who someone is in a dispute: one of the reviewers whose answers disagree, or a lead."""
+
+EntryKind = Literal["note", "comment", "reason"]
+
+KIND_ORDER: dict[str, int] = {"note": 0, "comment": 1, "reason": 2}
+"""At the same instant, a note reads before a comment, and a comment before a final reason."""
+
+
+class DisputeComment(BaseModel):
+    """A comment posted on a disputed target of a campaign, with its provenance."""
+
+    model_config = ConfigDict(frozen=True)
+
+    comment_id: str = Field(description="Unique id (random).")
+    campaign: str = Field(description="The campaign whose target is disputed.")
+    trace_id: str = Field(description="The trace of the disputed target.")
+    event_id: str = Field(description="The disputed event; '' for the trace itself.")
+    author: str = Field(description="Who wrote it (a name or e-mail, as labels name reviewers).")
+    identified_by: Identity = Field(description="How the author was known (see "
+                                    "`Label.identified_by`): `oidc` is verified.")
+    role: Part = Field(description="The author's part: a reviewer of the dispute, or a lead.")
+    text: str = Field(description="What they wrote: Markdown they mean, shown made safe.")
+    trace_sha256: str = Field("", description="The trace version on screen when it was "
+                              "written ('' when none was, as from the command line).")
+    created_at: str = Field(description="When, as ISO 8601 UTC with microseconds.")
+
+
+class ThreadEntry(BaseModel):
+    """One entry of a dispute's thread."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: EntryKind = Field(description="`note` (a reviewer's note with their answers), "
+                            "`comment` (posted on the dispute) or `reason` (a lead's reason "
+                            "for the final answer).")
+    author: str
+    role: Part
+    identified_by: Identity = ""
+    created_at: str
+    text: str = Field(description="As written: escape it for where it goes (viz_app.text).")
+    questions: list[str] = Field(default_factory=list, description="For a note or a reason: "
+                                 "the questions answered with it.")
+    source_id: str = Field(description="The comment's id, or the first label's id for a note "
+                           "or a reason: where the entry is kept.")
+
+    @property
+    def heading(self) -> str:
+        """What the entry is, in a few plain words ('note with aggregation_quality', 'comment',
+        'final answer's reason'), unescaped."""
+        if self.kind == "comment":
+            return "comment"
+        what = "note" if self.kind == "note" else "reason for the final answer"
+        return f"{what} ({', '.join(self.questions)})" if self.questions else what
+
+
+def checked_comment(text: str) -> str:
+    """A comment's text as stored (trimmed); LabelError, and nothing stored, when it is empty or
+    longer than `COMMENT_LIMIT`."""
+    found = (text or "").strip()
+    if not found:
+        raise LabelError("a comment needs some words; nothing was posted")
+    if len(found) > COMMENT_LIMIT:
+        raise LabelError(f"a comment holds at most {COMMENT_LIMIT} characters (this one "
+                         f"{len(found)}); nothing was posted")
+    return found
+
+
+def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComment]
+                   ) -> list[ThreadEntry]:
+    """The thread of one disputed target: the notes its reviewers gave with their answers (one
+    per save), the comments posted, and the leads' reasons for a final answer, oldest first.
+    `labels` are that target's labels in the campaign, every save kept (not only the current
+    ones: a reviewer who changed their answer said why at each save); those with no note say
+    nothing and are left out."""
+    saves: dict[tuple, list[Mapping]] = {}
+    for record in labels:
+        if not (record.get("comment") or "").strip():
+            continue
+        source = record.get("source", "human")
+        if source not in ("human", "adjudication"):
+            continue  # an imported label's comment is its origin's, not said in this dispute
+        key = (record["reviewer"], source, record["created_at"], record["comment"])
+        saves.setdefault(key, []).append(record)
+    entries = [ThreadEntry(
+        kind="reason" if source == "adjudication" else "note", author=reviewer,
+        role="lead" if source == "adjudication" else "reviewer",
+        identified_by=found[0].get("identified_by") or "", created_at=at, text=comment.strip(),
+        questions=sorted({r["question"] for r in found}), source_id=found[0]["label_id"])
+        for (reviewer, source, at, comment), found in saves.items()]
+    entries += [ThreadEntry(kind="comment", author=c.author, role=c.role,
+                            identified_by=c.identified_by, created_at=c.created_at, text=c.text,
+                            source_id=c.comment_id) for c in comments]
+    return sorted(entries, key=lambda e: (e.created_at, KIND_ORDER[e.kind], e.source_id))
+
+
+class DisputeThread(BaseModel):
+    """A disputed target of a campaign, both sides of it and what was said on it."""
+
+    campaign: str
+    dispute: Disagreement = Field(description="The target, each reviewer's answers, the "
+                                  "questions disputed and any adjudicated answer.")
+    entries: list[ThreadEntry] = Field(description="The thread, oldest first.")
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(campaign, trace id, event id or '' for the trace): what the thread is keyed by."""
+        return self.campaign, self.dispute.trace_id, self.dispute.event_id or ""

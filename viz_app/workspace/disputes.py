@@ -1,0 +1,126 @@
+"""The disputes facet (`ws.disputes`): the comment thread of each disputed target of a
+campaign, where the reviewers' notes, the comments posted on the dispute and the lead's reason
+for the final answer are read together, in time order.
+
+Who may read and post is decided here, not by a page: a reviewer on the disputes they are in
+(their answers are one side of it: they saved theirs, so the campaign's seal is open for them
+there), a lead (`ws.campaigns.may_lead`) on any target of the campaign. A comment is appended
+and never edited; its author is named as labels name reviewers (`Reviewer`, with how they were
+known).
+"""
+
+from __future__ import annotations
+
+from viz_app.errors import LabelError
+from viz_app.labels import (Disagreement, DisputeComment, DisputeThread, Part, Reviewer,
+                            ThreadEntry, dispute_thread)
+from viz_app.store import CampaignStore, CommentStore
+from viz_app.workspace.campaigns import Campaigns
+from viz_app.workspace.ground import Ground
+
+
+class Disputes:
+    """Threads on the disputed targets of campaigns."""
+
+    def __init__(self, ground: Ground, campaigns: Campaigns):
+        self._ground = ground
+        self._campaigns = campaigns
+
+    @property
+    def _comments(self) -> CommentStore:
+        return CommentStore(self._ground.engine)
+
+    # -- who is who in a dispute --------------------------------------------------------------
+
+    def dispute(self, name: str, trace_id: str, event_id: str | None) -> Disagreement | None:
+        """The disagreement on a target of a campaign (settled or not), or None when its
+        reviewers agree there; LabelError when the campaign or its target does not exist."""
+        found = self._campaigns.get(name)
+        CampaignStore(self._ground.engine).target(found, trace_id, event_id)
+        key = event_id or None
+        return next((d for d in self._campaigns.disagreements(name)
+                     if d.trace_id == trace_id and (d.event_id or None) == key), None)
+
+    def part(self, name: str, trace_id: str, event_id: str | None,
+             person: Reviewer) -> Part | None:
+        """A person's part in the dispute on a target: `reviewer` when their answers are one of
+        its sides, `lead` when they may lead (and are no side of it), else None (they may
+        neither read its thread nor post on it)."""
+        found = self.dispute(name, trace_id, event_id)
+        if found is not None and person.name in found.answers:
+            return "reviewer"
+        return "lead" if self._campaigns.may_lead(person) else None
+
+    def _allowed(self, name: str, trace_id: str, event_id: str | None, person: Reviewer,
+                 doing: str) -> Part:
+        part = self.part(name, trace_id, event_id, person)
+        if part is None:
+            raise LabelError(f"{person.name} is neither a reviewer of the dispute on "
+                             f"{trace_id} · {event_id or 'the whole trace'} in campaign "
+                             f"{name!r} nor a lead, so cannot {doing}")
+        return part
+
+    # -- the thread ------------------------------------------------------------------------------
+
+    def thread(self, name: str, trace_id: str, event_id: str | None,
+               viewer: Reviewer) -> list[ThreadEntry]:
+        """The thread of a target of a campaign, oldest first: each reviewer's notes from their
+        labels (every save, retracted ones left out), the comments posted, and the leads'
+        reasons for the final answer. LabelError when the viewer may not read it (`part`)."""
+        self._allowed(name, trace_id, event_id, viewer, "read its thread")
+        return self._entries(name, trace_id, event_id)
+
+    def _entries(self, name: str, trace_id: str, event_id: str | None,
+                 comments: list[DisputeComment] | None = None) -> list[ThreadEntry]:
+        labels = self._ground.labels
+        retracted = labels.retracted()
+        records = [x.to_record() for x in labels.history(trace_id, event_id or "")
+                   if x.campaign == name and x.label_id not in retracted]
+        if comments is None:
+            comments = self._comments.thread(name, trace_id, event_id)
+        return dispute_thread(records, comments)
+
+    def comment(self, name: str, trace_id: str, event_id: str | None, text: str,
+                author: Reviewer, *, trace_sha256: str = "") -> DisputeComment:
+        """Post a comment on a target of a campaign (appended, never edited): a reviewer on a
+        dispute they are in, a lead on any target. LabelError, and nothing posted, when the
+        author may not, or the text is empty or too long."""
+        part = self._allowed(name, trace_id, event_id, author, "comment on it")
+        return self._comments.add(name, trace_id, event_id, author.name, author.via, part, text,
+                                  trace_sha256=trace_sha256)
+
+    def mine(self, reviewer: Reviewer) -> list[DisputeThread]:
+        """The disputes a reviewer is one side of, in every campaign, unsettled first, each
+        with its thread: what their Disputes list shows."""
+        found = []
+        for campaign in self._campaigns.all():
+            items = [d for d in self._campaigns.disagreements(campaign.name)
+                     if reviewer.name in d.answers]
+            found += self._threads(campaign.name, items)
+        return sorted(found, key=lambda t: t.dispute.resolved)
+
+    def threads(self, name: str, lead: Reviewer, trace_id: str | None = None
+                ) -> list[DisputeThread]:
+        """Every dispute of a campaign (on one trace) with its thread, for a lead (LabelError
+        for anyone else): what `orchviz campaign thread` and the case-study report read."""
+        if not self._campaigns.may_lead(lead):
+            raise LabelError(f"{lead.name} is not a lead of this workspace, so cannot read "
+                             "every dispute's thread")
+        items = [d for d in self._campaigns.disagreements(name)
+                 if trace_id is None or d.trace_id == trace_id]
+        return self._threads(name, items)
+
+    def of_trace(self, trace_id: str, lead: Reviewer) -> list[DisputeThread]:
+        """The disputes on one trace, in every campaign, with their threads (a lead's view:
+        the case-study report's)."""
+        return [t for c in self._campaigns.all() for t in self.threads(c.name, lead, trace_id)]
+
+    def _threads(self, name: str, items: list[Disagreement]) -> list[DisputeThread]:
+        if not items:
+            return []
+        by_target: dict[tuple[str, str], list[DisputeComment]] = {}
+        for c in self._comments.of_campaign(name):
+            by_target.setdefault((c.trace_id, c.event_id), []).append(c)
+        return [DisputeThread(campaign=name, dispute=d, entries=self._entries(
+            name, d.trace_id, d.event_id, by_target.get((d.trace_id, d.event_id or ""), [])))
+            for d in items]
