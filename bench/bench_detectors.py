@@ -6,8 +6,9 @@ three sizes.
 
 Two splits: `tuning` (seeds from 0, domains 0-3), on which the rules' thresholds were chosen,
 and `held-out` (seeds from 200,000, all six domains, two never seen in tuning), on which
-nothing was fitted. `--baseline REV` also scores `viz_app/suggest/rules.py` as it was at a git
-revision (e.g. the rules before issue 27: 1e84f37). `--details` lists every miss and false positive.
+nothing was fitted. `--baseline REV` also scores the rules (`viz_app/suggest/rules/`) as they were
+at a git revision (e.g. the rules before issue 27: 1e84f37). `--details` lists every miss and
+false positive.
 """
 
 from __future__ import annotations
@@ -33,16 +34,27 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def rules_at(rev: str):
-    """The rules module as it was at a git revision, imported under another name."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:viz_app/suggest/rules.py"],
-                            check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"rules_{rev[:8]}.py"
-    path.write_text(source, "utf-8")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """The rules as they were at a git revision, imported under another name: the module
+    `viz_app/suggest/rules.py` before the rules were split into a package, the package
+    `viz_app/suggest/rules/` since (its modules' imports of one another renamed with it)."""
+    name = f"rules_{rev[:8]}"
+    folder = Path(tempfile.mkdtemp())
+    sys.path.insert(0, str(folder))
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", rev,
+                             "viz_app/suggest/rules/"], capture_output=True, text=True).stdout
+    if not listed.strip():
+        source = subprocess.run(["git", "-C", str(REPO), "show",
+                                 f"{rev}:viz_app/suggest/rules.py"],
+                                check=True, capture_output=True, text=True).stdout
+        (folder / f"{name}.py").write_text(source, "utf-8")
+    else:
+        (folder / name).mkdir()
+        for path in listed.split():
+            source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{path}"],
+                                    check=True, capture_output=True, text=True).stdout
+            (folder / name / Path(path).name).write_text(
+                source.replace("viz_app.suggest.rules", name), "utf-8")
+    return importlib.import_module(name)  # dataclasses look their module up in sys.modules
 
 
 def flagged_by(module):

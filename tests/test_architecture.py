@@ -354,8 +354,6 @@ LONGEST = 800
 REASON = "Longer than 800 lines because"
 """How that written reason begins, in the module's docstring."""
 LONG_DEBT = {
-    "viz_app/suggest/rules.py": "the detectors' shared Context and the raw signals for a learned "
-                                "producer move to modules of their own",
     "viz_app/io/pool.py": "writing a pool (write_pool, append_pool, the shard writer) moves "
                           "beside reading it, in a module of its own",
     "viz_app/labels/campaign.py": "planning a campaign's targets (sampling, gold, agreement "
