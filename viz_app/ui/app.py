@@ -35,11 +35,14 @@ page = st.navigation([
                       url_path="review"),
     adjudicate := st.Page("app_pages/adjudicate.py", title="Adjudicate",
                           icon=":material/gavel:", url_path="adjudicate"),
+    disputes := st.Page("app_pages/disputes.py", title="Disputes", icon=":material/forum:",
+                        url_path="disputes"),
     st.Page("app_pages/campaigns.py", title="Campaigns", icon=":material/campaign:",
             url_path="campaigns"),
 ])
 if st.query_params.get("campaign") and page.url_path not in (review.url_path,
-                                                             adjudicate.url_path):
+                                                             adjudicate.url_path,
+                                                             disputes.url_path):
     st.switch_page(review, query_params=st.query_params.to_dict())  # `?campaign=NAME`
 if st.query_params.get("present") == "1" and st.query_params.get("trace") \
         and page.url_path != present.url_path:  # `?trace=<id>&present=1` on any page

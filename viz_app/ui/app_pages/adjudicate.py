@@ -1,8 +1,10 @@
 """The adjudication page, for a campaign's leads: the targets whose reviewers disagree, one at a
-time, beside the trace focused on the target; each reviewer's answers and notes; the final answer
-with a reason (a new label, `source: adjudication`; the reviewers' labels stay); the retraction of
-a reviewer's labels with a reason; and the campaign's status (progress, each reviewer's count and
-gold accuracy, alpha per question), which only leads see.
+time, beside the trace focused on the target; each reviewer's answers and, below them, the
+dispute's thread (the reviewers' notes, the comments posted and the leads' reasons, in time
+order, with a box to add to it); the final answer with a reason (a new label, `source:
+adjudication`; the reviewers' labels stay); the retraction of a reviewer's labels with a reason;
+and the campaign's status (progress, each reviewer's count and gold accuracy, alpha per
+question), which only leads see.
 
 With sign-in configured only members whose role is `lead` see it; without sign-in the page says
 that names are not verified. `?campaign=NAME` opens it on a campaign.
@@ -21,6 +23,7 @@ from components import keys
 from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
 from components.correction import diff_markdown
 from components.suggestions import answer_text
+from components.thread import comment_box, comment_posted, thread_view
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Label, made_decision
@@ -218,6 +221,7 @@ def one_disagreement(item) -> None:
     views, side = st.columns([2.0, 1.7], gap="medium")
     with side:
         answers_side_by_side(item, labels, analysis)
+        thread(item, trace)
         if target is None:
             st.error("The rubric asks nothing about this target in the trace as it is now.")
         else:
@@ -238,7 +242,7 @@ def answers_side_by_side(item, labels: list[Label], analysis: Analysis) -> None:
     """Every reviewer's answers side by side: a column per reviewer, a row per question, each
     cell wrapping its words (a long answer pushes no reviewer out of view); a correction reads
     as words with its word diff against what the orchestrator did; the adjudicated answer, when
-    there is one, marked final; each reviewer's note under their column."""
+    there is one, marked final. The reviewers' notes are in the thread below (`thread`)."""
     st.markdown("**What the reviewers answered**")
     reviewers = sorted(item.answers)
     widths = [1.5] + [2.0] * len(reviewers) + ([2.0] if item.adjudicated else [])
@@ -263,13 +267,30 @@ def answers_side_by_side(item, labels: list[Label], analysis: Analysis) -> None:
             if item.adjudicated:
                 with row[-1]:
                     answer_cell(q, item.adjudicated.get(q.id), made)
-        notes = {x.reviewer: x.comment for x in labels if x.source == "human" and x.comment}
-        if notes:
-            row = st.columns(widths)
-            row[0].caption("note")
-            for col, who in zip(row[1:], reviewers):
-                if notes.get(who):
-                    col.caption(markdown_literal(notes[who], 600))
+
+
+def thread(item, trace) -> None:
+    """What was said on the dispute, beside both sides: each reviewer's notes from their
+    labels, the comments posted and the leads' reasons for a final answer, in time order; and a
+    box where the lead adds to it (`ws.disputes`)."""
+    st.markdown("**What was said** (notes, comments and reasons, oldest first)")
+    try:
+        entries = workspace.disputes.thread(name, item.trace_id, item.event_id, lead)
+    except LabelError as err:
+        st.error(markdown_literal(err, 400))
+        return
+    thread_view(entries, key="adj-thread")
+    box = f"adj:comment:{name}:{item.trace_id}:{item.event_id or ''}"
+    text = comment_box(box, label="Comment on this dispute")
+    if text is not None:
+        try:
+            workspace.disputes.comment(name, item.trace_id, item.event_id, text, lead,
+                                       trace_sha256=trace.sha256)
+        except (LabelError, StoreError) as err:
+            st.error(markdown_literal(err, 400))
+            return
+        comment_posted(box)
+        st.rerun()
 
 
 def answer_cell(question, value: Any, made) -> None:

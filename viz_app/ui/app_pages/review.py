@@ -161,6 +161,18 @@ def progress() -> None:
                         f"{found.saved} of {found.slots} reviews")
 
 
+def disputes_link() -> None:
+    """A link to the Disputes page when this reviewer is one side of an open dispute (on the
+    start and done screens only: never between two targets, where the loop's speed counts)."""
+    open_ = [t for t in workspace.disputes.mine(reviewer) if not t.dispute.resolved]
+    if open_:
+        st.page_link("app_pages/disputes.py", icon=":material/forum:",
+                     label=f"You are one side of {len(open_)} open dispute"
+                           f"{'s' if len(open_) != 1 else ''}: see both answers and say why",
+                     query_params={k: v for k, v in zip(("campaign", "trace", "event"),
+                                                       open_[0].key) if v})
+
+
 if campaign.closed_at is not None and not state.get("claim"):  # a held target may be saved
     progress()
     st.info(f"**{markdown_literal(name, 80)}** was closed by a lead on "
@@ -173,6 +185,7 @@ if not state.get("started"):
                f" · Save with {keys.shown('save')} · {keys.shown('review-skip')} skips · "
                f"{keys.shown('keys-question')} lists the keys")
     progress()
+    disputes_link()
     instructions(True)
     typing_note("start")
     if state.get("error"):
@@ -190,6 +203,7 @@ if claim is None:
     else:
         st.success(f"Done: nothing is left for you in **{markdown_literal(name, 80)}**. "
                    "Thank you!", icon=":material/check_circle:")
+        disputes_link()
     st.button("Look again", key="review:again", on_click=take_next, icon=":material/refresh:",
               help="Targets come back when a reservation runs out or another reviewer skips")
     st.stop()

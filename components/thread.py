@@ -1,0 +1,76 @@
+"""A dispute's thread, as the Adjudicate and Disputes pages show it: each entry (a reviewer's
+note given with their answers, a comment posted on the dispute, a lead's reason for the final
+answer) in time order, with who wrote it, in what part and when; and the box that posts a
+comment. Domain objects in (`ThreadEntry`), the text the person posts out: this module writes
+nothing. Every entry's text is Markdown its author means, shown through
+`viz_app.text.note_markdown` (raw HTML as text, no image, only http(s) links); names through
+`markdown_literal`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from viz_app.labels import COMMENT_LIMIT, Disagreement, Rubric, ThreadEntry, answer_text
+from viz_app.text import markdown_literal, note_markdown
+
+ICONS = {"note": ":material/rate_review:", "comment": ":material/forum:",
+         "reason": ":material/gavel:"}
+"""The avatar of each kind of entry."""
+
+
+def entry_caption(entry: ThreadEntry) -> str:
+    """'**ann** · reviewer · note (stopping_correctness) · 2026-12-06 15:40' (Markdown, made
+    safe)."""
+    return (f"**{markdown_literal(entry.author, 60)}** · {entry.role} · "
+            f"{markdown_literal(entry.heading, 120)} · "
+            f"{markdown_literal(entry.created_at[:16].replace('T', ' '), 20)} UTC")
+
+
+def thread_view(entries: Sequence[ThreadEntry], *, key: str) -> None:
+    """The thread, oldest first (one chat message an entry), or a line saying nothing was said."""
+    with st.container(key=key):
+        if not entries:
+            st.caption("Nothing said yet: no reviewer left a note, and no one has commented.")
+        for entry in entries:
+            with st.chat_message(entry.kind, avatar=ICONS[entry.kind]):
+                st.caption(entry_caption(entry))
+                st.markdown(note_markdown(entry.text, headings_below=4))
+
+
+def comment_box(key: str, *, label: str = "Add to the thread") -> str | None:
+    """A box and a Post button; the text posted (None before Post). The page posts it and, when
+    the post went through, calls `comment_posted(key)` for an empty box: a refused post keeps
+    what was typed."""
+    version = st.session_state.get(f"_{key}:version", 0)
+    with st.form(f"{key}:form", border=False):
+        text = st.text_area(label, key=f"{key}:text:{version}", max_chars=COMMENT_LIMIT,
+                            height=90, placeholder="What you see in the trace, for everyone "
+                            "in this dispute (Markdown)")
+        posted = st.form_submit_button("Post comment", icon=":material/send:")
+    return text if posted else None
+
+
+def comment_posted(key: str) -> None:
+    """Empty the comment box of `key` on the next run (its text was posted)."""
+    st.session_state[f"_{key}:version"] = st.session_state.get(f"_{key}:version", 0) + 1
+
+
+def sides_view(dispute: Disagreement, rubric: Rubric, *, key: str) -> None:
+    """Both (every) sides of a dispute: a column per reviewer with their answers as words, the
+    adjudicated answer, when there is one, in a last column marked final; a disputed question is
+    flagged."""
+    reviewers = sorted(dispute.answers)
+    columns = reviewers + (["final (adjudicated)"] if dispute.adjudicated else [])
+    answers = [dispute.answers[r] for r in reviewers] + (
+        [dispute.adjudicated] if dispute.adjudicated else [])
+    asked = [q for q in rubric.questions if any(q.id in a for a in answers)]
+    with st.container(key=key):
+        for who, given in zip(columns, answers):
+            lines = [f"- {'⚠ ' if q.id in dispute.disputed else ''}"
+                     f"{markdown_literal(q.id, 40)}: "
+                     f"**{markdown_literal(answer_text(q, given[q.id]), 300)}**"
+                     for q in asked if q.id in given]
+            st.markdown(f"**{markdown_literal(who, 60)}**\n\n" + "\n".join(lines))

@@ -1,0 +1,122 @@
+"""A dispute's thread in the app (AppTest): on Adjudicate the lead reads, beside both reviewers'
+answers, each reviewer's note, the comments posted and (once settled) the reason, in time order,
+and adds a comment; on the Disputes page a reviewer sees the disputes they are one side of and
+says why; the Review page links there; hostile text stays text."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from factories import APP, app_env
+from test_disputes import ANN, BOB, LEAD, NAME, disputed
+from viz_app.store import CommentStore
+from viz_app.workspace import Workspace
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Workspace:
+    return app_env(monkeypatch, disputed(tmp_path))
+
+
+def page(path: str, who: str, **params) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = who
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(path)
+    return at.run()
+
+
+def thread_text(at: AppTest) -> list[str]:
+    """The thread as drawn: each entry's caption and its text, in order (escapes out)."""
+    found = []
+    for message in at.get("chat_message"):
+        found += [c.value.replace("\\", "").replace("\u2060", "") for c in message.caption]
+        found += [m.value.replace("\\", "") for m in message.markdown]
+    return found
+
+
+def the_target(ws: Workspace):
+    (d,) = ws.campaigns.disagreements(NAME)
+    return d.trace_id, d.event_id
+
+
+def test_adjudicate_shows_the_thread_beside_both_answers_in_time_order(workspace):
+    trace_id, event_id = the_target(workspace)
+    workspace.disputes.comment(NAME, trace_id, event_id, "e15 came back before the stop", BOB)
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    assert not at.exception, at.exception
+    shown = [m.value.replace("\\", "") for m in at.markdown]
+    assert shown.index("**What the reviewers answered**") < shown.index(
+        "**What was said** (notes, comments and reasons, oldest first)")
+    said = thread_text(at)
+    assert said[1::2] == ["ann thinks premature", "bob thinks correct",
+                          "e15 came back before the stop"]
+    assert said[0].startswith("**ann** · reviewer · note (stop_should_have_been, "
+                              "stopping_correctness)")
+    assert said[4].startswith("**bob** · reviewer · comment")
+
+
+def test_the_lead_comments_then_settles_and_the_reason_joins_the_thread(workspace):
+    trace_id, event_id = the_target(workspace)
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    box = next(t for t in at.text_area if t.label == "Comment on this dispute")
+    box.input("bob, is e15 the db_analyst's return?")
+    at = next(b for b in at.button if b.label == "Post comment").click().run()
+    assert not at.exception, at.exception
+    assert [c.author for c in CommentStore(workspace.engine).thread(NAME, trace_id, event_id)] \
+        == ["lee"]
+    assert "bob, is e15 the db_analyst's return?" in thread_text(at)
+    assert next(t for t in at.text_area if t.label == "Comment on this dispute").value == ""
+    workspace.campaigns.adjudicate(NAME, trace_id, event_id, {"stopping_correctness": "correct"},
+                                   LEAD, "e15 is the return: it stopped in time")
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    at.toggle(key="adj:settled").set_value(True).run()
+    said = thread_text(at)
+    assert said[-1] == "e15 is the return: it stopped in time"
+    assert said[-2].startswith("**lee** · lead · reason for the final answer "
+                               "(stopping_correctness)")
+
+
+def test_hostile_text_in_a_thread_stays_text(workspace):
+    trace_id, event_id = the_target(workspace)
+    workspace.disputes.comment(NAME, trace_id, event_id,
+                               "<img src=x onerror=alert(1)> [see](javascript:alert(1))", ANN)
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    text = next(m.value for msg in at.get("chat_message") for m in msg.markdown
+                if "onerror" in m.value)
+    assert "<img" not in text and "](javascript:" not in text
+
+
+def test_a_reviewer_sees_their_dispute_and_says_why(workspace):
+    trace_id, event_id = the_target(workspace)
+    at = page("app_pages/disputes.py", "ann")
+    assert not at.exception, at.exception
+    assert "open of 1" in at.selectbox(key="disputes:chosen").label
+    sides = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**ann**")
+             or m.value.startswith("**bob**")]
+    assert "**Premature**" in sides[0] or "premature" in sides[0].lower()
+    assert "correct" in sides[1].lower()
+    box = next(t for t in at.text_area if t.label.startswith("Say why"))
+    box.input("the db_analyst's finding never reached the aggregate")
+    at = next(b for b in at.button if b.label == "Post comment").click().run()
+    assert not at.exception, at.exception
+    (posted,) = CommentStore(workspace.engine).thread(NAME, trace_id, event_id)
+    assert (posted.author, posted.role, posted.identified_by) == ("ann", "reviewer",
+                                                                  "self-declared")
+    assert "the db_analyst's finding never reached the aggregate" in thread_text(at)
+
+
+def test_a_reviewer_in_no_dispute_is_told_so(workspace):
+    at = page("app_pages/disputes.py", "carl")
+    assert not at.exception, at.exception
+    assert any("no dispute" in i.value for i in at.info)
+    assert not at.text_area
+
+
+def test_the_review_page_links_a_reviewer_to_their_open_dispute(workspace):
+    at = page("app_pages/review.py", "bob", campaign=NAME)
+    assert not at.exception, at.exception
+    link = next(p for p in at.get("page_link") if "open dispute" in p.proto.label)
+    assert "You are one side of 1 open dispute" in link.proto.label
