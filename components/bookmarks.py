@@ -153,13 +153,15 @@ def event_bookmarks(bookmarks: list[Bookmark], event_id: str | None) -> None:
 def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = None,
                   lead: bool = True, key: str = "report") -> None:
     """A download button for the trace's case-study report with its current labels and
-    bookmarks (built when clicked, not on every run): every label for a lead, else those
-    `viewer` may see (`ws.bookmarks.case_study`)."""
+    bookmarks (built when clicked, not on every run): every label and dispute for a lead, else
+    those `viewer` may see (`ws.bookmarks.case_study`, `ws.disputes.on_trace`)."""
     from viz_app.export import file_name, report_html
 
     def build() -> str:
         return report_html(trace, *workspace.bookmarks.case_study(trace, viewer, lead=lead),
-                           source=workspace.library.source_name(trace))
+                           source=workspace.library.source_name(trace),
+                           threads=workspace.disputes.on_trace(trace.trace_id, viewer,
+                                                               lead=lead))
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

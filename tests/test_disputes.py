@@ -213,3 +213,62 @@ def test_campaign_thread_has_help(capsys):
     with pytest.raises(SystemExit):
         main(["campaign", "thread", "--help"])
     assert "thread" in capsys.readouterr().out
+
+
+# -- the thread travels: the report and the export -----------------------------------------------
+
+
+def settled(ws: Workspace) -> tuple[str, str, str]:
+    """The dispute commented on by both sides, hostile text included, then settled."""
+    name, trace_id, event_id = target(ws)
+    ws.disputes.comment(name, trace_id, event_id, "e15 came back <script>alert(1)</script>", BOB)
+    ws.disputes.comment(name, trace_id, event_id, "[proof](javascript:alert(1)) it was dropped",
+                        ANN)
+    ws.campaigns.adjudicate(name, trace_id, event_id, {"stopping_correctness": "premature",
+                                                       "stop_should_have_been": "e15"},
+                            LEAD, "ann is right: the finding was dropped")
+    return name, trace_id, event_id
+
+
+def test_the_html_report_carries_each_dispute_with_its_thread_escaped(ws, tmp_path):
+    name, trace_id, event_id = settled(ws)
+    trace = ws.library.trace(trace_id)
+    out = tmp_path / "case.html"
+    assert main(["report", str(PREMATURE), "--db", str(ws.settings.db_url), "-o", str(out)]) == 0
+    page = out.read_text()
+    section = page[page.index('<section id="disputes">'):]
+    section = section[:section.index("</section>")]
+    assert "Disputes and what was said (1)" in section
+    assert f"{NAME} · {event_id} · disputed: stopping_correctness · settled" in section
+    order = [section.index(s) for s in ("ann thinks premature", "bob thinks correct",
+                                        "e15 came back", "it was dropped",
+                                        "ann is right: the finding was dropped")]
+    assert order == sorted(order)
+    assert "<script>alert" not in page and "javascript:alert" not in page.replace(
+        "&quot;", "")
+    assert "final (adjudicated)" in section
+    assert ws.disputes.on_trace(trace.trace_id, "carl", lead=False) == []
+    assert len(ws.disputes.on_trace(trace.trace_id, "ann", lead=False)) == 1
+
+
+def test_the_markdown_report_carries_the_thread(ws):
+    from viz_app.export.report import report_markdown
+
+    name, trace_id, _ = settled(ws)
+    trace = ws.library.trace(trace_id)
+    labels, bookmarks = ws.bookmarks.case_study(trace)
+    text = report_markdown(trace, labels, bookmarks, threads=ws.disputes.on_trace(trace_id))
+    part = text[text.index("## Disputes and what was said (1)"):]
+    assert part.index("ann thinks premature") < part.index("ann is right")
+    assert "<script>" not in part and "](javascript:" not in part
+
+
+def test_the_adjudicated_export_carries_the_leads_reason(ws, tmp_path):
+    settled(ws)
+    out = tmp_path / "final.jsonl"
+    assert main(["campaign", "export", NAME, "--format", "jsonl", "--adjudicated-only",
+                 "-o", str(out), "--db", str(ws.settings.db_url)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {(r["question"], r["source"], r["comment"]) for r in rows} == {
+        ("stopping_correctness", "adjudication", "ann is right: the finding was dropped"),
+        ("stop_should_have_been", "adjudication", "ann is right: the finding was dropped")}

@@ -17,8 +17,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p = verbs.add_parser(
         "report", help="write a trace's case study as one self-contained file",
         description="Write one trace's case study: its figures, the interactive spawn tree and "
-        "timeline, its labels with their reviewers, its bookmarks with their notes in the order "
-        "of the run, and its warnings. HTML opens offline (Plotly's JavaScript is inlined, no "
+        "timeline, its labels with their reviewers (an adjudicated answer marked final, with "
+        "its reason), its bookmarks with their notes in the order of the run, its campaigns' "
+        "disputes with what was said on them (notes, comments, the lead's reason), and its "
+        "warnings. HTML opens offline (Plotly's JavaScript is inlined, no "
         "request to any host); --format md writes Markdown with PNG figures when Chromium is "
         "available (Playwright), without them otherwise.")
     p.add_argument("trace", metavar="TRACE", help="a trace file (any format orchviz reads)")
@@ -51,11 +53,13 @@ def report_verb(args: argparse.Namespace) -> int:
     if _no_store(args.db):
         print(f"no label store at {terminal_text(args.db)}: the report has no labels or "
               "bookmarks", file=sys.stderr)
-        labels, bookmarks = [], []
+        labels, bookmarks, threads = [], [], []
     else:
-        labels, bookmarks = Workspace.open(args.db).bookmarks.case_study(trace)
+        ws = Workspace.open(args.db)
+        labels, bookmarks = ws.bookmarks.case_study(trace)
+        threads = ws.disputes.on_trace(trace.trace_id)
     output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
-    result = write_report(trace, output, labels, bookmarks, format=args.format)
+    result = write_report(trace, output, labels, bookmarks, format=args.format, threads=threads)
     if result.note:
         print(terminal_text(result.note), file=sys.stderr)
     extra = f" with {len(result.images)} figures" if result.images else ""

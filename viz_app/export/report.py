@@ -1,6 +1,8 @@
 """The case-study report: one trace, its figures, its interactive spawn tree and timeline, its
-labels with their reviewers, its bookmarks with their notes in the order of the run, and its
-warnings, as one self-contained file.
+labels with their reviewers (an adjudicated answer marked final, its reason beside it), its
+bookmarks with their notes in the order of the run, the disputes on it with what was said (both
+sides, each reviewer's notes, the comments, the lead's reason, in time order), and its warnings,
+as one self-contained file.
 
 HTML (`report_html`): Plotly's JavaScript is inlined, nothing is fetched from any host, and a
 Content-Security-Policy lets exactly the page's own scripts run, so even a payload that slipped
@@ -21,7 +23,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -33,8 +35,8 @@ from viz_app import charts
 from viz_app.analysis import Analysis, analyze, figure_rows, task_words
 from viz_app.case_study import Step, steps, timeline_marks
 from viz_app.export.consensus import ADJUDICATION
-from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, Bookmark, LabelRecord,
-                            correction_text)
+from viz_app.labels import (PAIRWISE_QUESTION, STRENGTHS, Bookmark, DisputeThread, LabelRecord,
+                            ThreadEntry, correction_text)
 from viz_app.model import Trace
 from viz_app import text as safe_text
 from viz_app.text import html_text, markdown_literal
@@ -129,6 +131,29 @@ def label_rows(trace: Trace, labels: Iterable[LabelRecord]) -> list[LabelRow]:
                                        x.question, x.reviewer))
 
 
+def _side(answers: Mapping[str, Any]) -> str:
+    """A reviewer's (or the final) answers on a disputed target, as words."""
+    return "; ".join(f"{q} = {_answer({'question': q, 'value': v})}" for q, v in answers.items())
+
+
+def _dispute_title(thread: DisputeThread) -> str:
+    d = thread.dispute
+    return (f"{thread.campaign} · {d.event_id or 'the whole trace'} · disputed: "
+            f"{', '.join(d.disputed)} · {'settled' if d.resolved else 'not settled'}")
+
+
+def _sides(thread: DisputeThread) -> list[tuple[str, str]]:
+    """(who, their answers) for each side, then ('final (adjudicated)', ...) when settled."""
+    d = thread.dispute
+    found = [(who, _side(a)) for who, a in sorted(d.answers.items())]
+    return found + ([("final (adjudicated)", _side(d.adjudicated))] if d.adjudicated else [])
+
+
+def _entry_head(entry: ThreadEntry) -> str:
+    return (f"{entry.author} ({entry.role}) · {entry.heading} · "
+            f"{entry.created_at[:19].replace('T', ' ')}")
+
+
 def report_figures(analysis: Analysis, bookmarks: Iterable[Bookmark] = ()) -> dict[str, go.Figure]:
     """The report's two figures: the spawn tree, and the timeline with the bookmarks marked."""
     timeline = charts.timeline_figure(analysis)
@@ -179,6 +204,13 @@ pre { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; white-space: p
 code { background: #f1f3f5; padding: 0 3px; border-radius: 3px; font-size: .88em; }
 pre code { background: none; padding: 0; }
 details summary { cursor: pointer; color: var(--muted); font-size: .85rem; }
+.dispute { border: 1px solid var(--rule); border-left: 4px solid #1c7ed6; border-radius: 6px;
+           padding: 10px 16px; margin: 12px 0; }
+.dispute h3 { margin: 0 0 6px; font-size: 1.02rem; overflow-wrap: anywhere; }
+.dispute .sides { margin: 4px 0 8px; padding-left: 20px; }
+.dispute ol.thread { list-style: none; padding: 0; margin: 0; }
+.dispute ol.thread li { border-top: 1px solid var(--rule); padding: 6px 0; }
+.dispute .who { color: var(--muted); font-size: .85rem; overflow-wrap: anywhere; }
 .empty { color: var(--muted); font-style: italic; }
 footer { color: var(--muted); font-size: .8rem; margin-top: 40px; }
 @media print {
@@ -186,7 +218,7 @@ footer { color: var(--muted); font-size: .8rem; margin-top: 40px; }
   body { background: white; font-size: 11pt; }
   main { max-width: none; padding: 0; }
   h2 { break-after: avoid; }
-  .bookmark, .figure, .plot, tr { break-inside: avoid; }
+  .bookmark, .dispute, .figure, .plot, tr { break-inside: avoid; }
   .modebar, .modebar-container { display: none !important; }
   pre { max-height: none; overflow: visible; }
   a { color: inherit; text-decoration: none; }
@@ -246,10 +278,12 @@ def _step_html(step: Step, analysis: Analysis) -> str:
 
 def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
                 bookmarks: Iterable[Bookmark] = (), *, generated_at: str | None = None,
-                source: str | None = None) -> str:
+                source: str | None = None, threads: Sequence[DisputeThread] = ()) -> str:
     """The case study of one trace as one self-contained HTML page. Its footer names the
     trace's file as `source` says (the app gives `ws.library.source_name`), by default by its
-    name alone: a report is passed around, and a server's paths are nobody's business."""
+    name alone: a report is passed around, and a server's paths are nobody's business.
+    `threads` (`ws.disputes.on_trace`) adds each dispute on the trace: both sides, the final
+    answer, and what was said (notes, comments and the lead's reason, in time order)."""
     from plotly.offline import get_plotlyjs
 
     esc = html_text
@@ -306,6 +340,20 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
     else:
         body.append('<p class="empty">No labels.</p>')
     body.append("</section>")
+    if threads:
+        body.append(f'<section id="disputes"><h2>Disputes and what was said ({len(threads)})'
+                    "</h2>")
+        for t in threads:
+            body.append(f'<div class="dispute"><h3>{esc(_dispute_title(t))}</h3>'
+                        '<ul class="sides">' + "".join(
+                            f"<li><strong>{esc(who)}</strong>: {esc(said)}</li>"
+                            for who, said in _sides(t)) + "</ul>")
+            body.append('<ol class="thread">' + "".join(
+                f'<li><div class="who">{esc(_entry_head(e))}</div>'
+                f'<div class="note">{note_html(e.text)}</div></li>' for e in t.entries)
+                + "</ol>" if t.entries else '<p class="empty">Nothing said.</p>')
+            body.append("</div>")
+        body.append("</section>")
     body.append(f'<section id="warnings"><h2>Warnings ({len(analysis.warnings)})</h2>')
     if analysis.warnings:
         body.append("<table><thead><tr><th>code</th><th>event</th><th>message</th></tr></thead>"
@@ -339,7 +387,8 @@ def _md_cell(text: object) -> str:
 def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
                     bookmarks: Iterable[Bookmark] = (), *,
                     images: Mapping[str, str] | None = None,
-                    generated_at: str | None = None) -> str:
+                    generated_at: str | None = None,
+                    threads: Sequence[DisputeThread] = ()) -> str:
     """The case study as Markdown; `images` maps 'tree' and 'timeline' to the PNG files' paths
     relative to the Markdown file (figures are left out when there are none)."""
     analysis = analyze(trace)
@@ -395,6 +444,18 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
                 + " |" for r in rows]
     else:
         out.append("_No labels._")
+    if threads:
+        out += ["", f"## Disputes and what was said ({len(threads)})", ""]
+        for t in threads:
+            out += [f"### {markdown_literal(_dispute_title(t), None)}", ""]
+            out += [f"- **{markdown_literal(who, None)}**: {markdown_literal(said, None)}"
+                    for who, said in _sides(t)]
+            out.append("")
+            for e in t.entries:
+                out += [f"_{markdown_literal(_entry_head(e), None)}_", "",
+                        note_markdown(e.text), ""]
+            if not t.entries:
+                out += ["_Nothing said._", ""]
     out += ["", f"## Warnings ({len(analysis.warnings)})", ""]
     out += [f"- **{markdown_literal(w.code, None)}** {markdown_literal(w.event_id or '', None)} "
             f"{markdown_literal(w.message, None)}"
@@ -462,20 +523,23 @@ class ReportResult(BaseModel):
 
 
 def write_report(trace: Trace, output: str | Path, labels: list[LabelRecord] = (),
-                 bookmarks: list[Bookmark] = (), *, format: Format = "html") -> ReportResult:
+                 bookmarks: list[Bookmark] = (), *, format: Format = "html",
+                 threads: Sequence[DisputeThread] = ()) -> ReportResult:
     """Write the case study of a trace (its current label records and bookmarks, as
-    `ws.bookmarks.case_study` gives them) as HTML, or as Markdown with its figures as PNG files in
+    `ws.bookmarks.case_study` gives them, and the disputes on it with their threads, as
+    `ws.disputes.on_trace` does) as HTML, or as Markdown with its figures as PNG files in
     `<name>_files/` beside it."""
     labels, bookmarks = list(labels), list(bookmarks)
     target = Path(output)
     target.parent.mkdir(parents=True, exist_ok=True)
     if format == "html":
-        target.write_text(report_html(trace, labels, bookmarks), "utf-8")
+        target.write_text(report_html(trace, labels, bookmarks, threads=threads), "utf-8")
         return ReportResult(path=target)
     folder = target.with_name(target.stem + "_files")
     pngs = figure_pngs(report_figures(analyze(trace), bookmarks), folder)
     images = {name: f"{folder.name}/{p.name}" for name, p in pngs.items()}
-    target.write_text(report_markdown(trace, labels, bookmarks, images=images), "utf-8")
+    target.write_text(report_markdown(trace, labels, bookmarks, images=images,
+                                      threads=threads), "utf-8")
     note = "" if pngs else ("figures left out: rendering PNGs needs Playwright and Chromium "
                             f"(looked for {CHROMIUM}; set ORCHVIZ_CHROMIUM)")
     return ReportResult(path=target, images=list(pngs.values()), note=note)

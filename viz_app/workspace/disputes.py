@@ -110,10 +110,17 @@ class Disputes:
                  if trace_id is None or d.trace_id == trace_id]
         return self._threads(name, items)
 
-    def of_trace(self, trace_id: str, lead: Reviewer) -> list[DisputeThread]:
-        """The disputes on one trace, in every campaign, with their threads (a lead's view:
-        the case-study report's)."""
-        return [t for c in self._campaigns.all() for t in self.threads(c.name, lead, trace_id)]
+    def on_trace(self, trace_id: str, viewer: str | None = None, *, lead: bool = True
+                 ) -> list[DisputeThread]:
+        """The disputes on a trace, in every campaign, with their threads, as a case-study
+        report shows them: every one for a lead (and the CLI), else those `viewer` is one side
+        of (none for a viewer not identified), as `ws.bookmarks.case_study` decides labels."""
+        found = []
+        for campaign in self._campaigns.all():
+            items = [d for d in self._campaigns.disagreements(campaign.name)
+                     if d.trace_id == trace_id and (lead or (viewer and viewer in d.answers))]
+            found += self._threads(campaign.name, items)
+        return found
 
     def _threads(self, name: str, items: list[Disagreement]) -> list[DisputeThread]:
         if not items:
