@@ -35,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import machine  # noqa: E402
-from viz_app.labels.campaign import CampaignSpec, PlannedTarget  # noqa: E402
+from viz_app.labels.campaign import CampaignSpec  # noqa: E402
+from viz_app.labels.campaign_plan import PlannedTarget  # noqa: E402
 from viz_app.labels.label import Reviewer  # noqa: E402
 from viz_app.store.campaigns import CampaignStore  # noqa: E402
 from viz_app.workspace import Workspace  # noqa: E402

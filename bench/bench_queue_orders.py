@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from timing import best_of, machine  # noqa: E402
 from viz_app.labels.attention import contests, first_answers, uncertainty  # noqa: E402
-from viz_app.labels.campaign import PlannedTarget, prioritise  # noqa: E402
+from viz_app.labels.campaign_plan import PlannedTarget, prioritise  # noqa: E402
 from viz_app.labels.rubric import default_rubric  # noqa: E402
 from viz_app.labels.suggestion import Producer, Suggestion  # noqa: E402
 from viz_app.suggest.rules import FINE  # noqa: E402

@@ -13,7 +13,8 @@ import pytest
 from factories import make_workspace
 from rollout_writer import append, lines
 from viz_app.errors import LabelError
-from viz_app.labels.campaign import CampaignSpec, Sample, per_step_rows
+from viz_app.labels.campaign import CampaignSpec, Sample
+from viz_app.labels.campaign_plan import per_step_rows
 from viz_app.labels.label import Reviewer
 
 LEAD = Reviewer(name="lead", via="cli")

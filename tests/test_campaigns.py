@@ -13,10 +13,10 @@ import pytest
 from factories import copy_demos, make_workspace
 from viz_app.errors import ClaimError, LabelError
 from viz_app.labels.agreement import agreement
-from viz_app.labels.campaign import (EXPIRED, CampaignSpec, Claim, Filter, Sample,
-                                     assign_agreement, campaign_questions, default_questions,
-                                     filter_rows, gold_answers, plan_targets, row_targets,
-                                     sample_rows, unindexed)
+from viz_app.labels.campaign import EXPIRED, CampaignSpec, Claim, Filter, Sample
+from viz_app.labels.campaign_plan import (assign_agreement, campaign_questions,
+                                          default_questions, filter_rows, gold_answers,
+                                          plan_targets, row_targets, sample_rows, unindexed)
 from viz_app.labels.disagreement import disputed
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric

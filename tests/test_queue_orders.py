@@ -14,7 +14,8 @@ from factories import copy_demos, make_workspace
 from viz_app.cli import main
 from viz_app.errors import LabelError
 from viz_app.labels.attention import contests, first_answers, uncertainty
-from viz_app.labels.campaign import CampaignSpec, Claim, PlannedTarget, plan_targets
+from viz_app.labels.campaign import CampaignSpec, Claim
+from viz_app.labels.campaign_plan import PlannedTarget, plan_targets
 from viz_app.labels.label import Reviewer
 from viz_app.labels.rubric import default_rubric
 from viz_app.labels.suggestion import Producer, Suggestion

@@ -12,224 +12,63 @@ and `_ids.parquet` (trace id -> shard and row, sorted by id). A bare folder of `
 A trace of a pool is found by its locator: the shard and its row (counted from 0). Every shard,
 row and row group that cannot be read becomes a `TraceError` naming the shard and the rows; the
 readers report it and go on. Nothing here opens a database.
+
+This module reads a pool and is its face: where a pool is and what it is made of come from
+`viz_app.io.pool_layout`, writing one from `viz_app.io.pool_writer`.
 """
 
 from __future__ import annotations
 
-import copy
 import gzip
 import io
-import os
 import re
-import sys
-import zlib
-from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Literal
 
 import fsspec
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
-from fsspec.implementations.local import LocalFileSystem
-from pydantic import BaseModel, Field
 
-from viz_app.errors import OrchvizError, TraceError
+from viz_app.errors import TraceError
 from viz_app.io.native import DEFAULT_MAX_BYTES, limit_mb, size_mb, trace_from_json
+from viz_app.io.pool_layout import (  # noqa: F401 - the face shows where a pool is, too
+    _HEX64,
+    FIELDS,
+    IDS,
+    JSON_COLUMNS,
+    MANIFEST,
+    META_COLUMNS,
+    POOL_VERSION,
+    REQUIRED,
+    ROW_GROUP_BYTES,
+    ROW_GROUP_ROWS,
+    S3_DEADLINES,
+    S3_RETRIES,
+    SHARD_ENDINGS,
+    SHARD_ROWS,
+    STREAM_ABOVE,
+    PoolError,
+    PoolWriteResult,
+    Shard,
+    _fs,
+    _hidden,
+    _is_local,
+    _listing,
+    _open,
+    _read_errors,
+    _shard_kind,
+    _short,
+    _storage_errors,
+    _url,
+    follow_symlinks,
+    is_pool,
+    read_manifest,
+    set_storage_options,
+    shards,
+)
+from viz_app.io.pool_writer import append_pool, write_pool  # noqa: F401 - the face writes too
 from viz_app.model import Trace
-
-MANIFEST = "orchviz-pool.json"
-"""The file that marks a folder or prefix as a pool orchviz wrote, and lists its shards."""
-IDS = "_ids.parquet"
-"""The lookup from trace id to (shard, row), sorted by trace id, written beside the shards."""
-POOL_VERSION = 1
-"""The version of the pool layout written in the manifest."""
-
-JSON_COLUMNS = ("events", "edges", "rewards", "costs", "metrics")
-"""Top-level fields kept as JSON text columns (nested columns are read too)."""
-FIELDS = ("trace_id", "task_id", "system", "topology", "events", "edges", "rewards", "costs",
-          "metrics")
-"""The schema's top-level fields, in the order the schema lists them."""
-REQUIRED = ("trace_id", "task_id", "events", "edges", "rewards", "costs")
-"""The columns a Parquet shard must have to hold traces (the schema's required fields)."""
-META_COLUMNS = ("_sha256", "_source", "_source_format")
-"""orchviz's own columns: the trace's hash (kept, so labels made on the original file apply),
-the file it was written from, and the format it was read as."""
-
-SHARD_ROWS = 10_000
-"""Traces per shard, by default."""
-ROW_GROUP_ROWS = 64
-"""Traces per Parquet row group, by default: opening one trace reads its row group."""
-ROW_GROUP_BYTES = 16 * 1024 * 1024
-"""A row group is closed early once its JSON text passes this many bytes."""
-STREAM_ABOVE = 64 * 1024 * 1024
-"""A row group larger than this once decompressed (Parquet written by something else) is read a
-few rows at a time, never whole."""
-
-SHARD_ENDINGS = {".parquet": ("parquet", False), ".jsonl": ("jsonl", False),
-                 ".ndjson": ("jsonl", False), ".jsonl.gz": ("jsonl", True),
-                 ".ndjson.gz": ("jsonl", True)}
-"""File endings of shards, with their format and whether they are gzipped."""
-_TRACE_ENDINGS = (".json", ".json.gz", ".eval")
-"""Trace files that are not shards: a folder holding them is a library folder, not a pool."""
-
-_SCHEMA = pa.schema([(name, pa.string()) for name in FIELDS + META_COLUMNS])
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-S3_DEADLINES = {"connect_timeout": 5, "read_timeout": 30,
-                "retries": {"max_attempts": 2, "mode": "standard"}}
-"""botocore's settings for S3 unless `--storage-option config_kwargs=...` says otherwise: an
-endpoint that does not answer is given up in seconds (botocore's own defaults, with s3fs's
-retries, held `pool ls` 417 s)."""
-S3_RETRIES = 1
-"""Attempts s3fs makes of a call that failed in a way it retries (5 of its own, each of them
-botocore's attempts, by default)."""
-
-
-def _storage_errors() -> tuple[type[BaseException], ...]:
-    """What a failed read or listing of storage raises: OSError, and botocore's errors (an
-    endpoint that cannot be reached, a timeout, no credentials) once S3 is in use."""
-    botocore = sys.modules.get("botocore.exceptions")
-    return (OSError, botocore.BotoCoreError) if botocore is not None else (OSError,)
-
-
-def _read_errors() -> tuple[type[BaseException], ...]:
-    """What reading a shard raises when the shard, or its storage, is at fault."""
-    return (pa.ArrowException, ValueError, EOFError, zlib.error, *_storage_errors())
-
-
-class PoolError(OrchvizError):
-    """A pool that cannot be written or opened as a whole (a location that is not empty, no
-    shards at all, storage that refuses): one sentence naming the location."""
-
-
-class Shard(BaseModel):
-    """One file of a pool."""
-
-    url: str = Field(description="Where the shard is: a local path or an fsspec URL.")
-    format: Literal["parquet", "jsonl"] = Field(description="Parquet, or JSON Lines.")
-    compressed: bool = Field(description="Whether a JSON Lines shard is gzipped (Parquet "
-                             "compresses inside the file, and says False here).")
-
-    model_config = {"frozen": True}
-
-
-class PoolWriteResult(BaseModel):
-    """What `write_pool` did."""
-
-    location: str = Field(description="The pool written, as given.")
-    traces: int = Field(description="Traces written.")
-    shards: list[Shard] = Field(description="The shards written, in order.")
-    skipped: list[str] = Field(default_factory=list,
-                               description="One sentence per trace not written (a trace id "
-                               "written before, a trace too large or not writable as JSON).")
-
-
-# -- where a pool is ---------------------------------------------------------------------------
-
-
-def set_storage_options(location: str, options: dict[str, Any]) -> None:
-    """Give every later access to the location's protocol (`s3`, `gs`...) these fsspec options,
-    such as `endpoint_url` for an S3-compatible server: they go to fsspec's configuration
-    (`fsspec.config.conf`), which the environment (`FSSPEC_S3_ENDPOINT_URL=...`) and fsspec's
-    config files also fill. Options apply to this process only."""
-    protocol = fsspec.core.split_protocol(location)[0] or "file"
-    try:
-        fs_class = fsspec.get_filesystem_class(protocol)
-    except (ImportError, ValueError) as err:
-        raise PoolError(f"{location}: cannot be opened ({_short(err)})") from None
-    fsspec.config.conf.setdefault(protocol, {}).update(options)
-    fs_class.clear_instance_cache()
-
-
-def _fs(location: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    protocol = fsspec.core.split_protocol(location)[0]
-    deadlines: dict[str, Any] = {}
-    if protocol in ("s3", "s3a"):
-        conf = fsspec.config.conf.get(protocol, {})
-        # a copy each time: botocore rewrites the `retries` it is given in place
-        deadlines = {"config_kwargs": copy.deepcopy(S3_DEADLINES | conf.get("config_kwargs",
-                                                                             {}))}
-    try:
-        fs, path = fsspec.core.url_to_fs(location, **deadlines)
-        if deadlines:
-            fs.retries = S3_RETRIES
-    except (ImportError, ValueError) as err:
-        raise PoolError(f"{location}: cannot be opened ({_short(err)}); for s3:// install "
-                        "orchviz[s3] (gs:// needs gcsfs, az:// adlfs, hf:// huggingface_hub)"
-                        ) from None
-    return fs, path.rstrip("/") or path
-
-
-def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
-    return isinstance(fs, LocalFileSystem)
-
-
-def _url(fs: fsspec.AbstractFileSystem, path: str) -> str:
-    return path if _is_local(fs) else fs.unstrip_protocol(path)
-
-
-def _open(fs: fsspec.AbstractFileSystem, path: str, mode: str = "rb") -> BinaryIO:
-    if _is_local(fs):
-        return fs.open(path, mode)
-    if "r" in mode:  # every read a range request: no read-ahead of megabytes past a row group
-        return fs.open(path, mode, cache_type="none")
-    return fs.open(path, mode)
-
-
-def _shard_kind(name: str) -> tuple[str, bool] | None:
-    low = name.lower()
-    for ending, kind in SHARD_ENDINGS.items():
-        if low.endswith(ending):
-            return kind
-    return None
-
-
-def _hidden(relative: str) -> bool:
-    return any(part.startswith(("_", ".")) for part in relative.split("/"))
-
-
-def read_manifest(location: str) -> dict[str, Any] | None:
-    """The pool's manifest (`orchviz-pool.json`), or None when there is none."""
-    fs, path = _fs(location)
-    target = f"{path}/{MANIFEST}"
-    try:
-        with _open(fs, target) as stream:
-            data = stream.read(DEFAULT_MAX_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except _storage_errors() as err:
-        raise PoolError(f"{_url(fs, target)}: cannot be read ({_short(err)})") from None
-    try:
-        manifest = orjson.loads(data)
-    except orjson.JSONDecodeError as err:
-        raise PoolError(f"{_url(fs, target)}: is not a pool manifest ({err})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("shards"), list):
-        raise PoolError(f"{_url(fs, target)}: is not a pool manifest (no list of shards)")
-    return manifest
-
-
-def is_pool(location: str) -> bool:
-    """Whether the location (a folder, a prefix, an fsspec URL) holds a pool: orchviz's
-    manifest, a single shard file, or a folder whose files are shards (`*.parquet`, `*.jsonl`,
-    `*.jsonl.gz`, `*.ndjson`) and no other trace files (`.json` files make a library folder).
-    Files and folders whose names begin with `_` or `.` are not looked at."""
-    try:
-        fs, path = _fs(location)
-        if fs.exists(f"{path}/{MANIFEST}"):
-            return True
-        if fs.isfile(path):
-            return _shard_kind(path) is not None
-        if not fs.isdir(path):
-            return False
-        found = False
-        for relative in _listing(fs, path):
-            if _shard_kind(relative):
-                found = True
-            elif relative.lower().endswith(_TRACE_ENDINGS):
-                return False
-        return found
-    except (PoolError, *_storage_errors()):
-        return False
 
 
 def is_pool_source(location: str) -> bool:
@@ -253,75 +92,6 @@ def read_pool(location: str, on_error: Callable[[TraceError], None]) -> Iterator
     for shard in shards(location):
         for _, trace in read_shard(shard, on_error):
             yield trace
-
-
-def _listing(fs: fsspec.AbstractFileSystem, path: str) -> list[str]:
-    """Every file under the folder, as paths relative to it, hidden ones left out, sorted."""
-    names = []
-    for found in fs.find(path):
-        relative = found[len(path):].lstrip("/")
-        if relative and not _hidden(relative):
-            names.append(relative)
-    return sorted(names)
-
-
-_FOLLOW_SYMLINKS = [False]
-
-
-def follow_symlinks(allowed: bool = True) -> None:
-    """Let this process read a local pool's shards that are symbolic links to files outside
-    its folder (`--follow-symlinks`); by default such a shard is refused."""
-    _FOLLOW_SYMLINKS[0] = allowed
-
-
-def _refuse_outside(fs: fsspec.AbstractFileSystem, folder: str, found: list[Shard]) -> None:
-    """PoolError naming the first shard of a local pool whose real place (its symbolic links
-    followed) is outside the pool's folder, unless `follow_symlinks` allowed it: a pool copied
-    from elsewhere must not read the rest of the disk."""
-    if not _is_local(fs) or _FOLLOW_SYMLINKS[0]:
-        return
-    root = os.path.realpath(folder)
-    for shard in found:
-        real = os.path.realpath(shard.url)
-        if os.path.commonpath([root, real]) != root:
-            raise PoolError(f"{shard.url}: is a symbolic link to {real}, outside the pool's "
-                            "folder; it was not read (--follow-symlinks reads it)")
-
-
-def shards(location: str) -> list[Shard]:
-    """The pool's shards, in a fixed order: the manifest's, else every shard file under the
-    folder sorted by path. Raises PoolError when the location holds none, or (see
-    `follow_symlinks`) when a local shard leads outside the pool's folder."""
-    fs, path = _fs(location)
-    manifest = read_manifest(location)
-    if manifest is not None:
-        found = []
-        for entry in manifest["shards"]:
-            name = entry.get("path") if isinstance(entry, dict) else None
-            kind = _shard_kind(name) if isinstance(name, str) else None
-            if kind is None or name.startswith("/") or ".." in name.split("/"):
-                raise PoolError(f"{_url(fs, path)}/{MANIFEST}: names a shard that is not one "
-                                f"({str(name)[:80]!r})")
-            found.append(Shard(url=_url(fs, f"{path}/{name}"), format=kind[0],
-                               compressed=kind[1]))
-        _refuse_outside(fs, path, found)
-        return found
-    try:
-        if fs.isfile(path):
-            kind = _shard_kind(path)
-            if kind:
-                return [Shard(url=_url(fs, path), format=kind[0], compressed=kind[1])]
-        names = _listing(fs, path) if fs.isdir(path) else []
-    except _storage_errors() as err:
-        raise PoolError(f"{_url(fs, path)}: cannot be listed ({_short(err)})") from None
-    found = [Shard(url=_url(fs, f"{path}/{name}"), format=kind[0], compressed=kind[1])
-             for name in names if (kind := _shard_kind(name))]
-    if not found:
-        raise PoolError(f"{_url(fs, path)}: is not a pool (no {MANIFEST} and no .parquet, "
-                        ".jsonl or .jsonl.gz shards)")
-    if len(found) > 1 or found[0].url != _url(fs, path):  # a shard named itself is read
-        _refuse_outside(fs, path, found)
-    return found
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -759,285 +529,9 @@ def trace_by_id(location: str, trace_id: str) -> Trace:
     return read_trace(*found)
 
 
-# -- writing -----------------------------------------------------------------------------------
-
-
-def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROWS,
-               row_group_rows: int = ROW_GROUP_ROWS, format: Literal["parquet", "jsonl"] =
-               "parquet", compress: bool = True, progress: Callable[[int], None] | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> PoolWriteResult:
-    """Write traces as a new pool at `out` (a folder or fsspec URL that is empty or missing):
-    shards `part-00000.parquet`... of `shard_rows` traces each (Parquet row groups of at most
-    `row_group_rows` traces or ROW_GROUP_BYTES of text), or `part-00000.jsonl.gz` (`compress`),
-    then `_ids.parquet` and the manifest. A trace whose id was written before, or that is over
-    `max_bytes`, is skipped and said in the result. `progress(n)` hears of every n traces
-    written. Raises PoolError when the location is not empty or cannot be written."""
-    if shard_rows < 1 or row_group_rows < 1:
-        raise PoolError(f"{out}: shard_rows and row_group_rows must be at least 1")
-    fs, path = _fs(out)
-    try:
-        if fs.exists(path) and (fs.isfile(path) or fs.ls(path)):
-            raise PoolError(f"{_url(fs, path)}: is not empty; write a pool to a new folder "
-                            "or prefix")
-        if _is_local(fs):  # object stores have no folders, and a missing bucket stays missing
-            fs.makedirs(path, exist_ok=True)
-        return _write(traces, fs, path, out, shard_rows, row_group_rows, format, compress,
-                      progress, max_bytes)
-    except PoolError:
-        raise
-    except _storage_errors() as err:
-        raise PoolError(f"{_url(fs, path)}: cannot be written ({_short(err)})") from None
-
-
-def _write(traces: Iterable[Trace], fs: fsspec.AbstractFileSystem, path: str, out: str,
-           shard_rows: int, row_group_rows: int, format: str, compress: bool,
-           progress: Callable[[int], None] | None, max_bytes: int) -> PoolWriteResult:
-    ending = ".parquet" if format == "parquet" else ".jsonl.gz" if compress else ".jsonl"
-    written: list[dict[str, Any]] = []
-    ids: list[pa.Table] = []
-    seen: set[str] = set()
-    skipped: list[str] = []
-    writer: _ShardWriter | None = None
-    try:
-        for trace in traces:
-            problem = _unwritable(trace, seen, max_bytes)
-            if isinstance(problem, str):
-                skipped.append(f"{trace.source or trace.trace_id}: {problem}; skipped")
-                continue
-            row, size = problem
-            if writer is None:
-                name = f"part-{len(written):05d}{ending}"
-                writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress,
-                                      row_group_rows)
-            seen.add(trace.trace_id)
-            writer.add(trace.trace_id, row, size)
-            if progress is not None:
-                progress(1)
-            if writer.rows >= shard_rows:
-                written.append(writer.close())
-                ids.append(writer.ids())
-                writer = None
-        if writer is not None:
-            written.append(writer.close())
-            ids.append(writer.ids())
-    except BaseException:
-        if writer is not None:
-            writer.abort()
-        raise
-    count = _write_ids(fs, f"{path}/{IDS}", ids)
-    manifest = {"orchviz_pool": POOL_VERSION, "format": format,
-                "layout": "fields as columns, events as JSON text" if format == "parquet"
-                else "one trace a line", "traces": count, "shards": written, "ids": IDS,
-                "written": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    with _open(fs, f"{path}/{MANIFEST}", "wb") as stream:
-        stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    result_shards = [Shard(url=_url(fs, f"{path}/{entry['path']}"), format=format,
-                           compressed=format == "jsonl" and compress)
-                     for entry in written]
-    return PoolWriteResult(location=out, traces=count, shards=result_shards, skipped=skipped)
-
-
-def append_pool(traces: Iterable[Trace], location: str, *,
-                row_group_rows: int = ROW_GROUP_ROWS,
-                format: Literal["parquet", "jsonl"] = "parquet", compress: bool = True,
-                max_bytes: int = DEFAULT_MAX_BYTES) -> PoolWriteResult:
-    """Add traces to a pool as one new shard (a pool that does not exist yet is written, as
-    `write_pool` does): the shard `part-<n>` after the last, then `_ids.parquet` with every id,
-    then the manifest, last, so that a reader sees the pool as it was or with the new shard
-    whole. A trace whose id the pool holds already is skipped and said in the result (a
-    follower that reads a rewritten file again adds nothing twice). The pool's own format and
-    compression are kept. Raises PoolError when the pool cannot be read or written."""
-    manifest = read_manifest(location)
-    if manifest is None:
-        return write_pool(traces, location, shard_rows=10 ** 12, row_group_rows=row_group_rows,
-                          format=format, compress=compress, max_bytes=max_bytes)
-    fs, path = _fs(location)
-    format = manifest.get("format") if manifest.get("format") in ("parquet", "jsonl") else format
-    shards_ = [e for e in manifest["shards"] if isinstance(e, dict) and "path" in e]
-    compress = any(str(e["path"]).endswith(".gz") for e in shards_) if shards_ else compress
-    ending = ".parquet" if format == "parquet" else ".jsonl.gz" if compress else ".jsonl"
-    try:
-        with _open(fs, f"{path}/{IDS}") as stream:
-            held = pq.read_table(stream)
-    except FileNotFoundError:
-        held = None
-    except _storage_errors() as err:
-        raise PoolError(f"{_url(fs, path)}/{IDS}: cannot be read ({_short(err)})") from None
-    seen = set(held.column("trace_id").to_pylist()) if held is not None else set()
-    taken = {str(e["path"]) for e in shards_}
-    number = len(shards_)
-    while f"part-{number:05d}{ending}" in taken:
-        number += 1
-    name = f"part-{number:05d}{ending}"
-    writer: _ShardWriter | None = None
-    skipped: list[str] = []
-    try:
-        for trace in traces:
-            problem = _unwritable(trace, seen, max_bytes)
-            if isinstance(problem, str):
-                skipped.append(f"{trace.source or trace.trace_id}: {problem}; skipped")
-                continue
-            if writer is None:
-                writer = _ShardWriter(fs, f"{path}/{name}", name, format, compress,
-                                      row_group_rows)
-            seen.add(trace.trace_id)
-            writer.add(trace.trace_id, *problem)
-        if writer is None:
-            return PoolWriteResult(location=location, traces=0, shards=[], skipped=skipped)
-        entry = writer.close()
-    except BaseException:
-        if writer is not None:
-            writer.abort()
-        raise
-    count = _write_ids(fs, f"{path}/{IDS}", ([held] if held is not None else []) + [writer.ids()])
-    manifest.update(traces=count, shards=[*manifest["shards"], entry],
-                    written=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    with _open(fs, f"{path}/{MANIFEST}", "wb") as stream:
-        stream.write(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    return PoolWriteResult(location=location, traces=entry["rows"], skipped=skipped,
-                           shards=[Shard(url=_url(fs, f"{path}/{name}"), format=format,
-                                         compressed=format == "jsonl" and compress)])
-
-
-def _unwritable(trace: Trace, seen: set[str], max_bytes: int
-                ) -> str | tuple[dict[str, str | None], int]:
-    """Why a trace cannot be written, or its row and the bytes of its text."""
-    if trace.trace_id in seen:
-        return f"trace id {trace.trace_id!r} was written before"
-    try:
-        row = _trace_row(trace)
-    except orjson.JSONEncodeError as err:
-        return f"cannot be written as JSON ({err})"
-    size = sum(len(value) for value in row.values() if value is not None)
-    if size > max_bytes:
-        return (f"the trace is {size_mb(size, max_bytes)}, over the {limit_mb(max_bytes)} limit "
-                "(set ORCHVIZ_MAX_BYTES to raise it)")
-    return row, size
-
-
-def _trace_row(trace: Trace) -> dict[str, str | None]:
-    """A trace as a row of text: its scalar fields, its JSON fields as JSON, orchviz's own."""
-    tree = trace.to_dict()
-    row: dict[str, str | None] = {}
-    for name in FIELDS:
-        value = tree.get(name)
-        if name in JSON_COLUMNS:
-            row[name] = None if value is None else orjson.dumps(value).decode()
-        else:
-            row[name] = value
-    row["_sha256"] = trace.sha256
-    row["_source"] = trace.source or None
-    row["_source_format"] = trace.source_format
-    return row
-
-
-class _ShardWriter:
-    """One shard being written, a row group (or a batch of lines) at a time."""
-
-    def __init__(self, fs: fsspec.AbstractFileSystem, path: str, name: str, format: str,
-                 compress: bool, row_group_rows: int):
-        self.name = name
-        self.format = format
-        self.rows = 0
-        self.trace_ids: list[str] = []
-        self.row_group_rows = row_group_rows
-        self.pending: list[dict[str, str | None]] = []
-        self.pending_bytes = 0
-        self.stream = _open(fs, path, "wb")
-        if format == "parquet":
-            self.parquet = pq.ParquetWriter(self.stream, _SCHEMA, compression="zstd",
-                                            write_statistics=["trace_id"])
-        else:
-            self.lines = (gzip.GzipFile(fileobj=self.stream, mode="wb", mtime=0) if compress
-                          else self.stream)
-
-    def add(self, trace_id: str, row: dict[str, str | None], size: int) -> None:
-        """Add a trace's row; a full row group is written out."""
-        self.trace_ids.append(trace_id)
-        self.rows += 1
-        if self.format == "jsonl":
-            self.lines.write(_line(row))
-            return
-        self.pending.append(row)
-        self.pending_bytes += size
-        if len(self.pending) >= self.row_group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.pending:
-            table = pa.table({name: [row[name] for row in self.pending] for name in _SCHEMA.names},
-                             schema=_SCHEMA)
-            self.parquet.write_table(table, row_group_size=len(self.pending))
-            self.pending = []
-            self.pending_bytes = 0
-
-    def close(self) -> dict[str, Any]:
-        """Finish the shard; its manifest entry."""
-        if self.format == "parquet":
-            self._flush()
-            self.parquet.close()
-        elif self.lines is not self.stream:
-            self.lines.close()
-        self.stream.close()
-        return {"path": self.name, "rows": self.rows}
-
-    def ids(self) -> pa.Table:
-        """The lookup rows of the shard: trace id, shard, row."""
-        table = pa.table({"trace_id": pa.array(self.trace_ids, pa.string()),
-                          "shard": pa.array([self.name] * self.rows, pa.string()).dictionary_encode(),
-                          "row": pa.array(range(self.rows), pa.int64())})
-        self.trace_ids = []
-        return table
-
-    def abort(self) -> None:
-        """Give the shard up (writing failed or was interrupted): on object storage the upload
-        is discarded, a local file is closed as it stands."""
-        try:  # finish the Parquet or gzip framing first, so that nothing writes to it later
-            if self.format == "parquet":
-                self.parquet.close()
-            elif self.lines is not self.stream:
-                self.lines.close()
-        except Exception:  # noqa: BLE001 - the error that stopped the writing is the one to say
-            pass
-        try:
-            self.stream.discard()  # object storage: the upload is aborted, nothing is stored
-            self.stream.closed = True
-        except Exception:  # noqa: BLE001 - a local file cannot discard: it is closed instead
-            try:
-                self.stream.close()
-            except Exception:  # noqa: BLE001 - the error that stopped the writing is the one
-                pass
-
-
-def _line(row: dict[str, str | None]) -> bytes:
-    parts = []
-    for name in FIELDS:
-        value = row[name]
-        if value is None:
-            continue
-        raw = value.encode() if name in JSON_COLUMNS else orjson.dumps(value)
-        parts.append(b'"' + name.encode() + b'":' + raw)
-    return b"{" + b",".join(parts) + b"}\n"
-
-
-def _write_ids(fs: fsspec.AbstractFileSystem, target: str, ids: list[pa.Table]) -> int:
-    """Write the lookup of every shard's ids, sorted by id; how many traces it holds."""
-    schema = pa.schema([("trace_id", pa.string()), ("shard", pa.string()), ("row", pa.int64())])
-    table = pa.concat_tables([t.cast(schema) for t in ids]) if ids else schema.empty_table()
-    table = table.sort_by("trace_id")
-    with _open(fs, target, "wb") as stream:
-        pq.write_table(table, stream, row_group_size=16_384, compression="zstd")
-    return table.num_rows
-
-
 def _span(first: int, last: int) -> str:
     return f"row {first}" if last <= first else f"rows {first}-{last}"
 
 
 def _rows(count: int) -> str:
     return f"{count} row was" if count == 1 else f"{count} rows were"
-
-
-def _short(err: BaseException) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    return text[:200]

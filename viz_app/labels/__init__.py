@@ -24,13 +24,14 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                          checked_reviewer, current_bookmarks)
     from viz_app.labels.campaign import (Campaign, CampaignProgress, CampaignSpec, CampaignStatus,
                                          Claim, Disagreement, EXPIRED, FIGURES, Filter,
-                                         INSTRUCTIONS_LIMIT, ORDERS, PlannedTarget, ROLES,
-                                         ReviewerStatus, Role, STRATA, Sample, assign_agreement,
-                                         campaign_questions, conditions, default_questions,
-                                         filter_rows, find_disagreements, gold_accuracy,
-                                         gold_answers, label_target, optional_questions,
-                                         per_step_rows, plan_targets, prioritise, row_targets,
-                                         sample_rows, spec_error, unindexed)
+                                         INSTRUCTIONS_LIMIT, ORDERS, ROLES, ReviewerStatus, Role,
+                                         STRATA, Sample, find_disagreements, gold_accuracy,
+                                         label_target, spec_error)
+    from viz_app.labels.campaign_plan import (PlannedTarget, assign_agreement,
+                                              campaign_questions, conditions, default_questions,
+                                              filter_rows, gold_answers, optional_questions,
+                                              per_step_rows, plan_targets, prioritise,
+                                              row_targets, sample_rows, unindexed)
     from viz_app.labels.correction_agreement import (CorrectionAgreement, correction_agreements,
                                                      correction_similarity)
     from viz_app.labels.disagreement import SPREAD, close, disputed, same_answer

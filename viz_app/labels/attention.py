@@ -1,7 +1,7 @@
 """Where a campaign's queue asks first, pure: how unsure the learned producer is on a target (the
 `uncertain` order) and how far the producers and a first reviewer disagree there (the
 `contested` order). Each gives a target an *urgency*, higher first; a target with none goes after
-every target with one, in the sample's order (`labels.campaign.prioritise`).
+every target with one, in the sample's order (`labels.campaign_plan.prioritise`).
 
 Both look only at suggestions made on the target's own trace version (`trace_sha256`) and only
 at the campaign's questions asked there. Neither urgency depends on *which* answer anyone gave or

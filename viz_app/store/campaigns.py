@@ -759,7 +759,7 @@ STRATIFY = {"task": "group", "system": "system", "topology": "topology"}
 
 
 def pool_conditions(wanted: Filter) -> tuple[list[Condition], str]:
-    """A campaign's filter as a pool's index takes it (`labels.campaign.conditions` and its
+    """A campaign's filter as a pool's index takes it (`labels.campaign_plan.conditions` and its
     text as the search); LabelError for a folder filter, which a pool has no folders for."""
     if wanted.folders:
         raise LabelError("a campaign over a pool takes no folder filter (filter by system, "

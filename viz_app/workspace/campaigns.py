@@ -169,7 +169,7 @@ class Campaigns:
         adjudicated answers, drawn from the filtered traces and mixed in. Over a pool (the
         spec's, or the first when the folders hold no trace) the filter and sample run in its
         index (`store.campaigns.pool_sample`). A question the index does not place
-        (`labels.campaign.unindexed`: asked only where nothing must be answered) takes its
+        (`labels.campaign_plan.unindexed`: asked only where nothing must be answered) takes its
         targets from the sampled traces, read (`ws.library.targets`). Pins the workspace's
         rubric. One transaction: LabelError (and nothing stored) when the name is taken or no
         target is chosen."""
