@@ -13,7 +13,6 @@ from viz_app.cli import main
 from viz_app.reward.decisions import text_decisions, trace_decisions
 from viz_app.reward.model import RewardError
 from viz_app.reward.scoring import SklearnScorer, read_model_file, write_model_file
-from viz_app.store.rewards import RewardModelStore
 
 pytest.importorskip("sklearn", reason="the reward model needs scikit-learn (the test extra)")
 
@@ -50,7 +49,7 @@ def test_the_model_learns_each_sub_decision_and_beats_the_length_baseline(traine
 
 def test_the_model_is_stored_with_its_hash_versions_and_refits_the_same_weights(trained):
     ws, traces, model, _, _ = trained
-    (stored,) = RewardModelStore(ws.engine).all()
+    (stored,) = ws.rewards.models()
     assert stored.model_id == model.model_id and len(stored.model_id) == 64
     assert stored.weights_sha256 == model.weights_sha256
     assert {"orchviz", "scikit-learn", "numpy", "scipy"} <= set(stored.versions)

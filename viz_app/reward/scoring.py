@@ -216,6 +216,7 @@ def load_scorer(model: str, *, db: str | None = None, hf: bool = False,
         return SklearnScorer(read_model_file(path), rubric)
     if db is not None:
         from viz_app.settings import database_url
+        from viz_app.reward.stored import stored_model
         from viz_app.store import RewardModelStore, connect
 
         store = RewardModelStore(connect(database_url(db)))
@@ -223,6 +224,6 @@ def load_scorer(model: str, *, db: str | None = None, hf: bool = False,
         if found is None:
             raise RewardError(f"{db}: holds no reward model {model!r} (`orchviz reward models "
                               "--db` lists them)")
-        return SklearnScorer(found, rubric)
+        return SklearnScorer(stored_model(found), rubric)
     raise RewardError(f"{model}: is no model file, transformers folder or stored version "
                       "(give --db to look it up in a store)")

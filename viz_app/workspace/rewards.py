@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 class Rewards:
-    """Reward models trained on the workspace's labels."""
+    """Reward models trained on the workspace's labels. The facet does the `viz_app.reward`
+    work and hands the store plain rows (`viz_app.reward.stored`), so the store stays below
+    the models it keeps."""
 
     def __init__(self, ground: Ground, library: Library, campaigns: Campaigns,
                  suggestions: Suggestions):
@@ -45,6 +47,7 @@ class Rewards:
         measure it on held-out traces and store it under its training set's hash
         (`viz_app.reward.train`). Returns the model and whether it was stored now."""
         from viz_app.export import decision_pair_rows
+        from viz_app.reward.stored import model_row
         from viz_app.reward.train import FOLDS, train
 
         if campaign is not None:
@@ -67,8 +70,10 @@ class Rewards:
         model = train(rubric, records, self._suggestions.all(), traces, pair_rows=pairs,
                       campaign=campaign or "", folds=folds or FOLDS, resamples=resamples,
                       seed=seed, created_by=created_by, created_at=now(), progress=say)
-        return model, self._store.add(model)
+        return model, self._store.add(model_row(model))
 
     def models(self) -> list[RewardModel]:
         """Every stored reward model, newest first."""
-        return self._store.all()
+        from viz_app.reward.stored import stored_model
+
+        return [stored_model(row) for row in self._store.all()]

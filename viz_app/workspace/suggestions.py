@@ -136,10 +136,11 @@ class Suggestions:
         `reward-model` (one version per model, placed at its training time): what the
         Agreement page measures against the blind labels, beside the other producers
         (`viz_app.reward.train.held_out_suggestions`)."""
+        from viz_app.reward.stored import held_out_answers
         from viz_app.reward.train import held_out_suggestions
 
         return [s for version, at, held in RewardModelStore(self._ground.engine).held_out()
-                for s in held_out_suggestions(held, version, created_at=at)]
+                for s in held_out_suggestions(held_out_answers(held), version, created_at=at)]
 
     def model(self, version: str) -> Any:
         """A stored learned model by its version, or None."""
