@@ -1,7 +1,8 @@
 """The filter language of the library, folders and pools alike: a filter is a list of
 `Condition(field, op, value)` over the fields of FIELDS (or `reward.NAME`, a carried reward
 channel), written on a command line or in the app as `agents>10`, `topology=tree` or
-`reward.team>=0.5`.
+`reward.team>=0.5`; `FIELD:VALUE` is `FIELD=VALUE` (`group:train:40:9f3a`), and a line of
+them, comma or space separated (`step>=40 group:train:40:9f3a`), is read by `parse_conditions`.
 
 It is parsed and checked here; the stores turn a Condition into their own SQL, always binding
 its value as a parameter, so no user text becomes SQL. The UI and the CLI import this module to
@@ -28,15 +29,22 @@ class IndexField:
     """A field of the library that filters, sorts, histograms and strata may name."""
 
     column: str
-    """Its column in the pool index's `traces` table."""
+    """Its column in the pool index's `traces` table (an attribute of `summary.LibraryRow`)."""
     kind: Literal["text", "number"]
     help: str
+    sql: str | None = None
+    """Its SQL over the pool index's `traces` table `t`, when it is not that one column."""
 
 
 FIELDS: dict[str, IndexField] = {
     "trace_id": IndexField("trace_id", "text", "the trace's id"),
     "task_id": IndexField("task_id", "text", "the task the run attempted"),
-    "group": IndexField("task_id", "text", "the GRPO group: rollouts of one task"),
+    "group": IndexField("group", "text", "the group of siblings a trainer sampled for one "
+                        "prompt at one step; else the task (a GRPO group: rollouts of one task)",
+                        sql="coalesce(t.rollout_group, t.task_id)"),
+    "step": IndexField("rollout_step", "number", "the training step a rollout was sampled at"),
+    "trainer_reward": IndexField("trainer_reward", "number",
+                                 "the reward the trainer gave the rollout (not a label)"),
     "system": IndexField("system", "text", "the system that produced it"),
     "topology": IndexField("topology", "text", "its orchestration topology"),
     "source_format": IndexField("source_format", "text", "orchviz, or the importer's name"),
@@ -57,9 +65,10 @@ FIELDS: dict[str, IndexField] = {
 NUMBER_FIELDS = [name for name, f in FIELDS.items() if f.kind == "number"]
 REWARD_PREFIX = "reward."
 Op = Literal["=", "!=", "<", "<=", ">", ">=", "~", "in"]
-OPS = ("<=", ">=", "!=", "==", "=", "<", ">", "~")
-"""The operators a written filter may use (`in` is only built, never written)."""
-_CONDITION = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|!=|==|=|<|>|~)\s*(.*?)\s*$")
+OPS = ("<=", ">=", "!=", "==", "=", "<", ">", "~", ":")
+"""The operators a written filter may use (`:` is `=`; `in` is only built, never written)."""
+_CONDITION = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|!=|==|=|<|>|~|:)\s*(.*?)\s*$")
+_STARTS = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w.\-]*)\s*(?:<=|>=|!=|==|=|<|>|~|:)")
 
 
 class Condition(BaseModel):
@@ -79,7 +88,7 @@ def parse_condition(expr: str) -> Condition:
         raise FilterError(f"cannot read the filter {expr!r}: write FIELD OP VALUE, such as "
                           f"agents>10 or topology=tree (operators {' '.join(OPS)})")
     name, op, value = found.groups()
-    op = "=" if op == "==" else op
+    op = "=" if op in ("==", ":") else op
     kind = field_kind(name)
     if kind == "number":
         if op == "~":
@@ -91,6 +100,25 @@ def parse_condition(expr: str) -> Condition:
                               f"{value!r}") from None
         return Condition(field=name, op=op, value=number)
     return Condition(field=name, op=op, value=value.strip("'\""))
+
+
+def parse_conditions(text: str) -> list[Condition]:
+    """The conditions of a line a person typed: comma separated, or space separated where the
+    next word begins a condition on a known field (`step>=40 group:train:40:9f3a`); a value
+    may hold spaces (`system=my system`). FilterError (one sentence) for the first that is
+    not one."""
+    found: list[Condition] = []
+    for part in (text or "").split(","):
+        starts = [m.start() for m in _STARTS.finditer(part) if _known(m.group(1))] or [0]
+        starts[0] = 0
+        for begin, end in zip(starts, [*starts[1:], len(part)]):
+            if part[begin:end].strip():
+                found.append(parse_condition(part[begin:end]))
+    return found
+
+
+def _known(name: str) -> bool:
+    return name in FIELDS or (name.startswith(REWARD_PREFIX) and len(name) > len(REWARD_PREFIX))
 
 
 def field_kind(name: str) -> str:

@@ -16,6 +16,7 @@ import msgspec
 from pydantic import BaseModel, Field
 
 from viz_app.analysis import analyze
+from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels import Rubric, required_questions
 
 if TYPE_CHECKING:
@@ -55,6 +56,12 @@ class Summary(msgspec.Struct, frozen=True):
     """Target key -> the questions that must be answered; None when read without a rubric."""
     text: str
     """The lower-cased words a search looks in (`search_text`)."""
+    rollout_step: int | None = None
+    """The training step of a trainer's rollout (`io.rollouts.rollout_of`); None otherwise."""
+    rollout_group: str | None = None
+    """The group of siblings sampled for one prompt at one step; None for another trace."""
+    trainer_reward: float | None = None
+    """The reward the trainer gave the rollout (`io.rollouts.trainer_reward`), never a label."""
 
 
 class LibraryRow(BaseModel):
@@ -116,6 +123,7 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
     dependencies it walks cost as much as the rest of the figures)."""
     analysis = analyze(trace)
     numbers = analysis.numbers(critical_path)
+    rollout = rollout_facts(trace)
     return Summary(
         trace_id=trace.trace_id, task_id=trace.task_id, system=trace.system or "",
         topology=trace.topology or "", source_format=trace.source_format,
@@ -126,7 +134,19 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
         cost_usd=numbers["cost_usd"], warnings=len(analysis.warnings),
         rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
         targets=None if rubric is None else required_questions(rubric, analysis),
-        text=search_text(trace, text_limit))
+        text=search_text(trace, text_limit), rollout_step=rollout[0], rollout_group=rollout[1],
+        trainer_reward=rollout[2])
+
+
+def rollout_facts(trace: Trace) -> tuple[int | None, str | None, float | None]:
+    """(step, group, trainer's reward) of a trainer's rollout, as both indexes keep them; Nones
+    for another trace. A trace orchviz wrote itself keeps its rollout, if any, on its first
+    event's extra keys: one without any is no rollout (and is not searched for one)."""
+    if not trace.events or (trace.source_format == "orchviz" and not trace.events[0].other):
+        return None, None, trainer_reward(trace)
+    found = rollout_of(trace)
+    return (found.step, found.group, trainer_reward(trace)) if found is not None else \
+        (None, None, trainer_reward(trace))
 
 
 def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:

@@ -371,7 +371,8 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--search", default="", metavar="TEXT",
                    help="words that must all appear (ids, task, agents, tools, content)")
     p.add_argument("--filter", action="append", default=[], metavar="EXPR",
-                   help="FIELD OP VALUE, such as agents>10 (repeat: all must hold)")
+                   help="FIELD OP VALUE, such as agents>10 or 'step>=40 group:G' (repeat: "
+                   "all must hold)")
     p.add_argument("--sort", default=None, metavar="FIELD", help="sort by a field")
     p.add_argument("--desc", action="store_true", help="sort descending")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="rows (default: 20)")
@@ -386,10 +387,10 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
 
 def ls(args: argparse.Namespace) -> int:
     """Print a page of the traces selected, and how many there are."""
-    from viz_app.query import parse_condition
+    from viz_app.query import parse_conditions
     from viz_app.store import IndexBusy
 
-    filters = [parse_condition(expr) for expr in args.filter]
+    filters = [c for expr in args.filter for c in parse_conditions(expr)]
     workspace = _pool_workspace(args)
     bar = _TraceBar()
     try:

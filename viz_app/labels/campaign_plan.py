@@ -180,22 +180,33 @@ def sample_rows(rows: Sequence[LibraryRow], sample: Sample) -> list[LibraryRow]:
 def per_step_rows(rows: Sequence[Any], n: int, seed: int,
                   taken: Mapping[int, set[str]] | None = None) -> list[Any]:
     """Whole groups of a trainer's rollouts, N of each training step (rows without a step or
-    group are left out): each step's groups in an order seeded by the seed and the step alone,
-    so that a step sampled now and a step that arrives later are drawn alike. `taken` holds the
-    groups of each step a campaign already has: a step is topped up to N (a step still being
-    written gets its other groups as they come), never sampled twice."""
-    steps: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    group are left out), drawn as `per_step_groups` draws them; each group's rows in library
+    order."""
+    members: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for row in rows:
         step, group = getattr(row, "rollout_step", None), getattr(row, "rollout_group", None)
         if step is not None and group is not None:
-            steps[step][group].append(row)
-    chosen: list[Any] = []
+            members[step, group].append(row)
+    return [row for key in per_step_groups(members, n, seed, taken) for row in members[key]]
+
+
+def per_step_groups(groups: Iterable[tuple[int, str]], n: int, seed: int,
+                    taken: Mapping[int, set[str]] | None = None) -> list[tuple[int, str]]:
+    """(step, group) of N whole groups of each training step, steps in order: each step's
+    groups in an order seeded by the seed and the step alone, so that a step sampled now and a
+    step that arrives later are drawn alike, folders and pools alike. `taken` holds the groups
+    of each step a campaign already has: a step is topped up to N (a step still being written
+    gets its other groups as they come), never sampled twice."""
+    steps: dict[int, set[str]] = defaultdict(set)
+    for step, group in groups:
+        steps[step].add(group)
+    chosen: list[tuple[int, str]] = []
     for step in sorted(steps):
         have = set((taken or {}).get(step, ()))
         names = sorted(steps[step])
         random.Random(f"{seed}:{step}").shuffle(names)
         wanted = [g for g in names if g not in have][:max(0, n - len(have))]
-        chosen += [row for group in wanted for row in steps[step][group]]
+        chosen += [(step, group) for group in wanted]
     return chosen
 
 

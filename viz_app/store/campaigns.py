@@ -754,7 +754,7 @@ class CampaignStore:
 
 # -- drawing a campaign from a pool ------------------------------------------------------------
 
-STRATIFY = {"task": "group", "system": "system", "topology": "topology"}
+STRATIFY = {"task": "task_id", "system": "system", "topology": "topology"}
 """A campaign sample's stratum field -> the pool index's field."""
 
 
@@ -772,16 +772,20 @@ def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[Librar
     (`PoolIndex.sample`, the call the library's Sample form makes): `all` in index order;
     `random` N; `stratified` by task (the GRPO group), system or topology, N (or all) spread
     evenly over its values; `groups` N whole groups (every rollout of a task) in a seeded
-    order. The same seed and index give the same rows."""
+    order; `per_step` N whole groups of each training step. The same seed and index give the
+    same rows."""
     filters, search = pool_conditions(wanted)
+    if sample.kind == "per_step":
+        return index.per_step(sample.n or 1, sample.seed, filters, search)
     selected = index.count(filters, search)
     if sample.kind == "all":  # index order (by relevance under a search)
         return index.page(filters, search, limit=selected)
     if sample.kind == "groups":
-        names = sorted(v for v, _ in index.values("group", filters, search, limit=selected or 1))
+        names = sorted(v for v, _ in index.values("task_id", filters, search,
+                                                  limit=selected or 1))
         random.Random(sample.seed).shuffle(names)
         names = names[:sample.n] if sample.n is not None else names
-        rows = index.page([*filters, Condition(field="group", op="in", value=names)], search,
+        rows = index.page([*filters, Condition(field="task_id", op="in", value=names)], search,
                           limit=selected) if names else []
         place = {n: i for i, n in enumerate(names)}
         return sorted(rows, key=lambda r: place[r.task_id])  # stable: index order in a group

@@ -26,7 +26,6 @@ from sqlalchemy import Engine, and_, delete, select
 from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files
 from viz_app.io.follow import Tail, read_file, read_more
-from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels import Rubric
 from viz_app.model import Trace
 from viz_app.store.tables import trace_index
@@ -298,12 +297,9 @@ def trace_record(trace: Trace, rubric: Rubric | None,
     """What the folder index keeps of one trace: its summary (`summary.summarise`, which the
     pool index keeps too), its targets as JSON and the rubric they are under."""
     found = summarise(trace, rubric, text_limit)
-    rollout = rollout_of(trace) if trace.source_format != "orchviz" or trace.events[0].other \
-        else None
     return {
-        "rollout_step": rollout.step if rollout is not None else None,
-        "rollout_group": rollout.group if rollout is not None else None,
-        "trainer_reward": trainer_reward(trace),
+        "rollout_step": found.rollout_step, "rollout_group": found.rollout_group,
+        "trainer_reward": found.trainer_reward,
         "trace_id": found.trace_id, "task_id": found.task_id, "system": found.system,
         "topology": found.topology, "source_format": found.source_format,
         "events": found.events, "agents": found.agents, "depth": found.depth,

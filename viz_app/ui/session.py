@@ -153,7 +153,7 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
     for location in ws.library.pools:
         index = ws.library.pool_index(location)
         named = index.rows(ids)
-        groups = sorted({r.task_id for r in named})
+        groups = sorted({r.group for r in named})
         mates = index.page([Condition(field="group", op="in", value=groups)],
                            limit=GROUP_ROWS) if with_groups and groups else []
         for row in [*named, *mates]:

@@ -26,8 +26,8 @@ from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, Campaig
                             sample_rows,
                             uncertainty, unindexed)
 from viz_app.model import Trace
-from viz_app.store import (CampaignStore, IndexProgress, LabelStore, Member, MemberStore,
-                           SuggestionStore, pool_conditions, pool_sample)
+from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, LabelStore, Member,
+                           MemberStore, SuggestionStore, pool_conditions, pool_sample)
 from viz_app.suggest import RULES
 from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save, read_label_records
@@ -369,15 +369,28 @@ class Campaigns:
         if found.closed_at is not None or spec.sample.kind != "per_step":
             return 0
         library = self._library.update_index().rows
-        rows = self._library.search(library, spec.filter.text) if spec.filter.text.strip() \
-            else library
-        rows = filter_rows(rows, spec.filter)
+        pool = self._campaign_pool(spec, library)
         held = {t.trace_id for t in self._store.targets(found)}
         taken: dict[int, set[str]] = defaultdict(set)
-        for row in rows:
-            if row.trace_id in held and row.rollout_step is not None:
-                taken[row.rollout_step].add(row.rollout_group)
-        chosen = per_step_rows(rows, spec.sample.n or 1, spec.sample.seed, taken)
+        if pool is not None:  # drawn in the pool's index, brought up to date first (or, while
+            try:  # another process updates it, as it is: its new rows come at the next look)
+                self._library.update_pool_index(pool, wait=False)
+            except IndexBusy:
+                pass
+            index = self._library.pool_index(pool)
+            for row in index.rows(sorted(held)):
+                if row.rollout_step is not None:
+                    taken[row.rollout_step].add(row.rollout_group)
+            chosen = index.per_step(spec.sample.n or 1, spec.sample.seed,
+                                    *pool_conditions(spec.filter), taken=taken)
+        else:
+            rows = self._library.search(library, spec.filter.text) \
+                if spec.filter.text.strip() else library
+            rows = filter_rows(rows, spec.filter)
+            for row in rows:
+                if row.trace_id in held and row.rollout_step is not None:
+                    taken[row.rollout_step].add(row.rollout_group)
+            chosen = per_step_rows(rows, spec.sample.n or 1, spec.sample.seed, taken)
         if not chosen:
             return 0
         planned = plan_targets(chosen, self._ground.rubric, spec, sampled=True)

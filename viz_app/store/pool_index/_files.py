@@ -25,8 +25,9 @@ from viz_app.errors import StoreError
 from viz_app.store.pool_index._rows import _SCHEMA, PoolUpdate
 from viz_app.store.pool_index._words import unpack_words
 
-INDEX_VERSION = "1"
-"""The layout of the index files; files of another layout are rebuilt (they are a cache)."""
+INDEX_VERSION = "2"
+"""The layout of the index files; files of another layout are rebuilt (they are a cache).
+2: a trainer's rollout keeps its step, group and trainer reward (`rollout_step`, ...)."""
 
 
 

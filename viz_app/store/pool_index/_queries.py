@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from viz_app.errors import TraceError
 from viz_app.io.pool import Shard, read_trace
+from viz_app.labels import per_step_groups
 from viz_app.model import Trace
 from viz_app.query import Condition, FilterError, field_kind
 from viz_app.store.pool_index._files import IndexFiles
@@ -178,6 +179,34 @@ class Queries(IndexFiles):
             return [(str(v), int(n)) for v, n in con.execute(
                 f"SELECT v, count(*) AS n FROM (SELECT {expr} AS v {selection}) GROUP BY v "
                 "ORDER BY n DESC, v LIMIT ?", [*field_params, *params, int(limit)]).fetchall()]
+
+    def rollout_groups(self, filters: Sequence[Condition] = (), search: str = ""
+                       ) -> list[tuple[int, str]]:
+        """(step, group) of every group of a trainer's rollouts among the traces selected
+        (rollouts without a step or group are in none), by step then group."""
+        with self._selection(filters, search) as (con, selection, params):
+            return [(int(step), str(group)) for step, group in con.execute(
+                f"SELECT DISTINCT t.rollout_step, t.rollout_group {selection} AND "
+                "t.rollout_step IS NOT NULL AND t.rollout_group IS NOT NULL ORDER BY 1, 2",
+                params).fetchall()]
+
+    def per_step(self, n: int, seed: int = 0, filters: Sequence[Condition] = (),
+                 search: str = "", taken: Mapping[int, set[str]] | None = None
+                 ) -> list[LibraryRow]:
+        """The rows of N whole groups of each training step among the traces selected, drawn
+        as a folder library's are (`labels.per_step_groups`: the same seed and groups, the same
+        draw), group by group; `taken`, the groups of each step a campaign already has, tops a
+        step up to N."""
+        chosen = per_step_groups(self.rollout_groups(filters, search), n, seed, taken)
+        place = {key: i for i, key in enumerate(chosen)}
+        names = sorted({group for _, group in chosen})
+        found: list[LibraryRow] = []
+        for start in range(0, len(names), ID_CHUNK):
+            found += self.page([*filters, Condition(field="group", op="in",
+                                                    value=names[start:start + ID_CHUNK])],
+                               search, limit=self.count())
+        kept = [r for r in found if (r.rollout_step, r.rollout_group) in place]
+        return sorted(kept, key=lambda r: place[r.rollout_step, r.rollout_group])
 
     def sample(self, n: int, seed: int = 0, filters: Sequence[Condition] = (), search: str = "",
                stratify: str | None = None, strata: int = 4) -> list[str]:

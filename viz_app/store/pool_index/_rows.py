@@ -68,7 +68,8 @@ class Bin(BaseModel):
 
 _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology",
                 "source_format", "events", "agents", "depth", "makespan_s", "parallelism",
-                "tokens", "cost_usd", "rewards", "targets", "sha256", "warnings"]
+                "tokens", "cost_usd", "rewards", "targets", "sha256", "warnings",
+                "rollout_step", "rollout_group", "trainer_reward"]
 
 
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
@@ -87,7 +88,9 @@ def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -
         "parallelism": found.parallelism, "tokens": found.tokens, "cost_usd": found.cost_usd, "rewards": found.rewards,
         "targets": None if found.targets is None else json.dumps(found.targets),
         "target_count": None if found.targets is None else len(found.targets),
-        "sha256": found.sha256, "warnings": found.warnings, "text": text,
+        "sha256": found.sha256, "warnings": found.warnings,
+        "rollout_step": found.rollout_step, "rollout_group": found.rollout_group,
+        "trainer_reward": found.trainer_reward, "text": text,
         "packed": pack_words(text),  # in the worker: the writer is one process
     }
 
@@ -142,7 +145,7 @@ _SCHEMA = [
     "source_format VARCHAR, events INTEGER, agents INTEGER, depth INTEGER, "
     "makespan_s DOUBLE, parallelism DOUBLE, tokens DOUBLE, cost_usd DOUBLE, "
     "rewards MAP(VARCHAR, DOUBLE), targets VARCHAR, target_count INTEGER, sha256 VARCHAR, "
-    "warnings INTEGER)",
+    "warnings INTEGER, rollout_step INTEGER, rollout_group VARCHAR, trainer_reward DOUBLE)",
     "CREATE TABLE IF NOT EXISTS failures (shard VARCHAR, position INTEGER, error VARCHAR)",
 ]
 _TRACE_TYPES = pa.schema([
@@ -152,7 +155,9 @@ _TRACE_TYPES = pa.schema([
     ("agents", pa.int32()), ("depth", pa.int32()), ("makespan_s", pa.float64()),
     ("parallelism", pa.float64()), ("tokens", pa.float64()), ("cost_usd", pa.float64()),
     ("rewards", pa.map_(pa.string(), pa.float64())), ("targets", pa.string()),
-    ("target_count", pa.int32()), ("sha256", pa.string()), ("warnings", pa.int32())])
+    ("target_count", pa.int32()), ("sha256", pa.string()), ("warnings", pa.int32()),
+    ("rollout_step", pa.int32()), ("rollout_group", pa.string()),
+    ("trainer_reward", pa.float64())])
 _BATCH_TYPES = _TRACE_TYPES.remove(0)
 """A piece's rows as its Batch holds them: every column but `doc`."""
 
@@ -173,7 +178,9 @@ def pool_row(record: dict, location: str = "") -> LibraryRow:
         parallelism=record["parallelism"], tokens=record["tokens"],
         cost_usd=record["cost_usd"], rewards={str(k): float(v) for k, v in rewards.items()},
         targets=json.loads(record["targets"]) if record["targets"] else None,
-        sha256=record["sha256"], warnings=record["warnings"], pool=location)
+        sha256=record["sha256"], warnings=record["warnings"], pool=location,
+        rollout_step=record["rollout_step"], rollout_group=record["rollout_group"],
+        trainer_reward=record["trainer_reward"])
 
 
 # -- running summarise_piece over many pieces ---------------------------------------------------

@@ -16,7 +16,7 @@ def field_sql(name: str, params: list) -> str:
     if name.startswith(REWARD_PREFIX):
         params.append(name[len(REWARD_PREFIX):])
         return "t.rewards[?]"
-    return f"t.{FIELDS[name].column}"
+    return FIELDS[name].sql or f"t.{FIELDS[name].column}"
 
 
 def where_sql(filters: Sequence[Condition], params: list) -> str:

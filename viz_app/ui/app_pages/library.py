@@ -18,7 +18,7 @@ import streamlit as st
 from viz_app.errors import OrchvizError
 from viz_app.io.detect import FORMATS as IMPORT_FORMATS
 from viz_app.io.uploads import add_upload, relative_to, remove_upload
-from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_condition
+from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_conditions
 from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex
 from viz_app.summary import LibraryRow
 from viz_app.text import markdown_literal
@@ -125,14 +125,15 @@ def pool_library(location: str) -> None:
     topologies = topology_col.multiselect(
         "Topology", [v for v, _ in index.values("topology") if v], key="pool_topologies")
     expressions = filter_col.text_input(
-        "Filter", key="pool_filter", placeholder="agents>10, reward.team>=0.5, group=task-3",
-        help="FIELD OP VALUE, comma separated; all must hold. Operators = != < <= > >= ~ "
-             "(contains). Fields: " + ", ".join(FIELDS) + ", reward.NAME")
+        "Filter", key="pool_filter", placeholder="agents>10, reward.team>=0.5, step>=40",
+        help="FIELD OP VALUE, comma or space separated; all must hold. Operators = != < <= > "
+             ">= ~ (contains), and : for = (group:train:40:9f3a). Fields: " + ", ".join(FIELDS)
+             + ", reward.NAME")
     filters: list[Condition] = []
     if topologies:
         filters.append(Condition(field="topology", op="in", value=list(topologies)))
     try:
-        filters += [parse_condition(e) for e in expressions.split(",") if e.strip()]
+        filters += parse_conditions(expressions)
     except OrchvizError as err:
         st.error(markdown_literal(err, 300))
         filters = filters[:1] if topologies else []
