@@ -15,7 +15,7 @@ from factories import make_workspace
 from rollout_writer import append, lines
 from viz_app.io import pool
 from viz_app.io.follow import Follower
-from viz_app.labels.campaign import CampaignSpec, Sample, per_step_rows
+from viz_app.labels import CampaignSpec, Sample, per_step_rows
 from viz_app.labels.label import Reviewer
 from viz_app.query import Condition, FilterError, holds, parse_condition, parse_conditions
 
