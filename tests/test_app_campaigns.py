@@ -67,6 +67,22 @@ def test_the_librarys_current_search_makes_the_campaign(workspace):
     assert found.spec.filter.text == "premature" and found.targets == 1
 
 
+def test_the_rows_ticked_in_the_librarys_table_make_the_campaign(workspace):
+    """Rows ticked by hand come first, over the filter they were ticked in (which lists both)."""
+    at = campaigns_page(_library_filter={"text": "", "topologies": [],
+                                         "ids": [PREMATURE_ID, DROPPED_ID],
+                                         "picked": [DROPPED_ID]})
+    assert at.radio(key="camp:source").value == "ticked"
+    assert "the 1 traces ticked in the Library's table" in at.radio(key="camp:source").options[0]
+    at.text_input(key="camp:name").input("ticked")
+    at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    found = workspace.campaigns.get("ticked")
+    assert found.spec.filter.trace_ids == [DROPPED_ID]
+    assert {t.trace_id for t in workspace.campaigns.targets(found)} == {DROPPED_ID}
+
+
 def test_a_refused_campaign_says_why_and_nothing_is_saved(workspace):
     at = campaigns_page()
     at.radio(key="camp:source").set_value("pick").run()

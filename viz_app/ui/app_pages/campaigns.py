@@ -1,6 +1,6 @@
 """The campaigns page, for leads: make a review campaign in the app and run it, without the
-command line. A new campaign takes the Library's current search and topology filter, or traces
-picked here by hand; its questions, K (reviewers per target), gold from an earlier campaign's
+command line. A new campaign takes the rows ticked in the Library's table, the Library's
+current search and topology filter, or traces picked here by hand; its questions, K (reviewers per target), gold from an earlier campaign's
 adjudicated answers, and instructions for the reviewers in Markdown (shown on the Review page
 beside the first target and on demand, rendered safely: no HTML, no image, links only to
 http(s)). Each campaign can be closed, reopened, given more traces and new instructions.
@@ -68,12 +68,20 @@ def new_campaign() -> None:
     topologies = chosen.get("topologies", [])
     described = (f"search “{words}”" if words else "no search") + (
         f", topology {', '.join(topologies)}" if topologies else "")
-    source = st.radio("Traces", ["library", "pick"], key="camp:source", horizontal=True,
+    ticked = [t for t in chosen.get("picked", []) if t in set(trace_ids)]
+    sources = (["ticked"] if ticked else []) + ["library", "pick"]
+    if st.session_state.get("camp:source") not in sources:
+        st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first
+    source = st.radio("Traces", sources, key="camp:source", horizontal=True,
                       format_func=lambda s: {
+                          "ticked": f"the {len(ticked)} traces ticked in the Library's table",
                           "library": f"the Library's current filter ({described}: "
                                      f"{len(listed) if chosen else len(trace_ids)} traces)",
                           "pick": "pick traces by hand"}[s])
-    picked: list[str] = []
+    picked: list[str] = ticked if source == "ticked" else []
+    if source == "ticked":
+        st.caption("Ticked: " + ", ".join(markdown_literal(t, 60) for t in ticked[:12])
+                   + (f" and {len(ticked) - 12} more" if len(ticked) > 12 else ""))
     if source == "pick":
         picked = st.multiselect("Traces of the campaign", trace_ids, key="camp:picked",
                                 placeholder="type a trace id")

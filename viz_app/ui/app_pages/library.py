@@ -83,11 +83,14 @@ POOL_CHECK_SECONDS = 300
 
 
 def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
-                columns: dict) -> None:
+                columns: dict, *, picking: bool = False) -> list[str]:
     """A table of traces, one row each (the folder library's and a pool's page share it): the
-    figures' formats, plus `columns`; a click on a row opens that trace."""
+    figures' formats, plus `columns`; a click on a row opens that trace. While `picking`, rows
+    are ticked instead (several at once) and the ticked traces are returned: what a lead picks
+    for a campaign by hand."""
     picked = st.dataframe(
-        frame, key=key, hide_index=True, on_select="rerun", selection_mode="single-row",
+        frame, key=f"{key}:picking" if picking else key, hide_index=True, on_select="rerun",
+        selection_mode="multi-row" if picking else "single-row",
         height=min(560, 38 + 35 * max(len(frame), 1)),
         column_config={
             "trace id": st.column_config.TextColumn(width="medium", pinned=True),
@@ -97,9 +100,13 @@ def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
             "tokens": st.column_config.NumberColumn(format="localized"),
             **columns,
         })
+    if picking:
+        return [trace_ids[i] for i in (picked.selection.rows if picked is not None else [])
+                if i < len(trace_ids)]
     if picked is not None and picked.selection.rows:
         st.session_state["_library_visit"] = st.session_state.get("_library_visit", 0) + 1
         session.open_trace(trace_ids[picked.selection.rows[0]])
+    return []
 
 
 def pool_library(location: str) -> None:
@@ -309,14 +316,15 @@ def folder_library() -> None:
         rows = [r for r in rows if r.rollout_step is None or picked[0] <= r.rollout_step
                 <= picked[1]]
 
-    # what a new campaign on the Campaigns page takes when the lead asks for this filter
-    st.session_state["_library_filter"] = {"text": query, "topologies": list(chosen),
-                                           "ids": [r.trace_id for r in rows]}
+    picking = st.toggle("Pick traces for a campaign", key="library_picking",
+                        help="Tick rows of the table (a click on a row then ticks it rather "
+                             "than opening the trace) and make a review campaign of them")
     following = workspace.settings.follow
     st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or "
                f"changed files, {result.skipped} unchanged"
                + (f" · following the run: looking every {following:g} s" if following else "")
-               + " · click a row to open the trace")
+               + (" · tick the rows of a campaign" if picking else
+                  " · click a row to open the trace"))
     roots = library_roots()
     twice = same_ids(result.rows)
     for trace_id, held in sorted(twice.items()):  # said above the table, where rows are read
@@ -343,7 +351,7 @@ def folder_library() -> None:
         "group": f"group?group={quote(r.rollout_group, safe=':')}" if r.rollout_group else None,
     } for r in rows], columns=columns)
     table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
-    trace_table(frame, [r.trace_id for r in rows], table_key, {
+    ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
         "file": st.column_config.TextColumn(width="small"),
         "group": st.column_config.LinkColumn(
             width="small", display_text=r"group=(.*)$",
@@ -353,8 +361,14 @@ def folder_library() -> None:
             format="%.3f", help="The reward the trainer gave the rollout (carried by the "
             "trace; the reviewers' labels are apart from it)"),
         **LABELLED_COLUMNS,
-    })
-    if rows:
+    }, picking=picking)
+    # what a new campaign on the Campaigns page takes: this filter, or the rows ticked in it
+    st.session_state["_library_filter"] = {"text": query, "topologies": list(chosen),
+                                           "ids": [r.trace_id for r in rows], "picked": ticked}
+    if ticked:
+        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
+    elif rows:
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
                      label=f"Make a review campaign of these {len(rows)} traces")
     failures(result)
