@@ -2,7 +2,9 @@
 to), the bookmarks on the selected event for the inspector, the way into presentation mode, and
 the report download.
 
-Everything goes through the Workspace's bookmarks facet the page gives (`ws.bookmarks`), and
+The panel is handed the trace's bookmarks (and each one's versions) and gives back what the
+reviewer chose (`BookmarkChoice`: go to, add, edit or remove); the page carries a change out
+through the Workspace's bookmarks facet (`ws.bookmarks`). The report goes through
 `viz_app.export.report` (no SQL, no HTML built here). Notes are the reviewer's Markdown, shown
 with `st.markdown` after `viz_app.text.note_markdown` (raw HTML as text, only http(s) links);
 trace text goes through `markdown_literal`.
@@ -10,20 +12,37 @@ trace text goes through `markdown_literal`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 import streamlit as st
 
 from viz_app.analysis import Analysis
-from viz_app.errors import BookmarkError, StoreError
 from viz_app.labels import Bookmark, bookmarks_at
 from viz_app.model import Trace
-from viz_app.workspace.bookmarks import Bookmarks
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.workspace import Workspace
 
 PRESENT_PAGE = "app_pages/present.py"
 """The presentation page (also reached by `?trace=<id>&present=1`)."""
+
+
+@dataclass(frozen=True)
+class BookmarkChoice:
+    """What the reviewer chose in the bookmarks panel, for the page to carry out."""
+
+    action: Literal["go", "add", "edit", "remove"]
+    """go to a bookmarked event; add a bookmark; save a new note on one; remove one."""
+    event_id: str | None = None
+    """The event gone to, or bookmarked (None for a time range)."""
+    start_s: float | None = None
+    end_s: float | None = None
+    """A time range's bounds, in seconds from the start of the run."""
+    note: str = ""
+    """The note added or saved (Markdown)."""
+    bookmark_id: str = ""
+    """The bookmark edited or removed."""
 
 
 def note(bookmark: Bookmark) -> None:
@@ -43,15 +62,17 @@ def _caption(bookmark: Bookmark, number: int | None = None) -> str:
             f"{bookmark.created_at[:16].replace('T', ' ')}")
 
 
-def bookmark_panel(trace: Trace, analysis: Analysis, bookmarks: Bookmarks, reviewer: str | None,
+def bookmark_panel(trace: Trace, analysis: Analysis, marks: list[Bookmark],
+                   histories: Mapping[str, list[Bookmark]], reviewer: str | None,
                    selected_event: str | None, *, until: float | None = None,
                    key: str = "bookmarks",
-                   on_choose: Callable[[str], None] | None = None) -> str | None:
-    """The trace's bookmarks in the order of the run with their notes, a form to bookmark the
-    selected event or a time range (starting at `until`, the replay time, if given), and edit /
-    remove / go-to buttons. Returns the id of an event the reviewer went to here, else None."""
-    marks = bookmarks.current(trace.trace_id)
+                   on_choose: Callable[[str], None] | None = None) -> BookmarkChoice | None:
+    """The trace's bookmarks (`marks`, in the order of the run) with their notes, a form to
+    bookmark the selected event or a time range (starting at `until`, the replay time, if
+    given), and edit (with the versions `histories` holds by bookmark id) / remove / go-to
+    buttons. Returns what the reviewer chose here, else None: the page saves it."""
     stash = f"_chosen:{key}"
+    chosen: list[BookmarkChoice] = []
 
     def choose(event_id: str) -> None:
         st.session_state[stash] = event_id
@@ -59,7 +80,7 @@ def bookmark_panel(trace: Trace, analysis: Analysis, bookmarks: Bookmarks, revie
             on_choose(event_id)
 
     with st.expander(f"Bookmarks and notes ({len(marks)})", expanded=bool(marks)):
-        _new_bookmark(trace, analysis, bookmarks, selected_event, until, reviewer, key)
+        chosen.append(_new_bookmark(analysis, selected_event, until, reviewer, key))
         for number, mark in enumerate(marks, 1):
             with st.container(border=True):
                 st.markdown(_caption(mark, number))
@@ -70,21 +91,23 @@ def bookmark_panel(trace: Trace, analysis: Analysis, bookmarks: Bookmarks, revie
                               args=(mark.event_id,), width="stretch",
                               help="select the bookmarked event")
                 with edit.popover("edit", width="stretch"):
-                    _edit_form(trace, bookmarks, mark, reviewer, key)
+                    chosen.append(_edit_form(mark, histories.get(mark.bookmark_id, []),
+                                             reviewer, key))
                 if remove.button("remove", key=f"{key}:rm:{mark.version_id}", width="stretch",
                                  disabled=not reviewer,
                                  help="remove it (its versions stay in the history)"):
-                    bookmarks.remove(mark.bookmark_id, reviewer)
-                    st.rerun()
+                    chosen.append(BookmarkChoice("remove", bookmark_id=mark.bookmark_id))
         if marks:
             st.page_link(PRESENT_PAGE, label="Present these bookmarks", icon=":material/slideshow:",
                          query_params={"trace": trace.trace_id, "present": "1"})
-    return st.session_state.pop(stash, None)
+    went = st.session_state.pop(stash, None)
+    if went is not None:
+        chosen.append(BookmarkChoice("go", event_id=went))
+    return next((c for c in chosen if c is not None), None)
 
 
-def _new_bookmark(trace: Trace, analysis: Analysis, bookmarks: Bookmarks,
-                  selected_event: str | None, until: float | None, reviewer: str | None,
-                  key: str) -> None:
+def _new_bookmark(analysis: Analysis, selected_event: str | None, until: float | None,
+                  reviewer: str | None, key: str) -> BookmarkChoice | None:
     span = max(float(analysis.makespan), 0.001)
     choices = (["the selected event"] if selected_event else []) + ["a time range"]
     with st.form(f"{key}:new", clear_on_submit=True, border=False):
@@ -103,37 +126,24 @@ def _new_bookmark(trace: Trace, analysis: Analysis, bookmarks: Bookmarks,
             st.caption(f"selected event: **{markdown_literal(selected_event, 40)}**")
         saved = st.form_submit_button("Add bookmark", type="primary", disabled=not reviewer,
                                       help=None if reviewer else "say who you are in the sidebar")
-    if saved:
-        try:
-            if what == "the selected event" and selected_event:
-                bookmarks.add(trace, reviewer, text, event_id=selected_event)
-            else:
-                bookmarks.add(trace, reviewer, text, start_s=window[0], end_s=window[1])
-        except (BookmarkError, StoreError) as err:
-            st.error(markdown_literal(err, 300))
-            return
-        st.toast("Bookmark added")
-        st.rerun()
+    if not saved:
+        return None
+    if what == "the selected event" and selected_event:
+        return BookmarkChoice("add", event_id=selected_event, note=text)
+    return BookmarkChoice("add", start_s=window[0], end_s=window[1], note=text)
 
 
-def _edit_form(trace: Trace, bookmarks: Bookmarks, mark: Bookmark, reviewer: str | None,
-               key: str) -> None:
+def _edit_form(mark: Bookmark, history: list[Bookmark], reviewer: str | None,
+               key: str) -> BookmarkChoice | None:
     with st.form(f"{key}:edit:{mark.version_id}", border=False):
         text = st.text_area("Note (Markdown)", value=mark.note, height=140)
         saved = st.form_submit_button("Save note", type="primary", disabled=not reviewer)
-    if saved:
-        try:
-            bookmarks.edit(trace, mark.bookmark_id, reviewer, text)
-        except (BookmarkError, StoreError) as err:
-            st.error(markdown_literal(err, 300))
-            return
-        st.rerun()
-    history = bookmarks.history(mark.bookmark_id)
     if len(history) > 1:
         st.caption(f"{len(history)} versions: "
                    + ", ".join(f"{markdown_literal(v.reviewer, 30)} "
                                f"{v.created_at[:16].replace('T', ' ')}"
                                for v in history))
+    return BookmarkChoice("edit", bookmark_id=mark.bookmark_id, note=text) if saved else None
 
 
 def event_bookmarks(bookmarks: list[Bookmark], event_id: str | None) -> None:

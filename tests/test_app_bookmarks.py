@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from factories import APP, PREMATURE, PREMATURE_ID, app_env, make_workspace, premature
+from viz_app.labels.bookmark import NOTE_LIMIT
 from viz_app.store.bookmarks import BookmarkStore
 
 TRACE = PREMATURE_ID
@@ -83,6 +84,20 @@ def test_editing_a_note_keeps_the_old_version(env):
     at.run()
     assert [v.note for v in env.history(made.bookmark_id)] == ["first", "second"]
     assert env.history(made.bookmark_id)[-1].reviewer == "ann"
+
+
+def test_a_note_too_long_is_one_sentence_under_the_panel_and_nothing_is_saved(env):
+    # the panel gives the reviewer's choice back; the page saves it through ws.bookmarks and
+    # shows the facet's refusal where the reviewer looks
+    made = env.add(premature(), "bob", "kept", event_id="e13")
+    at = trace_page()
+    next(t for t in at.text_area if t.value == "kept").input("x" * (NOTE_LIMIT + 1))
+    next(b for b in at.button if b.label == "Save note").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert [e.value.replace("\\", "") for e in at.error] == [
+        f"a note holds at most {NOTE_LIMIT:,} characters (this one has {NOTE_LIMIT + 1:,})"]
+    assert [v.note for v in env.history(made.bookmark_id)] == ["kept"]
 
 
 def test_removing_a_bookmark_hides_it(env):

@@ -268,10 +268,45 @@ def test_the_ui_and_the_cli_read_filters_through_the_query_module():
     assert any(i.target == "viz_app.query" for i in IMPORTS if within(i.module, "viz_app.ui"))
 
 
-def test_components_never_import_a_store():
-    # a component is handed domain objects (or a facet of the Workspace), never a table's store
+def _facet_classes() -> set[str]:
+    """The classes of the Workspace's facets, as its door builds them (`self.x = Facet(...)`),
+    and the ground they stand on."""
+    door = ast.parse((REPO / "viz_app" / "workspace" / "door.py").read_text("utf-8"))
+    return {"Ground"} | {node.value.func.id for node in ast.walk(door)
+                         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                         and isinstance(node.value.func, ast.Name)
+                         and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                 and t.value.id == "self" for t in node.targets)}
+
+
+def _store_classes() -> set[str]:
+    return {node.name for path in (REPO / "viz_app" / "store").rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text("utf-8")))
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Store")}
+
+
+def test_components_are_never_handed_a_facet_nor_a_store():
+    """Domain objects in, the reviewer's choice out: no function of a component takes a facet
+    of the Workspace (`ws.bookmarks`, ...) or a table's store, and none imports a facet's
+    module; the page calls the facet with what the component returns."""
+    forbidden = _facet_classes() | _store_classes()
+    assert {"Bookmarks", "Campaigns", "Library", "BookmarkStore"} <= forbidden
     wrong = [str(i) for i in IMPORTS if within(i.module, "components")
-             and within(i.target, "viz_app.store")]
+             and within(i.written, "viz_app.workspace") and i.written != "viz_app.workspace"]
+    for name, path in MODULES.items():
+        if not within(name, "components"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                for argument in arguments:
+                    said = ast.unparse(argument.annotation) if argument.annotation else ""
+                    handed = {n.id for n in ast.walk(ast.parse(said or "None"))
+                              if isinstance(n, ast.Name)} | \
+                             {n.value for n in ast.walk(ast.parse(said or "None"))
+                              if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                    if handed & forbidden:
+                        wrong.append(f"{name}:{node.lineno} {node.name}({argument.arg}: {said})")
     assert wrong == []
 
 

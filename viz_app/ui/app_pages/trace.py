@@ -7,12 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from components.annotation import annotation_panel
-from components.bookmarks import bookmark_panel, event_bookmarks, present_link, report_button
+from components.bookmarks import (BookmarkChoice, bookmark_panel, event_bookmarks, present_link,
+                                  report_button)
 from components.branching import can_continue, continue_form
 from components.inspector import inspector
 from viz_app.analysis import analyze, figure_rows
 from viz_app.branch import BranchError
-from viz_app.errors import OrchvizError
+from viz_app.errors import BookmarkError, OrchvizError, StoreError
 from viz_app.io.rollouts import rollout_of
 from viz_app.text import markdown_literal
 from viz_app.ui import session
@@ -110,17 +111,41 @@ def labels_panel() -> None:
 def inspector_panel() -> None:
     """The inspector of the selected event or agent, and the bookmarks below it."""
     inspector_box = st.container(border=True, key="inspector-panel")
+    marks = bookmarks.current(trace.trace_id)
     with st.container():
-        bookmark_panel(trace, analysis, bookmarks, reviewer.name if reviewer else None,
-                       session.selected_event(trace), on_choose=follow_now)
+        choice = bookmark_panel(trace, analysis, marks,
+                                {m.bookmark_id: bookmarks.history(m.bookmark_id) for m in marks},
+                                reviewer.name if reviewer else None,
+                                session.selected_event(trace), on_choose=follow_now)
+        if choice is not None and choice.action != "go":
+            save_bookmark(choice)
     event_id = session.selected_event(trace)
     with inspector_box:
         st.markdown("#### Inspector")
         inspector(trace, analysis, event_id=event_id, agent=session.selected_agent(trace),
                   on_choose=follow_now)
-        event_bookmarks(bookmarks.current(trace.trace_id), event_id)
+        event_bookmarks(marks, event_id)
     if can_continue(analysis, event_id):
         continue_panel(event_id)
+
+
+def save_bookmark(choice: BookmarkChoice) -> None:
+    """Carry out what the reviewer chose in the bookmarks panel through `ws.bookmarks`; a
+    refusal is one sentence under the panel, and nothing is saved."""
+    who = reviewer.name if reviewer else None
+    try:
+        if choice.action == "add":
+            bookmarks.add(trace, who, choice.note, event_id=choice.event_id,
+                          start_s=choice.start_s, end_s=choice.end_s)
+            st.toast("Bookmark added")
+        elif choice.action == "edit":
+            bookmarks.edit(trace, choice.bookmark_id, who, choice.note)
+        elif choice.action == "remove":
+            bookmarks.remove(choice.bookmark_id, who)
+    except (BookmarkError, StoreError) as err:
+        st.error(markdown_literal(err, 300))
+        return
+    st.rerun()
 
 
 def continue_panel(event_id: str) -> None:
