@@ -15,6 +15,7 @@ from viz_app.face import lazy
 if TYPE_CHECKING:  # the face: what callers import from viz_app.store, each from its module
     from viz_app.store.bookmarks import BookmarkStore
     from viz_app.store.comments import CommentStore
+    from viz_app.store.campaign_moves import SavedTarget
     from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_sample
     from viz_app.store.database import (HEAD, SchemaState, alembic_config, check, close, connect,
                                         engine_for, sqlite_file, state, upgrade)

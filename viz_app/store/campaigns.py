@@ -40,13 +40,13 @@ from sqlalchemy.exc import IntegrityError
 from viz_app.errors import ClaimError, LabelError
 from pydantic import BaseModel, Field, ValidationError
 
-from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, Label, PlannedTarget,
+from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, PlannedTarget,
                             Reviewer, Sample, conditions, now, spec_error)
 from viz_app.query import Condition
+from viz_app.store.campaign_moves import CampaignMoves
 from viz_app.store.pool_index import PoolIndex
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
-                                  campaign_targets_table, campaigns_table, labels_table,
-                                  suggestions_table)
+                                  campaign_targets_table, campaigns_table, suggestions_table)
 from viz_app.summary import LibraryRow
 
 CHUNK = 5000
@@ -226,8 +226,9 @@ class Reservation(BaseModel):
     ends: float = Field(description="Seconds since the epoch.")
 
 
-class CampaignStore:
-    """The campaigns of one database."""
+class CampaignStore(CampaignMoves):
+    """The campaigns of one database (a claim's save, alone or with targets of its kind, and a
+    reviewer's saved targets: `viz_app.store.campaign_moves`)."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
@@ -600,37 +601,6 @@ class CampaignStore:
                 c.state == "leased").values(state="open", reviewer=None, leased_until=None,
                                             claimed_at=None, token=None))
         return bool(done.rowcount)
-
-    def submit(self, claim: Claim, labels: Sequence[Label], *,
-               raise_to: float | None = None) -> list[Label]:
-        """Save a claim's labels and mark its slot done, in one transaction; ClaimError for a
-        claim the store did not issue, or labels off its target or campaign; LabelError (and
-        nothing saved) when the slot went to someone else or was saved already. `raise_to`
-        moves the target's other slots not done yet up the queue to that priority (the
-        `contested` order, after a first reviewer at odds with a producer)."""
-        c = slots.c
-        with self._writing() as conn:
-            held = self._held(conn, claim, lock=True)
-            if held.state == "done":
-                raise LabelError("you saved this target already; nothing was saved again")
-            if held.state != "leased":
-                raise LabelError(EXPIRED)
-            for label in labels:
-                if (label.trace_id, label.event_id or "", label.campaign, label.reviewer) != (
-                        held.trace_id, held.event_id, held.campaign, claim.reviewer.name) \
-                        or label.question not in held.questions:
-                    raise ClaimError(f"a label on {label.trace_id} "
-                                     f"{label.event_id or '(the trace)'} {label.question} is "
-                                     "not one of this claim's; nothing was saved")
-            if labels:
-                conn.execute(insert(labels_table), [label.to_row() for label in labels])
-            conn.execute(update(slots).where(c.slot_id == claim.slot_id).values(
-                state="done", leased_until=None, completed_at=now()))
-            if raise_to is not None:
-                conn.execute(update(slots).where(
-                    c.target_id == held.target_id, c.slot_id != claim.slot_id,
-                    c.state != "done", c.priority > raise_to).values(priority=raise_to))
-        return list(labels)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, Campaig
                             uncertainty, unindexed)
 from viz_app.model import Trace
 from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, LabelStore, Member,
-                           MemberStore, SuggestionStore, pool_conditions, pool_sample)
+                           MemberStore, SavedTarget, SuggestionStore, pool_conditions,
+                           pool_sample)
 from viz_app.suggest import RULES
 from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save, read_label_records
@@ -430,27 +431,108 @@ class Campaigns:
         expired and the target went to someone else."""
         held = self._store.check(claim)
         found = self._store.get(held.campaign, count=False)
-        rubric = self._pinned(found)
-        foreign = [q for q, v in answers.items() if q not in held.questions and v is not None]
-        if foreign:
-            raise LabelError(f"{foreign[0]} is not asked on this target of campaign "
-                             f"{found.name!r} (it asks {', '.join(held.questions)}); nothing "
-                             "was saved")
-        event_id = held.event_id or None
         trace = self._library.trace(held.trace_id)
-        if judged is not None and judged != trace.sha256:
-            self._library.check_version(trace.trace_id, judged)
-        values = answers_to_save(rubric, label_target(rubric, event_id, held.questions),
-                                 answers, analyze(trace))
-        made = self._labels.checked(trace, event_id, values,
-                                   claim.reviewer.name, comment=comment,
-                                   seconds_spent=seconds_spent,
-                                   identified_by=claim.reviewer.via, campaign=found.name,
-                                   suggestions_visible=suggestions_visible)
+        made = self._answers(found, trace, held.event_id or None, held.questions, answers,
+                             claim.reviewer, judged=judged, comment=comment,
+                             seconds_spent=seconds_spent,
+                             suggestions_visible=suggestions_visible)
         raise_to = None
         if found.order == "contested":  # a first reviewer at odds with a producer: ask again soon
             raise_to = self._contested_again(found, held, trace, made)
         return self._store.submit(claim, made, raise_to=raise_to)
+
+    def _answers(self, found: Campaign, trace: Trace, event_id: str | None,
+                 questions: Sequence[str], answers: Mapping[str, Any], reviewer: Reviewer, *,
+                 judged: str | None, origin: str = "", **given: Any) -> list[Label]:
+        """The labels a reviewer's answers on one target of a campaign make, checked by the
+        rules of every save (`answers_to_save`), the campaign's pinned rubric and the trace
+        as the page showed it (`judged`); LabelError, nothing stored, otherwise."""
+        rubric = self._pinned(found)
+        foreign = [q for q, v in answers.items() if q not in questions and v is not None]
+        if foreign:
+            raise LabelError(f"{foreign[0]} is not asked on this target of campaign "
+                             f"{found.name!r} (it asks {', '.join(questions)}); nothing "
+                             "was saved")
+        if judged is not None and judged != trace.sha256:
+            self._library.check_version(trace.trace_id, judged)
+        values = answers_to_save(rubric, label_target(rubric, event_id, list(questions)),
+                                 answers, analyze(trace))
+        made = self._labels.checked(trace, event_id, values, reviewer.name,
+                                    identified_by=reviewer.via, campaign=found.name, **given)
+        return [x.model_copy(update={"origin": origin}) for x in made] if origin else made
+
+    # -- one answer for many targets, and going back to change one's answer -------------------
+
+    def alike(self, claim: Claim) -> list[str]:
+        """The other targets (event ids, '' for a trace) of a claim's campaign on its trace that
+        ask its very questions (the same kind: every spawn of a fan-out) and that its reviewer
+        may answer now, in queue order: what they may answer at once with the claim's target
+        (`submit_alike`). Nothing is reserved."""
+        return [event_id for _, event_id in self._store.alike(claim)]
+
+    def submit_alike(self, claim: Claim, event_ids: Sequence[str], answers: Mapping[str, Any],
+                     *, comment: str = "", seconds_spent: float | None = None,
+                     suggestions_visible: bool = False,
+                     judged: str | None = None) -> list[Label]:
+        """Save one answer on a claim's target and on other targets of its kind the reviewer
+        chose (`alike`), each its own label with its own provenance (its target, its time,
+        the seconds split evenly, `origin` saying how many targets the one answer went to),
+        and complete a slot of each, in one transaction. An answer that belongs to one target
+        alone (an event pointer, a correction, a free text) is refused, as is a target no
+        longer free to the reviewer; nothing is saved then."""
+        if not event_ids:
+            return self.submit(claim, answers, comment=comment, seconds_spent=seconds_spent,
+                               suggestions_visible=suggestions_visible, judged=judged)
+        held = self._store.check(claim)
+        found = self._store.get(held.campaign, count=False)
+        rubric = self._pinned(found)
+        own = [q for q, v in answers.items() if v not in (None, "", [])
+               and rubric.question(q).kind in ("event", "correction", "text")]
+        if own:
+            raise LabelError(f"{own[0]} is this target's own answer (an event, a correction or "
+                             "a text cannot be another target's): save it alone, or leave it "
+                             "empty to give the one answer to several targets; nothing was "
+                             "saved")
+        free = {event_id: target_id for target_id, event_id in self._store.alike(claim)}
+        gone = [e for e in event_ids if e not in free]
+        if gone:
+            raise LabelError(f"{', '.join(e or 'the whole trace' for e in gone)} cannot be "
+                             "answered with this target any more (another reviewer took it, "
+                             "or it is not of its kind); nothing was saved: choose again")
+        trace = self._library.trace(held.trace_id)
+        count = 1 + len(event_ids)
+        share = None if seconds_spent is None else round(seconds_spent / count, 1)
+        given = {"comment": comment, "seconds_spent": share,
+                 "suggestions_visible": suggestions_visible}
+        origin = f"one answer given to {count} targets at once"
+        made = self._answers(found, trace, held.event_id or None, held.questions, answers,
+                             claim.reviewer, judged=judged, origin=origin, **given)
+        others = {free[e]: self._answers(found, trace, e or None, held.questions, answers,
+                                         claim.reviewer, judged=judged, origin=origin, **given)
+                  for e in event_ids}
+        return self._store.submit_alike(claim, made, others)
+
+    def saved(self, name: str, reviewer: str) -> list[SavedTarget]:
+        """The targets a reviewer saved in a campaign, in the order they saved them: where the
+        review page goes back to (`change`)."""
+        return self._store.saved_targets(self.get(name), reviewer)
+
+    def change(self, name: str, slot_id: int, reviewer: Reviewer, answers: Mapping[str, Any],
+               *, comment: str = "", seconds_spent: float | None = None,
+               suggestions_visible: bool | None = None,
+               judged: str | None = None) -> list[Label]:
+        """A reviewer changes their answer on a target they saved in a campaign (its slot, from
+        `saved`): new labels in the campaign, checked as every save; the earlier ones stay in
+        the history, and the newest is the reviewer's current answer everywhere (`ANSWER_KEY`).
+        LabelError, nothing saved, when the slot is not one they saved."""
+        found = self._store.get(name, count=False)
+        saved = self._store.saved_target(found, reviewer.name, slot_id)
+        made = self._answers(found, self._library.trace(saved.trace_id), saved.event_id,
+                             saved.questions, answers, reviewer, judged=judged,
+                             comment=comment, seconds_spent=seconds_spent,
+                             suggestions_visible=suggestions_visible)
+        self._labels.add(made)
+        return made
 
     def _contested_again(self, campaign: Campaign, held: Any, trace: Trace,
                          made: Sequence[Label]) -> float | None:

@@ -18,7 +18,7 @@ from viz_app.io.detect import published_label_records, read_at
 from viz_app.labels import (Identity, ImportReport, Label, LabelTarget, Preference, Progress,
                             Reviewer, judgement, judgement_label, preference_of)
 from viz_app.model import Trace
-from viz_app.store import DraftStore, LabelStore
+from viz_app.store import CampaignStore, DraftStore, LabelStore
 from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save
 from viz_app.workspace.ground import Ground
@@ -82,10 +82,31 @@ class Labelling:
         found = self.target(trace, target)
         answers = answers_to_save(self._ground.rubric, found, values, analyze(trace))
         self._library.check_version(trace.trace_id, trace.sha256, trace)
-        return self._labels.save_target(trace, found.event_id, answers, reviewer.name,
-                                        comment=comment, seconds_spent=seconds_spent,
-                                        identified_by=reviewer.via,
-                                        suggestions_visible=suggestions_visible)
+        held = self.campaigns_of(trace.trace_id, found.event_id, reviewer.name)
+        groups: dict[str, dict[str, Any]] = {}
+        for question, value in answers.items():
+            groups.setdefault(held.get(question, ""), {})[question] = value
+        made = [label for campaign, given in groups.items()
+                for label in self._labels.checked(
+                    trace, found.event_id, given, reviewer.name, comment=comment,
+                    seconds_spent=seconds_spent, identified_by=reviewer.via, campaign=campaign,
+                    suggestions_visible=suggestions_visible)]
+        self._labels.add(made)  # one transaction
+        return made
+
+    def campaigns_of(self, trace_id: str, event_id: str | None, reviewer: str
+                     ) -> dict[str, str]:
+        """Question -> the campaign in which the reviewer saved their answer on this target
+        (their latest such save, under this rubric): a change of that answer made anywhere is
+        saved in that campaign too, so the newest answer is the one the campaign counts."""
+        rubric = self._ground.rubric.sha256
+        found: dict[str, str] = {}
+        for campaign, sha, questions in CampaignStore(self._ground.engine).saved_in(
+                trace_id, event_id, reviewer):
+            if sha == rubric:
+                for question in questions:
+                    found.setdefault(question, campaign)
+        return found
 
     def target(self, trace: Trace, target: LabelTarget | str | None) -> LabelTarget:
         """The target of a trace with this key (`''` or None: the trace itself); LabelError
