@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from viz_app.cli.models import (ModelLine, print_model_table, store_options, training_options,
+                                training_workspace)
 from viz_app.errors import OrchvizError
 from viz_app.text import terminal_text
 
@@ -28,23 +30,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "rewards (an adjudication first, else the blind reviewers' answer where they agree), "
         "the decision pairs of the decision-pairs export as preferences. Prints and stores "
         "its held-out figures (folds of whole traces: pairwise accuracy, Krippendorff's alpha "
-        "and Cohen's kappa against the blind human labels, 95%% bootstrap intervals, beside a "
+        "and Cohen's kappa against the blind human labels, 95% bootstrap intervals, beside a "
         "baseline reading the decision's length alone), under the hash of its training set.")
-    _store_options(p)
-    p.add_argument("--campaign", metavar="C", help="learn from one campaign's labels only "
-                   "(default: every label in the store)")
-    p.add_argument("--traces", action="append", metavar="DIR",
-                   help="a folder (or file) of the labelled traces (default: those the store's "
-                   "index knows); one per --traces, repeat it for more")
-    p.add_argument("--folds", type=int, default=5, help="held-out folds, each a set of whole "
-                   "traces (default: 5; fewer when there are fewer traces)")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples for the intervals (default: 1000)")
-    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
+    training_options(p)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="also write the model as one JSON file, for `reward serve --model "
                    "FILE` and `compute_score(model=FILE)` on machines without the store")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=train_verb)
 
     p = sub.add_parser(
@@ -110,32 +101,17 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        description="Every stored reward model, newest first: its version, "
                        "when it was trained, what it learnt from and its held-out alpha per "
                        "sub-decision.")
-    _store_options(p, rubric=False)
+    store_options(p, rubric=False)
     p.set_defaults(run=models_verb)
-
-
-def _store_options(p: argparse.ArgumentParser, *, rubric: bool = True) -> None:
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    if rubric:
-        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
 
 
 def train_verb(args: argparse.Namespace) -> int:
     """Fit, measure and store the reward model."""
     from viz_app.cli.traces import progress_bar
-    from viz_app.labels import load_rubric
     from viz_app.reward.scoring import write_model_file
     from viz_app.reward.train import report_lines
-    from viz_app.workspace import Workspace
 
-    if args.resamples < 0:
-        raise OrchvizError("--resamples is a count: 0 or more")
-    if args.folds < 2:
-        raise OrchvizError("--folds is a count: 2 or more")
-    ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
-    if args.traces:
-        ws.library.update_index(progress_bar("indexing traces"))
+    ws = training_workspace(args)
     model, added = ws.rewards.train(args.campaign, folds=args.folds, resamples=args.resamples,
                                     seed=args.seed, progress=progress_bar("reading labelled "
                                                                           "traces"))
@@ -213,20 +189,16 @@ def models_verb(args: argparse.Namespace) -> int:
     """List the stored reward models."""
     from viz_app.workspace import Workspace
 
-    ws = Workspace.open(args.db)
-    models = ws.rewards.models()
-    if not models:
-        print("no reward model is stored: train one with `orchviz reward train`")
-        return 0
-    for m in models:
+    lines = []
+    for m in Workspace.open(args.db).rewards.models():
         r = m.report
-        alphas = []
-        for s in (r.sub_decisions if r else []):
-            for row in s.agreement:
-                if row.rater == "reward-model" and row.alpha.value is not None:
-                    alphas.append(f"{s.sub_decision} {row.alpha.value:.2f}")
-        print(terminal_text(
-            f"{m.version}  {m.created_at}  {m.campaign or 'all labels'}  "
-            f"{r.answered if r else 0} answered, {r.pairs if r else 0} pairs  "
-            f"alpha {', '.join(alphas) or '-'}"))
+        alphas = [f"{s.sub_decision} {row.alpha.value:.2f}"
+                  for s in (r.sub_decisions if r else []) for row in s.agreement
+                  if row.rater == "reward-model" and row.alpha.value is not None]
+        lines.append(ModelLine(
+            m.version, m.campaign, m.created_at,
+            f"{r.answered if r else 0} answered, {r.pairs if r else 0} pairs",
+            f"held-out alpha {', '.join(alphas) or '-'}"))
+    print_model_table(lines, none="no reward model is stored: train one with `orchviz reward "
+                      "train`")
     return 0

@@ -12,6 +12,8 @@ import sys
 
 from tqdm import tqdm
 
+from viz_app.cli.models import (ModelLine, print_model_table, store_options, training_options,
+                                training_workspace)
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
 from viz_app.errors import OrchvizError
 from viz_app.labels import load_rubric
@@ -48,7 +50,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "answers, columns: the producer's), and the same between the reviewers for "
         "comparison. Labels made with suggestions in view are left out (docs/suggestions.md, "
         "Agreement).")
-    _store_options(p)
+    store_options(p)
     p.add_argument("--question", metavar="Q", help="one question's id (default: every "
                    "question with a measurable answer)")
     p.add_argument("--resamples", type=int, default=1000,
@@ -75,18 +77,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "producer).")
     p.add_argument("--question", metavar="Q", required=True,
                    help="the question to learn (a categorical, scale or boolean question)")
-    p.add_argument("--campaign", metavar="C", help="learn from one campaign's labels only "
-                   "(default: every label in the store)")
-    add_traces_option(p, help="a folder (or file) of the labelled traces (default: the "
-                      "traces the store's index knows)")
-    _store_options(p)
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds, each a set of "
-                   "whole traces (default: 5; fewer when there are fewer traces)")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples of the targets (default: 1000)")
-    p.add_argument("--seed", type=int, default=0, help="the folds' and bootstrap's seed "
-                   "(default: 0)")
-    p.add_argument("--json", action="store_true", help="print the model's report as JSON")
+    training_options(p)
     p.set_defaults(run=train_verb)
     p = sub.add_parser(
         "models", help="list the learned producer's stored models",
@@ -94,22 +85,14 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "(what its suggestions carry), question, campaign, when it was trained, how many "
         "targets it learnt from and its held-out alpha; the newest of each question is the "
         "one `--producer learned` uses.")
-    _store_options(p, rubric=False)
+    store_options(p, rubric=False)
     p.add_argument("--question", metavar="Q", help="one question's models only")
     p.set_defaults(run=models_verb)
 
 
-def _store_options(p: argparse.ArgumentParser, *, rubric: bool = True) -> None:
-    """`--db`, and `--rubric` unless told otherwise: every verb of `suggest` reads the store."""
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    if rubric:
-        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
-
-
 def _run_options(p: argparse.ArgumentParser) -> None:
     add_traces_option(p, help="a folder (or file) of traces to suggest labels for")
-    _store_options(p)
+    store_options(p)
     p.add_argument("--producer", choices=("rules", "judge", "learned"), default="rules",
                    help="rules (deterministic detectors, the default), judge (a language "
                    "model; needs --judge-url and --judge-model) or learned (the newest model "
@@ -277,13 +260,7 @@ def agreement_verb(args: argparse.Namespace) -> int:
 
 def train_verb(args: argparse.Namespace) -> int:
     """Fit, cross-validate and store the learned producer's model of one question."""
-    if args.resamples < 0:
-        raise OrchvizError("--resamples is a count: 0 or more")
-    if args.folds < 2:
-        raise OrchvizError("--folds is a count: 2 or more")
-    ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
-    if args.traces:
-        ws.library.update_index(progress_bar("indexing traces"))
+    ws = training_workspace(args)
     model, added = ws.suggestions.train(args.question, args.campaign, folds=args.folds,
                                      resamples=args.resamples, seed=args.seed,
                                      progress=progress_bar("reading labelled traces"))
@@ -322,16 +299,13 @@ def models_verb(args: argparse.Namespace) -> int:
     from viz_app.suggest import FEATURES_VERSION, LearnError, model_problem
 
     ws = Workspace.open(args.db)
-    models = ws.suggestions.model_listing(args.question)
-    if not models:
-        print("no learned model is stored: train one with `orchviz suggest train --question Q`")
-        return 0
     used: set[str] = set()
     rubric = ws.rubric if ws.rubric_error is None else None
-    for m in models:
+    lines: list[ModelLine | str] = []
+    for m in ws.suggestions.model_listing(args.question):
         if isinstance(m, LearnError):  # a row that cannot be read: said in its place
             used.add(m.question)  # type: ignore[attr-defined]
-            print(f"REFUSED  {terminal_text(m)}")
+            lines.append(f"REFUSED  {m}")
             continue
         mark = ""
         if m.question not in used:
@@ -342,7 +316,8 @@ def models_verb(args: argparse.Namespace) -> int:
         elif (problem := model_problem(m, rubric)) is not None:
             mark = f"  (NOT USED: {terminal_text(problem)})"
         alpha = _stat("held-out alpha", m.report.learned.alpha) if m.report else "-"
-        print(f"{m.version}  {terminal_text(m.question):<22} "
-              f"{terminal_text(m.campaign or 'all labels'):<16} {terminal_text(m.created_at)[:19]}"
-              f"  {len(m.rows):>5} targets  {alpha}{mark}")
+        lines.append(ModelLine(m.version, m.campaign, m.created_at, f"{len(m.rows):>5} targets",
+                               alpha, question=m.question, mark=mark))
+    print_model_table(lines, none="no learned model is stored: train one with `orchviz suggest "
+                      "train --question Q`")
     return 0
