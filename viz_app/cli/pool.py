@@ -159,10 +159,11 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
         description="Look at a trainer's rollout folders every few seconds and add what it "
         "wrote since to a pool (made when missing), one new shard a look: new files whole, the "
         "lines appended to a file followed from where they were left (a half-written last "
-        "line waited for, never reported as an error), a rewritten file read again (the ids "
-        "the pool holds are never added twice). With --db the pool's index is brought up to "
-        "date after each shard, so the app's pool library lists the new rollouts. Ctrl+C "
-        "stops it.")
+        "line waited for, never reported as an error), a rewritten, truncated or rotated file "
+        "read again (the ids the pool holds are never added twice). Where each file was left "
+        "is kept in the pool (_follow.json): started again, it reads only what is new. With "
+        "--db the pool's index is brought up to date after each shard, so the app's pool "
+        "library lists the new rollouts. Ctrl+C stops it.")
     p.add_argument("sources", nargs="+", metavar="SRC", help="the folders (or files) a trainer "
                    "writes its rollouts to")
     p.add_argument("-o", "--output", required=True, metavar="POOL",
@@ -184,12 +185,14 @@ def follow(args: argparse.Namespace) -> int:
     """Follow the sources into the pool until stopped (or once)."""
     import time
 
-    from viz_app.io.follow import Follower
+    from viz_app.io.follow import POSITIONS, Follower, read_positions, write_positions
 
     if args.interval <= 0:
         raise pool.PoolError("--interval takes a number of seconds above 0")
     apply_storage_options(args.output, args.storage_option, args.follow_symlinks)
-    follower = Follower(args.sources)
+    kept = f"{str(args.output).rstrip('/')}/{POSITIONS}"  # where the last follower left off
+    follower = Follower(args.sources, read_positions(kept))
+    written = follower.positions
     workspace = None
     if args.db:
         args.pool = args.output
@@ -213,6 +216,9 @@ def follow(args: argparse.Namespace) -> int:
                           f"({added} since the start)", flush=True)
                     if workspace is not None:
                         workspace.library.update_pool_index(wait=True)
+            if follower.positions != written and pool.read_manifest(args.output) is not None:
+                written = follower.positions  # kept once what was read is in the pool: a
+                write_positions(kept, written)  # follower stopped between the two reads it again
             if args.once:
                 return 0
             time.sleep(args.interval)

@@ -5,7 +5,8 @@ left, so the rollouts a trainer appends are read as they come, not the whole fil
 on from: a `Tail` (the format, the bytes and lines read, the traces they gave, and a hash of the
 file's head that tells the same file from a rewritten one). `read_more` reads only what was
 appended since, from the first line not read. Only whole lines are read: a last line without its
-newline is waited for (the trainer is still writing it), never reported as an error. A file that
+newline is waited for (the trainer is still writing it), never reported as an error, and read
+from there once it is whole. A file that
 shrank or whose head changed is read whole again by the caller. The readers that can go on from
 a line are those of a rollout per line (`TAIL_READERS`); every other file is read whole when it
 changes, as before.
@@ -24,6 +25,7 @@ from viz_app.errors import TraceError
 from viz_app.io import art, openrlhf, skyrl, verl
 from viz_app.io.detect import choose_format, read_any
 from viz_app.io.native import DEFAULT_MAX_BYTES, read_source
+from viz_app.io.rollouts import complete_lines
 from viz_app.model import Trace
 
 TAIL_READERS: dict[str, Callable[..., list[Trace]]] = {
@@ -49,6 +51,13 @@ class Tail(msgspec.Struct, frozen=True):
     """SHA-256 of the file's first `head_size` bytes when it was first read."""
     head_size: int
     """HEAD_BYTES, or fewer when the file held fewer."""
+    inode: int = 0
+    """The file's inode (0: not known): another file at the same path (a rotated log) is
+    read whole."""
+    size: int = 0
+    """The file's size when it was read to `offset` (what a look compares to skip it)."""
+    mtime_ns: int = 0
+    """Its modification time then."""
 
 
 def _head(data: bytes, size: int) -> str:
@@ -59,29 +68,41 @@ def read_file(path: str | os.PathLike, on_error: Callable[[TraceError], None] | 
               max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[Trace], Tail | None]:
     """Every trace of a file, and where reading it can go on from (None for a file that is
     not read by a line-by-line rollout reader, or whose last line has no newline yet)."""
+    try:
+        before = os.stat(path)
+    except OSError:
+        before = None
     data, label = read_source(Path(path), None, max_bytes)
     fmt = choose_format(data, label) if data.strip() else None
     if fmt not in TAIL_READERS or data[:4] == b"PAR1":
         return read_any(Path(path), on_error=on_error, max_bytes=max_bytes), None
     traces = TAIL_READERS[fmt](data, name=label, on_error=on_error)
     offset = data.rfind(b"\n") + 1
-    if offset != len(data):  # a last line being written, read whole or not: read all next time
-        return traces, None
-    return traces, Tail(format=fmt, offset=offset, lines=data.count(b"\n"), traces=len(traces),
-                        head=_head(data, offset), head_size=min(offset, HEAD_BYTES))
+    if offset != len(data) and not complete_lines(data)[1]:
+        return traces, None  # a last line without its newline, read whole: read all next time
+    # (a last line being written was left out by the reader: it is read from `offset` next)
+    return traces, Tail(format=fmt, offset=offset, lines=data.count(b"\n", 0, offset),
+                        traces=len(traces), head=_head(data, offset),
+                        head_size=min(offset, HEAD_BYTES),
+                        inode=before.st_ino if before is not None else 0, size=len(data),
+                        mtime_ns=before.st_mtime_ns if before is not None else 0)
 
 
 def read_more(path: str | os.PathLike, tail: Tail,
               on_error: Callable[[TraceError], None] | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[Trace], Tail] | None:
     """The traces a trainer appended to a file since `tail`, and where reading goes on from;
-    None when the file is not the one read (it shrank, or its head changed): read it whole.
-    A line that cannot be read is told to `on_error` (raised without one) and left out."""
+    None when the file is not the one read (another file at its path, by its inode; it shrank
+    below what was read, truncated; or its head changed, rewritten): read it whole. A line that
+    cannot be read is told to `on_error` (raised without one) and left out."""
     file = Path(path)
     try:
         with open(file, "rb") as stream:
+            stat = os.fstat(stream.fileno())
+            if tail.inode and stat.st_ino != tail.inode:
+                return None
             head = stream.read(HEAD_BYTES)
-            size = os.fstat(stream.fileno()).st_size
+            size = stat.st_size
             if size < tail.offset or _head(head, tail.head_size) != tail.head:
                 return None
             stream.seek(tail.offset)
@@ -89,25 +110,43 @@ def read_more(path: str | os.PathLike, tail: Tail,
     except OSError:
         return None
     whole = added[:added.rfind(b"\n") + 1]  # the lines a trainer finished writing
+    seen = {"inode": stat.st_ino, "size": tail.offset + len(added),
+            "mtime_ns": stat.st_mtime_ns}
     if not whole.strip():
         return [], msgspec.structs.replace(tail, offset=tail.offset + len(whole),
-                                           lines=tail.lines + whole.count(b"\n"))
+                                           lines=tail.lines + whole.count(b"\n"), **seen)
     traces = TAIL_READERS[tail.format](whole, name=str(file), first_line=tail.lines + 1,
                                        on_error=on_error)
     return traces, msgspec.structs.replace(tail, offset=tail.offset + len(whole),
                                            lines=tail.lines + whole.count(b"\n"),
-                                           traces=tail.traces + len(traces))
+                                           traces=tail.traces + len(traces), **seen)
 
 
 class Follower:
     """The files under some folders, looked at again and again: each look (`poll`) gives the
-    traces written since the last (a new file whole, a followed file's new lines, a rewritten
-    file whole again: a caller that keeps traces by id adds nothing twice)."""
+    traces written since the last (a new file whole, a followed file's new lines, a rewritten,
+    truncated or rotated file whole again: a caller that keeps traces by id adds nothing
+    twice).
 
-    def __init__(self, sources: Sequence[str | os.PathLike]):
+    Where each file was left is its `positions` (`Positions`: a followed file's `Tail`, the
+    stamp of every other file read), which a follower started again is given back: it reads
+    only what was written since, and a caller that keeps them once it has kept the traces
+    (`orchviz pool follow`, after each shard) neither adds a line twice nor skips one."""
+
+    def __init__(self, sources: Sequence[str | os.PathLike],
+                 positions: Positions | None = None):
         self.sources = [Path(s) for s in sources]
         self.seen: dict[Path, tuple[int, int]] = {}
         self.tails: dict[Path, Tail] = {}
+        if positions is not None:
+            self.seen = {Path(p): (s[0], s[1]) for p, s in positions.seen.items()}
+            self.tails = {Path(p): t for p, t in positions.tails.items()}
+
+    @property
+    def positions(self) -> Positions:
+        """Where each file was left, to give a follower started again."""
+        return Positions(seen={str(p): s for p, s in self.seen.items()},
+                         tails={str(p): t for p, t in self.tails.items()})
 
     def poll(self, on_error: Callable[[TraceError], None] | None = None) -> list[Trace]:
         """The traces written since the last look (a file that cannot be read is told to
@@ -121,10 +160,11 @@ class Follower:
             except OSError:
                 continue
             stamp = (stat.st_size, stat.st_mtime_ns)
-            if self.seen.get(path) == stamp:
+            tail = self.tails.get(path)
+            if self.seen.get(path) == stamp and (tail is None or not tail.inode
+                                                 or tail.inode == stat.st_ino):
                 continue
             self.seen[path] = stamp
-            tail = self.tails.get(path)
             try:
                 more = read_more(path, tail, on_error) if tail is not None else None
                 if more is not None:
@@ -141,3 +181,49 @@ class Follower:
                 continue
             found.extend(traces)
         return found
+
+
+class Positions(msgspec.Struct):
+    """Where a follower left each file: `seen`, the (size, mtime_ns) of every file it read;
+    `tails`, where each followed rollout file was left. Kept as JSON (`write_positions`)."""
+
+    seen: dict[str, tuple[int, int]] = {}
+    tails: dict[str, Tail] = {}
+
+
+POSITIONS = "_follow.json"
+"""The file in a pool where `orchviz pool follow` keeps its follower's positions (hidden from
+the pool's shards by its underscore)."""
+
+
+def read_positions(url: str) -> Positions | None:
+    """Positions kept at a URL or path; None when there are none, or they cannot be read (the
+    follower then reads its files whole once: the pool adds no id twice)."""
+    import fsspec
+
+    try:
+        with fsspec.open(url, "rb") as stream:
+            return msgspec.json.decode(stream.read(), type=Positions)
+    except (OSError, ValueError, msgspec.DecodeError):
+        return None
+
+
+def write_positions(url: str, positions: Positions) -> None:
+    """Keep positions at a URL or path, whole or not at all (a local file is written beside
+    and renamed over the last)."""
+    import fsspec
+
+    from fsspec.implementations.local import LocalFileSystem
+
+    data = msgspec.json.encode(positions)
+    fs, path = fsspec.core.url_to_fs(url)
+    if isinstance(fs, LocalFileSystem):
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    else:
+        with fs.open(path, "wb") as stream:  # an object store's put is whole or not at all
+            stream.write(data)

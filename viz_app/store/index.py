@@ -8,7 +8,8 @@ a row too, with its `TraceError` message: the library lists failures, it never h
 Files are read only through `viz_app.io.follow.read_file` (`read_any`, remembering where a
 trainer's rollout file was left), so every format an importer adds shows up here with its
 `source_format`; a followed file that grew is read from there on (`read_more`), its new rollouts
-added after the rows it had. The index writes no labels: a caller that wants to act on each
+added after the rows it had. Where each was left is kept in the database with its rows
+(`orchviz_follow_tails`), so an index started again goes on from there too. The index writes no labels: a caller that wants to act on each
 freshly read trace (the Workspace imports published annotations) passes `on_read`.
 """
 
@@ -21,13 +22,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine, and_, delete, select
+import msgspec
+from sqlalchemy import Connection, Engine, and_, delete, select
 
 from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files
 from viz_app.io.follow import Tail, read_file, read_more
 from viz_app.labels import Rubric
 from viz_app.model import Trace
+from viz_app.store.tables import follow_tails_table as follow_tails
 from viz_app.store.tables import trace_index
 from viz_app.summary import SEARCH_TEXT_LIMIT, LibraryRow, search_text, summarise  # noqa: F401 (search_text: the index's words)
 
@@ -63,9 +66,23 @@ class TraceIndex:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self.tails: dict[str, Tail] = {}
-        """Where the reading of each growing rollout file was left (this process's memory: after
-        a restart a changed file is read whole once, then followed again)."""
+        self._tails: dict[str, Tail] | None = None
+
+    @property
+    def tails(self) -> dict[str, Tail]:
+        """Where the reading of each growing rollout file was left, as the database keeps it
+        (`orchviz_follow_tails`, written with the rows read): an index started again reads
+        only what a trainer appended since."""
+        if self._tails is None:
+            with self.engine.connect() as conn:
+                found = conn.execute(select(follow_tails.c.path, follow_tails.c.tail)).all()
+            self._tails = {}
+            for path, text in found:
+                try:
+                    self._tails[path] = msgspec.json.decode(text, type=Tail)
+                except msgspec.DecodeError:  # a tail of another layout: the file is read whole
+                    pass
+        return self._tails
 
     def update(self, folders: Iterable[str | os.PathLike], *, rubric: Rubric | None = None,
                progress: IndexProgress | None = None,
@@ -88,6 +105,8 @@ class TraceIndex:
             with self.engine.begin() as conn:
                 for path in stale:
                     conn.execute(delete(trace_index).where(trace_index.c.path == path))
+                    conn.execute(delete(follow_tails).where(follow_tails.c.path == path))
+                    self.tails.pop(path, None)
             result.removed = len(stale)
         todo = []
         for path in files:
@@ -103,7 +122,7 @@ class TraceIndex:
                 if not self._index_more(path, stat, rubric, on_read):
                     self._index_file(path, stat, rubric, on_read)
             except Exception as err:  # noqa: BLE001 - one file must not stop the library
-                self.tails.pop(str(path), None)
+                self.tails.pop(str(path), None)  # its row goes with the failure's
                 self._index_failure(path, stat, TraceError(str(path), "", f"could not be "
                                                            f"indexed ({err!r})"))
             result.parsed += 1
@@ -164,6 +183,8 @@ class TraceIndex:
                                         trace_index.c.error)).all()
         known: dict[str, tuple[int, int]] = {}
         outdated = {r.path for r in found if r.error is None and r.rubric_sha != rubric_sha}
+        for path in outdated:  # read whole: rows under the other rubric must not stay
+            self.tails.pop(path, None)
         for r in found:
             if r.path not in outdated:
                 known[r.path] = (int(r.size), int(r.mtime_ns))
@@ -173,10 +194,9 @@ class TraceIndex:
                     on_read: OnRead | None) -> None:
         errors: list[TraceError] = []
         self.tails.pop(str(path), None)
+        tail = None
         try:
             traces, tail = read_file(path, on_error=errors.append)
-            if tail is not None:
-                self.tails[str(path)] = tail
         except TraceError as err:
             traces, errors = [], [err]
         except Exception as err:  # an importer's bug must not stop the rest of the library
@@ -198,6 +218,9 @@ class TraceIndex:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
+            _keep_tail(conn, str(path), tail, now)
+        if tail is not None:
+            self.tails[str(path)] = tail
 
     def _index_failure(self, path: Path, stat: tuple[int, int] | None, err: TraceError) -> None:
         """Record one failure row for a file whose indexing failed past its reader (its traces'
@@ -205,6 +228,7 @@ class TraceIndex:
         size, mtime = stat if stat is not None else (-1, -1)
         with self.engine.begin() as conn:
             conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
+            _keep_tail(conn, str(path), None, 0.0)
             conn.execute(trace_index.insert(), [{
                 **_EMPTY, "position": -1, "error": str(err), "path": str(path), "size": size,
                 "mtime_ns": mtime, "indexed_at": time.time()}])
@@ -224,7 +248,7 @@ class TraceIndex:
             found = None
         if found is None:
             return False
-        traces, self.tails[str(path)] = found
+        traces, after = found
         errors += self._heard(path, traces, on_read)
         now = time.time()
         size, mtime = stat
@@ -250,6 +274,8 @@ class TraceIndex:
                     {**_EMPTY, "position": first - i, "error": str(err), "path": str(path),
                      "size": size, "mtime_ns": mtime, "indexed_at": now}
                     for i, err in enumerate(errors)])
+            _keep_tail(conn, str(path), after, now)
+        self.tails[str(path)] = after  # once its rows are committed
         return True
 
     @staticmethod
@@ -271,6 +297,14 @@ class TraceIndex:
             found = conn.execute(select(trace_index.c.path, trace_index.c.position)
                                  .where(and_(trace_index.c.error.is_(None), *conditions))).all()
         return {(r.path, int(r.position)) for r in found}
+
+
+def _keep_tail(conn: Connection, path: str, tail: Tail | None, now: float) -> None:
+    """Keep where a file was left (in the transaction of its rows), or forget it (None)."""
+    conn.execute(delete(follow_tails).where(follow_tails.c.path == path))
+    if tail is not None:
+        conn.execute(follow_tails.insert().values(
+            path=path, tail=msgspec.json.encode(tail).decode(), updated_at=now))
 
 
 def _stat(path: Path) -> tuple[int, int] | None:

@@ -317,3 +317,15 @@ they were known: `identified_by`; in what part: `role`, a reviewer of the disput
 when, on which version of the trace (`trace_sha256`, '' when none was on screen), and its text
 (Markdown the author means, shown through `viz_app.text.note_markdown`). Appended, never edited
 or deleted: a thread is what was said, in order. `event_id` is '' for the trace itself."""
+
+
+follow_tails_table = Table(
+    "orchviz_follow_tails", metadata,
+    Column("path", String(2048), primary_key=True),
+    Column("tail", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+"""Where the trace index left each rollout file it follows (`io.follow.Tail` as JSON: byte
+offset, lines and traces read, the head's hash, the file's inode, size and modification time),
+written in the transaction that writes the rows read, so that the index started again reads
+only what a trainer appended since, never a line twice and none skipped."""
