@@ -111,6 +111,13 @@ KEYS: tuple[Key, ...] = (
     Key("skip-reason", "1-3", "", ("review-skip",), row="review-skip", shown="1 – 3",
         by="both"),
     Key("skip-back", "Esc", "", ("review-skip",), row="review-skip", by="both"),
+    Key("review-back", "P", "go back to the target you saved before (again: the one before "
+        "it) and change your answer, saved as a new one / forward again, to the target you "
+        "hold", ("review",), shown="P / N"),
+    Key("review-forward", "N", "", ("review",), row="review-back"),
+    Key("many-all", "Shift+A", "give this answer to every other target of its kind on the "
+        "trace that is open to you (again: to none); saving saves one label on each",
+        ("review",)),
     Key("keep-name", "Esc", "after the name in the Reviewer box changed: keep reviewing as "
         "before, with the target you hold", ("review-switch",)),
     # the group page: a trainer's siblings of one prompt, labelled one after another, two judged

@@ -25,6 +25,7 @@ from components import keys
 from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
 from components.evidence import target_evidence
 from components.inspector import inspector
+from components.navigation import target_label
 from components.keyboard import typing_note
 from components.suggestions import suggestions_view
 from viz_app.analysis import analyze
@@ -195,8 +196,40 @@ if not state.get("started"):
               help=f"Reserve the next target for you and show it ({keys.shown('review-start')})")
     st.stop()
 
+def go_back(steps: int) -> None:
+    """Go back `steps` targets among those this reviewer saved here (negative: forward again;
+    past the last saved one, back to the target they hold), to change an answer."""
+    if not state.get("back"):
+        state["saved"] = workspace.campaigns.saved(name, reviewer.name)
+    saved = state.get("saved") or []
+    wanted = (state.get("back") or 0) + steps
+    if not saved and steps > 0:
+        state["error"] = "You have saved no target in this campaign yet: nothing to go back to."
+        return
+    state.update(back=max(0, min(wanted, len(saved))) or None, selected=None, agent=None,
+                 error=None)
+
+
+def back_buttons(where: Any) -> None:
+    """Back (P) to the target saved before, forward (N) towards the one held."""
+    left, right = where.columns(2)
+    left.button("Back", key="review:back", shortcut=keys.shortcut("review-back"),
+                icon=":material/undo:", on_click=go_back, args=(1,), width="stretch",
+                help="The target you saved before, to change your answer (key "
+                     f"{keys.shortcut('review-back')}; again: the one before it)")
+    right.button("Forward", key="review:forward", shortcut=keys.shortcut("review-forward"),
+                 icon=":material/redo:", on_click=go_back, args=(-1,), width="stretch",
+                 disabled=not state.get("back"),
+                 help="The next target you saved, then the one you hold (key "
+                      f"{keys.shortcut('review-forward')})")
+
+
 claim = state.get("claim")
-if claim is None:
+revisit = None
+if state.get("back"):
+    saved_here = state.get("saved") or []
+    revisit = saved_here[-state["back"]] if state["back"] <= len(saved_here) else None
+if claim is None and revisit is None:
     progress()
     if state.get("error"):
         st.error(state["error"])
@@ -206,6 +239,7 @@ if claim is None:
         disputes_link()
     st.button("Look again", key="review:again", on_click=take_next, icon=":material/refresh:",
               help="Targets come back when a reservation runs out or another reviewer skips")
+    back_buttons(st)
     st.stop()
 
 
@@ -213,7 +247,7 @@ if claim is None:
 def keep_lease() -> None:
     """Renew the reservation while the reviewer works (once RENEW_EVERY seconds have passed),
     on every run of the page and of its panel: key presses run the panel alone."""
-    if time.time() - state.get("renewed", 0.0) <= RENEW_EVERY:
+    if state.get("claim") is None or time.time() - state.get("renewed", 0.0) <= RENEW_EVERY:
         return
     try:
         state["claim"] = workspace.campaigns.renew(state["claim"])
@@ -223,17 +257,22 @@ def keep_lease() -> None:
 
 
 keep_lease()
-claim = state["claim"]
+claim = state.get("claim")
+at = revisit or claim  # the target shown: one saved before, gone back to, else the one held
+view = ("back", revisit.slot_id) if revisit is not None else ("claim", claim.slot_id)
 
 trace = None
 try:
-    trace = session.find_and_load(claim.trace_id)  # a trace of the folders or of a pool
+    trace = session.find_and_load(at.trace_id)  # a trace of the folders or of a pool
     if trace is None:
-        st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target is not in "
+        st.error(f"The trace {markdown_literal(at.trace_id, 80)} of this target is not in "
                  "the library.")
 except (OrchvizError, OSError) as err:
-    st.error(f"The trace {markdown_literal(claim.trace_id, 80)} of this target could not be "
+    st.error(f"The trace {markdown_literal(at.trace_id, 80)} of this target could not be "
              f"loaded: {markdown_literal(err, 300)}")
+if trace is None and revisit is not None:
+    back_buttons(st)
+    st.stop()
 if trace is None:
     st.button("Skip this target", key="review:skip-broken",
               on_click=lambda: (workspace.campaigns.skip(claim, "the trace could not be loaded"),
@@ -244,18 +283,18 @@ analysis = analyze(trace)
 
 def claim_target() -> LabelTarget | None:
     """The claimed target as the rubric finds it in the trace, with the campaign's questions."""
-    key = claim.event_id or ""
+    key = at.event_id or ""
     memo = state.setdefault("targets", {})
     found = memo.get((trace.trace_id, trace.sha256))
     if found is None:
         memo.clear()
         found = memo[(trace.trace_id, trace.sha256)] = workspace.library.targets(trace)
     target = next((t for t in found if t.key == key), None)
-    return None if target is None else asked_only(target, claim.questions, workspace.rubric)
+    return None if target is None else asked_only(target, at.questions, workspace.rubric)
 
 
 target = claim_target()
-selected = state.get("selected") or claim.event_id
+selected = state.get("selected") or at.event_id
 if selected is not None and selected not in trace.events_by_id:
     selected = None
 agent = state.get("agent") or (analysis.actor[selected] if selected else None)
@@ -272,16 +311,26 @@ def select_agent(chosen: str) -> None:
 views, side = st.columns([2.3, 1.4], gap="medium")
 
 
+def shown_now() -> tuple[str, int | None]:
+    """What the page shows by the session's state now: a target gone back to, else the one
+    held (a fragment's run that finds it changed draws the whole page again)."""
+    if state.get("back"):
+        saved = state.get("saved") or []
+        if state["back"] <= len(saved):
+            return ("back", saved[-state["back"]].slot_id)
+    held = state.get("claim")
+    return ("claim", held.slot_id if held is not None else None)
+
+
 @st.fragment
 def review_panel() -> None:
     """The claim's questions, Save and Skip: a fragment, so a key press reruns this column only;
     a save or a skip moves to the next target and reruns the page (its tree and timeline)."""
-    held = state.get("claim")
-    if held is None or held.slot_id != claim.slot_id:  # saved or skipped: the next, in full
+    if shown_now() != view:  # saved, skipped, gone back or forward: the next, in full
         st.rerun()
     keep_lease()
     with st.container(key="labels-panel"):
-        where = claim.event_id or "the whole trace"
+        where = at.event_id or "the whole trace"
         kinds = " + ".join(target.kinds) if target is not None else "target"
         with st.container(key="review-target"):
             st.markdown(f"#### {markdown_literal(where, 40)} · {markdown_literal(kinds, 40)}")
@@ -289,10 +338,19 @@ def review_panel() -> None:
                        + task_caption(trace, 160)
                        + (f" · agent {markdown_literal(target.agent, 40)}"
                           if target is not None and target.agent else ""))
-        instructions(bool(state.get("first")))
+        instructions(bool(state.get("first")) and revisit is None)
         if state.get("error"):
             st.error(state["error"])
-        if state.get("skipping"):
+        if revisit is not None:
+            st.info(f"Back at a target you saved on {revisit.completed_at[:16].replace('T', ' ')}"
+                    " UTC. Saving changes your answer: a new label, the one before stays in "
+                    "your history.", icon=":material/history:")
+            if target is None:
+                st.error("The rubric asks nothing about this target in the trace as it is now.")
+            else:
+                change_questions()
+            back_buttons(st)
+        elif state.get("skipping"):
             skip_reasons()
         elif target is None:
             st.error("The rubric asks nothing about this target in the trace as it is now "
@@ -307,11 +365,18 @@ def review_panel() -> None:
 def questions() -> None:
     seen = workspace.suggestions.visible(trace, target, claim.reviewer.name, campaign)
 
+    many = f"review:many:{claim.slot_id}"
+    alike = alike_targets()
+    chosen = [e for e in st.session_state.get(many) or [] if e in alike]
+
     def submit(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
-        made = workspace.campaigns.submit(claim, values, comment=comment,
-                                          seconds_spent=seconds,
-                                          suggestions_visible=seen.suggestions_visible,
-                                          judged=trace.sha256)
+        try:
+            made = workspace.campaigns.submit_alike(
+                claim, chosen, values, comment=comment, seconds_spent=seconds,
+                suggestions_visible=seen.suggestions_visible, judged=trace.sha256)
+        except LabelError:
+            state.pop("alike", None)  # another reviewer may have taken some: ask again
+            raise
         state["last"] = (trace, target)
         take_next()
         return made
@@ -320,7 +385,10 @@ def questions() -> None:
     keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
     target_form(trace, analysis, workspace.rubric, target, key=form,
                 save=submit, suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
-                on_choose=select_event, evidence_apart=True)
+                on_choose=select_event, evidence_apart=True,
+                save_label=f"Save on {1 + len(chosen)} targets" if chosen else "Save")
+    if alike:
+        answer_alike(alike, many)
     cols = st.columns(2)
     cols[0].button("Skip", key="review:skip", shortcut=keys.shortcut("review-skip"),
                    icon=":material/redo:", width="stretch",
@@ -331,6 +399,69 @@ def questions() -> None:
                       icon=":material/keyboard:", width="stretch",
                       help=f"The keys of the review page (key {keys.shown('keys')})"):
         keys_help()
+    back_buttons(st)
+
+
+def alike_targets() -> list[str]:
+    """The other targets of this kind on the trace that the reviewer may answer with this one
+    (`ws.campaigns.alike`), asked once per target held: a key press asks the database nothing."""
+    memo = state.get("alike")
+    if memo is None or memo[0] != claim.slot_id:
+        try:
+            found = workspace.campaigns.alike(claim)
+        except (LabelError, StoreError):
+            found = []
+        memo = state["alike"] = (claim.slot_id, found)
+    return memo[1]
+
+
+def answer_alike(alike: list[str], many: str) -> None:
+    """Choose targets of this kind to give the same answer (every spawn of a fan-out): each is
+    saved as its own label when the answer is saved. Shift+A chooses them all, or none."""
+    labels = {t.key: target_label(t, analysis, False).removeprefix("○ ")
+              for t in state.get("targets", {}).get((trace.trace_id, trace.sha256), [])}
+    kinds = " + ".join(target.kinds)
+
+    def every() -> None:
+        current = st.session_state.get(many) or []
+        st.session_state[many] = [] if len(current) == len(alike) else list(alike)
+
+    with st.container(border=True, key="review-many"):
+        st.markdown(f"**The same answer for other {markdown_literal(kinds, 40)} targets** · "
+                    f"{len(alike)} more of this trace are open to you")
+        left, right = st.columns([3, 1], vertical_alignment="bottom")
+        left.multiselect("Give this answer to these too", alike, key=many,
+                         format_func=lambda e: labels.get(e, e or "the whole trace"),
+                         placeholder="choose targets of this kind",
+                         help="Each one chosen is saved as its own label, with its own target "
+                              "and time, when you save this answer")
+        right.button(f"All {len(alike)}", key="review:many-all", on_click=every,
+                     shortcut=keys.shortcut("many-all"), width="stretch",
+                     help=f"Choose every one of them, or none again (key "
+                          f"{keys.shown('many-all')})")
+
+
+def change_questions() -> None:
+    """The questions of a target the reviewer saved before, with their current answers:
+    saving changes them (`ws.campaigns.change`), then the page returns to the target held."""
+    mine = {x.question: x for x in workspace.labelling.current(trace.trace_id, reviewer.name,
+                                                               campaign=name)
+            if x.event_id == revisit.key and x.source == "human"}
+    seen = workspace.suggestions.visible(trace, target, reviewer.name, campaign)
+
+    def change(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+        made = workspace.campaigns.change(name, revisit.slot_id, reviewer, values,
+                                          comment=comment, seconds_spent=seconds,
+                                          suggestions_visible=seen.suggestions_visible,
+                                          judged=trace.sha256)
+        state.update(back=None, selected=None, agent=None)
+        return made
+
+    form = f"review:back:{revisit.slot_id}"
+    keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
+    target_form(trace, analysis, workspace.rubric, target, key=form, save=change, saved=mine,
+                suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
+                on_choose=select_event, evidence_apart=True, save_label="Save the change")
 
 
 def skip_reasons() -> None:
@@ -394,13 +525,13 @@ with views:
     evidence = st.container(key="review-evidence")
     trace_views(trace, analysis, event_id=selected, agent=agent, on_event=select_event,
                 on_agent=select_agent, key="review:")
-    with st.expander("Inspector", expanded=selected is not None and selected != claim.event_id):
+    with st.expander("Inspector", expanded=selected is not None and selected != at.event_id):
         inspector(trace, analysis, event_id=selected, agent=agent, key="review:inspector",
                   on_choose=select_event)
 if target is not None:
     with evidence:
-        target_evidence(trace, analysis, target, f"review:evidence:{claim.slot_id}")
+        target_evidence(trace, analysis, target, f"review:evidence:{view[0]}:{at.slot_id}")
 # the trace of the target that most likely comes next, read while the reviewer answers this one
-session.read_ahead(("upcoming", name, reviewer.name, claim.slot_id),
+session.read_ahead(("upcoming", name, reviewer.name, at.slot_id),
                    lambda ws=workspace, campaign=name, who=reviewer.name:
                    [ws.campaigns.upcoming(campaign, who)])
