@@ -223,6 +223,28 @@ def page(chromium) -> Iterator[object]:
         context.close()
 
 
+@pytest.fixture
+def browsers(chromium) -> Iterator[Callable[..., list]]:
+    """`browsers(n, timeout=ms)`: n pages, each in a browser context of its own (one a person:
+    their own cookies, so their own reviewer name) at 1600x1000 with `timeout` as its default;
+    every context is closed when the test ends, whatever it did."""
+    contexts: list = []
+
+    def open_pages(n: int, timeout: float = 30_000) -> list:
+        made = [chromium.new_context(viewport=VIEWPORT) for _ in range(n)]
+        contexts.extend(made)
+        pages = [context.new_page() for context in made]
+        for page in pages:
+            page.set_default_timeout(timeout)
+        return pages
+
+    try:
+        yield open_pages
+    finally:
+        for context in contexts:
+            context.close()
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
     """``test-artifacts/`` at the repo root (gitignored) for screenshots."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import time
 
 import pytest
 
-from conftest import (VIEWPORT, goto_as, hold_the_server_line, release, shot,
-                      wait_for_streamlit)
+from conftest import goto_as, hold_the_server_line, release, shot, wait_for_streamlit
 from factories import copy_demos, make_workspace
+from reviewing import WAIT, press, save, start, target_text, wait_checked
 from viz_app.cli import main
 from viz_app.labels.campaign import CampaignSpec
 from viz_app.labels.label import Reviewer
@@ -30,46 +29,6 @@ NAME = "stops"
 DISPUTED = "demo-10-review-premature-stop"
 
 
-WAIT = 90_000  # ms: two cores shared by many processes can be slow to run a page
-
-
-def press(page, key: str, quiet_ms: int = 300) -> None:
-    """A key pressed with the focus on the page itself, then the run it starts."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=quiet_ms)
-
-
-def target_text(page) -> str:
-    box = page.locator(".st-key-review-target")
-    return box.inner_text() if box.count() else ""
-
-
-def wait_checked(page, label: str) -> None:
-    """Wait until the answer `label` shows checked (a loaded machine may start the run late)."""
-    page.wait_for_function(
-        """(label) => [...document.querySelectorAll(
-                '.st-key-ann-form [data-testid="stRadioOption"]')]
-            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
-        arg=label, timeout=WAIT)
-
-
-def save_and_time(page, before: str) -> float:
-    """Ctrl+Enter, and the seconds until another target (or the done message) is on screen."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    start = time.perf_counter()
-    page.keyboard.press("Control+Enter")
-    page.wait_for_function(
-        """(before) => {
-            const box = document.querySelector('.st-key-review-target');
-            if (box) return box.innerText !== before;
-            return /nothing is left for you/.test(document.body.innerText);
-        }""", arg=before, timeout=WAIT, polling="raf")
-    elapsed = time.perf_counter() - start
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-    return elapsed
-
-
 def review_one(page, answer: str, latencies: list[float]) -> str:
     """Answer the target on screen by keyboard and save it; returns the trace id it was on."""
     shown = target_text(page)
@@ -79,7 +38,7 @@ def review_one(page, answer: str, latencies: list[float]) -> str:
     wait_checked(page, answer)
     if answer == "premature":  # where it should have stopped: the event after it, by Enter
         press(page, "Enter")
-    latencies.append(save_and_time(page, shown))
+    latencies.append(save(page, shown))
     return trace_id
 
 
@@ -94,67 +53,59 @@ def workspace(tmp_path):
 
 
 def test_two_reviewers_and_a_lead_take_a_campaign_to_an_adjudicated_export(
-        chromium, app_server, workspace, tmp_path):
+        browsers, app_server, workspace, tmp_path):
     base = app_server(workspace)
-    contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(3)]
-    ann, bob, lee = (c.new_page() for c in contexts)
+    ann, bob, lee = browsers(3, timeout=WAIT)
     latencies: list[float] = []
-    try:
-        for page, name in ((ann, "ann"), (bob, "bob")):
-            page.set_default_timeout(WAIT)
-            goto_as(page, f"{base}/?campaign={NAME}", name)  # the deep link
-            wait_for_streamlit(page, timeout=WAIT)
-            page.get_by_role("button", name=re.compile("Start")).wait_for()
-            assert "/review" in page.url
-        shot(ann, "campaign_01_before_start")
-        for page in (ann, bob):
-            press(page, "Control+Enter")  # Start
-            page.locator(".st-key-review-target").wait_for()
-        shot(ann, "campaign_02_first_target")
+    for page, name in ((ann, "ann"), (bob, "bob")):
+        goto_as(page, f"{base}/?campaign={NAME}", name)  # the deep link
+        wait_for_streamlit(page, timeout=WAIT)
+        page.get_by_role("button", name=re.compile("Start")).wait_for()
+        assert "/review" in page.url
+    shot(ann, "campaign_01_before_start")
+    for page in (ann, bob):
+        start(page)
+    shot(ann, "campaign_02_first_target")
 
-        # bob looks at the skip reasons and comes back, by keyboard
-        press(bob, "s")
-        bob.get_by_text("Why skip this target?").wait_for()
-        shot(bob, "campaign_03_skip_reasons")
-        press(bob, "Escape")
-        bob.locator(".st-key-ann-form").wait_for()
+    # bob looks at the skip reasons and comes back, by keyboard
+    press(bob, "s")
+    bob.get_by_text("Why skip this target?").wait_for()
+    shot(bob, "campaign_03_skip_reasons")
+    press(bob, "Escape")
+    bob.locator(".st-key-ann-form").wait_for()
 
-        done: dict[str, list[str]] = {"ann": [], "bob": []}
-        for _ in range(len(DEMOS)):  # the two work side by side, one target each in turn
-            done["ann"].append(review_one(ann, "correct", latencies))
-            bob_trace = re.search(r"demo-\d\d-[a-z-]+",
-                                  target_text(bob).replace("\\", "")).group(0)
-            done["bob"].append(review_one(
-                bob, "premature" if bob_trace == DISPUTED else "correct", latencies))
-        for page in (ann, bob):
-            page.get_by_text("nothing is left for you").wait_for()
-        shot(ann, "campaign_04_done")
-        assert sorted(done["ann"]) == sorted(done["bob"]) and len(set(done["ann"])) == 4
-        status = workspace.campaigns.status(NAME)
-        assert (status.targets, status.complete) == (4, 4)
+    done: dict[str, list[str]] = {"ann": [], "bob": []}
+    for _ in range(len(DEMOS)):  # the two work side by side, one target each in turn
+        done["ann"].append(review_one(ann, "correct", latencies))
+        bob_trace = re.search(r"demo-\d\d-[a-z-]+",
+                              target_text(bob).replace("\\", "")).group(0)
+        done["bob"].append(review_one(
+            bob, "premature" if bob_trace == DISPUTED else "correct", latencies))
+    for page in (ann, bob):
+        page.get_by_text("nothing is left for you").wait_for()
+    shot(ann, "campaign_04_done")
+    assert sorted(done["ann"]) == sorted(done["bob"]) and len(set(done["ann"])) == 4
+    status = workspace.campaigns.status(NAME)
+    assert (status.targets, status.complete) == (4, 4)
 
-        # the lead settles the one disagreement
-        lee.set_default_timeout(WAIT)
-        goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Disagreement 1 of 1").wait_for()
-        assert lee.get_by_text("names are not verified", exact=False).first.is_visible()
-        shot(lee, "campaign_05_disagreement")
-        press(lee, "2")  # premature
-        wait_checked(lee, "premature")
-        press(lee, "Enter")  # it should have stopped at the event after the stop
-        reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
-        reason.fill("e14 and e15 came back after the stop")
-        reason.press("Control+Enter")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("No open disagreement in this campaign").wait_for()
-        shot(lee, "campaign_06_settled")
-        lee.get_by_role("tab", name="Status").click()
-        lee.get_by_text("Reviewers", exact=True).wait_for()
-        shot(lee, "campaign_07_status")
-    finally:
-        for context in contexts:
-            context.close()
+    # the lead settles the one disagreement
+    goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Disagreement 1 of 1").wait_for()
+    assert lee.get_by_text("names are not verified", exact=False).first.is_visible()
+    shot(lee, "campaign_05_disagreement")
+    press(lee, "2")  # premature
+    wait_checked(lee, "premature")
+    press(lee, "Enter")  # it should have stopped at the event after the stop
+    reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
+    reason.fill("e14 and e15 came back after the stop")
+    reason.press("Control+Enter")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("No open disagreement in this campaign").wait_for()
+    shot(lee, "campaign_06_settled")
+    lee.get_by_role("tab", name="Status").click()
+    lee.get_by_text("Reviewers", exact=True).wait_for()
+    shot(lee, "campaign_07_status")
 
     out = tmp_path / "adjudicated.jsonl"
     assert main(["campaign", "export", NAME, "--db", workspace.settings.db_url,

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import VIEWPORT, shot, wait_for_streamlit
 from factories import copy_demos
+from reviewing import target_text, wait_for_next
 from viz_app.cli import main
 from viz_app.workspace import Workspace
 
@@ -34,11 +35,6 @@ def workspace(tmp_path) -> Workspace:
     assert main(["campaign", "create", NAME, "--traces", str(folder), "--db", db,
                  "--per-target", "2", "--lead", "lee"]) == 0
     return Workspace.open(db, traces=[folder])
-
-
-def target_text(page) -> str:
-    box = page.locator(".st-key-review-target")
-    return box.inner_text() if box.count() else ""
 
 
 def kinds(page) -> str:
@@ -92,49 +88,37 @@ def answer_and_save(page, digit: str) -> str:
         timeout=KEY_WAIT)
     wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
     page.keyboard.press("Control+Enter")
-    page.wait_for_function(
-        """(before) => {
-            const box = document.querySelector('.st-key-review-target');
-            if (box) return box.innerText !== before;
-            return /nothing is left for you/.test(document.body.innerText);
-        }""", arg=before, timeout=KEY_WAIT, polling="raf")
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+    wait_for_next(page, before, timeout=KEY_WAIT)
     return before
 
 
 def test_two_first_time_reviewers_label_a_cli_campaign_by_keyboard_alone(
-        chromium, app_server, workspace):
+        browsers, app_server, workspace):
     base = app_server(workspace)
     targets = workspace.campaigns.status(NAME).targets
-    contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(2)]
-    pages = [c.new_page() for c in contexts]
+    pages = browsers(2, timeout=WAIT)
     names = ["alice", "bruno"]
-    try:
+    for page, name in zip(pages, names):
+        sign_in_by_typing(page, base, name)
+    shot(pages[0], "first_review_01_named")
+    for page in pages:
+        page.keyboard.press("Control+Enter")  # Start
+        page.locator(".st-key-review-target").wait_for(timeout=KEY_WAIT)
+        wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+    shot(pages[0], "first_review_02_first_target")
+    seen: dict[str, list[str]] = {name: [] for name in names}
+    for _ in range(targets):  # side by side, one target each in turn
         for page, name in zip(pages, names):
-            page.set_default_timeout(WAIT)
-            sign_in_by_typing(page, base, name)
-        shot(pages[0], "first_review_01_named")
-        for page in pages:
-            page.keyboard.press("Control+Enter")  # Start
-            page.locator(".st-key-review-target").wait_for(timeout=KEY_WAIT)
-            wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-        shot(pages[0], "first_review_02_first_target")
-        seen: dict[str, list[str]] = {name: [] for name in names}
-        for _ in range(targets):  # side by side, one target each in turn
-            for page, name in zip(pages, names):
-                evidence_in_view(page)
-                if name == "alice" and "stop" in kinds(page) and not any(
-                        "· stop" in h for h in seen[name]):
-                    shot(page, "first_review_03_stop")
-                seen[name].append(answer_and_save(page, "1"))
-        for page, name in zip(pages, names):
-            page.get_by_text("nothing is left for you").wait_for(timeout=KEY_WAIT)
-            box = page.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Reviewer")
-            assert box.input_value() == name  # no digit went into the name
-        shot(pages[1], "first_review_04_done")
-    finally:
-        for context in contexts:
-            context.close()
+            evidence_in_view(page)
+            if name == "alice" and "stop" in kinds(page) and not any(
+                    "· stop" in h for h in seen[name]):
+                shot(page, "first_review_03_stop")
+            seen[name].append(answer_and_save(page, "1"))
+    for page, name in zip(pages, names):
+        page.get_by_text("nothing is left for you").wait_for(timeout=KEY_WAIT)
+        box = page.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Reviewer")
+        assert box.input_value() == name  # no digit went into the name
+    shot(pages[1], "first_review_04_done")
 
     rows = workspace.labelling.current_records(campaign=NAME)
     by_reviewer = {name: {(r["trace_id"], r["event_id"]) for r in rows

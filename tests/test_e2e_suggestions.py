@@ -14,6 +14,7 @@ import pytest
 
 from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
+from reviewing import press, wait_checked
 from viz_app.labels.campaign import CampaignSpec
 from viz_app.labels.label import Reviewer
 from viz_app.workspace import Workspace
@@ -23,21 +24,6 @@ pytestmark = pytest.mark.browser
 WAIT = 90_000  # ms: two cores shared by many processes can be slow to run a page
 WHY = "returned after the stop e13"  # in the rules' explanation of their suggestion on e13
 HIDDEN = re.compile(r"suggested answers? · hidden until you save yours")
-
-
-def press(page, key: str) -> None:
-    """A key pressed with the focus on the page itself, then the run it starts."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-
-
-def wait_checked(page, label: str) -> None:
-    page.wait_for_function(
-        """(label) => [...document.querySelectorAll(
-                '.st-key-ann-form [data-testid="stRadioOption"]')]
-            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
-        arg=label, timeout=WAIT)
 
 
 def suggestions_box(page):

@@ -12,54 +12,15 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
-from factories import DROPPED, PREMATURE, PREMATURE_ID, make_workspace
+from conftest import goto_as, shot, wait_for_streamlit
+from factories import DROPPED, PREMATURE, make_workspace
+from reviewing import WAIT, press, save, start, target_text, wait_checked
 from viz_app.cli import main
 
 pytestmark = pytest.mark.browser
 
-WAIT = 120_000  # ms: two cores shared by many processes can be slow to run a page
 NAME = "week"
 INSTRUCTIONS = "Judge the **merge** against every result it received; *skip* nothing."
-
-
-def press(page, key: str) -> None:
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-
-
-def wait_checked(page, label: str) -> None:
-    page.wait_for_function(
-        """(label) => [...document.querySelectorAll(
-                '.st-key-ann-form [data-testid="stRadioOption"]')]
-            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
-        arg=label, timeout=WAIT)
-
-
-def target_text(page) -> str:
-    box = page.locator(".st-key-review-target")
-    return box.inner_text() if box.count() else ""
-
-
-def save(page) -> None:
-    """Ctrl+Enter, until another target (or the done message) is on screen."""
-    before = target_text(page)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press("Control+Enter")
-    page.wait_for_function(
-        """(before) => {
-            const box = document.querySelector('.st-key-review-target');
-            if (box) return box.innerText !== before;
-            return /nothing is left for you/.test(document.body.innerText);
-        }""", arg=before, timeout=WAIT)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-
-
-def start(page) -> None:
-    page.get_by_role("button", name=re.compile("Start")).wait_for(timeout=WAIT)
-    press(page, "Control+Enter")
-    page.locator(".st-key-review-target").wait_for(timeout=WAIT)
 
 
 def answer(page, merge_digit: str) -> None:
@@ -72,83 +33,76 @@ def answer(page, merge_digit: str) -> None:
     save(page)
 
 
-def test_a_week_made_in_the_app_from_campaign_to_adjudicated_export(chromium, app_server,
+def test_a_week_made_in_the_app_from_campaign_to_adjudicated_export(browsers, app_server,
                                                                      tmp_path):
     workspace = make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
     base = app_server(workspace)
-    contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(3)]
-    lee, ann, bob = (c.new_page() for c in contexts)
-    for page in (lee, ann, bob):
-        page.set_default_timeout(WAIT)
-    try:
-        # the lead searches the Library and makes a campaign of what it lists
-        goto_as(lee, base, "lee")
-        wait_for_streamlit(lee, timeout=WAIT)
-        search = lee.get_by_role("textbox", name="Search")
-        search.fill("premature")
-        search.press("Enter")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Make a review campaign of these 1 traces").click()
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Library's current filter").wait_for()
-        lee.get_by_role("textbox", name="Name").fill(NAME)
-        lee.get_by_role("textbox", name="Instructions for the reviewers").fill(INSTRUCTIONS)
-        shot(lee, "week_01_new_campaign")
-        lee.get_by_role("button", name="Make the campaign").click()
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text(re.compile(r"Made the campaign week: \d+ targets, K = 2")).wait_for()
-        shot(lee, "week_02_campaign_made")
-        found = workspace.campaigns.get(NAME)
-        assert found.spec.filter.text == "premature" and found.spec.instructions == INSTRUCTIONS
-        assert found.targets >= 2  # the merge, the stop, the run: of the one trace listed
+    lee, ann, bob = browsers(3, timeout=WAIT)
+    # the lead searches the Library and makes a campaign of what it lists
+    goto_as(lee, base, "lee")
+    wait_for_streamlit(lee, timeout=WAIT)
+    search = lee.get_by_role("textbox", name="Search")
+    search.fill("premature")
+    search.press("Enter")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Make a review campaign of these 1 traces").click()
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Library's current filter").wait_for()
+    lee.get_by_role("textbox", name="Name").fill(NAME)
+    lee.get_by_role("textbox", name="Instructions for the reviewers").fill(INSTRUCTIONS)
+    shot(lee, "week_01_new_campaign")
+    lee.get_by_role("button", name="Make the campaign").click()
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text(re.compile(r"Made the campaign week: \d+ targets, K = 2")).wait_for()
+    shot(lee, "week_02_campaign_made")
+    found = workspace.campaigns.get(NAME)
+    assert found.spec.filter.text == "premature" and found.spec.instructions == INSTRUCTIONS
+    assert found.targets >= 2  # the merge, the stop, the run: of the one trace listed
 
-        # two reviewers, the instructions beside their first target
-        for page, name in ((ann, "ann"), (bob, "bob")):
-            goto_as(page, f"{base}/review?campaign={NAME}", name)
-            wait_for_streamlit(page, timeout=WAIT)
-            start(page)
-            shown = page.locator(".st-key-review-instructions")
-            shown.wait_for()
-            assert "Judge the merge against every result" in shown.inner_text()
-        shot(ann, "week_03_first_target_with_instructions")
+    # two reviewers, the instructions beside their first target
+    for page, name in ((ann, "ann"), (bob, "bob")):
+        goto_as(page, f"{base}/review?campaign={NAME}", name)
+        wait_for_streamlit(page, timeout=WAIT)
+        start(page)
+        shown = page.locator(".st-key-review-instructions")
+        shown.wait_for()
+        assert "Judge the merge against every result" in shown.inner_text()
+    shot(ann, "week_03_first_target_with_instructions")
 
-        # ann answers her merge, reloads before saving: the answer is still there
-        while "aggregate" not in target_text(ann):
-            answer(ann, "2")
-        press(ann, "2")
-        wait_checked(ann, "2 major gaps")
-        ann.reload()
-        wait_for_streamlit(ann, timeout=WAIT)
-        start(ann)  # the target she holds, with her draft
-        wait_checked(ann, "2 major gaps")
-        shot(ann, "week_04_draft_after_reload")
-        save(ann)
-        while not ann.get_by_text("nothing is left for you").count():
-            answer(ann, "2")
+    # ann answers her merge, reloads before saving: the answer is still there
+    while "aggregate" not in target_text(ann):
+        answer(ann, "2")
+    press(ann, "2")
+    wait_checked(ann, "2 major gaps")
+    ann.reload()
+    wait_for_streamlit(ann, timeout=WAIT)
+    start(ann)  # the target she holds, with her draft
+    wait_checked(ann, "2 major gaps")
+    shot(ann, "week_04_draft_after_reload")
+    save(ann)
+    while not ann.get_by_text("nothing is left for you").count():
+        answer(ann, "2")
 
-        while not bob.get_by_text("nothing is left for you").count():
-            answer(bob, "4")
-        assert workspace.campaigns.status(NAME).complete == found.targets
+    while not bob.get_by_text("nothing is left for you").count():
+        answer(bob, "4")
+    assert workspace.campaigns.status(NAME).complete == found.targets
 
-        # the lead settles the dispute seeing both sides
-        goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Disagreement 1 of 1").wait_for()
-        answers = lee.locator(".st-key-adj-answers")
-        for seen in ("ann", "bob", "2 major gaps", "4 mostly faithful"):
-            assert answers.get_by_text(seen, exact=False).first.is_visible()
-        shot(lee, "week_05_both_sides")
-        press(lee, "3")
-        wait_checked(lee, "3 partial")
-        reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
-        reason.fill("one finding dropped, the rest merged faithfully")
-        reason.press("Control+Enter")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Saved the final answer", exact=False).wait_for()
-        shot(lee, "week_06_settled")
-    finally:
-        for context in contexts:
-            context.close()
+    # the lead settles the dispute seeing both sides
+    goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Disagreement 1 of 1").wait_for()
+    answers = lee.locator(".st-key-adj-answers")
+    for seen in ("ann", "bob", "2 major gaps", "4 mostly faithful"):
+        assert answers.get_by_text(seen, exact=False).first.is_visible()
+    shot(lee, "week_05_both_sides")
+    press(lee, "3")
+    wait_checked(lee, "3 partial")
+    reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
+    reason.fill("one finding dropped, the rest merged faithfully")
+    reason.press("Control+Enter")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Saved the final answer", exact=False).wait_for()
+    shot(lee, "week_06_settled")
 
     out = tmp_path / "adjudicated.jsonl"
     assert main(["campaign", "export", NAME, "--db", workspace.settings.db_url,
