@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components import keys
-from factories import APP, DEMO_DIR, DROPPED, PREMATURE, app_env, make_workspace
+from factories import APP, DEMO_DIR, DROPPED, PREMATURE, PREMATURE_ID, app_env, make_workspace
 from viz_app.labels import CampaignSpec, Filter, Reviewer
 
 LEAD = Reviewer(name="lee", via="cli")
@@ -112,10 +112,60 @@ def test_one_answer_for_every_spawn_of_a_fan_out(workspace):
     assert keys.shortcut("many-all") == "Shift+A"
     many = at.multiselect(key=f"review:many:{claim.slot_id}")
     assert len(many.value) == 33
-    assert any(b.label == "Save on 34 targets" for b in at.button)
+    assert any("Saving gives this answer to 34 targets" in c.value for c in at.caption)
     at = save(at)
     assert not at.exception, at.exception
     labels = workspace.labelling.current(SWARM_ID, "ann", campaign="spawns")
     assert len(labels) == 34 and {x.value for x in labels} == {"redundant"}
     assert workspace.campaigns.progress("spawns", "ann").reviewer_saved == 34
     assert at.session_state["_review"]["claim"] is None  # nothing left for her
+
+
+# -- the trace page's labels panel ---------------------------------------------------------------
+
+def trace_page(event_id: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "ann"
+    at.query_params["trace"], at.query_params["event"] = PREMATURE_ID, event_id
+    return at.run()
+
+
+def panel_button(at: AppTest, suffix: str):
+    return next(b for b in at.button if b.key.startswith("ann:") and b.key.endswith(suffix))
+
+
+def panel_save(at: AppTest) -> AppTest:
+    at = next(b for b in at.button if b.key.startswith("ann:") and ":save:" in b.key).click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def test_back_on_the_trace_page_changes_an_answer_and_a_campaigns_one_stays_in_it(workspace):
+    workspace.campaigns.create(CampaignSpec(name="stops", questions=["stopping_correctness"],
+                                            filter=Filter(trace_ids=[PREMATURE_ID])), LEAD)
+    claim = workspace.campaigns.claim_next("stops", Reviewer(name="ann", via="self-declared"))
+    workspace.campaigns.submit(claim, {"stopping_correctness": "correct"})
+
+    at = trace_page("e12")
+    radio(at, "aggregation_quality").set_value(4).run()
+    at = panel_save(at)
+    at = panel_button(at, ":next").click().run()  # N: e13 is labelled (in the campaign): the trace
+    at = panel_button(at, ":previous").click().run()  # P: back to the stop
+    assert radio(at, "stopping_correctness").value == "correct"  # her campaign answer
+    radio(at, "stopping_correctness").set_value("premature").run()
+    next(s for s in at.selectbox if s.key.endswith(":e13:pointer")).set_value("e15").run()
+    at = panel_save(at)
+    at = panel_button(at, ":previous").click().run()  # P again: the aggregate
+    assert radio(at, "aggregation_quality").value == 4
+    radio(at, "aggregation_quality").set_value(2).run()
+    at = panel_save(at)
+
+    stop = workspace.labelling.history(PREMATURE_ID, "e13", "stopping_correctness", reviewer="ann")
+    assert [(x.value, x.campaign) for x in stop] == [("correct", "stops"), ("premature", "stops")]
+    merge = workspace.labelling.history(PREMATURE_ID, "e12", "aggregation_quality", reviewer="ann")
+    assert [(x.value, x.campaign) for x in merge] == [(4, ""), (2, "")]
+    in_campaign = workspace.labelling.current(PREMATURE_ID, "ann", campaign="stops")
+    assert {x.question: x.value for x in in_campaign} == {"stopping_correctness": "premature",
+                                                          "stop_should_have_been": "e15"}
+    assert workspace.campaigns.status("stops").complete == 1

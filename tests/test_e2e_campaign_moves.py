@@ -60,3 +60,64 @@ def test_a_lead_makes_a_campaign_of_the_rows_ticked_in_the_library(page, app_ser
     assert found.spec.filter.trace_ids == [rows[0], rows[2]]
     assert {t.trace_id for t in workspace.campaigns.targets(found)} == {rows[0], rows[2]}
     assert found.created_by == Reviewer(name="lee", via="self-declared").name
+
+
+def press(page, key: str) -> None:
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
+
+
+def wait_checked(page, label: str) -> None:
+    page.wait_for_function(
+        """(label) => [...document.querySelectorAll(
+                '.st-key-ann-form [data-testid="stRadioOption"]')]
+            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
+        arg=label, timeout=WAIT)
+
+
+def test_a_reviewer_answers_a_fan_out_at_once_then_goes_back_and_changes_one_by_keys(
+        page, app_server, tmp_path):
+    workspace = make_workspace(tmp_path, traces=[SWARM])
+    workspace.library.update_index()
+    from viz_app.labels import CampaignSpec, Filter
+
+    workspace.campaigns.create(CampaignSpec(name="spawns", questions=["spawn_necessity"],
+                                            filter=Filter(trace_ids=[SWARM_ID])),
+                               Reviewer(name="lee", via="cli"))
+    base = app_server(workspace)
+    page.set_default_timeout(WAIT)
+    goto_as(page, f"{base}/review?campaign=spawns", "ann")
+    wait_for_streamlit(page, timeout=WAIT)
+    page.get_by_role("button", name=re.compile("Start")).wait_for()
+    press(page, "Control+Enter")  # Start
+    page.locator(".st-key-review-many").wait_for()
+    assert "33 more of this trace are open to you" in page.locator(
+        ".st-key-review-many").inner_text()
+    press(page, "2")  # redundant
+    wait_checked(page, "redundant")
+    press(page, "Shift+A")  # every other spawn of the fan-out
+    page.get_by_text("Saving gives this answer to 34 targets").wait_for()
+    shot(page, "moves_03_fan_out_chosen")
+    press(page, "Control+Enter")
+    page.get_by_text("nothing is left for you").wait_for()
+    labels = workspace.labelling.current(SWARM_ID, "ann", campaign="spawns")
+    assert len(labels) == 34 and {x.value for x in labels} == {"redundant"}
+    assert len({x.label_id for x in labels}) == 34
+    shot(page, "moves_04_fan_out_saved")
+
+    press(page, "p")  # back to the last target saved
+    page.get_by_text("Back at a target you saved").wait_for()
+    wait_checked(page, "redundant")  # her answer, in the form
+    press(page, "1")  # necessary after all
+    wait_checked(page, "necessary")
+    shot(page, "moves_05_back_changing")
+    press(page, "Control+Enter")
+    page.get_by_text("nothing is left for you").wait_for()
+    changed = [x for x in workspace.labelling.current(SWARM_ID, "ann", campaign="spawns")
+               if x.value == "necessary"]
+    assert len(changed) == 1
+    history = workspace.labelling.history(SWARM_ID, changed[0].event_id, "spawn_necessity",
+                                          reviewer="ann")
+    assert [x.value for x in history] == ["redundant", "necessary"]
+    shot(page, "moves_06_changed")

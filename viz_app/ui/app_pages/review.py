@@ -381,14 +381,13 @@ def questions() -> None:
         take_next()
         return made
 
+    if alike:  # above the form, in the first screen: what the save will answer
+        answer_alike(alike, many, len(chosen))
     form = f"review:{claim.slot_id}"  # a reload or a closed tab finds the draft again
     keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
     target_form(trace, analysis, workspace.rubric, target, key=form,
                 save=submit, suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
-                on_choose=select_event, evidence_apart=True,
-                save_label=f"Save on {1 + len(chosen)} targets" if chosen else "Save")
-    if alike:
-        answer_alike(alike, many)
+                on_choose=select_event, evidence_apart=True)
     cols = st.columns(2)
     cols[0].button("Skip", key="review:skip", shortcut=keys.shortcut("review-skip"),
                    icon=":material/redo:", width="stretch",
@@ -415,7 +414,7 @@ def alike_targets() -> list[str]:
     return memo[1]
 
 
-def answer_alike(alike: list[str], many: str) -> None:
+def answer_alike(alike: list[str], many: str, chosen: int) -> None:
     """Choose targets of this kind to give the same answer (every spawn of a fan-out): each is
     saved as its own label when the answer is saved. Shift+A chooses them all, or none."""
     labels = {t.key: target_label(t, analysis, False).removeprefix("○ ")
@@ -429,16 +428,20 @@ def answer_alike(alike: list[str], many: str) -> None:
     with st.container(border=True, key="review-many"):
         st.markdown(f"**The same answer for other {markdown_literal(kinds, 40)} targets** · "
                     f"{len(alike)} more of this trace are open to you")
-        left, right = st.columns([3, 1], vertical_alignment="bottom")
-        left.multiselect("Give this answer to these too", alike, key=many,
-                         format_func=lambda e: labels.get(e, e or "the whole trace"),
-                         placeholder="choose targets of this kind",
-                         help="Each one chosen is saved as its own label, with its own target "
-                              "and time, when you save this answer")
-        right.button(f"All {len(alike)}", key="review:many-all", on_click=every,
-                     shortcut=keys.shortcut("many-all"), width="stretch",
-                     help=f"Choose every one of them, or none again (key "
-                          f"{keys.shown('many-all')})")
+        if chosen:
+            st.caption(f":blue[**Saving gives this answer to {1 + chosen} targets**: this one "
+                       f"and the {chosen} chosen, each its own label.]")
+        st.multiselect("Give this answer to these too", alike, key=many,
+                       format_func=lambda e: labels.get(e, e or "the whole trace"),
+                       placeholder="choose targets of this kind",
+                       help="Each one chosen is saved as its own label, with its own target "
+                            "and time, when you save this answer")
+        st.button(f"None of the {len(alike)}" if chosen == len(alike)
+                  else f"All {len(alike)} of them", key="review:many-all", on_click=every,
+                  shortcut=keys.shortcut("many-all"), width="stretch",
+                  icon=":material/done_all:",
+                  help=f"Choose every one of them, or none again (key "
+                       f"{keys.shown('many-all')})")
 
 
 def change_questions() -> None:
@@ -461,7 +464,7 @@ def change_questions() -> None:
     keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
     target_form(trace, analysis, workspace.rubric, target, key=form, save=change, saved=mine,
                 suggestions=seen.suggestions, suggestions_hidden=not seen.shown,
-                on_choose=select_event, evidence_apart=True, save_label="Save the change")
+                on_choose=select_event, evidence_apart=True)
 
 
 def skip_reasons() -> None:
