@@ -21,22 +21,32 @@ ICONS = {"note": ":material/rate_review:", "comment": ":material/forum:",
 """The avatar of each kind of entry."""
 
 
+KINDS = {"note": "note with their answer", "comment": "comment",
+         "reason": "reason for the final answer"}
+
+TALL = 4
+"""Entries beyond which the thread scrolls in a box of its own (`HEIGHT` pixels), so the final
+answer's form below it stays in reach."""
+
+HEIGHT = 380
+
+
 def entry_caption(entry: ThreadEntry) -> str:
-    """'**ann** · reviewer · note (stopping_correctness) · 2026-12-06 15:40' (Markdown, made
-    safe)."""
-    return (f"**{markdown_literal(entry.author, 60)}** · {entry.role} · "
-            f"{markdown_literal(entry.heading, 120)} · "
-            f"{markdown_literal(entry.created_at[:16].replace('T', ' '), 20)} UTC")
+    """'**ann** · reviewer · note with their answer · 12-06 15:40 UTC' (Markdown, made safe);
+    the questions a note or reason came with are its tooltip (`entry.heading`)."""
+    return (f"**{markdown_literal(entry.author, 60)}** · {entry.role} · {KINDS[entry.kind]} · "
+            f"{markdown_literal(entry.created_at[5:16].replace('T', ' '), 12)} UTC")
 
 
 def thread_view(entries: Sequence[ThreadEntry], *, key: str) -> None:
-    """The thread, oldest first (one chat message an entry), or a line saying nothing was said."""
-    with st.container(key=key):
+    """The thread, oldest first (one chat message an entry), or a line saying nothing was said;
+    a long one scrolls in its own box."""
+    with st.container(key=key, height=HEIGHT if len(entries) > TALL else "content"):
         if not entries:
             st.caption("Nothing said yet: no reviewer left a note, and no one has commented.")
         for entry in entries:
             with st.chat_message(entry.kind, avatar=ICONS[entry.kind]):
-                st.caption(entry_caption(entry))
+                st.caption(entry_caption(entry), help=entry.heading if entry.questions else None)
                 st.markdown(note_markdown(entry.text, headings_below=4))
 
 

@@ -53,8 +53,7 @@ def test_adjudicate_shows_the_thread_beside_both_answers_in_time_order(workspace
     said = thread_text(at)
     assert said[1::2] == ["ann thinks premature", "bob thinks correct",
                           "e15 came back before the stop"]
-    assert said[0].startswith("**ann** · reviewer · note (stop_should_have_been, "
-                              "stopping_correctness)")
+    assert said[0].startswith("**ann** · reviewer · note with their answer · ")
     assert said[4].startswith("**bob** · reviewer · comment")
 
 
@@ -75,8 +74,7 @@ def test_the_lead_comments_then_settles_and_the_reason_joins_the_thread(workspac
     at.toggle(key="adj:settled").set_value(True).run()
     said = thread_text(at)
     assert said[-1] == "e15 is the return: it stopped in time"
-    assert said[-2].startswith("**lee** · lead · reason for the final answer "
-                               "(stopping_correctness)")
+    assert said[-2].startswith("**lee** · lead · reason for the final answer · ")
 
 
 def test_hostile_text_in_a_thread_stays_text(workspace):
