@@ -10,82 +10,69 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
+from conftest import goto_as, shot, wait_for_streamlit
+from reviewing import WAIT, press, wait_checked
 from test_disputes import NAME, disputed
 
 pytestmark = pytest.mark.browser
 
-WAIT = 120_000  # ms: two cores shared by many processes can be slow to run a page
 SAYS = "e15 is the db_analyst's return: it came back before the stop, so the stop was in time"
 
 
 def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thread(
-        chromium, app_server, tmp_path):
+        browsers, app_server, tmp_path):
     workspace = disputed(tmp_path)
     base = app_server(workspace)
-    contexts = [chromium.new_context(viewport=VIEWPORT) for _ in range(2)]
-    bob, lee = (c.new_page() for c in contexts)
-    for page in (bob, lee):
-        page.set_default_timeout(WAIT)
-    try:
-        # bob, done with the campaign, is pointed at the dispute he is one side of
-        goto_as(bob, f"{base}/review?campaign={NAME}", "bob")
-        wait_for_streamlit(bob, timeout=WAIT)
-        bob.get_by_role("button", name=re.compile("Start")).click()
-        wait_for_streamlit(bob, timeout=WAIT)
-        bob.mouse.move(5, 5)  # the Start button's place now holds a button whose tooltip hides the link
-        bob.get_by_text("You are one side of 1 open dispute", exact=False).click()
-        wait_for_streamlit(bob, timeout=WAIT)
-        assert "/disputes" in bob.url
-        sides = bob.locator(".st-key-disputes-sides")
-        for seen in ("ann", "bob", "premature", "correct"):
-            assert sides.get_by_text(seen, exact=False).first.is_visible()
-        box = bob.get_by_role("textbox", name=re.compile("Say why"))
-        box.fill(SAYS)
-        bob.get_by_role("button", name="Post comment").click()
-        wait_for_streamlit(bob, timeout=WAIT)
-        bob.locator(".st-key-disputes-thread").get_by_text(SAYS).wait_for()
-        assert box.input_value() == ""  # posted, the box is empty again
-        shot(bob, "dispute_01_reviewer_says_why")
+    bob, lee = browsers(2, timeout=WAIT)
+    # bob, done with the campaign, is pointed at the dispute he is one side of
+    goto_as(bob, f"{base}/review?campaign={NAME}", "bob")
+    wait_for_streamlit(bob, timeout=WAIT)
+    bob.get_by_role("button", name=re.compile("Start")).click()
+    wait_for_streamlit(bob, timeout=WAIT)
+    bob.mouse.move(5, 5)  # off Start's place: the button there now has a tooltip over the link
+    bob.get_by_text("You are one side of 1 open dispute", exact=False).click()
+    wait_for_streamlit(bob, timeout=WAIT)
+    assert "/disputes" in bob.url
+    sides = bob.locator(".st-key-disputes-sides")
+    for seen in ("ann", "bob", "premature", "correct"):
+        assert sides.get_by_text(seen, exact=False).first.is_visible()
+    box = bob.get_by_role("textbox", name=re.compile("Say why"))
+    box.fill(SAYS)
+    bob.get_by_role("button", name="Post comment").click()
+    wait_for_streamlit(bob, timeout=WAIT)
+    bob.locator(".st-key-disputes-thread").get_by_text(SAYS).wait_for()
+    assert box.input_value() == ""  # posted, the box is empty again
+    shot(bob, "dispute_01_reviewer_says_why")
 
-        # the lead sees both sides and what was said, in time order, and settles
-        goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Disagreement 1 of 1").wait_for()
-        answers = lee.locator(".st-key-adj-answers")
-        for seen in ("ann", "bob", "premature", "correct"):
-            assert answers.get_by_text(seen, exact=False).first.is_visible()
-        thread = lee.locator(".st-key-adj-thread")
-        said = thread.inner_text()
-        assert said.index("ann thinks premature") < said.index("bob thinks correct") \
-            < said.index(SAYS)
-        assert thread.get_by_text(SAYS).is_visible()
-        shot(lee, "dispute_02_lead_sees_both_sides_and_the_thread")
-        lee.evaluate("document.activeElement && document.activeElement.blur()")
-        lee.keyboard.press("1")  # the first answer of the stop: correct
-        lee.wait_for_function(
-            """() => [...document.querySelectorAll(
-                    '.st-key-ann-form [data-testid="stRadioOption"]')]
-                .some(o => o.innerText.includes('correct') && o.querySelector('input').checked)
-            """, timeout=WAIT)
-        wait_for_streamlit(lee, timeout=WAIT, quiet_ms=300)
-        reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
-        reason.fill("bob is right: e15 returned before the stop")
-        reason.press("Control+Enter")
-        wait_for_streamlit(lee, timeout=WAIT)
-        lee.get_by_text("Saved the final answer", exact=False).wait_for()
-        lee.get_by_text("show settled ones too").click()
-        wait_for_streamlit(lee, timeout=WAIT)
-        thread = lee.locator(".st-key-adj-thread")
-        reason_shown = thread.get_by_text("bob is right: e15 returned before the stop")
-        reason_shown.wait_for()
-        reason_shown.scroll_into_view_if_needed()
-        said = thread.inner_text()
-        assert said.index(SAYS) < said.index("bob is right")
-        shot(lee, "dispute_03_settled_with_its_reason")
-    finally:
-        for context in contexts:
-            context.close()
+    # the lead sees both sides and what was said, in time order, and settles
+    goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Disagreement 1 of 1").wait_for()
+    answers = lee.locator(".st-key-adj-answers")
+    for seen in ("ann", "bob", "premature", "correct"):
+        assert answers.get_by_text(seen, exact=False).first.is_visible()
+    thread = lee.locator(".st-key-adj-thread")
+    said = thread.inner_text()
+    assert said.index("ann thinks premature") < said.index("bob thinks correct") \
+        < said.index(SAYS)
+    assert thread.get_by_text(SAYS).is_visible()
+    shot(lee, "dispute_02_lead_sees_both_sides_and_the_thread")
+    press(lee, "1")  # the first answer of the stop: correct
+    wait_checked(lee, "correct")
+    reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
+    reason.fill("bob is right: e15 returned before the stop")
+    reason.press("Control+Enter")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.get_by_text("Saved the final answer", exact=False).wait_for()
+    lee.get_by_text("show settled ones too").click()
+    wait_for_streamlit(lee, timeout=WAIT)
+    thread = lee.locator(".st-key-adj-thread")
+    reason_shown = thread.get_by_text("bob is right: e15 returned before the stop")
+    reason_shown.wait_for()
+    reason_shown.scroll_into_view_if_needed()
+    said = thread.inner_text()
+    assert said.index(SAYS) < said.index("bob is right")
+    shot(lee, "dispute_03_settled_with_its_reason")
 
     final = [x for x in workspace.labelling.current(campaign=NAME) if x.source == "adjudication"]
     assert [(x.question, x.value, x.comment) for x in final] == [
