@@ -9,6 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from factories import (APP, DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, app_env, demo_paths,
                        make_workspace, review_library)
+from viz_app.analysis import ONLY_TASK_ID, task_text
+from viz_app.summary import TASK_LIMIT
+from viz_app.text import brief
 from viz_app.workspace import Workspace
 
 DEMO_IDS = [json.loads(p.read_text())["trace_id"] for p in demo_paths()]
@@ -57,6 +60,17 @@ def test_the_library_search_narrows_the_table(library_env):
     at = run()
     at.text_input(key="library_query").input("researcher_pep").run()
     assert at.dataframe[0].value["trace id"].tolist() == ["demo-09-review-dropped-finding"]
+
+
+def test_the_library_shows_each_task_in_its_own_words(library_env):
+    # the words come from the one place that reads them (analysis.task_text), kept by the index
+    table = run().dataframe[0].value
+    shown = dict(zip(table["trace id"], table["task"]))
+    for trace_id, task in shown.items():
+        trace = library_env.library.trace(trace_id)
+        words = task_text(trace)
+        assert task == (trace.task_id if words.endswith(ONLY_TASK_ID) else brief(words, TASK_LIMIT))
+    assert shown[PREMATURE_ID].startswith("Checkout p99 rose from 180 ms to 1.4 s on Tuesday.")
 
 
 @pytest.mark.parametrize("trace_id", DEMO_IDS)

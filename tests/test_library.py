@@ -269,3 +269,22 @@ def test_an_older_database_gets_a_new_index_and_keeps_its_labels(tmp_path, folde
     assert [(x.label_id, json.dumps(x.value, separators=(",", ":")))
             for x in sorted(workspace.labelling.all(), key=lambda x: x.label_id)] == labels
     assert len(labels) == 5
+
+
+def test_a_database_indexed_before_the_task_words_reads_its_files_again_for_them(
+        tmp_path, folder, monkeypatch):
+    """Alembic 0013 adds the index's `task` column and has the next update read every file."""
+    from alembic import command
+
+    from viz_app.store.database import alembic_config
+
+    workspace = make_workspace(tmp_path, traces=[folder])
+    workspace.library.update_index()
+    with workspace.engine.begin() as conn:
+        config = alembic_config(conn)
+        command.downgrade(config, "0012")
+        command.upgrade(config, "head")
+    reads = count_reads(monkeypatch)
+    result = workspace.library.update_index()
+    assert len(reads) == len(library_files([folder])) and result.skipped == 0
+    assert indexed_row(result, DROPPED_ID).task.startswith("Question: in which Python version")

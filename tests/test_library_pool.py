@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import shot, wait_for_streamlit
 from factories import APP, app_env, example_trace, make_workspace
+from viz_app.analysis import task_text
 from viz_app.io import pool
 from viz_app.workspace import Workspace
 
@@ -59,6 +60,13 @@ def test_the_first_page_shows_fifty_of_the_pools_traces(pool_env):
     assert not at.exception
     assert listed(at) == [f"rollout-{i:04d}" for i in range(50)]
     assert "120 of 120 traces · page 1 of 3" in captions(at)
+
+
+def test_the_pools_table_shows_each_task_in_its_own_words(pool_env):
+    # the pool's index keeps the words analysis.task_text reads, as the folder index does
+    tasks = run().dataframe[0].value["task"].tolist()
+    assert tasks == [task_text(t) for t in rollouts()[:50]]
+    assert tasks[0] != "task-00"
 
 
 def test_the_next_page_shows_the_next_fifty(pool_env):

@@ -18,6 +18,7 @@ from viz_app.io.follow import Follower
 from viz_app.labels import CampaignSpec, Sample, per_step_rows
 from viz_app.labels.label import Reviewer
 from viz_app.query import Condition, FilterError, holds, parse_condition, parse_conditions
+from viz_app.store.pool_index import INDEX_VERSION
 
 LEAD = Reviewer(name="lead", via="cli")
 ANN = Reviewer(name="ann", via="self-declared")
@@ -141,6 +142,6 @@ def test_an_index_of_the_earlier_layout_is_rebuilt_with_the_new_columns(tmp_path
     again = folder_ws(tmp_path, "ws")
     again.settings.pools.append(str(out))
     again.library.update_pool_index()
-    assert again.library.pool_index()._live_version() == "2"
+    assert again.library.pool_index()._live_version() == INDEX_VERSION
     assert {r.rollout_step for r in again.library.pool_index().page(
         [Condition(field="step", op=">=", value=1)])} == {1}

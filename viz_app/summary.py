@@ -15,15 +15,19 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from pydantic import BaseModel, Field
 
-from viz_app.analysis import analyze
+from viz_app.analysis import analyze, task_words
 from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels import Rubric, required_questions
+from viz_app.text import brief
 
 if TYPE_CHECKING:
     from viz_app.model import Trace
 
 SEARCH_TEXT_LIMIT = 200_000
 """Characters of event content kept per trace for search (agent names always fit before it)."""
+
+TASK_LIMIT = 300
+"""Characters of the task's words an index keeps (a table cell, a tooltip: not a prompt)."""
 
 
 class Summary(msgspec.Struct, frozen=True):
@@ -62,6 +66,9 @@ class Summary(msgspec.Struct, frozen=True):
     """The group of siblings sampled for one prompt at one step; None for another trace."""
     trainer_reward: float | None = None
     """The reward the trainer gave the rollout (`io.rollouts.trainer_reward`), never a label."""
+    task: str = ""
+    """The task in the trace's own words (`analysis.task_words`), on one line and at most
+    `TASK_LIMIT` characters; '' when the trace records only the task's id."""
 
 
 class LibraryRow(BaseModel):
@@ -102,6 +109,13 @@ class LibraryRow(BaseModel):
     trainer_reward: float | None = Field(
         None, description="The reward the trainer gave the rollout (a reward the trace "
         "carries, not a label).")
+    task: str = Field("", description="The task in the trace's own words (`Summary.task`); '' "
+                      "when it records only the task's id.")
+
+    @property
+    def task_shown(self) -> str:
+        """What the library's task column shows: the task's words, else its id."""
+        return self.task or self.task_id
 
     @property
     def group(self) -> str:
@@ -135,7 +149,7 @@ def summarise(trace: Trace, rubric: Rubric | None = None,
         rewards={k: float(v) for k, v in (trace.rewards or {}).items()},
         targets=None if rubric is None else required_questions(rubric, analysis),
         text=search_text(trace, text_limit), rollout_step=rollout[0], rollout_group=rollout[1],
-        trainer_reward=rollout[2])
+        trainer_reward=rollout[2], task=brief(task_words(trace) or "", TASK_LIMIT))
 
 
 def rollout_facts(trace: Trace) -> tuple[int | None, str | None, float | None]:

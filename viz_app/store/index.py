@@ -147,7 +147,8 @@ class TraceIndex:
         records = sorted((r for r in records if r["path"] in wanted),
                          key=lambda r: (wanted[r["path"]], r["position"]))
         rows = [LibraryRow.model_validate({**{k: r[k] for k in kept},
-                                         "targets": _targets(r["targets"])})
+                                         "targets": _targets(r["targets"]),
+                                         "task": r["task"] or ""})
                 for r in records if r["error"] is None]
         failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records
                     if r["error"] is not None]
@@ -176,13 +177,15 @@ class TraceIndex:
 
     def _known_files(self, rubric_sha: str | None) -> dict[str, tuple[int, int]]:
         """Path -> (size, mtime) of the files indexed, leaving out those whose traces were indexed
-        under another rubric (their targets are out of date). A failed file is kept: it has none."""
+        under another rubric (their targets are out of date) or before the index kept the task's
+        words (Alembic 0013). A failed file is kept: it has none."""
         with self.engine.connect() as conn:
             found = conn.execute(select(trace_index.c.path, trace_index.c.size,
                                         trace_index.c.mtime_ns, trace_index.c.rubric_sha,
-                                        trace_index.c.error)).all()
+                                        trace_index.c.error, trace_index.c.task)).all()
         known: dict[str, tuple[int, int]] = {}
-        outdated = {r.path for r in found if r.error is None and r.rubric_sha != rubric_sha}
+        outdated = {r.path for r in found if r.error is None
+                    and (r.rubric_sha != rubric_sha or r.task is None)}
         for path in outdated:  # read whole: rows under the other rubric must not stay
             self.tails.pop(path, None)
         for r in found:
@@ -333,7 +336,7 @@ def trace_record(trace: Trace, rubric: Rubric | None,
     found = summarise(trace, rubric, text_limit)
     return {
         "rollout_step": found.rollout_step, "rollout_group": found.rollout_group,
-        "trainer_reward": found.trainer_reward,
+        "trainer_reward": found.trainer_reward, "task": found.task,
         "trace_id": found.trace_id, "task_id": found.task_id, "system": found.system,
         "topology": found.topology, "source_format": found.source_format,
         "events": found.events, "agents": found.agents, "depth": found.depth,

@@ -106,6 +106,7 @@ trace_index = Table(
     Column("rollout_step", Integer),
     Column("rollout_group", Text),
     Column("trainer_reward", Float),
+    Column("task", Text),
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative

@@ -25,9 +25,10 @@ from viz_app.errors import StoreError
 from viz_app.store.pool_index._rows import _SCHEMA, PoolUpdate
 from viz_app.store.pool_index._words import unpack_words
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 """The layout of the index files; files of another layout are rebuilt (they are a cache).
-2: a trainer's rollout keeps its step, group and trainer reward (`rollout_step`, ...)."""
+2: a trainer's rollout keeps its step, group and trainer reward (`rollout_step`, ...).
+3: every trace keeps the task's words (`task`, `analysis.task_words`)."""
 
 
 

@@ -69,7 +69,7 @@ class Bin(BaseModel):
 _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology",
                 "source_format", "events", "agents", "depth", "makespan_s", "parallelism",
                 "tokens", "cost_usd", "rewards", "targets", "sha256", "warnings",
-                "rollout_step", "rollout_group", "trainer_reward"]
+                "rollout_step", "rollout_group", "trainer_reward", "task"]
 
 
 def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -> dict:
@@ -90,7 +90,7 @@ def summarise_trace(trace: Trace, shard: str, row: int, rubric: Rubric | None) -
         "target_count": None if found.targets is None else len(found.targets),
         "sha256": found.sha256, "warnings": found.warnings,
         "rollout_step": found.rollout_step, "rollout_group": found.rollout_group,
-        "trainer_reward": found.trainer_reward, "text": text,
+        "trainer_reward": found.trainer_reward, "task": found.task, "text": text,
         "packed": pack_words(text),  # in the worker: the writer is one process
     }
 
@@ -145,7 +145,8 @@ _SCHEMA = [
     "source_format VARCHAR, events INTEGER, agents INTEGER, depth INTEGER, "
     "makespan_s DOUBLE, parallelism DOUBLE, tokens DOUBLE, cost_usd DOUBLE, "
     "rewards MAP(VARCHAR, DOUBLE), targets VARCHAR, target_count INTEGER, sha256 VARCHAR, "
-    "warnings INTEGER, rollout_step INTEGER, rollout_group VARCHAR, trainer_reward DOUBLE)",
+    "warnings INTEGER, rollout_step INTEGER, rollout_group VARCHAR, trainer_reward DOUBLE, "
+    "task VARCHAR)",
     "CREATE TABLE IF NOT EXISTS failures (shard VARCHAR, position INTEGER, error VARCHAR)",
 ]
 _TRACE_TYPES = pa.schema([
@@ -157,7 +158,7 @@ _TRACE_TYPES = pa.schema([
     ("rewards", pa.map_(pa.string(), pa.float64())), ("targets", pa.string()),
     ("target_count", pa.int32()), ("sha256", pa.string()), ("warnings", pa.int32()),
     ("rollout_step", pa.int32()), ("rollout_group", pa.string()),
-    ("trainer_reward", pa.float64())])
+    ("trainer_reward", pa.float64()), ("task", pa.string())])
 _BATCH_TYPES = _TRACE_TYPES.remove(0)
 """A piece's rows as its Batch holds them: every column but `doc`."""
 
@@ -180,7 +181,7 @@ def pool_row(record: dict, location: str = "") -> LibraryRow:
         targets=json.loads(record["targets"]) if record["targets"] else None,
         sha256=record["sha256"], warnings=record["warnings"], pool=location,
         rollout_step=record["rollout_step"], rollout_group=record["rollout_group"],
-        trainer_reward=record["trainer_reward"])
+        trainer_reward=record["trainer_reward"], task=record["task"] or "")
 
 
 # -- running summarise_piece over many pieces ---------------------------------------------------

@@ -169,7 +169,7 @@ def pool_library(location: str) -> None:
     answered, yours = labelled_by(reviewer)
     frame = pd.DataFrame([{
         "trace id": r.trace_id, "labelled": pool_labelled(r, answered),
-        **({"by you": pool_labelled(r, yours)} if yours is not None else {}), "task": r.task_id,
+        **({"by you": pool_labelled(r, yours)} if yours is not None else {}), "task": r.task_shown,
         "system": r.system, "topology": r.topology, "events": r.events, "agents": r.agents,
         "depth": r.depth, "makespan (s)": r.makespan_s, "parallelism": r.parallelism,
         "tokens": r.tokens, **{name: r.rewards.get(name.removeprefix("reward.")) for name in
@@ -341,7 +341,7 @@ def folder_library() -> None:
                "task", "system", "topology", "format", "events", "agents", "depth",
                "makespan (s)", "parallelism", "tokens", "file"]
     frame = pd.DataFrame([{
-        "trace id": r.trace_id, "task": r.task_id, "system": r.system, "topology": r.topology,
+        "trace id": r.trace_id, "task": r.task_shown, "system": r.system, "topology": r.topology,
         "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
         "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
         "labelled": workspace.labelling.labelled_text(r, answered),
