@@ -26,7 +26,7 @@ NAME = "stops"
 
 def disputed(tmp_path, *, db: str | None = None) -> Workspace:
     """Demo 10 and demo 9 in a campaign on their stops, two reviewers per target; ann and bob
-    agree on demo 9 and disagree on demo 10's stop e16 (premature against correct), each with
+    agree on demo 9 and disagree on demo 10's stop e13 (premature against correct), each with
     a note."""
     ws = make_workspace(tmp_path, traces=[PREMATURE, DROPPED], **({"db": db} if db else {}))
     ws.library.update_index()
@@ -56,12 +56,12 @@ def target(ws: Workspace) -> tuple[str, str, str]:
 
 def test_a_comment_is_stored_with_its_provenance_and_read_back_in_order(ws):
     store = CommentStore(ws.engine)
-    first = store.add(NAME, PREMATURE_ID, "e16", "ann", "oidc", "reviewer", "  the db_analyst "
+    first = store.add(NAME, PREMATURE_ID, "e13", "ann", "oidc", "reviewer", "  the db_analyst "
                       "never returned  ", trace_sha256="abc")
-    second = store.add(NAME, PREMATURE_ID, "e16", "lee", "cli", "lead", "why e15?")
+    second = store.add(NAME, PREMATURE_ID, "e13", "lee", "cli", "lead", "why e15?")
     store.add(NAME, PREMATURE_ID, "", "lee", "cli", "lead", "on the trace itself")
     assert [(c.author, c.identified_by, c.role, c.text, c.trace_sha256)
-            for c in store.thread(NAME, PREMATURE_ID, "e16")] == [
+            for c in store.thread(NAME, PREMATURE_ID, "e13")] == [
         ("ann", "oidc", "reviewer", "the db_analyst never returned", "abc"),
         ("lee", "cli", "lead", "why e15?", "")]
     assert first.created_at <= second.created_at and first.comment_id != second.comment_id
@@ -77,7 +77,7 @@ def test_the_store_has_no_way_to_edit_or_delete_a_comment():
 @pytest.mark.parametrize("text", ["", "   \n ", "x" * (COMMENT_LIMIT + 1)])
 def test_an_empty_or_endless_comment_is_refused_and_nothing_stored(ws, text):
     with pytest.raises(LabelError, match="nothing was posted"):
-        CommentStore(ws.engine).add(NAME, PREMATURE_ID, "e16", "ann", "cli", "reviewer", text)
+        CommentStore(ws.engine).add(NAME, PREMATURE_ID, "e13", "ann", "cli", "reviewer", text)
     assert CommentStore(ws.engine).count() == 0
 
 
@@ -272,3 +272,14 @@ def test_the_adjudicated_export_carries_the_leads_reason(ws, tmp_path):
     assert {(r["question"], r["source"], r["comment"]) for r in rows} == {
         ("stopping_correctness", "adjudication", "ann is right: the finding was dropped"),
         ("stop_should_have_been", "adjudication", "ann is right: the finding was dropped")}
+
+
+def test_one_targets_disagreement_is_the_one_the_campaigns_list_holds(ws):
+    name, trace_id, event_id = target(ws)
+    (listed,) = ws.campaigns.disagreements(NAME)
+    assert ws.campaigns.disagreement(name, trace_id, event_id) == listed
+    assert ws.campaigns.disagreement(name, DROPPED_ID, "e13") is None  # they agree there
+    assert [(c, d.trace_id) for c, d in ws.disputes.waiting(ANN)] == [(NAME, trace_id)]
+    ws.campaigns.adjudicate(name, trace_id, event_id, {"stopping_correctness": "correct"},
+                            LEAD, "settled")
+    assert ws.disputes.waiting(ANN) == []  # settled: nothing waits for her word

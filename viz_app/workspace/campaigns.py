@@ -606,6 +606,18 @@ class Campaigns:
         return self._disagreements(found, self._labels.current_records(campaign=found.name),
                                    spread)
 
+    def disagreement(self, name: str, trace_id: str, event_id: str | None,
+                     spread: float = SPREAD) -> Disagreement | None:
+        """The disagreement on one target of a campaign (settled or not) by the rule of
+        `disagreements`, reading that target's labels only; None where its reviewers agree.
+        LabelError when the campaign has no such target."""
+        found = self.get(name)
+        row = self._store.target(found, trace_id, event_id)
+        records = [r for r in self._labels.current_records(trace_id, campaign=found.name)
+                   if (r["event_id"] or "") == (event_id or "")]
+        hits = find_disagreements(self._ground.rubric, [row], records, spread)
+        return hits[0] if hits else None
+
     def _disagreements(self, found: Campaign, records: Sequence[Mapping[str, Any]],
                        spread: float) -> list[Disagreement]:
         keys = {(r["trace_id"], r["event_id"] or "") for r in records}

@@ -12,8 +12,8 @@ known).
 from __future__ import annotations
 
 from viz_app.errors import LabelError
-from viz_app.labels import (Disagreement, DisputeComment, DisputeThread, Part, Reviewer,
-                            ThreadEntry, dispute_thread)
+from viz_app.labels import (Disagreement, DisputeComment, DisputeThread, Label, Part,
+                            Reviewer, ThreadEntry, dispute_thread)
 from viz_app.store import CampaignStore, CommentStore
 from viz_app.workspace.campaigns import Campaigns
 from viz_app.workspace.ground import Ground
@@ -35,21 +35,25 @@ class Disputes:
     def dispute(self, name: str, trace_id: str, event_id: str | None) -> Disagreement | None:
         """The disagreement on a target of a campaign (settled or not), or None when its
         reviewers agree there; LabelError when the campaign or its target does not exist."""
-        found = self._campaigns.get(name)
-        CampaignStore(self._ground.engine).target(found, trace_id, event_id)
-        key = event_id or None
-        return next((d for d in self._campaigns.disagreements(name)
-                     if d.trace_id == trace_id and (d.event_id or None) == key), None)
+        return self._campaigns.disagreement(name, trace_id, event_id)
 
     def part(self, name: str, trace_id: str, event_id: str | None,
              person: Reviewer) -> Part | None:
         """A person's part in the dispute on a target: `reviewer` when their answers are one of
         its sides, `lead` when they may lead (and are no side of it), else None (they may
-        neither read its thread nor post on it)."""
+        neither read its thread nor post on it). LabelError when the campaign has no such
+        target."""
         found = self.dispute(name, trace_id, event_id)
         if found is not None and person.name in found.answers:
             return "reviewer"
         return "lead" if self._campaigns.may_lead(person) else None
+
+    def waiting(self, reviewer: Reviewer) -> list[tuple[str, Disagreement]]:
+        """The unsettled disputes a reviewer is one side of, (campaign, dispute) in campaign
+        order: what the Review page counts to link the Disputes page (no thread is read)."""
+        return [(c.name, d) for c in self._campaigns.all()
+                for d in self._campaigns.disagreements(c.name)
+                if reviewer.name in d.answers and not d.resolved]
 
     def _allowed(self, name: str, trace_id: str, event_id: str | None, person: Reviewer,
                  doing: str) -> Part:
@@ -71,11 +75,19 @@ class Disputes:
         return self._entries(name, trace_id, event_id)
 
     def _entries(self, name: str, trace_id: str, event_id: str | None,
-                 comments: list[DisputeComment] | None = None) -> list[ThreadEntry]:
+                 comments: list[DisputeComment] | None = None, *,
+                 retracted: set[str] | None = None,
+                 history: list[Label] | None = None) -> list[ThreadEntry]:
+        """The thread of one target; `retracted` and `history` (the trace's labels, every save)
+        when the caller read them already for several targets."""
         labels = self._ground.labels
-        retracted = labels.retracted()
-        records = [x.to_record() for x in labels.history(trace_id, event_id or "")
-                   if x.campaign == name and x.label_id not in retracted]
+        if retracted is None:
+            retracted = labels.retracted()
+        if history is None:
+            history = list(labels.all(trace_id))
+        records = [x.to_record() for x in history
+                   if x.campaign == name and x.event_id == (event_id or "")
+                   and x.label_id not in retracted]
         if comments is None:
             comments = self._comments.thread(name, trace_id, event_id)
         return dispute_thread(records, comments)
@@ -128,6 +140,12 @@ class Disputes:
         by_target: dict[tuple[str, str], list[DisputeComment]] = {}
         for c in self._comments.of_campaign(name):
             by_target.setdefault((c.trace_id, c.event_id), []).append(c)
+        labels = self._ground.labels
+        retracted = labels.retracted()
+        histories: dict[str, list[Label]] = {}
+        for d in items:  # each trace's labels read once
+            if d.trace_id not in histories:
+                histories[d.trace_id] = list(labels.all(d.trace_id))
         return [DisputeThread(campaign=name, dispute=d, entries=self._entries(
-            name, d.trace_id, d.event_id, by_target.get((d.trace_id, d.event_id or ""), [])))
-            for d in items]
+            name, d.trace_id, d.event_id, by_target.get((d.trace_id, d.event_id or ""), []),
+            retracted=retracted, history=histories[d.trace_id])) for d in items]

@@ -165,13 +165,14 @@ def progress() -> None:
 def disputes_link() -> None:
     """A link to the Disputes page when this reviewer is one side of an open dispute (on the
     start and done screens only: never between two targets, where the loop's speed counts)."""
-    open_ = [t for t in workspace.disputes.mine(reviewer) if not t.dispute.resolved]
+    open_ = workspace.disputes.waiting(reviewer)
     if open_:
+        first, dispute = open_[0]
         st.page_link("app_pages/disputes.py", icon=":material/forum:",
                      label=f"You are one side of {len(open_)} open dispute"
                            f"{'s' if len(open_) != 1 else ''}: see both answers and say why",
-                     query_params={k: v for k, v in zip(("campaign", "trace", "event"),
-                                                       open_[0].key) if v})
+                     query_params={"campaign": first, "trace": dispute.trace_id}
+                     | ({"event": dispute.event_id} if dispute.event_id else {}))
 
 
 if campaign.closed_at is not None and not state.get("claim"):  # a held target may be saved
