@@ -21,16 +21,16 @@ is the trainer's reward, the numeric `metrics` the trace's metrics.
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, Rollout, as_text, content_text,
-                                 group_id, number, pending_note, prompt_key, rollout_lines,
-                                 step_in_name, with_note)
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, as_text, group_id, number,
+                                 pending_note, prompt_key, rollout_lines, step_in_name,
+                                 with_note)
 from viz_app.model import Trace, paused_gc
 
 NAME = "art"
@@ -58,26 +58,46 @@ def where(label: str) -> tuple[str, str, int | None]:
     return model, split, step_in_name(path.stem)
 
 
+class _Log(NamedTuple):
+    """What a log's path says of all its trajectories (`where`), worked out once a file."""
+
+    label: str
+    model: str
+    split: str
+    step: int | None
+    checkpoint: str | None
+    prefix: str
+    """The trace ids' beginning: `art/<model>/<split>/<step>`."""
+
+
+def _log(label: str) -> _Log:
+    model, split, step = where(label)
+    parts = "/".join(p for p in (model, split) if p)
+    return _Log(label, model, split, step,
+                f"{model}@{step:04d}" if model and step is not None else None,
+                f"art/{parts}/{step}")
+
+
 def import_art(source: Source, *, name: str | None = None,
                first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
     """One trace per trajectory of an ART trajectory log (Parquet or legacy JSON Lines)."""
     data, label = read_source(source, name)
-    model, split, step = where(label)
+    log = _log(label)
     traces: list[Trace] = []
     if data[:4] == PARQUET_MAGIC:
         with paused_gc():
             for n, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
-                traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}",
-                                     label, model, split, step))
+                traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}", log))
     else:
-        for line, row in rollout_lines(data, label, first_line, on_error):
-            if not isinstance(row.get("trajectories"), list):
-                raise TraceError(label, f"line {line}", "is not an ART trajectory group (no "
-                                 "trajectories)")
-            for index, trajectory in enumerate(t for t in row["trajectories"]
-                                               if isinstance(t, dict)):
-                traces.append(_trace(trajectory, row, line - 1, index, f"line {line}", label,
-                                     model, split, step))
+        with paused_gc():
+            for line, row in rollout_lines(data, label, first_line, on_error):
+                if not isinstance(row.get("trajectories"), list):
+                    raise TraceError(label, f"line {line}", "is not an ART trajectory group "
+                                     "(no trajectories)")
+                place = f"line {line}"
+                for index, trajectory in enumerate(t for t in row["trajectories"]
+                                                   if t.__class__ is dict):
+                    traces.append(_trace(trajectory, row, line - 1, index, place, log))
         traces = with_note(traces, pending_note(data, label))
     if not traces:
         raise TraceError(label, "", "holds no ART trajectories yet")
@@ -131,36 +151,46 @@ def _parquet(data: bytes, label: str):
 
 
 def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, index: int,
-           place: str, label: str, model: str, split: str, step: int | None) -> Trace:
-    messages = trajectory.get("messages_and_choices") or []
-    opening = next((content_text(m.get("content")) for m in messages
-                    if isinstance(m, dict) and m.get("role") == "user"), None) or ""
-    metadata = trajectory.get("metadata") if isinstance(trajectory.get("metadata"), dict) else {}
-    rollout = Rollout(trainer=NAME, step=step, group=group_id(split, step, f"g{group}"),
-                      index=index,
-                      rollout_id=as_text(metadata.get("rollout_id") or metadata.get("trace_id")),
-                      checkpoint=f"{model}@{step:04d}" if model and step is not None else None,
-                      split=split, source=place)
-    rewards = {} if (reward := number(trajectory.get("reward"))) is None else {
-        TRAINER_REWARD: reward}
-    metrics = {k: found for k, v in (trajectory.get("metrics") or {}).items()
-               if (found := number(v)) is not None} if isinstance(
-                   trajectory.get("metrics"), dict) else {}
+           place: str, log: _Log) -> Trace:
+    metadata = trajectory.get("metadata")
+    if metadata.__class__ is not dict:
+        metadata = {}
+    rollout: dict[str, Any] = {"trainer": NAME, "group": group_id(log.split, log.step,
+                                                                  f"g{group}")}
+    if log.step is not None:  # as `rollouts.rollout_dict` keeps it
+        rollout["step"] = log.step
+    rollout["index"] = index
+    rollout_id = metadata.get("rollout_id") or metadata.get("trace_id")
+    if rollout_id is not None:
+        rollout["rollout_id"] = as_text(rollout_id)
+    if log.checkpoint is not None:
+        rollout["checkpoint"] = log.checkpoint
+    rollout["split"] = log.split
+    rollout["source"] = place
+    reward = number(trajectory.get("reward"))
+    rewards = {} if reward is None else {TRAINER_REWARD: reward}
+    metrics = trajectory.get("metrics")
+    metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
+        if metrics.__class__ is dict else None
     chat = Chat()
-    chat.messages(messages)
-    for n, history in enumerate(trajectory.get("additional_histories") or [], start=1):
-        if isinstance(history, dict):
-            chat.spawn(f"history-{n}", history.get("messages_and_choices") or [])
+    chat.messages(trajectory.get("messages_and_choices") or [])
+    opening = chat.opening or ""
+    histories = trajectory.get("additional_histories")
+    if histories:
+        for n, history in enumerate(histories, start=1):
+            if isinstance(history, dict):
+                chat.spawn(f"history-{n}", history.get("messages_and_choices") or [])
     if chat.events:
-        first = chat.events[0]
-        kept = {"art_metadata": metadata or None, "art_logs": trajectory.get("logs") or None,
-                "tools": [t.get("function", t).get("name") for t in trajectory["tools"]
-                          if isinstance(t, dict) and isinstance(t.get("function", t), dict)]
-                if isinstance(trajectory.get("tools"), list) else None,
-                "group_metadata": (group_info or {}).get("metadata") or None}
-        first.update({k: v for k, v in kept.items() if v})
-    parts = "/".join(p for p in (model, split) if p)
-    return chat.trace(label=label, source_format=NAME,
-                      trace_id=f"art/{parts}/{step}/g{group}/t{index}",
+        tools = trajectory.get("tools")
+        group_metadata = group_info.get("metadata") if group_info else None
+        chat.annotate(chat.events[0], art_metadata=metadata or None,
+                      art_logs=trajectory.get("logs") or None,
+                      tools=[t.get("function", t).get("name") for t in tools
+                             if isinstance(t, dict) and isinstance(t.get("function", t), dict)]
+                      or None if isinstance(tools, list) else None,
+                      group_metadata=group_metadata or None)
+    return chat.trace(label=log.label, source_format=NAME,
+                      trace_id=f"{log.prefix}/g{group}/t{index}",
                       task_id=str(metadata.get("scenario_id") or f"prompt-{prompt_key(opening)}"),
-                      rollout=rollout, rewards=rewards, system=model or "art", metrics=metrics)
+                      rollout=rollout, rewards=rewards, system=log.model or "art",
+                      metrics=metrics)

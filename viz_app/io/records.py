@@ -73,6 +73,12 @@ def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
     """The JSON values of a file that holds either one JSON document or one value per line:
     [(line, value)], line 1 for a single document. A first line that is JSON on its own means
     JSONL; otherwise the file is one document, and its parse error names line and column."""
+    return list(each_json_value(data, label))
+
+
+def each_json_value(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
+    """`json_values` one at a time: a reader that is done with a line's value before it reads
+    the next keeps one in memory, not the file's."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     skipped = len(data) - len(data.lstrip())
@@ -82,11 +88,11 @@ def json_values(data: bytes, label: str) -> list[tuple[int, Any]]:
     try:
         first = orjson.loads(body if cut < 0 else body[:cut])
     except orjson.JSONDecodeError:
-        return [(1, parse_json(data, label))]
-    found = [(blank_lines + 1, first)]  # parsed once: a one-line document can be large
+        yield 1, parse_json(data, label)
+        return
+    yield blank_lines + 1, first  # parsed once: a one-line document can be large
     if cut >= 0:
-        found.extend(json_lines(body[cut + 1:], label, first_line=blank_lines + 2))
-    return found
+        yield from json_lines(body[cut + 1:], label, first_line=blank_lines + 2)
 
 
 _first_seen: list[Any] = [None, None]  # [bytes, value]: detectors share one parse of a file

@@ -24,9 +24,9 @@ from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
-from viz_app.io.records import first_value, json_values
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, Rollout, as_text, content_text, group_id,
-                                 number, prompt_key)
+from viz_app.io.records import each_json_value, first_value
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, as_text, content_text, group_id, number,
+                                 prompt_key)
 from viz_app.model import Trace, paused_gc
 
 NAME = "rllm"
@@ -68,37 +68,51 @@ def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
 
 def _read(data: bytes, label: str, traces: list[Trace]) -> None:
     system = _run(label)
-    for line, value in json_values(data, label):
-        items = value if isinstance(value, list) else [value]
-        for n, item in enumerate(items):
+    for line, value in each_json_value(data, label):
+        listed = value.__class__ is list
+        for n, item in enumerate(value if listed else (value,)):
             if not _is_episode(item):
-                place = f"line {line}" + (f", item {n + 1}" if isinstance(value, list) else "")
+                place = f"line {line}" + (f", item {n + 1}" if listed else "")
                 raise TraceError(label, place, "is not an rLLM episode (no id and trajectories "
                                  "of steps)")
-            place = f"line {line}" if not isinstance(value, list) else f"item {n + 1}"
-            traces.append(_trace(item, place, label, system))
+            traces.append(_trace(item, f"item {n + 1}" if listed else f"line {line}", label,
+                                 system))
 
 
 def _info(value: dict[str, Any]) -> dict[str, Any]:
     found = value.get("info", value.get("metadata"))
-    return found if isinstance(found, dict) else {}
+    return found if found.__class__ is dict else {}
 
 
 def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trace:
-    episode_id = str(episode.get("id", episode.get("episode_id")) or "episode")
+    episode_id = episode.get("id", episode.get("episode_id"))
+    episode_id = (episode_id if episode_id.__class__ is str else str(episode_id or "")) \
+        or "episode"
     task_id, _, rollout_idx = episode_id.partition(":")
     info = _info(episode)
-    step = next((v for v in (episode.get("step"), info.get("step"), info.get("global_step"))
-                 if v.__class__ is int), None)
-    trajectories = [t for t in episode["trajectories"] if isinstance(t, dict)]
+    step = episode.get("step")
+    if step.__class__ is not int:
+        step = info.get("step")
+        if step.__class__ is not int:
+            step = info.get("global_step")
+            if step.__class__ is not int:
+                step = None
+    trajectories = [t for t in episode["trajectories"] if t.__class__ is dict]
     names = _names(trajectories)
     versions = [s.get("weight_version") for t in trajectories for s in t.get("steps") or []
-                if isinstance(s, dict) and s.get("weight_version").__class__ is int]
-    rollout = Rollout(trainer=NAME, step=step, group=group_id(step, task_id),
-                      index=int(rollout_idx) if rollout_idx.isdigit() else None,
-                      rollout_id=episode_id,
-                      checkpoint=f"weights v{max(versions)}" if versions else None,
-                      split=as_text(episode.get("session_type")), source=place)
+                if s.__class__ is dict and s.get("weight_version").__class__ is int]
+    rollout: dict[str, Any] = {"trainer": NAME, "group": group_id(step, task_id)}
+    if step is not None:  # as `rollouts.rollout_dict` keeps it
+        rollout["step"] = step
+    if rollout_idx.isdigit():
+        rollout["index"] = int(rollout_idx)
+    rollout["rollout_id"] = episode_id
+    if versions:
+        rollout["checkpoint"] = f"weights v{max(versions)}"
+    split = episode.get("session_type")
+    if split is not None:
+        rollout["split"] = as_text(split)
+    rollout["source"] = place
     chat = Chat(names[0] if names else "policy")
     for n, (trajectory, agent) in enumerate(zip(trajectories, names)):
         if n == 0:
@@ -108,28 +122,27 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
         chat.next_turn()
         start = len(chat.events)
         _steps(chat, trajectory, agent)
-        said = next((e for e in reversed(chat.events[start:]) if e["type"] == "message"), None)
+        said = next((e for e in reversed(chat.events[start:]) if e.type == "message"), None)
         back = chat.add("return", agent, from_=agent, to=chat.root,
-                        content=said.get("content") if said else None,
+                        content=said.content if said else None,
                         reward=number(trajectory.get("reward")))
         chat.link(spawned, back, "return")
         chat.next_turn()
     if not chat.events:
         chat.prompt(_task_text(episode.get("task")) or episode_id)
-    chat.events[0].update({k: v for k, v in (
-        ("termination_reason", as_text(episode.get("termination_reason"))),
-        ("episode_info", info or None)) if v})
-    rewards = _rewards(trajectories, names)
-    metrics = {k: found for k, v in (episode.get("metrics") or {}).items()
-               if (found := number(v)) is not None} if isinstance(episode.get("metrics"),
-                                                                  dict) else {}
-    if isinstance(episode.get("is_correct"), bool):
-        metrics["task_success"] = 1.0 if episode["is_correct"] else 0.0
-    task = _task_text(episode.get("task"))
+    chat.annotate(chat.events[0], termination_reason=as_text(episode.get("termination_reason"))
+                  or None, episode_info=info or None)
+    metrics = episode.get("metrics")
+    metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
+        if metrics.__class__ is dict else {}
+    correct = episode.get("is_correct")
+    if correct.__class__ is bool:
+        metrics["task_success"] = 1.0 if correct else 0.0
     return chat.trace(label=label, source_format=NAME,
                       trace_id=episode_id if step is None else f"{episode_id}@{step}",
-                      task_id=task_id or f"prompt-{prompt_key(task or '')}", rollout=rollout,
-                      rewards=rewards, system=system,
+                      task_id=task_id or
+                      f"prompt-{prompt_key(_task_text(episode.get('task')) or '')}",
+                      rollout=rollout, rewards=_rewards(trajectories, names), system=system,
                       metrics=metrics)
 
 
@@ -174,37 +187,48 @@ def _steps(chat: Chat, trajectory: dict[str, Any], agent: str) -> None:
         else:
             observation = step.get("observation", step.get("input"))
             if observation is not None:
-                chat.add("human_intervention", agent, from_="user",
-                         content=content_text(observation) or as_text(observation))
+                chat.heard(agent, content_text(observation) or as_text(observation))
                 chat.next_turn()
             response = step.get("model_response") or step.get("output")
-            if response:
-                chat.response(response, agent)
-        said = next((e for e in reversed(chat.events) if e["agent"] == agent
-                     and e["type"] == "message"), None)
+            if response:  # the step's own message: its thought and reward said as it is made
+                thought = step.get("thought")
+                said = chat.response(response, agent, thought=as_text(thought) if thought
+                                     else None, step_reward=number(step.get("reward")))
+                _action(chat, step, said, agent)
+                continue
+        said = next((e for e in reversed(chat.events) if e.agent == agent
+                     and e.type == "message"), None)
         if said is None:
             continue
-        if step.get("thought"):
-            said.setdefault("thought", as_text(step["thought"]))
-        if (reward := number(step.get("reward"))) is not None:
-            said["step_reward"] = reward
-        action = step.get("action")
-        if action is not None and as_text(action) != said.get("content"):
-            made = chat.add("tool_call", agent, tool="action", content=as_text(action))
-            chat.link(said, made, "causal")
-            chat.next_turn()
+        if step.get("thought") and "thought" not in chat.keys_of(said):
+            chat.annotate(said, thought=as_text(step["thought"]))
+        chat.annotate(said, step_reward=number(step.get("reward")))
+        _action(chat, step, said, agent)
+
+
+def _action(chat: Chat, step: dict[str, Any], said: Any, agent: str) -> None:
+    """A step's action, as a tool call of the message it follows, when it is not that
+    message's words."""
+    action = step.get("action")
+    if action is not None and as_text(action) != said.content:
+        made = chat.add("tool_call", agent, tool="action", content=as_text(action))
+        chat.link(said, made, "causal")
+        chat.next_turn()
 
 
 def _rewards(trajectories: list[dict[str, Any]], names: list[str]) -> dict[str, float]:
-    found = {name: value for trajectory, name in zip(trajectories, names)
-             if (value := number(trajectory.get("reward"))) is not None}
+    found: dict[str, float] = {}
+    for trajectory, name in zip(trajectories, names):
+        value = number(trajectory.get("reward"))
+        if value is not None:
+            found[name] = value
     rewards: dict[str, float] = {}
     if found:
         rewards[TRAINER_REWARD] = sum(found.values()) / len(found)
     if len(found) > 1:
         rewards.update({f"{TRAINER_REWARD}.{name}": value for name, value in found.items()})
     signals = trajectories[0].get("signals") if trajectories else None
-    if isinstance(signals, dict):
+    if signals.__class__ is dict:
         rewards.update({f"{TRAINER_REWARD}.{k}": v for k, value in signals.items()
                         if (v := number(value)) is not None})
     return rewards

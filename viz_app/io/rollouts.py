@@ -242,51 +242,122 @@ class Chat:
     `prompt` and `response` give a text rollout (the prompt as the user's turn, the response as
     the policy's generation); `messages` an OpenAI chat (system, user, assistant with tool calls,
     tool results); `spawn` a sub-agent with its own conversation (an ART additional history).
-    `trace` closes it with the policy's stop and returns the trace."""
+    `trace` closes it with the policy's stop and returns the trace.
 
-    __slots__ = ("events", "edges", "t", "root", "notes", "_calls", "_first")
+    Each event is built as its struct when it is added (`add`: the schema's keys into their
+    fields, every other key into `other`), not as a dict converted later: a reader of 100,000
+    rollouts spends little more than their parse. What a reader learns of an event later
+    (`annotate`) is gathered and given to it once, when the trace is made."""
+
+    __slots__ = ("events", "edges", "t", "root", "notes", "opening", "_calls", "_first",
+                 "_extra", "_tokens")
 
     def __init__(self, root: str = POLICY) -> None:
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.edges: list[Edge] = []
         self.t = 0.0
         self.root = root
         self.notes: list[TraceWarning] = []
+        self.opening: str | None = None
+        """The first user turn `messages` read (the task, most often)."""
         self._calls: dict[str, str] = {}
-        self._first: dict[str, dict[str, Any]] = {}
+        self._first: dict[str, int] = {}
+        """Agent -> the place of its first event."""
+        self._extra: dict[int, dict[str, Any]] = {}
+        """The place of an event -> the keys `annotate` gave it since it was added."""
+        self._tokens = 0.0
+        """The tokens of the events added (`add`'s `tokens`, the only way an event has any)."""
 
-    def add(self, type_: str, agent: str, **keys: Any) -> dict[str, Any]:
-        """Add an event at the current turn (keys that are None are left out)."""
-        event = {"id": f"e{len(self.events) + 1}", "t": self.t, "type": type_, "agent": agent}
+    def add(self, type_: str, agent: str, *, content: str | None = None,
+            from_: str | None = None, to: str | None = None, role: str | None = None,
+            tool: str | None = None, tool_call_id: str | None = None,
+            decision: str | None = None, tokens: float | None = None, **other: Any) -> Event:
+        """Add an event at the current turn: the schema's keys (text; `tokens` a number), and
+        any other key into the event's `other` (keys that are None are left out)."""
+        if other:
+            other = {k: v for k, v in other.items() if v is not None} or None
+        n = len(self.events)
+        fields = {"id": f"e{n + 1}", "t": self.t, "type": type_, "agent": agent,
+                  "content": content, "other": other or None}
+        # only the fields given: a struct built of fewer is quicker
+        if from_ is not None:
+            fields["from_"] = from_
+        if to is not None:
+            fields["to"] = to
+        if role is not None:
+            fields["role"] = role
+        if tool is not None:
+            fields["tool"] = tool
+        if tool_call_id is not None:
+            fields["tool_call_id"] = tool_call_id
+        if decision is not None:
+            fields["decision_"] = decision
+        if tokens is not None:
+            fields["tokens_"] = tokens
+            if tokens >= 0:
+                self._tokens += tokens
+        event = Event(**fields)
+        self.events.append(event)
+        if agent not in self._first:
+            self._first[agent] = n
+        return event
+
+    def annotate(self, event: Event, **keys: Any) -> None:
+        """Give an event added before more keys of its own (into `other`, None left out; a
+        key given again replaces the last), as the reader learns them."""
+        self._note(int(event.id[1:]) - 1, keys)
+
+    def _note(self, place: int, keys: dict[str, Any]) -> None:
+        extra = self._extra.get(place)
+        if extra is None:
+            extra = self._extra[place] = {}
         for key, value in keys.items():
             if value is not None:
-                event["from" if key == "from_" else key] = value
-        self.events.append(event)
-        self._first.setdefault(agent, event)
-        return event
+                extra[key] = value
+
+    def keys_of(self, event: Event) -> dict[str, Any]:
+        """The other keys an event has so far (`add`'s and `annotate`'s)."""
+        return {**(event.other or {}), **self._extra.get(int(event.id[1:]) - 1, {})}
 
     def next_turn(self) -> None:
         """Move to the next turn."""
         self.t += 1.0
 
-    def link(self, src: dict[str, Any], dst: dict[str, Any], type_: str) -> None:
+    def link(self, src: Event, dst: Event, type_: str) -> None:
         """A typed edge between two events already added."""
-        self.edges.append(Edge(src=src["id"], dst=dst["id"], type=type_))
+        self.edges.append(Edge(src=src.id, dst=dst.id, type=type_))
 
-    def prompt(self, text: Any, agent: str | None = None) -> dict[str, Any] | None:
+    def prompt(self, text: Any, agent: str | None = None) -> Event | None:
         """The prompt, as the user's turn to the agent (None for an empty prompt)."""
         content = content_text(text)
         if not content:
             return None
-        event = self.add("human_intervention", agent or self.root, from_="user", content=content)
-        self.next_turn()
+        event = self.heard(agent or self.root, content)
+        self.t += 1.0
         return event
 
-    def response(self, text: Any, agent: str | None = None, **keys: Any) -> dict[str, Any]:
+    def heard(self, agent: str, text: str) -> Event:
+        """The user's turn to an agent, at the current turn (the first is the `opening`)."""
+        n = len(self.events)
+        event = Event(id=f"e{n + 1}", t=self.t, type="human_intervention", agent=agent,
+                      from_="user", content=text)
+        self.events.append(event)
+        if agent not in self._first:
+            self._first[agent] = n
+        if self.opening is None:
+            self.opening = text
+        return event
+
+    def response(self, text: Any, agent: str | None = None, **keys: Any) -> Event:
         """The policy's generated response."""
-        event = self.add("message", agent or self.root, content=content_text(text) or "",
-                         kind="generation", **keys)
-        self.next_turn()
+        if keys and keys.get("tokens") is not None:  # a field of the event, not an other key
+            event = self.add("message", agent or self.root, content=content_text(text) or "",
+                             kind="generation", **keys)
+        else:
+            event = self._said(agent or self.root, content_text(text) or "", None, None, {
+                k: v for k, v in keys.items() if v is not None and k != "tokens"} if keys
+                else None)
+        self.t += 1.0
         return event
 
     def messages(self, messages: Sequence[Any], agent: str | None = None) -> None:
@@ -296,48 +367,75 @@ class Chat:
         `finish_reason`) is a generation of the policy."""
         who = agent or self.root
         system: list[str] = []
+        add = self.add
         for item in messages:
-            if not isinstance(item, dict):
+            if item.__class__ is not dict:
                 continue
-            choice = isinstance(item.get("message"), dict) and "finish_reason" in item
-            message = item["message"] if choice else item
+            inner = item.get("message")
+            choice = inner.__class__ is dict and "finish_reason" in item
+            message = inner if choice else item
             role = message.get("role")
-            text = content_text(message.get("content"))
-            if role in ("system", "developer"):
+            text = message.get("content")
+            if text is not None and text.__class__ is not str:
+                text = content_text(text)
+            if role == "assistant":
+                said = self._said(who, text or "", True if choice or message.get("trainable")
+                                  else None, item.get("finish_reason") if choice else None)
+                calls = message.get("tool_calls")
+                if calls:
+                    for call in _tool_calls(calls):
+                        function = call.get("function") if isinstance(call.get("function"),
+                                                                      dict) else {}
+                        name = str(function.get("name") or call.get("name") or "tool")
+                        made = add("tool_call", who, tool=name, tool_call_id=as_text(
+                            call.get("id")), content=as_text(function.get("arguments")))
+                        self.link(said, made, "causal")
+                        if call.get("id") is not None:
+                            self._calls[str(call["id"])] = made.id
+                self.t += 1.0
+            elif role == "user":
+                if text:
+                    self.heard(who, text)
+                    self.t += 1.0
+            elif role in ("system", "developer"):
                 if text:
                     system.append(text)
-                continue
-            if role == "user":
-                if text:
-                    self.add("human_intervention", who, from_="user", content=text)
-                    self.next_turn()
-            elif role == "assistant":
-                said = self.add("message", who, content=text or "", kind="generation",
-                                trainable=True if choice or message.get("trainable") else None,
-                                finish_reason=item.get("finish_reason") if choice else None)
-                for call in _tool_calls(message.get("tool_calls")):
-                    function = call.get("function") if isinstance(call.get("function"),
-                                                                  dict) else {}
-                    name = str(function.get("name") or call.get("name") or "tool")
-                    made = self.add("tool_call", who, tool=name, tool_call_id=as_text(
-                        call.get("id")), content=as_text(function.get("arguments")))
-                    self.link(said, made, "causal")
-                    if call.get("id") is not None:
-                        self._calls[str(call["id"])] = made["id"]
-                self.next_turn()
             elif role == "tool":
                 call_id = as_text(message.get("tool_call_id"))
-                result = self.add("tool_result", who, content=text, tool_call_id=call_id,
-                                  tool=as_text(message.get("name")))
+                result = add("tool_result", who, content=text, tool_call_id=call_id,
+                             tool=as_text(message.get("name")))
                 if call_id in self._calls:
-                    self.edges.append(Edge(src=self._calls[call_id], dst=result["id"],
+                    self.edges.append(Edge(src=self._calls[call_id], dst=result.id,
                                            type="tool_dependency"))
-                self.next_turn()
+                self.t += 1.0
             else:
-                self.add("message", who, content=text or "", kind=str(role or "unknown"))
-                self.next_turn()
+                add("message", who, content=text or "", kind=str(role or "unknown"))
+                self.t += 1.0
         if system and who in self._first:
-            self._first[who]["system_prompt"] = "\n\n".join(system)
+            self._note(self._first[who], {"system_prompt": "\n\n".join(system)})
+
+    def _said(self, agent: str, text: str, trainable: bool | None, finish_reason: Any,
+              extra: dict[str, Any] | None = None) -> Event:
+        """An assistant's turn: a generation of the policy (`add`'s event, its `other` one
+        shared dict for each kind of turn, most turns of a file being alike, unless it has
+        `extra` keys of its own)."""
+        key = (trainable, finish_reason) if finish_reason.__class__ in (str, type(None)) \
+            else None
+        other = _GENERATIONS.get(key) if key is not None else None
+        if other is None:
+            other = {k: v for k, v in (("kind", "generation"), ("trainable", trainable),
+                                       ("finish_reason", finish_reason)) if v is not None}
+            if key is not None and len(_GENERATIONS) < 64:
+                _GENERATIONS[key] = other
+        if extra:
+            other = {**other, **extra}
+        n = len(self.events)
+        event = Event(id=f"e{n + 1}", t=self.t, type="message", agent=agent, content=text,
+                      other=other)
+        self.events.append(event)
+        if agent not in self._first:
+            self._first[agent] = n
+        return event
 
     def spawn(self, child: str, messages: Sequence[Any], parent: str | None = None) -> None:
         """A sub-agent's conversation: spawned by the parent, its events, its return."""
@@ -351,39 +449,44 @@ class Chat:
         own = self.events[start:]
         if own:
             self.link(spawned, own[0], "spawn")
-        answer = next((e for e in reversed(own) if e["type"] == "message"), None)
+        answer = next((e for e in reversed(own) if e.type == "message"), None)
         back = self.add("return", child, from_=child, to=parent,
-                        content=answer.get("content") if answer else None)
+                        content=answer.content if answer else None)
         self.link(spawned, back, "return")
         self.next_turn()
 
     def trace(self, *, label: str, source_format: str, trace_id: str, task_id: str,
-              rollout: Rollout, rewards: dict[str, float], system: str | None = None,
-              metrics: dict[str, float] | None = None) -> Trace:
+              rollout: Rollout | dict[str, Any], rewards: dict[str, float],
+              system: str | None = None, metrics: dict[str, float] | None = None) -> Trace:
         """The rollout's trace: the root's last message (after sub-agents returned) is its
-        aggregate, the root stops after the last event, the rollout is kept on the first."""
-        if not self.events:
-            raise TraceError(label, rollout.source or "", "holds no prompt or response")
-        types = [e["type"] for e in self.events]
+        aggregate, the root stops after the last event, the rollout (a `Rollout`, or the dict
+        `rollout_dict` gives) is kept on the first."""
+        events = self.events
+        if not events:
+            place = rollout.source if isinstance(rollout, Rollout) else rollout.get("source")
+            raise TraceError(label, place or "", "holds no prompt or response")
+        types = [e.type for e in events]
         if "return" in types:
-            final = next((e for e in reversed(self.events)
-                          if e["agent"] == self.root and e["type"] == "message"), None)
-            if final is not None and any(e["type"] == "return" and e["t"] < final["t"]
-                                         for e in self.events):
-                final["type"] = "aggregate"
-        end = self.events[-1]["t"]
-        self.add("orchestrator_decision", self.root, decision="stop", inferred_by="importer",
-                 content="rollout ended")
-        self.events[-1]["t"] = end
-        self.events[0][ROLLOUT_KEY] = rollout.to_dict()
-        events = [_event(e) for e in self.events]
-        tokens = 0.0
-        for event in events:
-            if event.tokens_ is not None and event.tokens_ >= 0:
-                tokens += event.tokens_
-        costs = {"tokens": tokens, "wall_clock_s": float(end),
+            final = next((i for i in range(len(events) - 1, -1, -1)
+                          if events[i].agent == self.root and types[i] == "message"), None)
+            if final is not None and any(types[i] == "return" and events[i].t < events[final].t
+                                         for i in range(len(events))):
+                events[final] = msgspec.structs.replace(events[final], type="aggregate")
+                types[final] = "aggregate"
+        end = events[-1].t
+        events.append(Event(id=f"e{len(events) + 1}", t=end, type="orchestrator_decision",
+                            agent=self.root, decision_="stop", content="rollout ended",
+                            other=_STOPPED))
+        self._note(0, {ROLLOUT_KEY: rollout.to_dict() if isinstance(rollout, Rollout)
+                       else rollout})
+        for place, extra in self._extra.items():
+            event = events[place]
+            events[place] = msgspec.structs.replace(
+                event, other={**event.other, **extra} if event.other else extra)
+        self._extra = {}
+        costs = {"tokens": self._tokens, "wall_clock_s": float(end),
                  "tool_calls": float(types.count("tool_call")),
-                 "messages": float(sum(e.type == "message" for e in events))}
+                 "messages": float(types.count("message"))}
         trace = Trace(trace_id=trace_id or "rollout", task_id=task_id or "task",
                       system=system or None,
                       topology="centralized" if "spawn" in types else None,
@@ -396,33 +499,9 @@ class Chat:
         return trace
 
 
-_STRING_FIELDS = {"agent": "agent", "type": "type", "id": "id", "role": "role",
-                  "from": "from_", "to": "to", "tool": "tool", "content": "content",
-                  "decision": "decision_", "model": "model"}
-_NUMBER_FIELDS = {"t": "t", "tokens": "tokens_", "end_t": "end_t_"}
-_ID_FIELDS = {"tool_call_id": "tool_call_id", "source_id": "source_id"}
-
-
-def _event(keys: dict[str, Any]) -> Event:
-    """An event from the keys a `Chat` gave it, each into its field when of the field's type
-    (as `Event.of`, without its general checks: a chat's keys are of few kinds)."""
-    fields: dict[str, Any] = {}
-    other: dict[str, Any] = {}
-    for key, value in keys.items():
-        kind = value.__class__
-        if kind is str and key in _STRING_FIELDS:
-            fields[_STRING_FIELDS[key]] = value
-        elif (kind is float or kind is int) and key in _NUMBER_FIELDS:
-            fields[_NUMBER_FIELDS[key]] = value
-        elif (kind is str or kind is int) and key in _ID_FIELDS:
-            fields[_ID_FIELDS[key]] = value
-        else:
-            other[key] = value
-    if other:
-        fields["other"] = other
-    return Event(**fields)
-
-
+_GENERATIONS: dict[tuple[bool | None, str | None], dict[str, Any]] = {}
+"""The `other` of an assistant's turn by (trainable, finish_reason): one dict each, shared (an
+event's `other` is never changed in place)."""
 _GENERATION = {"kind": "generation"}
 _STOPPED = {"inferred_by": "importer"}
 

@@ -111,8 +111,8 @@ def _train_trace(row: dict[str, Any], line: int, label: str, run: str,
     chat = Chat()
     asked = chat.prompt(prompt)
     if asked is not None:
-        asked.update({k: as_text(row[k]) for k in ("env_key", "data_source")
-                      if row.get(k) is not None})
+        chat.annotate(asked, **{k: as_text(row[k]) for k in ("env_key", "data_source")
+                                if row.get(k) is not None})
     said = chat.response(row.get("text"), tokens=number(row.get("tokens")),
                          stop_reason=as_text(row.get("stop_reason")),
                          turns=number(row.get("turns")), image_paths=row.get("image_paths"))
