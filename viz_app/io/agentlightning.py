@@ -21,7 +21,8 @@ from typing import Any
 
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
-from viz_app.io.otlp import Span, classify, finish, flatten, number, span_events
+from viz_app.io.otlp import (Span, classify, finish, flatten, keep_rollout_id, number,
+                             span_events)
 from viz_app.io.records import TraceDraft, as_text, first_value, json_values
 from viz_app.model import Trace
 
@@ -143,6 +144,7 @@ def _trace(raw_spans: list[dict[str, Any]], rollout: dict[str, Any], label: str,
     for key in ("mode", "status", "resources_id"):
         if rollout.get(key) is not None and draft.events:
             min(draft.events, key=lambda e: e["t"])[f"rollout_{key}"] = as_text(rollout[key])
+    keep_rollout_id(draft, as_text(raw_spans[0].get("rollout_id")) if raw_spans else None)
     return draft.build(label, NAME, trace_id=trace_id,
                        task_id=" ".join((as_text(task) or "").split())[:80] or trace_id,
                        system=service or "agent-lightning", topology=draft.shape())

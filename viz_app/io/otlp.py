@@ -119,6 +119,7 @@ def import_otlp(source: Source, *, name: str | None = None) -> list[Trace]:
     data, label = read_source(source, name)
     spans_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
     service_of: dict[str, str] = {}
+    rollout_of: dict[str, str] = {}
     requests = 0
     for line, value in json_values(data, label):
         if not isinstance(value, dict) or not isinstance(value.get("resourceSpans"), list):
@@ -128,8 +129,9 @@ def import_otlp(source: Source, *, name: str | None = None) -> list[Trace]:
         for resource in value["resourceSpans"]:
             if not isinstance(resource, dict):
                 continue
-            service = attributes((resource.get("resource") or {}).get("attributes")).get(
-                "service.name")
+            held = attributes((resource.get("resource") or {}).get("attributes"))
+            service = held.get("service.name")
+            rollout = rollout_id_of(held)  # Agent Lightning's exporter says it here
             for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") \
                     or []:
                 for span in (scope or {}).get("spans") or []:
@@ -139,10 +141,34 @@ def import_otlp(source: Source, *, name: str | None = None) -> list[Trace]:
                     spans_of[trace_id].append(span)
                     if isinstance(service, str):
                         service_of.setdefault(trace_id, service)
+                    if rollout is not None:
+                        rollout_of.setdefault(trace_id, rollout)
     if not spans_of:
         raise TraceError(label, "", "holds no spans")
-    return [_trace(spans, label, trace_id, service_of.get(trace_id))
+    return [_trace(spans, label, trace_id, service_of.get(trace_id), rollout_of.get(trace_id))
             for trace_id, spans in spans_of.items()]
+
+
+ROLLOUT_ID_KEYS = ("agentlightning.rollout_id", "rollout_id", "rollout.id", "session.id",
+                   "gen_ai.conversation.id")
+"""Attributes that name the rollout (the training episode) a span belongs to, surest first:
+Agent Lightning's resource attribute (`LightningResourceAttributes.ROLLOUT_ID`, which its
+LightningStore OTLP exporter requires), a `rollout_id` a harness sets on its spans, and the
+session or conversation id of OpenInference and the GenAI conventions (a harness that runs one
+rollout a session). A trainer's rollout file with the same id is joined with the spans
+(`viz_app.io.rollouts.join`)."""
+
+SPAN_ROLLOUT_KEY = "rollout_id"
+"""The key of a span trace's first event that keeps the rollout id its spans named."""
+
+
+def rollout_id_of(attrs: dict[str, Any]) -> str | None:
+    """The rollout id some attributes name (the surest of ROLLOUT_ID_KEYS), or None."""
+    for key in ROLLOUT_ID_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return None
 
 
 @dataclass
@@ -380,7 +406,8 @@ def finish(draft: TraceDraft, tops: list[tuple[float, str]]) -> None:
         draft.conclude(draft.events[0]["agent"])
 
 
-def _trace(spans: list[dict[str, Any]], label: str, trace_id: str, service: str | None) -> Trace:
+def _trace(spans: list[dict[str, Any]], label: str, trace_id: str, service: str | None,
+           rollout: str | None = None) -> Trace:
     draft = TraceDraft()
     rows: list[Span] = []
     conversation = None
@@ -397,8 +424,25 @@ def _trace(spans: list[dict[str, Any]], label: str, trace_id: str, service: str 
             name=str(span.get("name") or ""), start=start,
             end=_nanos(span.get("endTimeUnixNano")) or start, attrs=attrs, error=_error(span))))
     finish(draft, span_events(draft, rows, service or "agent"))
+    keep_rollout_id(draft, rollout or named_rollout([r.attrs for r in rows]))
     return draft.build(label, NAME, trace_id=trace_id, task_id=str(conversation or trace_id),
                        system=service or "opentelemetry", topology=draft.shape())
+
+
+def named_rollout(attrs: list[dict[str, Any]]) -> str | None:
+    """The rollout id spans' attributes name: by the surest key any of them has."""
+    for key in ROLLOUT_ID_KEYS:
+        for held in attrs:
+            found = rollout_id_of({key: held[key]}) if key in held else None
+            if found is not None:
+                return found
+    return None
+
+
+def keep_rollout_id(draft: TraceDraft, rollout: str | None) -> None:
+    """Keep the rollout id the spans named on the run's first event (SPAN_ROLLOUT_KEY)."""
+    if rollout is not None and draft.events:
+        min(draft.events, key=lambda e: e["t"])[SPAN_ROLLOUT_KEY] = rollout
 
 
 def number(value: Any) -> float | None:

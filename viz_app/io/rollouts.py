@@ -28,6 +28,7 @@ import msgspec
 import orjson
 
 from viz_app.errors import TraceError
+from viz_app.io.otlp import SPAN_ROLLOUT_KEY
 from viz_app.model import Edge, Event, Trace, TraceWarning, paused_gc
 
 TRAINER_REWARD = "trainer"
@@ -588,9 +589,12 @@ id with."""
 
 def join(traces: Sequence[Trace]) -> list[Trace]:
     """Rollouts joined with the spans of the same rollout id: where a span trace (OTLP, Agent
-    Lightning) has the id of a rollout (its trace id), the two are one trace: the spans give the
-    orchestration graph, the rollout file its step, group, checkpoint and the trainer's reward.
-    Every other trace is kept as it is, in order."""
+    Lightning) names the id of a rollout (`span_rollout_ids`: an attribute of its spans, such
+    as Agent Lightning's `agentlightning.rollout_id`, a `rollout_id` or a `session.id`, or its
+    trace id), the two are one trace: the spans give the orchestration graph, the rollout file
+    its step, group, checkpoint and the trainer's reward. A rollout joins the first span trace
+    that names it (another one naming it too is kept as it is, and says so). Every other trace
+    is kept as it is, in order."""
     rollouts: dict[str, tuple[int, Rollout]] = {}
     for position, trace in enumerate(traces):
         found = rollout_of(trace) if trace.source_format not in SPAN_FORMATS else None
@@ -600,16 +604,41 @@ def join(traces: Sequence[Trace]) -> list[Trace]:
         return list(traces)
     joined: dict[int, Trace] = {}
     absorbed: set[int] = set()
-    for trace in traces:
+    kept: list[Trace] = list(traces)
+    for place, trace in enumerate(traces):
         if trace.source_format not in SPAN_FORMATS:
             continue
-        key = trace.trace_id.split("/")[0]
-        if key not in rollouts:
+        key = next((k for k in span_rollout_ids(trace) if k in rollouts), None)
+        if key is None:
             continue
         position, found = rollouts[key]
+        if position in joined:  # spans of one rollout in two traces: the first is joined
+            kept[place] = _noted(trace, TraceWarning(
+                code="rollout_joined_elsewhere", message=f"names rollout {key}, which is "
+                f"joined with the spans of trace {joined[position].trace_id}"))
+            continue
         joined[position] = _joined(trace, traces[position], found)
-        absorbed.add(id(trace))
-    return [joined.get(i, trace) for i, trace in enumerate(traces) if id(trace) not in absorbed]
+        absorbed.add(place)
+    return [joined.get(i, trace) for i, trace in enumerate(kept) if i not in absorbed]
+
+
+def span_rollout_ids(trace: Trace) -> list[str]:
+    """The rollout ids a span trace names: the one its spans' attributes named (kept on its
+    first event by the span readers), then its trace id (an Agent Lightning trace is named by
+    its rollout: `<rollout_id>` or `<rollout_id>/<attempt_id>`)."""
+    found: list[str] = []
+    for event in trace.events:
+        named = (event.other or {}).get(SPAN_ROLLOUT_KEY)
+        if isinstance(named, str) and named:
+            found.append(named)
+            break
+    found += [trace.trace_id, trace.trace_id.split("/")[0]]
+    return list(dict.fromkeys(found))
+
+
+def _noted(trace: Trace, note: TraceWarning) -> Trace:
+    trace._warnings = [*trace.reader_warnings, note]
+    return trace
 
 
 def _joined(spans: Trace, rollout_trace: Trace, rollout: Rollout) -> Trace:

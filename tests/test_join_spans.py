@@ -1,0 +1,107 @@
+"""A trainer's rollout joined with the spans recorded for the same rollout: whether the spans name
+it in an attribute (Agent Lightning's resource attribute `agentlightning.rollout_id`, a harness's
+own `rollout_id`, OpenInference's `session.id`) or by their trace id (an Agent Lightning store's
+span records), the two are one trace: the spans give the orchestration graph (agents, spawns,
+tools), the rollout file its step, group, checkpoint and the trainer's reward. Fixtures are
+written by hand in the shapes those tools write (docs/importers.md says where each comes from)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from viz_app.analysis import analyze
+from viz_app.io.detect import read_any
+from viz_app.io.rollouts import join, rollout_of, span_rollout_ids, trainer_reward
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rollouts"
+JOINED = FIXTURES / "joined"
+
+
+def read(*paths: Path):
+    return [t for path in paths for t in read_any(path)]
+
+
+def joined_warning(trace) -> list[str]:
+    return [w.message for w in trace.reader_warnings if w.code == "rollout_joined"]
+
+
+def test_agent_lightning_otlp_resource_attribute_joins_an_art_trajectory():
+    spans = JOINED / "agentlightning_otlp" / "spans.json"
+    log = next((JOINED / "agentlightning_otlp").rglob("0012.jsonl"))
+    (span_trace,) = read(spans)
+    assert span_rollout_ids(span_trace)[0] == "ro-4c68a7e686a1"  # not its hex trace id
+    traces = join(read(log, spans))
+    assert len(traces) == 2  # the other trajectory names another rollout: kept as it was
+    one = next(t for t in traces if t.source_format == "otlp")
+    other = next(t for t in traces if t.source_format == "art")
+    assert one.trace_id == span_trace.trace_id
+    analysis = analyze(one)
+    assert {"orchestrator", "inbox_searcher"} <= set(analysis.agents)  # the spans' graph
+    assert any(e.type == "spawn" and e.to == "inbox_searcher" for e in one.events)
+    assert any(e.type == "tool_call" and e.tool == "search_inbox" for e in one.events)
+    found = rollout_of(one)  # the rollout file's facts
+    assert (found.trainer, found.step, found.rollout_id) == ("art", 12, "ro-4c68a7e686a1")
+    assert found.group == rollout_of(other).group and found.checkpoint == "agent-7b@0012"
+    assert trainer_reward(one) == 0.8 and trainer_reward(other) == 0.1
+    assert joined_warning(one) and "step 12" in joined_warning(one)[0]
+
+
+def test_a_rollout_id_span_attribute_joins_a_verl_sample():
+    spans = JOINED / "otlp_rollout_attribute" / "spans.json"
+    samples = JOINED / "otlp_rollout_attribute" / "rollout_data" / "3.jsonl"
+    traces = join(read(samples, spans))
+    assert [t.source_format for t in traces] == ["otlp", "verl"]  # in the rollouts' order
+    one = traces[0]
+    assert {"planner", "sql_writer"} <= set(analyze(one).agents)
+    assert any(e.type == "tool_call" and e.tool == "run_sql" for e in one.events)
+    assert rollout_of(one).rollout_id == "req-7f3a" and rollout_of(one).step == 3
+    assert trainer_reward(one) == 1.0 and one.rewards["trainer.acc"] == 1.0
+    assert rollout_of(one).group == rollout_of(traces[1]).group  # still siblings
+
+
+def test_an_openinference_session_id_joins_an_rllm_episode():
+    traces = join(read(JOINED / "openinference_session" / "episodes.jsonl",
+                       JOINED / "openinference_session" / "spans.jsonl"))
+    (one,) = traces
+    assert one.source_format == "otlp" and {"solver", "judge"} <= set(analyze(one).agents)
+    found = rollout_of(one)
+    assert (found.trainer, found.step, found.rollout_id, found.split) == (
+        "rllm", 5, "task7:0", "training")
+    assert trainer_reward(one) == 1.0
+
+
+def test_agent_lightning_store_spans_join_by_their_rollout():
+    traces = join(read(FIXTURES / "verl" / "sql-agent" / "rollout_data" / "7.jsonl",
+                       FIXTURES.parent / "importers" / "agentlightning_rollout.json"))
+    (one,) = traces
+    assert one.source_format == "agentlightning" and rollout_of(one).step == 7
+    assert trainer_reward(one) == 1.0 and span_rollout_ids(one)[0] == "ro-5f2c1a"
+
+
+def test_spans_without_a_rollout_id_and_rollouts_without_spans_stay_apart():
+    plain = FIXTURES.parent / "importers" / "otlp_genai_hex.json"
+    samples = FIXTURES / "verl" / "gsm8k-grpo" / "rollout_data" / "3.jsonl"
+    alone = read(samples, plain)
+    assert [t.trace_id for t in join(alone)] == [t.trace_id for t in alone]
+
+
+def test_two_span_traces_of_one_rollout_join_the_first_and_say_so_of_the_second():
+    spans = JOINED / "otlp_rollout_attribute" / "spans.json"
+    samples = JOINED / "otlp_rollout_attribute" / "rollout_data" / "3.jsonl"
+    first, again = read(spans), read(spans)
+    again[0].trace_id = "retried"
+    traces = join([*read(samples), *first, *again])
+    assert [t.trace_id for t in traces] == [first[0].trace_id, "req-7f3b", "retried"]
+    assert [w.code for w in traces[2].reader_warnings][-1] == "rollout_joined_elsewhere"
+
+
+def test_orchviz_import_joins_the_files_it_reads_together(tmp_path):
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "viz_app", "import",
+                           str(JOINED / "otlp_rollout_attribute"), "--out-dir", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in out.iterdir())
+    assert len(written) == 2, written  # the joined trace and the other sample
