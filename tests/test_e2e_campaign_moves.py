@@ -11,6 +11,7 @@ import pytest
 
 from conftest import goto_as, shot, wait_for_streamlit
 from factories import DEMO_DIR, DROPPED, PREMATURE, make_workspace
+from reviewing import press, wait_checked
 from viz_app.labels import Reviewer
 
 pytestmark = pytest.mark.browser
@@ -60,20 +61,6 @@ def test_a_lead_makes_a_campaign_of_the_rows_ticked_in_the_library(page, app_ser
     assert found.spec.filter.trace_ids == [rows[0], rows[2]]
     assert {t.trace_id for t in workspace.campaigns.targets(found)} == {rows[0], rows[2]}
     assert found.created_by == Reviewer(name="lee", via="self-declared").name
-
-
-def press(page, key: str) -> None:
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-
-
-def wait_checked(page, label: str) -> None:
-    page.wait_for_function(
-        """(label) => [...document.querySelectorAll(
-                '.st-key-ann-form [data-testid="stRadioOption"]')]
-            .some(o => o.innerText.includes(label) && o.querySelector('input').checked)""",
-        arg=label, timeout=WAIT)
 
 
 def test_a_reviewer_answers_a_fan_out_at_once_then_goes_back_and_changes_one_by_keys(

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import goto_as, shot, wait_for_streamlit
 from factories import copy_demos, make_workspace
+from reviewing import press, target_text
 from viz_app.export.consensus import ExportOptions
 from viz_app.export.decision_pairs import decision_pair_rows
 from viz_app.labels.campaign import CampaignSpec
@@ -24,17 +25,6 @@ DEMOS = ["09_review_dropped_finding", "10_review_premature_stop"]
 NAME = "merges"
 WAIT = 90_000
 FIX = "Python 3.13 made the GIL optional (PEP 703, experimental free-threaded build)."
-
-
-def press(page, key: str) -> None:
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, timeout=WAIT, quiet_ms=300)
-
-
-def target_text(page) -> str:
-    box = page.locator(".st-key-review-target")
-    return box.inner_text() if box.count() else ""
 
 
 @pytest.fixture

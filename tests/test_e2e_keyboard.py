@@ -12,6 +12,7 @@ import pytest
 from conftest import (VIEWPORT, goto_as, hold_the_server_line, release, shot,
                       wait_for_streamlit)
 from factories import DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, make_workspace
+from reviewing import press
 from viz_app.workspace import Workspace
 
 pytestmark = pytest.mark.browser
@@ -42,13 +43,6 @@ def progress_text(page) -> str:
 def target(page) -> str:
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Target")
     return box.locator("input").input_value()
-
-
-def press(page, key: str) -> None:
-    """A key pressed with the focus on the page itself, then the run it starts."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    wait_for_streamlit(page, quiet_ms=300)
 
 
 def open_trace(page, url: str, reviewer: str | None = None) -> None:

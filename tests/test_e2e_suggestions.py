@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import VIEWPORT, goto_as, shot, wait_for_streamlit
+from conftest import goto_as, shot, wait_for_streamlit
 from factories import PREMATURE, PREMATURE_ID, make_workspace
 from reviewing import press, wait_checked
 from viz_app.labels.campaign import CampaignSpec
@@ -41,38 +41,33 @@ def workspace(tmp_path) -> Workspace:
 
 
 def test_the_trace_page_shows_a_suggestion_only_after_the_reviewers_save(
-        chromium, app_server, workspace):
+        browsers, app_server, workspace):
     base = app_server(workspace)
-    context = chromium.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(WAIT)
-    try:
-        goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
-        wait_for_streamlit(page, timeout=WAIT)
-        page.get_by_text("Around the stop").wait_for()  # the panel is on the stop
-        page.get_by_text(HIDDEN).wait_for()
-        shot(page, "suggestions_01_hidden_before_save")
-        assert page.get_by_text(WHY, exact=False).count() == 0
-        assert suggestions_box(page).count() == 0
-        assert page.get_by_text("1 suggested answer ·", exact=False).is_visible()
+    (page,) = browsers(1, timeout=WAIT)
+    goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
+    wait_for_streamlit(page, timeout=WAIT)
+    page.get_by_text("Around the stop").wait_for()  # the panel is on the stop
+    page.get_by_text(HIDDEN).wait_for()
+    shot(page, "suggestions_01_hidden_before_save")
+    assert page.get_by_text(WHY, exact=False).count() == 0
+    assert suggestions_box(page).count() == 0
+    assert page.get_by_text("1 suggested answer ·", exact=False).is_visible()
 
-        press(page, "1")  # correct: the reviewer's own answer, not the suggested one
-        wait_checked(page, "correct")
-        assert page.get_by_text(WHY, exact=False).count() == 0  # answering is not saving
-        press(page, "Control+Enter")
-        page.get_by_text("Saved 1 answer on e13", exact=False).wait_for()
-        box = suggestions_box(page)
-        box.wait_for()
-        explanation = box.get_by_text(WHY, exact=False)
-        assert explanation.is_visible()
-        assert "rules: premature" in box.inner_text()
-        for event_id in ("e13", "e15", "e12"):  # its evidence, as links to the events
-            assert box.get_by_role("button", name=event_id, exact=True).is_visible()
-        assert page.get_by_text(HIDDEN).count() == 0
-        box.scroll_into_view_if_needed()
-        shot(page, "suggestions_02_shown_after_save")
-    finally:
-        context.close()
+    press(page, "1")  # correct: the reviewer's own answer, not the suggested one
+    wait_checked(page, "correct")
+    assert page.get_by_text(WHY, exact=False).count() == 0  # answering is not saving
+    press(page, "Control+Enter")
+    page.get_by_text("Saved 1 answer on e13", exact=False).wait_for()
+    box = suggestions_box(page)
+    box.wait_for()
+    explanation = box.get_by_text(WHY, exact=False)
+    assert explanation.is_visible()
+    assert "rules: premature" in box.inner_text()
+    for event_id in ("e13", "e15", "e12"):  # its evidence, as links to the events
+        assert box.get_by_role("button", name=event_id, exact=True).is_visible()
+    assert page.get_by_text(HIDDEN).count() == 0
+    box.scroll_into_view_if_needed()
+    shot(page, "suggestions_02_shown_after_save")
 
     [label] = workspace.labelling.current(reviewer="ann")
     assert (label.event_id, label.question, label.value) == ("e13", "stopping_correctness",
@@ -80,61 +75,51 @@ def test_the_trace_page_shows_a_suggestion_only_after_the_reviewers_save(
     assert label.suggestions_visible is False
 
 
-def test_an_evidence_link_selects_its_event_in_the_inspector(chromium, app_server, workspace):
+def test_an_evidence_link_selects_its_event_in_the_inspector(browsers, app_server, workspace):
     base = app_server(workspace)
-    context = chromium.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(WAIT)
-    try:
-        goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
-        wait_for_streamlit(page, timeout=WAIT)
-        page.get_by_text(HIDDEN).wait_for()
-        press(page, "1")
-        wait_checked(page, "correct")
-        press(page, "Control+Enter")
-        box = suggestions_box(page)
-        box.wait_for()
-        box.get_by_role("button", name="e15", exact=True).click()
-        wait_for_streamlit(page, timeout=WAIT)
-        inspector = page.locator(".st-key-inspector-panel")
-        inspector.scroll_into_view_if_needed()
-        shot(page, "suggestions_03_evidence_selected")
-        page.wait_for_function(
-            "() => /\\breturn\\s+e15\\b/.test(document.querySelector("
-            "'.st-key-inspector-panel')?.innerText || '')", timeout=30_000)
-        assert re.search(r"[?&]event=e15\b", page.url)
-    finally:
-        context.close()
+    (page,) = browsers(1, timeout=WAIT)
+    goto_as(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13", "ann")
+    wait_for_streamlit(page, timeout=WAIT)
+    page.get_by_text(HIDDEN).wait_for()
+    press(page, "1")
+    wait_checked(page, "correct")
+    press(page, "Control+Enter")
+    box = suggestions_box(page)
+    box.wait_for()
+    box.get_by_role("button", name="e15", exact=True).click()
+    wait_for_streamlit(page, timeout=WAIT)
+    inspector = page.locator(".st-key-inspector-panel")
+    inspector.scroll_into_view_if_needed()
+    shot(page, "suggestions_03_evidence_selected")
+    page.wait_for_function(
+        "() => /\\breturn\\s+e15\\b/.test(document.querySelector("
+        "'.st-key-inspector-panel')?.innerText || '')", timeout=30_000)
+    assert re.search(r"[?&]event=e15\b", page.url)
 
 
 def test_an_assisted_campaign_shows_the_suggestion_first_and_the_label_says_so(
-        chromium, app_server, workspace):
+        browsers, app_server, workspace):
     workspace.library.update_index()
     workspace.campaigns.create(CampaignSpec(name="assisted", questions=["stopping_correctness"],
                                            assisted=True), Reviewer(name="lee", via="cli"))
     base = app_server(workspace)
-    context = chromium.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    page.set_default_timeout(WAIT)
-    try:
-        goto_as(page, f"{base}/?campaign=assisted", "bob")
-        wait_for_streamlit(page, timeout=WAIT)
-        page.get_by_role("button", name=re.compile("Start")).wait_for()
-        press(page, "Control+Enter")  # Start
-        page.locator(".st-key-review-target").wait_for()
-        box = suggestions_box(page)
-        box.wait_for()
-        assert box.get_by_text(WHY, exact=False).is_visible()  # before any answer
-        assert page.get_by_text(HIDDEN).count() == 0
-        box.scroll_into_view_if_needed()
-        shot(page, "suggestions_04_assisted_before_answer")
-        press(page, "1")
-        wait_checked(page, "correct")
-        press(page, "Control+Enter")
-        page.get_by_text("nothing is left for you").wait_for()
-        shot(page, "suggestions_05_assisted_saved")
-    finally:
-        context.close()
+    (page,) = browsers(1, timeout=WAIT)
+    goto_as(page, f"{base}/?campaign=assisted", "bob")
+    wait_for_streamlit(page, timeout=WAIT)
+    page.get_by_role("button", name=re.compile("Start")).wait_for()
+    press(page, "Control+Enter")  # Start
+    page.locator(".st-key-review-target").wait_for()
+    box = suggestions_box(page)
+    box.wait_for()
+    assert box.get_by_text(WHY, exact=False).is_visible()  # before any answer
+    assert page.get_by_text(HIDDEN).count() == 0
+    box.scroll_into_view_if_needed()
+    shot(page, "suggestions_04_assisted_before_answer")
+    press(page, "1")
+    wait_checked(page, "correct")
+    press(page, "Control+Enter")
+    page.get_by_text("nothing is left for you").wait_for()
+    shot(page, "suggestions_05_assisted_saved")
 
     [label] = workspace.labelling.current(campaign="assisted")
     assert (label.reviewer, label.value) == ("bob", "correct")
