@@ -104,3 +104,16 @@ def test_a_rollouts_trace_page_says_its_step_and_links_its_group(run_env):
     assert not at.exception
     assert any("step **3**" in c.value and rows[4].rollout_group.rsplit(":", 1)[-1] in c.value
                for c in at.caption)
+
+
+def test_the_group_page_asks_the_browser_for_no_chart_or_code_bundle(run_env):
+    """A group page opened in a new tab draws text, a table and a form: neither the hidden chart
+    that fetches Plotly's bundle ahead nor a code box (the code highlighter's bundle) is sent,
+    whose compiling took longer than the page's own widgets (docs/runs.md)."""
+    rows = run_env.library.update_index().rows
+    at = page("app_pages/group.py", group=rows[0].rollout_group).run()
+    assert not at.exception
+    assert len(at.text) >= 3  # the siblings, and the prompt as plain text
+    assert not at.get("plotly_chart") and not at.code
+    at = page("app_pages/trace.py", trace=rows[0].trace_id).run()  # a page with charts still
+    assert at.get("plotly_chart")                                   # fetches the bundle ahead

@@ -24,8 +24,8 @@ page = st.navigation([
             url_path="trace"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:",
             url_path="compare"),
-    st.Page("app_pages/group.py", title="Group", icon=":material/view_column:",
-            url_path="group"),
+    group := st.Page("app_pages/group.py", title="Group", icon=":material/view_column:",
+                     url_path="group"),
     st.Page("app_pages/run.py", title="Training run", icon=":material/monitoring:",
             url_path="run"),
     present,
@@ -37,9 +37,11 @@ page = st.navigation([
                           icon=":material/gavel:", url_path="adjudicate"),
     disputes := st.Page("app_pages/disputes.py", title="Disputes", icon=":material/forum:",
                         url_path="disputes"),
-    st.Page("app_pages/campaigns.py", title="Campaigns", icon=":material/campaign:",
-            url_path="campaigns"),
+    campaigns := st.Page("app_pages/campaigns.py", title="Campaigns",
+                         icon=":material/campaign:", url_path="campaigns"),
 ])
+# Pages that draw no Plotly chart do not fetch its bundle ahead (`session.charts_ahead`).
+CHARTLESS = (group.url_path, campaigns.url_path)
 if st.query_params.get("campaign") and page.url_path not in (review.url_path,
                                                              adjudicate.url_path,
                                                              disputes.url_path):
@@ -49,7 +51,7 @@ if st.query_params.get("present") == "1" and st.query_params.get("trace") \
     st.switch_page(present, query_params=st.query_params.to_dict())
 session.page_style()
 keyboard()  # ? and Ctrl+Enter / Ctrl+S wherever the focus is
-with session.charts_ahead():
+with session.charts_ahead(draws_charts=page.url_path not in CHARTLESS):
     try:
         page.run()
     except OrchvizError as err:  # a database that fails, a file gone since it was listed

@@ -281,14 +281,19 @@ def page_style() -> None:
 
 
 @contextmanager
-def charts_ahead() -> Iterator[None]:
-    """Run a page under a hidden, empty Plotly chart, until a page of this session has run.
+def charts_ahead(draws_charts: bool = True) -> Iterator[None]:
+    """Run a page under a hidden, empty Plotly chart, until a page of this session that
+    `draws_charts` has run.
 
     The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
     first shows a chart: without this, a deep link would wait for the bundle after the server
     had sent the tree and timeline. With it the download overlaps the server's work on the
-    trace. A page that switches, reruns or stops leaves the chart for its next run to remove."""
-    if st.session_state.get(_CHARTS_READY):
+    trace. A page that switches, reruns or stops leaves the chart for its next run to remove.
+    A page that draws no chart (the group page) is not made to wait for the bundle: compiling
+    it took the browser's main thread for longer than such a page's own widgets (1.3-2.2 s of
+    a group page's first open in a new tab, on a loaded machine); the first page with charts
+    fetches it instead."""
+    if not draws_charts or st.session_state.get(_CHARTS_READY):
         yield
         return
     slot = st.empty()

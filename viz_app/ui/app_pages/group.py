@@ -78,8 +78,11 @@ st.caption(f"step **{step if step is not None else 'not given'}** · {len(member
            f"step **{step}** · {len(members)} siblings")
 first = next((e for e in analyze(ordered[0]).order if e.type == "human_intervention"), None)
 if first is not None:
-    with st.expander("The prompt", expanded=False):
-        st.code(first.text, language=None, wrap_lines=True, height=180)
+    with st.expander("The prompt", expanded=False):  # plain text, as the siblings' steps:
+        # a code box would make a new tab load and start the code highlighter (1.5 MB of script
+        # and every language it knows), the slowest part of this page's first drawing
+        with st.container(height=180, border=False):
+            st.text(first.text)
 
 
 def where(trace_id: str) -> str:
