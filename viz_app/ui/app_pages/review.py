@@ -407,10 +407,13 @@ def alike_targets() -> list[str]:
     (`ws.campaigns.alike`), asked once per target held: a key press asks the database nothing."""
     memo = state.get("alike")
     if memo is None or memo[0] != claim.slot_id:
-        try:
-            found = workspace.campaigns.alike(claim)
-        except (LabelError, StoreError):
-            found = []
+        listed = state.get("targets", {}).get((trace.trace_id, trace.sha256), [])
+        found = []
+        if any(t.key != target.key and t.kinds == target.kinds for t in listed):
+            try:  # a kind the trace has more of (spawns, not its one stop): ask the campaign
+                found = workspace.campaigns.alike(claim)
+            except (LabelError, StoreError):
+                found = []
         memo = state["alike"] = (claim.slot_id, found)
     return memo[1]
 
