@@ -242,3 +242,25 @@ def test_orchviz_import_names_the_trainers_formats(tmp_path):
                             capture_output=True, text=True).stdout
     for name in ("verl", "openrlhf", "art", "skyrl", "rllm"):
         assert name in helped
+
+
+def test_a_format_2_row_without_its_whole_trajectory_is_read_from_its_columns(tmp_path):
+    # format 2 is read without its flattened columns (the messages), unless a row lacks its
+    # trajectory_json: then every column is read, and that row from them
+    folder = tmp_path / "models" / "agent-7b" / "trajectories" / "train"
+    folder.mkdir(parents=True)
+    groups_ = [json.loads(line) for line in ART.read_text("utf-8").splitlines()]
+    log = folder / "0003.parquet"
+    _art_parquet(log, groups_, 2)
+    table = pq.read_table(log)
+    whole = table.column("trajectory_json").to_pylist()
+    whole[1] = None
+    pq.write_table(table.set_column(table.column_names.index("trajectory_json"),
+                                    "trajectory_json", pa.array(whole, pa.string())), log)
+    traces = read_any(log)
+    legacy = read_any(ART)
+    assert [t.trace_id for t in traces] == [t.trace_id for t in legacy]
+    assert [t.rewards for t in traces] == [t.rewards for t in legacy]
+    assert spawns(traces[0]) == [("policy", "history-1")]  # read whole
+    assert traces[1].events[0].content == legacy[1].events[0].content  # from its columns
+    assert rollout_of(traces[1]).group == rollout_of(legacy[1]).group

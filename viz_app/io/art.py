@@ -104,6 +104,13 @@ def import_art(source: Source, *, name: str | None = None,
     return traces
 
 
+WHOLE_COLUMNS = frozenset({"group_index", "trajectory_index", "trajectory_json", "group_json",
+                           "group_metadata", "group_metrics", "group_logs"})
+"""The columns of a format 2 log the reader needs while each row keeps its whole trajectory
+(`trajectory_json`): its place, the trajectory, its group. A row without one (a group's
+sentinel, or a trajectory kept only flattened) has every column read."""
+
+
 def _json(value: Any) -> Any:
     if isinstance(value, (str, bytes)) and value:
         try:
@@ -120,21 +127,30 @@ def _parquet(data: bytes, label: str):
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        names = pq.read_schema(pa.BufferReader(data)).names
+        if "group_index" not in names:
+            raise TraceError(label, "", "is a Parquet file but not an ART trajectory log (no "
+                             "group_index column)")
+        # format 2 keeps each trajectory whole as JSON: its flattened columns (the messages,
+        # above all) are then not read at all
+        narrow = "trajectory_json" in names
+        rows = pq.read_table(pa.BufferReader(data), columns=[
+            n for n in names if n in WHOLE_COLUMNS] if narrow else None).to_pylist()
     except (pa.ArrowException, OSError) as err:
         raise TraceError(label, "", f"is not a Parquet file orchviz can read ({err})") from None
-    if "group_index" not in table.column_names:
-        raise TraceError(label, "", "is a Parquet file but not an ART trajectory log (no "
-                         "group_index column)")
     seen: dict[int, int] = {}
-    for row in table.to_pylist():
+    every: list[dict[str, Any]] | None = None if narrow else rows
+    for n, row in enumerate(rows):
         group = row.get("group_index") or 0
         whole = _json(row.get("trajectory_json"))
         if isinstance(whole, dict):
             trajectory = whole
-        elif row.get("reward") is None and row.get("messages") is None:
-            continue  # a group sentinel: the group kept no trajectory
         else:
+            if every is None:  # a row without its whole trajectory: every column read now
+                every = pq.read_table(pa.BufferReader(data)).to_pylist()
+            row = every[n]
+            if row.get("reward") is None and row.get("messages") is None:
+                continue  # a group sentinel: the group kept no trajectory
             trajectory = {"reward": row.get("reward"), "metrics": _json(row.get("metrics")),
                           "metadata": _json(row.get("metadata")),
                           "tools": _json(row.get("tools")), "logs": row.get("logs"),

@@ -28,12 +28,13 @@ NOT_ANSWERS = frozenset({"thinking", "agent_run", "generation_request", "compact
 """Message kinds that are never a run's final answer."""
 
 
-def json_lines(data: bytes, label: str, first_line: int = 1) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed value) for each non-blank line of JSONL bytes (numbered from
-    `first_line`). A line that is not JSON raises TraceError naming it; a cut-off last line is
-    reported as a truncated file, and a pretty-printed JSON document (whose first line is not
-    JSON on its own) as one document rather than JSON Lines."""
-    start, number, size = 0, first_line - 1, len(data)
+def json_lines(data: bytes, label: str, first_line: int = 1,
+               start: int = 0) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) for each non-blank line of JSONL bytes from `start` on
+    (numbered from `first_line`). A line that is not JSON raises TraceError naming it; a
+    cut-off last line is reported as a truncated file, and a pretty-printed JSON document
+    (whose first line is not JSON on its own) as one document rather than JSON Lines."""
+    number, size = first_line - 1, len(data)
     seen = False
     while start < size:
         end = data.find(b"\n", start)
@@ -91,8 +92,8 @@ def each_json_value(data: bytes, label: str) -> Iterator[tuple[int, Any]]:
         yield 1, parse_json(data, label)
         return
     yield blank_lines + 1, first  # parsed once: a one-line document can be large
-    if cut >= 0:
-        yield from json_lines(body[cut + 1:], label, first_line=blank_lines + 2)
+    if cut >= 0:  # the rest read where it is, not copied
+        yield from json_lines(body, label, first_line=blank_lines + 2, start=cut + 1)
 
 
 _first_seen: list[Any] = [None, None]  # [bytes, value]: detectors share one parse of a file

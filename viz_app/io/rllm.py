@@ -130,8 +130,6 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
         chat.next_turn()
     if not chat.events:
         chat.prompt(_task_text(episode.get("task")) or episode_id)
-    chat.annotate(chat.events[0], termination_reason=as_text(episode.get("termination_reason"))
-                  or None, episode_info=info or None)
     metrics = episode.get("metrics")
     metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
         if metrics.__class__ is dict else {}
@@ -143,7 +141,9 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
                       task_id=task_id or
                       f"prompt-{prompt_key(_task_text(episode.get('task')) or '')}",
                       rollout=rollout, rewards=_rewards(trajectories, names), system=system,
-                      metrics=metrics)
+                      metrics=metrics, first={"termination_reason": as_text(
+                          episode.get("termination_reason")) or None,
+                          "episode_info": info or None})
 
 
 def _run(label: str) -> str:
@@ -155,6 +155,10 @@ def _run(label: str) -> str:
 def _names(trajectories: list[dict[str, Any]]) -> list[str]:
     """Each trajectory's agent, as it names itself (a default name is `policy`, or `agent-<n>`
     beside others); a name used twice gets its number."""
+    if len(trajectories) == 1:  # most episodes: one agent
+        name = trajectories[0].get("name")
+        name = (name if name.__class__ is str else as_text(name)) or DEFAULT_NAME
+        return ["policy" if name == DEFAULT_NAME else name]
     names: list[str] = []
     for n, trajectory in enumerate(trajectories):
         name = as_text(trajectory.get("name")) or DEFAULT_NAME
@@ -192,9 +196,14 @@ def _steps(chat: Chat, trajectory: dict[str, Any], agent: str) -> None:
             response = step.get("model_response") or step.get("output")
             if response:  # the step's own message: its thought and reward said as it is made
                 thought = step.get("thought")
-                said = chat.response(response, agent, thought=as_text(thought) if thought
-                                     else None, step_reward=number(step.get("reward")))
-                _action(chat, step, said, agent)
+                reward = number(step.get("reward"))
+                extra = {"thought": as_text(thought)} if thought else {}
+                if reward is not None:
+                    extra["step_reward"] = reward
+                said = chat._said(agent, content_text(response) or "", None, None, extra)
+                chat.t += 1.0
+                if step.get("action") is not None:
+                    _action(chat, step, said, agent)
                 continue
         said = next((e for e in reversed(chat.events) if e.agent == agent
                      and e.type == "message"), None)
@@ -217,6 +226,9 @@ def _action(chat: Chat, step: dict[str, Any], said: Any, agent: str) -> None:
 
 
 def _rewards(trajectories: list[dict[str, Any]], names: list[str]) -> dict[str, float]:
+    if len(trajectories) == 1 and "signals" not in trajectories[0]:  # most episodes
+        value = number(trajectories[0].get("reward"))
+        return {} if value is None else {TRAINER_REWARD: value}
     found: dict[str, float] = {}
     for trajectory, name in zip(trajectories, names):
         value = number(trajectory.get("reward"))

@@ -415,6 +415,10 @@ class Chat:
         if system and who in self._first:
             self._note(self._first[who], {"system_prompt": "\n\n".join(system)})
 
+    def said(self, agent: str, text: str, extra: dict[str, Any] | None = None) -> Event:
+        """The policy's generation, at the current turn, with `extra` keys of its own."""
+        return self._said(agent, text, None, None, extra)
+
     def _said(self, agent: str, text: str, trainable: bool | None, finish_reason: Any,
               extra: dict[str, Any] | None = None) -> Event:
         """An assistant's turn: a generation of the policy (`add`'s event, its `other` one
@@ -458,10 +462,11 @@ class Chat:
 
     def trace(self, *, label: str, source_format: str, trace_id: str, task_id: str,
               rollout: Rollout | dict[str, Any], rewards: dict[str, float],
-              system: str | None = None, metrics: dict[str, float] | None = None) -> Trace:
+              system: str | None = None, metrics: dict[str, float] | None = None,
+              first: dict[str, Any] | None = None) -> Trace:
         """The rollout's trace: the root's last message (after sub-agents returned) is its
         aggregate, the root stops after the last event, the rollout (a `Rollout`, or the dict
-        `rollout_dict` gives) is kept on the first."""
+        `rollout_dict` gives) is kept on the first, after the `first` keys (None left out)."""
         events = self.events
         if not events:
             place = rollout.source if isinstance(rollout, Rollout) else rollout.get("source")
@@ -478,8 +483,14 @@ class Chat:
         events.append(Event(id=f"e{len(events) + 1}", t=end, type="orchestrator_decision",
                             agent=self.root, decision_="stop", content="rollout ended",
                             other=_STOPPED))
-        self._note(0, {ROLLOUT_KEY: rollout.to_dict() if isinstance(rollout, Rollout)
-                       else rollout})
+        head = self._extra.get(0)
+        if head is None:
+            head = self._extra[0] = {}
+        if first:
+            for key, value in first.items():
+                if value is not None:
+                    head[key] = value
+        head[ROLLOUT_KEY] = rollout if rollout.__class__ is dict else rollout.to_dict()
         for place, extra in self._extra.items():
             event = events[place]
             events[place] = msgspec.structs.replace(
