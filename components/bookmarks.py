@@ -22,7 +22,6 @@ from viz_app.analysis import Analysis
 from viz_app.labels import Bookmark, bookmarks_at
 from viz_app.model import Trace
 from viz_app.text import markdown_literal, note_markdown
-from viz_app.workspace import Workspace
 
 PRESENT_PAGE = "app_pages/present.py"
 """The presentation page (also reached by `?trace=<id>&present=1`)."""
@@ -160,18 +159,10 @@ def event_bookmarks(bookmarks: list[Bookmark], event_id: str | None) -> None:
             note(mark)
 
 
-def report_button(trace: Trace, workspace: Workspace, *, viewer: str | None = None,
-                  lead: bool = True, key: str = "report") -> None:
-    """A download button for the trace's case-study report with its current labels and
-    bookmarks (built when clicked, not on every run): every label and dispute for a lead, else
-    those `viewer` may see (`ws.bookmarks.case_study`, `ws.disputes.on_trace`)."""
-    from viz_app.export import file_name, report_html
-
-    def build() -> str:
-        return report_html(trace, *workspace.bookmarks.case_study(trace, viewer, lead=lead),
-                           source=workspace.library.source_name(trace),
-                           threads=workspace.disputes.on_trace(trace.trace_id, viewer,
-                                                               lead=lead))
+def report_button(trace: Trace, build: Callable[[], str], *, key: str = "report") -> None:
+    """A download button for the trace's case-study report, whose HTML `build` makes when the
+    button is clicked, not on every run (the page hands `ws.exports.report_html`)."""
+    from viz_app.export import file_name
 
     st.download_button("Report", data=build, file_name=f"{file_name(trace.trace_id)}.html",
                        mime="text/html", key=key, icon=":material/download:",

@@ -285,10 +285,33 @@ def _store_classes() -> set[str]:
             if isinstance(node, ast.ClassDef) and node.name.endswith("Store")}
 
 
+HANDED_DEBT = {
+    "components.annotation": "the labels panel saves, keeps drafts and reads others' answers "
+                             "through the Workspace it is handed; those calls move to the Trace "
+                             "and Review pages, the panel returning the reviewer's answers as "
+                             "the bookmarks panel returns a BookmarkChoice",
+}
+"""Components still handed the Workspace itself, each named with its way out."""
+
+
+def _handed(name: str, path: Path) -> Iterator[tuple[int, str, str, set[str]]]:
+    """(line, function, parameter, the names its annotation says) of every parameter of every
+    function of a module."""
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                said = ast.unparse(argument.annotation) if argument.annotation else "None"
+                names = {n.id for n in ast.walk(ast.parse(said)) if isinstance(n, ast.Name)} | \
+                        {n.value for n in ast.walk(ast.parse(said))
+                         if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                yield node.lineno, node.name, f"{argument.arg}: {said}", names
+
+
 def test_components_are_never_handed_a_facet_nor_a_store():
     """Domain objects in, the reviewer's choice out: no function of a component takes a facet
-    of the Workspace (`ws.bookmarks`, ...) or a table's store, and none imports a facet's
-    module; the page calls the facet with what the component returns."""
+    of the Workspace (`ws.bookmarks`, ...), a table's store or (but for `HANDED_DEBT`) the
+    Workspace itself, and none imports a facet's module; the page calls the facet with what
+    the component returns."""
     forbidden = _facet_classes() | _store_classes()
     assert {"Bookmarks", "Campaigns", "Library", "BookmarkStore"} <= forbidden
     wrong = [str(i) for i in IMPORTS if within(i.module, "components")
@@ -296,18 +319,16 @@ def test_components_are_never_handed_a_facet_nor_a_store():
     for name, path in MODULES.items():
         if not within(name, "components"):
             continue
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-                for argument in arguments:
-                    said = ast.unparse(argument.annotation) if argument.annotation else ""
-                    handed = {n.id for n in ast.walk(ast.parse(said or "None"))
-                              if isinstance(n, ast.Name)} | \
-                             {n.value for n in ast.walk(ast.parse(said or "None"))
-                              if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-                    if handed & forbidden:
-                        wrong.append(f"{name}:{node.lineno} {node.name}({argument.arg}: {said})")
+        refused = forbidden if name in HANDED_DEBT else forbidden | {"Workspace"}
+        wrong += [f"{name}:{line} {function}({said})"
+                  for line, function, said, names in _handed(name, path) if names & refused]
     assert wrong == []
+
+
+def test_every_component_named_as_handed_the_workspace_still_is():
+    # a debt paid is taken off the list, so the list never hides a new component of the kind
+    assert all(any("Workspace" in names for *_, names in _handed(name, MODULES[name]))
+               for name in HANDED_DEBT)
 
 
 FLOORS: list[tuple[str, ...]] = [

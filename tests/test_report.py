@@ -138,6 +138,15 @@ def test_the_cli_report_is_the_workspace_case_study(tmp_path, trace):
     assert page == report_html(load_trace(tmp_path / "trace.json"), labels, bookmarks)
 
 
+def test_the_apps_report_button_downloads_what_the_cli_writes(tmp_path, trace):
+    # one case study (ws.exports) behind `orchviz report` and the trace page's Report button
+    url = case_db(tmp_path, trace)
+    written = write(tmp_path, trace, url).read_text("utf-8")
+    ws = make_workspace(tmp_path, db=tmp_path / "case.db")
+    assert ws.exports.report_html(load_trace(tmp_path / "trace.json")) == written
+    assert "The merge" in written and "drops it" in written
+
+
 def test_a_trace_file_that_is_not_there_is_one_line_and_exit_1(tmp_path, capsys):
     assert main(["report", str(tmp_path / "gone.json"), "--db", str(tmp_path / "o.db")]) == 1
     err = capsys.readouterr().err

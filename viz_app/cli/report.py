@@ -50,16 +50,13 @@ def report_verb(args: argparse.Namespace) -> int:
               f"(it holds: {held})", file=sys.stderr)
         return 2
     trace = traces[0]
+    output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
     if _no_store(args.db):
         print(f"no label store at {terminal_text(args.db)}: the report has no labels or "
               "bookmarks", file=sys.stderr)
-        labels, bookmarks, threads = [], [], []
+        result = write_report(trace, output, format=args.format)
     else:
-        ws = Workspace.open(args.db)
-        labels, bookmarks = ws.bookmarks.case_study(trace)
-        threads = ws.disputes.on_trace(trace.trace_id)
-    output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
-    result = write_report(trace, output, labels, bookmarks, format=args.format, threads=threads)
+        result = Workspace.open(args.db).exports.write_report(trace, output, format=args.format)
     if result.note:
         print(terminal_text(result.note), file=sys.stderr)
     extra = f" with {len(result.images)} figures" if result.images else ""

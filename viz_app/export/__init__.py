@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.export, each fro
                                         ExportFormat, ExportInput, ExportResult, Shaped, Written,
                                         check_options, export, write_export)
     from viz_app.export.readers import read_export, read_rows
-    from viz_app.export.report import report_html, write_report
+    from viz_app.export.report import ReportResult, report_html, write_report
     from viz_app.export.traces import file_name, write_labelled_traces
     from viz_app.export.consensus import CONFIRMATIONS
     from viz_app.export.decision_pairs import decision_pair_rows

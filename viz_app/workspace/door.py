@@ -65,7 +65,7 @@ class Workspace:
         self.bookmarks = Bookmarks(ground, self.campaigns)
         self.branches = Branches(ground, self.library)
         self.exports = Exports(ground, self.library, self.campaigns, self.suggestions,
-                               self.bookmarks)
+                               self.bookmarks, self.disputes)
         self.rewards = Rewards(ground, self.library, self.campaigns, self.suggestions)
 
     @classmethod

@@ -1,6 +1,7 @@
 """The exports facet (`ws.exports`): the current labels (or bookmarks, or suggestions) written
-in one of `viz_app.export.FORMATS`, for the CLI, the app and the tests alike, and the bytes of a
-download the app offers, written once per state of the labels.
+in one of `viz_app.export.FORMATS`, for the CLI, the app and the tests alike, the bytes of a
+download the app offers, written once per state of the labels, and a trace's case-study report
+(`orchviz report` and the trace page's Report button show the same).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from viz_app.errors import OrchvizError
@@ -17,21 +19,26 @@ from viz_app.labels import LabelRecord
 from viz_app.model import Trace
 from viz_app.workspace.bookmarks import Bookmarks
 from viz_app.workspace.campaigns import Campaigns
+from viz_app.workspace.disputes import Disputes
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
 from viz_app.workspace.suggestions import Suggestions
+
+if TYPE_CHECKING:
+    from viz_app.export import ReportResult
 
 
 class Exports:
     """Label files in the trainers' shapes, written from the workspace's stores."""
 
     def __init__(self, ground: Ground, library: Library, campaigns: Campaigns,
-                 suggestions: Suggestions, bookmarks: Bookmarks):
+                 suggestions: Suggestions, bookmarks: Bookmarks, disputes: Disputes):
         self._ground = ground
         self._library = library
         self._campaigns = campaigns
         self._suggestions = suggestions
         self._bookmarks = bookmarks
+        self._disputes = disputes
         self._downloads: dict[tuple, bytes] = {}
 
     def write(self, format: str, output: str | os.PathLike, *,
@@ -123,3 +130,30 @@ class Exports:
                 self._downloads.pop(next(iter(self._downloads)), None)
             self._downloads[key] = kept
         return kept
+
+    # -- a trace's case study ----------------------------------------------------------------------
+
+    def _case_study(self, trace: Trace, viewer: str | None, lead: bool) -> dict:
+        """What a report of a trace shows: its labels and bookmarks (`ws.bookmarks.case_study`)
+        and the disputes on it with their threads (`ws.disputes.on_trace`), every one for a
+        lead, else what `viewer` may see."""
+        labels, bookmarks = self._bookmarks.case_study(trace, viewer, lead=lead)
+        return {"labels": labels, "bookmarks": bookmarks,
+                "threads": self._disputes.on_trace(trace.trace_id, viewer, lead=lead)}
+
+    def report_html(self, trace: Trace, viewer: str | None = None, *, lead: bool = True) -> str:
+        """A trace's case-study report as one self-contained HTML page, its footer naming the
+        trace's file as the library shows it (what the trace page's Report button downloads)."""
+        from viz_app.export import report_html
+
+        return report_html(trace, **self._case_study(trace, viewer, lead),
+                           source=self._library.source_name(trace))
+
+    def write_report(self, trace: Trace, output: str | os.PathLike, *,
+                     format: str = "html") -> ReportResult:
+        """Write a trace's case-study report, as a lead sees it, as HTML or as Markdown with its
+        figures beside it (`viz_app.export.write_report`; what `orchviz report` writes)."""
+        from viz_app.export import write_report
+
+        return write_report(trace, output, format=format,
+                            **self._case_study(trace, None, True))

@@ -42,8 +42,8 @@ def draw_header() -> None:
     with present_col:
         present_link(trace)
     with report_col:
-        report_button(trace, workspace, viewer=reviewer.name if reviewer else None,
-                      lead=session.is_lead(reviewer))
+        report_button(trace, lambda: workspace.exports.report_html(
+            trace, reviewer.name if reviewer else None, lead=session.is_lead(reviewer)))
     st.caption(task_caption(trace) + " · "
                f"topology **{trace.topology or 'not given'}** · "
                f"format {markdown_literal(trace.source_format, 30)} · "
