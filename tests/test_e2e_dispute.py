@@ -1,8 +1,9 @@
 """End to end in Chromium, a dispute talked through and settled (issue 40): bob, one side of a
 dispute on demo 10's stop, follows the Review page's link to the Disputes page, sees both answers
 and says why; the lead opens Adjudicate and reads, beside both reviewers' answers, each one's
-note and bob's comment in time order, settles it with a reason, and finds the reason at the end
-of the thread. Screenshots at 1600x1000 under test-artifacts/dispute_*.png."""
+note and bob's comment in time order, asks a question in the thread (Ctrl+Enter there posts it
+and settles nothing), settles it with a reason, and finds the reason at the end of the thread.
+Screenshots at 1600x1000 under test-artifacts/dispute_*.png."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from test_disputes import NAME, disputed
 
 pytestmark = pytest.mark.browser
 
+ASKS = "ann, did you see e15 come back before the stop?"
 SAYS = "e15 is the db_analyst's return: it came back before the stop, so the stop was in time"
 
 
@@ -61,6 +63,19 @@ def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thre
     wait_checked(lee, "correct")
     reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
     reason.fill("bob is right: e15 returned before the stop")
+    wait_for_streamlit(lee, timeout=WAIT)
+
+    # Ctrl+Enter in the comment box posts the comment, and settles nothing
+    box = lee.get_by_role("textbox", name=re.compile("Comment on this dispute"))
+    box.fill(ASKS)
+    box.press("Control+Enter")
+    wait_for_streamlit(lee, timeout=WAIT)
+    lee.locator(".st-key-adj-thread").get_by_text(ASKS).wait_for()
+    assert not [x for x in workspace.labelling.current(campaign=NAME)
+                if x.source == "adjudication"]
+
+    reason = lee.get_by_role("textbox", name=re.compile("Reason for the final answer"))
+    assert reason.input_value() == "bob is right: e15 returned before the stop"
     reason.press("Control+Enter")
     wait_for_streamlit(lee, timeout=WAIT)
     lee.get_by_text("Saved the final answer", exact=False).wait_for()
@@ -71,7 +86,7 @@ def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thre
     reason_shown.wait_for()
     reason_shown.scroll_into_view_if_needed()
     said = thread.inner_text()
-    assert said.index(SAYS) < said.index("bob is right")
+    assert said.index(SAYS) < said.index(ASKS) < said.index("bob is right")
     shot(lee, "dispute_03_settled_with_its_reason")
 
     final = [x for x in workspace.labelling.current(campaign=NAME) if x.source == "adjudication"]

@@ -13,7 +13,8 @@
 // The answers are ticked here, in the browser, so the reviewer sees the choice at once; the
 // click then reaches the server as any click does. Without this script, Streamlit's hidden
 // shortcut buttons do the same through the server.
-// In a text box the save key is left to Streamlit, which first keeps the text, then saves.
+// In a text box the save key is left to Streamlit, which first keeps the text, then saves;
+// in a text box of another Streamlit form (a dispute's comment) it submits that form alone.
 //   name-done         in the sidebar's Reviewer box: Streamlit keeps the name, then the focus
 //                     goes to the page, so the next keys label rather than type into the name
 //   leave-box         in any text box: the focus goes to the page
@@ -110,6 +111,15 @@ function orchvizKeys(KEYS) {
       if (visible(button)) return button;
     }
     return null;
+  }
+
+  function otherForm(el) {
+    // the submit button of the Streamlit form a text box is in, when that form is not the
+    // labels form's (Ctrl+Enter there submits its own form, and saves no answer)
+    const form = el.closest('[data-testid="stForm"]');
+    if (!form || el.closest(".st-key-ann-form")) return null;
+    const button = form.querySelector('[data-testid^="stBaseButton"][data-testid$="FormSubmit"]');
+    return visible(button) ? button : null;
   }
 
   function answerOption(event) {
@@ -317,6 +327,14 @@ function orchvizKeys(KEYS) {
       (is(event, "save") || is(event, "save-too"));
     if (!save) return;
     if (typing(active)) {
+      const own = otherForm(active);
+      if (own) {  // a box of another form (a dispute's comment): its form, never the answers
+        event.preventDefault();
+        event.stopPropagation();  // Streamlit's own shortcut would save the labels form too
+        active.blur();  // Streamlit keeps the text as the box loses the focus
+        own.click();
+        return;
+      }
       if (!is(event, "save")) event.preventDefault();  // no "Save page" from a text box
       return;  // Streamlit keeps the text and saves (Ctrl+Enter)
     }
