@@ -191,3 +191,27 @@ def test_the_review_page_says_a_closed_campaign_hands_out_nothing(app):
     assert not at.exception, at.exception
     assert any("was closed by a lead" in i.value for i in at.info)
     assert not any(b.key == "review:start" for b in at.button)
+
+
+def test_a_pool_campaign_of_traces_ticked_by_hand_takes_those_traces_only(ws):
+    ticked = [r.trace_id for r in ws.library.pool_index().page(limit=200)][5:8]
+    name = create(ws, name="ticked", filter=Filter(trace_ids=ticked))
+    assert sorted(traces_of(ws, name)) == sorted(ticked)
+
+
+def test_the_campaigns_page_makes_a_campaign_of_rows_ticked_in_the_pools_table(ws, monkeypatch):
+    app_env(monkeypatch, ws)
+    ticked = [r.trace_id for r in ws.library.pool_index().page(limit=200)][:2]
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
+                                           "picked": ticked, "pool": ws.library.pools[0]}
+    at.switch_page("app_pages/campaigns.py")
+    at = at.run()
+    assert at.radio(key="camp:source").value == "ticked"
+    at.text_input(key="camp:name").input("ticked")
+    at.multiselect(key="camp:questions").set_value(["task_outcome"])
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    assert sorted(traces_of(ws, "ticked")) == sorted(ticked)
+    assert ws.campaigns.get("ticked").spec.pool == ws.library.pools[0]

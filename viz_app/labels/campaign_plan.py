@@ -90,12 +90,13 @@ def optional_questions(rubric: Rubric) -> list[str]:
 
 def conditions(wanted: Filter) -> list[Condition]:
     """A campaign's filter in the library's filter language (`viz_app.query`), folders and
-    pools alike: its lists as `in`, its figure bounds as `>=` and `<=`. Its folders are no
+    pools alike: its lists as `in` (its trace ids too, traces ticked by hand), its figure bounds as `>=` and `<=`. Its folders are no
     field of the language (a folder library checks them itself; a pool has none) and its
     text is the library's search."""
     found = [Condition(field=field, op="in", value=list(values)) for field, values in (
         ("system", wanted.systems), ("topology", wanted.topologies),
-        ("task_id", wanted.tasks), ("source_format", wanted.formats)) if values]
+        ("task_id", wanted.tasks), ("source_format", wanted.formats),
+        ("trace_id", wanted.trace_ids)) if values]
     for name, (low, high) in wanted.figures.items():
         if low is not None:
             found.append(Condition(field=name, op=">=", value=low))

@@ -68,7 +68,8 @@ def new_campaign() -> None:
     topologies = chosen.get("topologies", [])
     described = (f"search “{words}”" if words else "no search") + (
         f", topology {', '.join(topologies)}" if topologies else "")
-    ticked = [t for t in chosen.get("picked", []) if t in set(trace_ids)]
+    pooled = chosen.get("pool") in workspace.library.pools  # ticked in a pool's table
+    ticked = [t for t in chosen.get("picked", []) if pooled or t in set(trace_ids)]
     sources = (["ticked"] if ticked else []) + ["library", "pick"]
     if st.session_state.get("camp:source") not in sources:
         st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first
@@ -102,6 +103,7 @@ def new_campaign() -> None:
     instructions_preview(st.session_state.get("camp:instructions") or "", "new")
     if not made:
         return
+    pool = chosen.get("pool") if source == "ticked" and pooled else None
     if source == "library":
         wanted = Filter(text=words, topologies=list(topologies)) if chosen else Filter()
     else:
@@ -111,7 +113,8 @@ def new_campaign() -> None:
         wanted = Filter(trace_ids=picked)
     try:
         spec = CampaignSpec(name=name, questions=questions, per_target=int(per_target),
-                            filter=wanted, gold_campaign=gold or None, instructions=text)
+                            filter=wanted, gold_campaign=gold or None, instructions=text,
+                            pool=pool)
         found = workspace.campaigns.create(spec, lead)
     except ValueError as err:  # pydantic's, on a name or instructions it refuses
         said(LabelError(str(err).splitlines()[-1] if str(err) else "the spec is refused"))

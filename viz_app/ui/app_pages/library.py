@@ -162,10 +162,14 @@ def pool_library(location: str) -> None:
     rows = index.page(filters, search, sort_field, descending, page * PAGE_SIZE, PAGE_SIZE)
 
     last = index.last_update
+    picking = st.toggle("Pick traces for a campaign", key="pool_picking",
+                        help="Tick rows of this page of the table (a click on a row then ticks "
+                             "it rather than opening the trace) and make a review campaign of "
+                             "them")
     st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · "
                + (f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
                   if last is not None else "")
-               + "click a row to open the trace")
+               + ("tick the rows of a campaign" if picking else "click a row to open the trace"))
     answered, yours = labelled_by(reviewer)
     frame = pd.DataFrame([{
         "trace id": r.trace_id, "labelled": pool_labelled(r, answered),
@@ -180,9 +184,15 @@ def pool_library(location: str) -> None:
                                "agents", "depth", "makespan (s)", "parallelism", "tokens",
                                *rewards, "shard", "row"])
     table_key = f"pool_table:{st.session_state.get('_library_visit', 0)}:{page}"
-    trace_table(frame, [r.trace_id for r in rows], table_key, {
+    ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
         **LABELLED_COLUMNS,
-        **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}})
+        **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
+        picking=picking)
+    if ticked:  # the Campaigns page makes a campaign of them over the pool
+        st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
+                                               "picked": ticked, "pool": location}
+        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
 
     previous, where, following, again = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key="pool_previous", disabled=page == 0,
