@@ -1,6 +1,7 @@
 """The keys Streamlit's button shortcuts cannot give: `?` opens the list of keys, and
 Ctrl+Enter (or Ctrl+S) saves the labels form wherever the focus is, also right after a click
-on a radio or a tag (a focused radio or pills button keeps Enter to itself). Which key does
+on a radio or a tag (a focused radio or pills button keeps Enter to itself), except in a text box
+of another Streamlit form (a dispute's comment, a reason to skip or retract), which it submits. Which key does
 what is `components.keys`: the script is handed its map (`keys.script_keys()`) as JSON.
 
 The script (`static/keyboard.js`) is a constant file: no trace text and nothing a user typed
