@@ -283,3 +283,9 @@ def test_one_targets_disagreement_is_the_one_the_campaigns_list_holds(ws):
     ws.campaigns.adjudicate(name, trace_id, event_id, {"stopping_correctness": "correct"},
                             LEAD, "settled")
     assert ws.disputes.waiting(ANN) == []  # settled: nothing waits for her word
+
+
+def test_campaign_thread_of_a_target_they_agree_on_says_there_is_no_dispute(ws, capsys):
+    assert main(["campaign", "thread", NAME, DROPPED_ID, "e13",
+                 "--db", str(ws.settings.db_url)]) == 1
+    assert "agree: there is no dispute there" in capsys.readouterr().err
