@@ -21,7 +21,6 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson

@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from viz_app.labels import (AgreementRow, LabelRecord, Producer, Question, Rubric, Suggestion,
                             blind_labels, reward_of, suggestion_agreement)
 from viz_app.model import Trace
-from viz_app.reward.decisions import (ANY, STRUCTURE, Decision, pair_decisions,
+from viz_app.reward.decisions import (ANY, Decision, pair_decisions,
                                       reward_questions, trace_decisions)
 from viz_app.reward.model import (FEATURES_VERSION, SETTINGS, Example, Pair, RewardError,
                                   TrainingSet, _sklearn, fit_heads, score_with,
