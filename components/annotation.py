@@ -2,8 +2,14 @@
 form, the context a reviewer needs to judge it, progress, and the way to the next unlabelled
 target or trace.
 
-Everything the reviewer saves goes through the Workspace the page gives (no SQL here, and the
-rules of a save are the Workspace's).
+Domain objects in, the reviewer's choice out: the page gathers through the Workspace's facets
+what the panel shows (the trace's targets, the reviewer's answers, and on the target shown a
+`TargetAnswers`: the suggestions `ws.suggestions.visible` lets them see, the others' answers,
+their own history), and carries out what the reviewer chose: a save through the `save` it hands
+(as `target_form`'s pages do, called in the save button's callback, so a refusal shows beside
+the form and the answers stay), a move to the next trace returned as a `LabelsChoice`. Drafts
+are kept beyond the session by the keeper the page gives `components.form.keep_drafts`.
+No SQL here, and the rules of a save are the Workspace's.
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
 Keyboard: Streamlit's own button shortcuts, each key read from the one key map
 (`components.keys`): digits pick the n-th answer, letters toggle tags, Ctrl+Enter saves, N / P /
@@ -18,7 +24,8 @@ The panel assembles its rooms: `components.navigation` (which target, pure), `co
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Literal
 
 import pandas as pd
 import streamlit as st
@@ -26,86 +33,114 @@ import streamlit as st
 from components import keys as key_map
 from components.evidence import draw_context, evidence_above
 from components.form import (SaveAnswers, drafted, draw_form, flash, form_state, keep_drafts,
-                             remembered, set_answer, show_flash)
+                             set_answer, show_flash)
 from components.navigation import follow, leave, next_target_key, previous_target_key, target_label
 from components.suggestions import suggestions_view
 from viz_app.analysis import Analysis
-from viz_app.errors import RubricError, StoreError
 from viz_app.labels import Label, LabelTarget, Reviewer, Rubric, Suggestion, progress_of
 from viz_app.model import Trace
 from viz_app.text import markdown_literal
-from viz_app.workspace import Workspace
+
+__all__ = ["LabelsChoice", "TargetAnswers", "annotation_panel", "asked_only", "blind_mode",
+           "keep_drafts", "panel_key", "shown_target", "target_form"]
 
 
-class DraftKeeper:
-    """Where a form's unsaved answers live beyond the session: the reviewer's draft of the form
-    in the Workspace (`ws.labelling.draft`), so a reload, a closed tab or another browser of the
-    same reviewer gets them back (`components.form.keep_drafts`)."""
+@dataclass(frozen=True)
+class TargetAnswers:
+    """What the page gathers through the facets on the target the panel shows."""
 
-    def __init__(self, workspace: Workspace, reviewer: str, form: str):
-        self.workspace, self.reviewer, self.form = workspace, reviewer, form
-
-    def load(self) -> dict[str, Any]:
-        try:
-            return self.workspace.labelling.draft(self.reviewer, self.form)
-        except (StoreError, OSError, ValueError):  # a draft that cannot be read is no draft
-            return {}
-
-    def keep(self, answers: Mapping[str, Any]) -> None:
-        try:
-            self.workspace.labelling.keep_draft(self.reviewer, self.form, answers)
-        except (StoreError, OSError, TypeError, ValueError):  # the session still holds it
-            pass
+    suggestions: list[Suggestion] = field(default_factory=list)
+    """The suggestions on its questions (`ws.suggestions.visible`)."""
+    suggestions_shown: bool = False
+    """Whether the reviewer may see them now (blind first); a save records it."""
+    others: list[Label] = field(default_factory=list)
+    """Other reviewers' current answers there that the reviewer may see (`labels_in_view`)."""
+    others_answered: int = 0
+    """How many other reviewers answered there, seen or not."""
+    sealed: bool = False
+    """Whether a review campaign holds the target (blind whatever the toggle)."""
+    history: list[Label] = field(default_factory=list)
+    """Every answer the reviewer saved there, oldest first."""
 
 
-def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
-                     reviewer: Reviewer | None, selected_event: str | None, *,
-                     open_trace: Callable[[str], None],
-                     on_choose: Callable[[str], None],
-                     identify_first: str = "Sign in, or enter your name under **Reviewer**, "
-                                           "in the sidebar to label this trace.") -> None:
-    """Draw the panel for one trace. `open_trace(trace_id)` is called to go to the next trace
-    the reviewer has left to label, `on_choose(event_id)` when the reviewer moves to a target
-    (in the widget callback, before anything is drawn: the page selects it in the tree,
-    timeline and inspector); `identify_first` is what the panel says while nobody is named
-    (the page knows whether the app signs people in).
+@dataclass(frozen=True)
+class LabelsChoice:
+    """What the reviewer chose in the labels panel beyond a save, for the page to carry out."""
 
-    The answers are plain widgets, not an `st.form`: each click or key reaches the server at
-    once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
-    for the session) when the reviewer moves away and comes back."""
-    st.markdown("#### Labels")
-    try:
-        rubric = workspace.rubric
-    except RubricError as err:
-        st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
-        return
-    if not reviewer:
-        st.info(identify_first)
-        return
-    base = f"ann:{trace.trace_id}:{trace.sha256[:12]}"
-    keep_drafts(base, DraftKeeper(workspace, reviewer.name, base))
+    action: Literal["next-trace"]
+    """open the next trace the reviewer has left to label."""
+
+
+def panel_key(trace: Trace) -> str:
+    """The key of the labels panel's form on a trace (this version of it): its widgets', its
+    state's and its draft's."""
+    return f"ann:{trace.trace_id}:{trace.sha256[:12]}"
+
+
+def blind_mode() -> bool:
+    """Whether the reviewer hides other reviewers' answers until they save theirs (the
+    panel's toggle, on unless turned off)."""
+    return bool(st.session_state.get("_ann_blind", True))
+
+
+def _shown(targets: Sequence[LabelTarget], state: dict) -> list[LabelTarget]:
+    return [t for t in targets if t.required or state["optional"]]
+
+
+def _done(targets: Sequence[LabelTarget], mine: Mapping[str, Mapping[str, Label]]) -> set[str]:
+    return {t.key for t in targets if set(t.required) <= set(mine.get(t.key, {}))}
+
+
+def shown_target(trace: Trace, targets: Sequence[LabelTarget],
+                 mine: Mapping[str, Mapping[str, Label]],
+                 selected_event: str | None) -> LabelTarget | None:
+    """The target the labels panel shows on this run (None when the rubric asks nothing it
+    lists): the one the reviewer moved to, an event selected elsewhere when it is a target (or,
+    while they pick where a stop should have been, the answer recorded), else the first left
+    to label. The page asks it first, to gather that target's `TargetAnswers`; call once a
+    run, before `annotation_panel`."""
+    base = panel_key(trace)
     state = form_state(base)
-    show_flash(base)
-
-    found = remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
-                        lambda: workspace.library.targets(trace))
-    mine = workspace.labelling.answers(trace.trace_id, reviewer.name)
-    progress = progress_of(found, trace.trace_id, [x for d in mine.values() for x in d.values()])
-    st.progress(progress.labelled / progress.total if progress.total else 1.0,
-                text=f"{progress.text} by {markdown_literal(reviewer.name, 40)}")
-
-    shown = [t for t in found if t.required or state["optional"]]
-    keys = [t.key for t in shown]
-    if not shown:
-        st.caption("The rubric asks nothing about this trace.")
-        return
-    done = {t.key for t in found if set(t.required) <= set(mine.get(t.key, {}))}
+    keys = [t.key for t in _shown(targets, state)]
+    if not keys:
+        return None
     picked = follow(state, selected_event, keys)
     if picked is not None:  # picked on the tree, timeline or inspector
         set_answer(base, f"{base}:{state['target']}:pointer", picked)
     if state["target"] not in keys:
-        first = next_target_key(keys, done, None, state["skipped"])
+        first = next_target_key(keys, _done(targets, mine), None, state["skipped"])
         state["target"] = first if first is not None else keys[0]
+    return _shown(targets, state)[keys.index(state["target"])]
+
+
+def annotation_panel(trace: Trace, analysis: Analysis, rubric: Rubric, reviewer: Reviewer,
+                     targets: Sequence[LabelTarget], mine: Mapping[str, Mapping[str, Label]],
+                     here: TargetAnswers, *, save: SaveAnswers,
+                     on_choose: Callable[[str], None]) -> LabelsChoice | None:
+    """Draw the panel for one trace, on the target `shown_target` chose: `targets` are the
+    trace's, `mine` the reviewer's answers (target key -> question -> label), `here` what the
+    page gathered on the shown target, `save(values, comment, seconds)` saves the reviewer's
+    answers on it (raising LabelError or StoreError when nothing is saved). `on_choose(event_id)`
+    is called when the reviewer moves to a target (in the widget callback, before anything is
+    drawn: the page selects it in the tree, timeline and inspector). Returns the reviewer's
+    choice to open the next trace, else None.
+
+    The answers are plain widgets, not an `st.form`: each click or key reaches the server at
+    once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
+    for the session) when the reviewer moves away and comes back."""
+    base = panel_key(trace)
+    state = form_state(base)
+    show_flash(base)
+    progress = progress_of(targets, trace.trace_id, [x for d in mine.values() for x in d.values()])
+    st.progress(progress.labelled / progress.total if progress.total else 1.0,
+                text=f"{progress.text} by {markdown_literal(reviewer.name, 40)}")
+
+    shown = _shown(targets, state)
+    keys = [t.key for t in shown]
+    if not shown or state["target"] not in keys:
+        st.caption("The rubric asks nothing about this trace.")
+        return None
+    done = _done(targets, mine)
     target = shown[keys.index(state["target"])]
 
     def move(new_key: str | None, *, skip: bool = False) -> None:
@@ -122,35 +157,26 @@ def annotation_panel(trace: Trace, analysis: Analysis, workspace: Workspace,
         if new_key:  # the whole trace ("") selects no event
             on_choose(new_key)
 
-    _navigation(trace, workspace, reviewer, state, keys, done, base, open_trace, move)
+    choice = _navigation(state, keys, done, base, move)
     st.selectbox("Target", keys, index=keys.index(target.key), key=f"{base}:target:{target.key}",
                  format_func=lambda k: target_label(shown[keys.index(k)], analysis, k in done),
                  on_change=lambda: move(st.session_state.get(f"{base}:target:{target.key}")),
                  help="Everything the rubric asks about in this trace, in time order; "
                       "✓ marks the ones you have labelled.")
-    saved_mine = mine.get(target.key, {})
-    # blind first: the Workspace says whether the reviewer may see the suggestions yet, and
-    # what the save records of it
-    seen = workspace.suggestions.visible(trace, target, reviewer.name)
-
-    def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
-        return workspace.labelling.save_answers(
-            trace, target, values, reviewer, comment=comment, seconds_spent=seconds,
-            suggestions_visible=seen.suggestions_visible)
-
     above = evidence_above(trace, analysis, target, base)
-    draw_form(trace, analysis, rubric, target, saved_mine, state, base, save)
-    suggestions_view(seen.suggestions, rubric, key=f"{base}:{target.key}",
-                     on_select_event=on_choose, hidden=not seen.shown)
+    draw_form(trace, analysis, rubric, target, mine.get(target.key, {}), state, base, save)
+    suggestions_view(here.suggestions, rubric, key=f"{base}:{target.key}",
+                     on_select_event=on_choose, hidden=not here.suggestions_shown)
     draw_context(trace, analysis, target, base, stop_above=above)
     options = st.columns(2)
-    options[0].toggle("blind mode", value=st.session_state.get("_ann_blind", True),
+    options[0].toggle("blind mode", value=blind_mode(),
                       key=f"{base}:blind", on_change=_set_blind, args=(f"{base}:blind",),
                       help="Hide other reviewers' answers until you have saved yours.")
     options[1].toggle("optional targets", value=state["optional"], key=f"{base}:optional",
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
-    _others(workspace, trace, target, reviewer.name)
+    _others(here)
+    return choice
 
 
 def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,
@@ -199,9 +225,8 @@ def _set_optional(state: dict, key: str) -> None:
     state["optional"] = st.session_state[key]
 
 
-def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: dict,
-                keys: list[str], done: set[str], base: str,
-                open_trace: Callable[[str], None], move: Callable) -> None:
+def _navigation(state: dict, keys: list[str], done: set[str], base: str,
+                move: Callable) -> LabelsChoice | None:
     upcoming = next_target_key(keys, done, state["target"], state["skipped"])
     before = previous_target_key(keys, state["target"])
     cols = st.columns(3, gap="small") + st.columns([2, 1], gap="small")
@@ -220,20 +245,17 @@ def _navigation(trace: Trace, workspace: Workspace, reviewer: Reviewer, state: d
                    help="Leave this target for later: it comes back after the others "
                         f"(key {key_map.shortcut('skip-target')})")
 
+    chosen = None
     if cols[3].button("Next trace", key=f"{base}:next_trace", width="stretch",
                       icon=":material/fast_forward:", shortcut=key_map.shortcut("next-trace"),
                       help="The next trace in the library with targets you have not labelled "
                            f"({key_map.shortcut('next-trace')})"):
-        following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
-        if following is None:
-            st.toast("Every trace in the library is labelled. Thank you!",
-                     icon=":material/check_circle:")
-        else:
-            open_trace(following)  # not from a callback: pages are known only to a run
+        chosen = LabelsChoice("next-trace")  # the page finds it and opens it
     if cols[4].button("Keys", key=f"{base}:keys", shortcut=key_map.shortcut("keys"),
                       width="stretch", icon=":material/keyboard:",
                       help=f"The keys of the labels panel (key {key_map.shown('keys')})"):
         _keys_help()
+    return chosen
 
 
 @st.dialog("Keys of the labels panel")
@@ -241,21 +263,15 @@ def _keys_help() -> None:
     st.markdown(key_map.help_table("trace"))
 
 
-def _others(workspace: Workspace, trace: Trace, target: LabelTarget, reviewer: str) -> None:
+def _others(here: TargetAnswers) -> None:
     """Other reviewers' answers on the target, as far as the Workspace lets this reviewer see
-    them (`labels_in_view`): on a campaign's target none before their own save in the
-    campaign, whatever the blind toggle says; elsewhere none before their own save while the
+    them (the page asks `labels_in_view`): on a campaign's target none before their own save in
+    the campaign, whatever the blind toggle says; elsewhere none before their own save while the
     toggle is on. Only a count of the rest reaches the browser."""
-    blind = st.session_state.get("_ann_blind", True)
-    everyone = {x.reviewer for x in workspace.labelling.current(trace.trace_id)
-                if x.event_id == target.key and x.reviewer != reviewer}
-    rows = [x for x in workspace.campaigns.labels_in_view(trace.trace_id, reviewer, blind=blind)
-            if x.event_id == target.key and x.reviewer != reviewer]
-    mine = workspace.labelling.history(trace.trace_id, target.key or "", reviewer=reviewer)
-    if everyone and not rows:
-        sealed = target.key in workspace.campaigns.sealed(trace.trace_id)
-        st.caption(f"Other reviewers: {len(everyone)} · hidden until you save yours"
-                   + (" in its review campaign (blind whatever the toggle)" if sealed
+    rows, mine = here.others, here.history
+    if here.others_answered and not rows:
+        st.caption(f"Other reviewers: {here.others_answered} · hidden until you save yours"
+                   + (" in its review campaign (blind whatever the toggle)" if here.sealed
                       else " (blind mode)"))
     elif rows:
         with st.expander(f"Other reviewers ({len({x.reviewer for x in rows})})"):

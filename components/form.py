@@ -95,8 +95,8 @@ def _drafts(base: str) -> dict[str, Any]:
 
 def keep_drafts(form: str, keeper: Any) -> None:
     """Keep the drafts of the form `form` (its key) beyond the session with `keeper` (an
-    object with `load() -> dict` and `keep(dict)`: `components.annotation.DraftKeeper`, the
-    Workspace's drafts); None keeps them for the session only."""
+    object with `load() -> dict` and `keep(dict)`: the pages' `viz_app.ui.drafts.DraftKeeper`,
+    the Workspace's drafts); None keeps them for the session only."""
     if keeper is None:
         st.session_state.pop(f"_{form}:keeper", None)
     else:

@@ -285,12 +285,7 @@ def _store_classes() -> set[str]:
             if isinstance(node, ast.ClassDef) and node.name.endswith("Store")}
 
 
-HANDED_DEBT = {
-    "components.annotation": "the labels panel saves, keeps drafts and reads others' answers "
-                             "through the Workspace it is handed; those calls move to the Trace "
-                             "and Review pages, the panel returning the reviewer's answers as "
-                             "the bookmarks panel returns a BookmarkChoice",
-}
+HANDED_DEBT: dict[str, str] = {}
 """Components still handed the Workspace itself, each named with its way out."""
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from components import keys
-from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
+from components.annotation import asked_only, keep_drafts, target_form
 from components.correction import diff_markdown
 from components.suggestions import answer_text
 from components.thread import comment_box, comment_posted, thread_view
@@ -29,6 +29,7 @@ from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Label, made_decision
 from viz_app.text import markdown_literal
 from viz_app.ui import session
+from viz_app.ui.drafts import DraftKeeper
 from viz_app.ui.trace_views import trace_views
 
 CAMPAIGN_PARAM = "campaign"

@@ -22,7 +22,7 @@ from typing import Any
 import streamlit as st
 
 from components import keys
-from components.annotation import DraftKeeper, asked_only, keep_drafts, target_form
+from components.annotation import asked_only, keep_drafts, target_form
 from components.evidence import target_evidence
 from components.inspector import inspector
 from components.navigation import target_label
@@ -33,6 +33,7 @@ from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Claim, Label, LabelTarget
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
+from viz_app.ui.drafts import DraftKeeper
 from viz_app.ui.trace_views import task_caption, trace_views
 
 # (no bare strings at the top level of a page: Streamlit would print them)

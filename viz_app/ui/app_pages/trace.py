@@ -3,20 +3,26 @@ inspector beside them, and a replay bar. Opened by `?trace=<id>` (and `&event=<i
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
-from components.annotation import annotation_panel
+from components.annotation import (TargetAnswers, annotation_panel, blind_mode, keep_drafts,
+                                   panel_key, shown_target)
 from components.bookmarks import (BookmarkChoice, bookmark_panel, event_bookmarks, present_link,
                                   report_button)
 from components.branching import can_continue, continue_form
+from components.form import remembered
 from components.inspector import inspector
 from viz_app.analysis import analyze, figure_rows
 from viz_app.branch import BranchError
-from viz_app.errors import BookmarkError, OrchvizError, StoreError
+from viz_app.errors import BookmarkError, OrchvizError, RubricError, StoreError
 from viz_app.io.rollouts import rollout_of
+from viz_app.labels import Label, LabelTarget
 from viz_app.text import markdown_literal
 from viz_app.ui import session
+from viz_app.ui.drafts import DraftKeeper
 from viz_app.ui.trace_views import task_caption, trace_views
 
 reviewer = session.reviewer()
@@ -100,11 +106,60 @@ def follow_now(event_id: str) -> None:
 @st.fragment(key="labels")
 def labels_panel() -> None:
     """The labels panel: first in the column, so that the question and its answers are in view
-    whatever the inspector shows."""
+    whatever the inspector shows. The page gathers what it shows through the facets and saves
+    what the reviewer answers through `ws.labelling`."""
     with st.container(key="labels-panel"):
-        annotation_panel(trace, analysis, workspace, reviewer, session.selected_event(trace),
-                         open_trace=session.open_trace, on_choose=follow_now,
-                         identify_first=session.identify_first("label this trace"))
+        st.markdown("#### Labels")
+        try:
+            rubric = workspace.rubric
+        except RubricError as err:
+            st.error(f"The rubric cannot be used: {markdown_literal(err, 400)}")
+            return
+        if not reviewer:
+            st.info(session.identify_first("label this trace"))
+            return
+        form = panel_key(trace)
+        keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
+        targets = remembered(("targets", trace.trace_id, trace.sha256, id(rubric)),
+                             lambda: workspace.library.targets(trace))
+        mine = workspace.labelling.answers(trace.trace_id, reviewer.name)
+        target = shown_target(trace, targets, mine, session.selected_event(trace))
+        here = TargetAnswers() if target is None else target_answers(target)
+
+        def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+            return workspace.labelling.save_answers(
+                trace, target, values, reviewer, comment=comment, seconds_spent=seconds,
+                suggestions_visible=here.suggestions_shown)
+
+        choice = annotation_panel(trace, analysis, rubric, reviewer, targets, mine, here,
+                                  save=save, on_choose=follow_now)
+        if choice is not None and choice.action == "next-trace":
+            following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
+            if following is None:
+                st.toast("Every trace in the library is labelled. Thank you!",
+                         icon=":material/check_circle:")
+            else:
+                session.open_trace(following)  # not from a callback: pages are known only to a run
+
+
+def target_answers(target: LabelTarget) -> TargetAnswers:
+    """What the labels panel shows on its target beside the form, through the facets: the
+    suggestions the reviewer may see (blind first, `ws.suggestions.visible`), the others'
+    answers as far as `labels_in_view` lets them (a campaign's target stays sealed until their
+    own save in it, whatever the blind toggle), and their own history there."""
+    name = reviewer.name
+    seen = workspace.suggestions.visible(trace, target, name)
+    everyone = {x.reviewer for x in workspace.labelling.current(trace.trace_id)
+                if x.event_id == target.key and x.reviewer != name}
+    others = [x for x in workspace.campaigns.labels_in_view(trace.trace_id, name,
+                                                            blind=blind_mode())
+              if x.event_id == target.key and x.reviewer != name]
+    sealed = bool(everyone and not others) and target.key in workspace.campaigns.sealed(
+        trace.trace_id)
+    return TargetAnswers(
+        suggestions=seen.suggestions, suggestions_shown=seen.shown, others=others,
+        others_answered=len(everyone), sealed=sealed,
+        history=workspace.labelling.history(trace.trace_id, target.key or "", reviewer=name))
 
 
 @st.fragment(key="inspector")
