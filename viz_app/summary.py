@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from viz_app.analysis import analyze, task_words
 from viz_app.io.rollouts import rollout_of, trainer_reward
 from viz_app.labels import Rubric, required_questions
+from viz_app.search import fold
 from viz_app.text import brief
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Summary(msgspec.Struct, frozen=True):
     targets: dict[str, list[str]] | None
     """Target key -> the questions that must be answered; None when read without a rubric."""
     text: str
-    """The lower-cased words a search looks in (`search_text`)."""
+    """The folded words a search looks in (`search_text`)."""
     rollout_step: int | None = None
     """The training step of a trainer's rollout (`io.rollouts.rollout_of`); None otherwise."""
     rollout_group: str | None = None
@@ -164,8 +165,9 @@ def rollout_facts(trace: Trace) -> tuple[int | None, str | None, float | None]:
 
 
 def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:
-    """The lower-cased text a search looks in: ids, task, system, agent names, roles, tools, then
-    event content up to `limit` characters in all."""
+    """The text a search looks in, folded as the one search compares it (`viz_app.search.fold`:
+    lower-cased, accents off): ids, task, system, agent names, roles, tools, then event content
+    up to `limit` characters in all."""
     analysis = analyze(trace)
     head = [trace.trace_id, trace.task_id, trace.system or "", trace.topology or "",
             trace.source_format]
@@ -176,7 +178,7 @@ def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:
     budget = max(0, limit - len(text))
     texts = list(map(_TEXT, analysis.order))
     if sum(map(len, texts)) + len(texts) <= budget:  # all of it fits, as it mostly does
-        return (text + "\n" + "\n".join(texts)).lower()
+        return fold(text + "\n" + "\n".join(texts))
     parts = []
     for piece in texts:
         if budget <= 0:
@@ -184,7 +186,7 @@ def search_text(trace: Any, limit: int = SEARCH_TEXT_LIMIT) -> str:
         piece = piece[:budget]
         parts.append(piece)
         budget -= len(piece) + 1
-    return (text + "\n" + "\n".join(parts)).lower()
+    return fold(text + "\n" + "\n".join(parts))
 
 
 _TOOL, _TEXT = attrgetter("tool"), attrgetter("text")

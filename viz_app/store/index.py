@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
 import msgspec
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, and_, delete, select
 
 from viz_app.errors import OrchvizError, TraceError
@@ -30,10 +30,10 @@ from viz_app.io.detect import library_files
 from viz_app.io.follow import Tail, read_file, read_more
 from viz_app.labels import Rubric
 from viz_app.model import Trace
+from viz_app.search import matches, words
 from viz_app.store.tables import follow_tails_table as follow_tails
 from viz_app.store.tables import trace_index
 from viz_app.summary import SEARCH_TEXT_LIMIT, LibraryRow, search_text, summarise  # noqa: F401 (search_text: the index's words)
-
 
 
 class IndexFailure(BaseModel):
@@ -155,15 +155,14 @@ class TraceIndex:
         return rows, failures
 
     def search(self, rows: Sequence[LibraryRow], query: str) -> list[LibraryRow]:
-        """The rows matching every word of the query, case-insensitively.
-
-        A word matches a row's id, task, system, topology or format, the agent names, roles, tools
-        and the event content kept in the index.
-        """
-        terms = query.lower().split()
+        """The rows the library's one search accepts (`viz_app.search.matches`: every word
+        begins a word of the row's id, task, system, topology or format, agent names, roles,
+        tools or the event content kept in the index, case and accents aside), as a pool's
+        index answers the same words."""
+        terms = words(query)
         if not terms:
             return list(rows)
-        hits = self._matching_keys(terms)
+        hits = self._matching_keys(query, terms)
         return [r for r in rows if (r.path, r.position) in hits]
 
     def find(self, trace_id: str) -> tuple[Path, int] | None:
@@ -293,13 +292,16 @@ class TraceIndex:
                     errors.append(TraceError(str(path), f"trace {trace.trace_id}", str(err)))
         return errors
 
-    def _matching_keys(self, terms: Sequence[str]) -> set[tuple[str, int]]:
+    def _matching_keys(self, query: str, terms: Sequence[str]) -> set[tuple[str, int]]:
+        """The rows whose words the search accepts: narrowed in SQL (each word somewhere in
+        the text, LIKE's wildcards escaped), then by the rule itself."""
         conditions = [trace_index.c.search_text.like(f"%{_like_escape(t)}%", escape="\\")
                       for t in terms]
         with self.engine.connect() as conn:
-            found = conn.execute(select(trace_index.c.path, trace_index.c.position)
-                                 .where(and_(trace_index.c.error.is_(None), *conditions))).all()
-        return {(r.path, int(r.position)) for r in found}
+            found = conn.execute(select(trace_index.c.path, trace_index.c.position,
+                                        trace_index.c.search_text)
+                                 .where(and_(trace_index.c.error.is_(None), *conditions)))
+            return {(r.path, int(r.position)) for r in found if matches(r.search_text, query)}
 
 
 def _keep_tail(conn: Connection, path: str, tail: Tail | None, now: float) -> None:

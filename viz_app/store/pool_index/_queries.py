@@ -6,7 +6,6 @@ import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -16,9 +15,12 @@ from viz_app.io.pool import Shard, read_trace
 from viz_app.labels import per_step_groups
 from viz_app.model import Trace
 from viz_app.query import Condition, FilterError, field_kind
+from viz_app.sampling import draw
+from viz_app.search import matches, plain
 from viz_app.store.pool_index._files import IndexFiles
 from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, pool_row
 from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
+from viz_app.store.pool_index._words import unpack_words
 from viz_app.summary import LibraryRow
 
 PAGE_SIZE = 50
@@ -68,6 +70,8 @@ class Queries(IndexFiles):
                         "SELECT rowid FROM words WHERE words MATCH ?", [query])), np.int64)
                 except sqlite3.OperationalError as err:
                     raise FilterError(f"cannot search for {search!r} ({err})") from None
+            if not plain(search):  # FTS5 found each word's tokens: keep where the words begin
+                docs = self._words_begun(docs, search)
             found = [pa.table({"doc": docs}), None]
             while len(self._hit_cache) >= 8:
                 self._hit_cache.pop(next(iter(self._hit_cache)))
@@ -78,10 +82,31 @@ class Queries(IndexFiles):
             with self._text() as db:
                 rows = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
                                   [query]).fetchall()
+            if not plain(search):
+                kept = set(found[0].column("doc").to_pylist())
+                rows = [r for r in rows if r[0] in kept]
             docs, ranks = zip(*rows) if rows else ((), ())
             found[1] = pa.table({"doc": pa.array(docs, pa.int64()),
                                  "rank": pa.array(ranks, pa.float64())})
         return found[1]
+
+    def _words_begun(self, docs, search: str):
+        """Of the docs FTS5 found for a search that is not `plain`, those whose words the one
+        search rule accepts (`viz_app.search.matches`, read from each doc's kept copy of its
+        words); a doc whose copy an index written before copies were kept lacks stays."""
+        import numpy as np
+
+        kept: list[int] = []
+        found = docs.tolist()
+        with self._text() as db:
+            for start in range(0, len(found), ID_CHUNK):
+                chunk = found[start:start + ID_CHUNK]
+                bodies = dict(db.execute(
+                    f"SELECT doc, body FROM texts WHERE doc IN ({', '.join('?' * len(chunk))})",
+                    chunk).fetchall())
+                kept += [d for d in chunk if d not in bodies
+                         or matches(unpack_words(bodies[d]), search)]
+        return np.array(kept, np.int64)
 
     @contextmanager
     def _selection(self, filters: Sequence[Condition], search: str, ranked: bool = False
@@ -103,7 +128,8 @@ class Queries(IndexFiles):
         """One page of the traces a filter and search select, sorted by a field (default: by
         relevance when searching, else index order)."""
         if sort is None and not filters and search_query(search) is not None and \
-                self._words_exact() and self._word_count(search) > RANKED_HITS:
+                plain(search) and self._words_exact() and \
+                self._word_count(search) > RANKED_HITS:
             return self._word_page(search, offset, limit)  # a common word: no need to join all
         order_params: list = []
         hits = self._hits(search, ranked=sort is None)
@@ -135,7 +161,8 @@ class Queries(IndexFiles):
 
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
         """How many traces a filter and search select."""
-        if search_query(search) is not None and not filters and self._words_exact():
+        if search_query(search) is not None and plain(search) and not filters and \
+                self._words_exact():
             return self._word_count(search)
         with self._selection(filters, search) as (con, selection, params):
             return con.execute(f"SELECT count(*) {selection}", params).fetchall()[0][0]
@@ -210,14 +237,12 @@ class Queries(IndexFiles):
 
     def sample(self, n: int, seed: int = 0, filters: Sequence[Condition] = (), search: str = "",
                stratify: str | None = None, strata: int = 4) -> list[str]:
-        """Trace ids of `n` traces drawn without replacement from those selected, the same for
-        the same seed and index. With `stratify`, drawn evenly over its strata (a text field's
-        values, or `strata` quantile bins of a numeric field): each stratum gives n / k, a
-        small stratum all it has, and what it could not give goes to the others."""
-        import numpy as np
-        import pandas as pd
-
-        rng = np.random.default_rng(seed)
+        """Trace ids of `n` traces drawn without replacement from those selected, by the
+        library's one sampler (`viz_app.sampling.draw`, over the traces in index order): the
+        same for the same seed and index, and the same as a folder library of the same files
+        draws. With `stratify`, drawn evenly over its strata (a text field's values, or
+        `strata` quantile bins of a numeric field): each stratum gives n / k, a small stratum
+        all it has, and what it could not give goes to the others."""
         key_params: list = []
         if stratify is None:
             key = "0"
@@ -230,18 +255,7 @@ class Queries(IndexFiles):
             table = con.sql(f"SELECT t.doc AS doc, {key} AS s {selection} ORDER BY t.doc",
                             params=[*key_params, *params]).to_arrow_table()
             docs = table.column("doc").to_numpy()
-            codes, strata_found = pd.factorize(table.column("s").to_pandas(), use_na_sentinel=False)
-            order = np.argsort(codes, kind="stable")  # rows grouped by stratum, in doc order
-            sizes = np.bincount(codes, minlength=len(strata_found)) if len(codes) else \
-                np.zeros(0, np.int64)
-            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else sizes
-            quota = _even_quota({j: int(sizes[j]) for j in range(len(sizes))}, max(0, int(n)))
-            chosen: list[int] = []
-            for j in sorted(range(len(sizes)), key=lambda j: (strata_found[j] is None,
-                                                              str(strata_found[j]))):
-                if quota[j]:
-                    members = order[starts[j]:starts[j] + sizes[j]]
-                    chosen += members[rng.choice(len(members), quota[j], replace=False)].tolist()
+            chosen = draw(table.column("s").to_pandas(), n, seed)
             picked = pa.table({"doc": pa.array(docs[chosen] if chosen else [], pa.int64()),
                                "i": pa.array(range(len(chosen)), pa.int64())})
             con.register("picked", picked)
@@ -300,22 +314,3 @@ class Queries(IndexFiles):
         shard gone since may stay listed until the next whole update)."""
         with self._duck() as con:
             return json.loads(self._meta(con, "reward_names") or "[]")
-
-
-
-def _even_quota(sizes: dict[Any, int], n: int) -> dict[Any, int]:
-    """n split as evenly as the sizes allow (water filling): no stratum gives more than it has."""
-    quota = {k: 0 for k in sizes}
-    left = min(n, sum(sizes.values()))
-    open_ = sorted(sizes, key=lambda k: (sizes[k], str(k)))
-    while left > 0 and open_:
-        share = max(1, left // len(open_))
-        for k in list(open_):
-            take = min(share, sizes[k] - quota[k], left)
-            quota[k] += take
-            left -= take
-            if quota[k] >= sizes[k]:
-                open_.remove(k)
-            if left == 0:
-                break
-    return quota

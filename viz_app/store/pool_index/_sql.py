@@ -1,13 +1,13 @@
 """How a filter (`viz_app.query.Condition`) and a search become the pool index's SQL: a
 field's column, a WHERE clause whose values are all bound as parameters, and the FTS5 query of
-the words a person typed."""
+the words a person typed (`viz_app.search.fts_query`, the library's one search)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from viz_app.query import FIELDS, REWARD_PREFIX, Condition, FilterError, field_kind, field_value
+from viz_app.search import fts_query as search_query  # noqa: F401 - the words' FTS5 query
 
 
 def field_sql(name: str, params: list) -> str:
@@ -39,12 +39,3 @@ def where_sql(filters: Sequence[Condition], params: list) -> str:
             parts.append(f"{sql} {c.op} ?")
             params.append(field_value(c.field, c.value))
     return " AND ".join(parts)
-
-
-def search_query(search: str) -> str | None:
-    """The FTS5 query of what a person typed: each word a quoted prefix phrase, all required (no
-    FTS5 syntax of theirs is ever parsed); None when nothing searchable is left."""
-    words = [w for w in (search or "").split() if re.search(r"\w", w)]
-    if not words:
-        return None
-    return " AND ".join('"' + w.replace('"', '""') + '"*' for w in words)
