@@ -328,10 +328,11 @@ def test_every_component_named_as_handed_the_workspace_still_is():
 
 FLOORS: list[tuple[str, ...]] = [
     ("viz_app.errors", "viz_app.text", "viz_app.settings", "viz_app.model", "viz_app.face",
-     "viz_app.query"),
+     "viz_app.query", "viz_app.search", "viz_app.sampling"),
     ("viz_app.analysis", "viz_app.synth", "viz_app.planted"),
     ("viz_app.io", "viz_app"),
-    ("viz_app.labels", "viz_app.summary", "viz_app.case_study", "viz_app.charts"),
+    ("viz_app.labels", "viz_app.summary", "viz_app.listing", "viz_app.case_study",
+     "viz_app.charts"),
     ("viz_app.store",),
     ("viz_app.suggest", "viz_app.branch"),
     ("viz_app.export", "viz_app.reward", "viz_app.comparison", "viz_app.training"),

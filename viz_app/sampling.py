@@ -9,6 +9,10 @@ stratum the draw is numpy's seeded choice. The picks come stratum by stratum in 
 of each stratum in the strata's order, then the second of each...), so the head of a review
 queue already spans every stratum. The same candidates, strata, n and seed give the same picks.
 
+A trainer's rollouts are drawn by whole groups, N of each training step (`per_step_groups`),
+each step's groups in an order seeded by the seed and the step alone, so a step that arrives
+later is drawn as it would have been at first.
+
 A numeric field is stratified by its quantiles: `ntile` splits the candidates, ordered by the
 value (missing values last) then by their place, into k runs of equal size, as SQL's
 `ntile(k) OVER (ORDER BY value, place)` does in a pool's index.
@@ -16,7 +20,9 @@ value (missing values last) then by their place, into k runs of equal size, as S
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import random
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -77,3 +83,36 @@ def ntile(values: Sequence[Any], k: int) -> list[int]:
             found[i] = tile
         place += length
     return found
+
+
+def per_step_rows(rows: Sequence[Any], n: int, seed: int,
+                  taken: Mapping[int, set[str]] | None = None) -> list[Any]:
+    """Whole groups of a trainer's rollouts, N of each training step (rows without a step or
+    group are left out), drawn as `per_step_groups` draws them; each group's rows in library
+    order."""
+    members: dict[tuple[int, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        step, group = getattr(row, "rollout_step", None), getattr(row, "rollout_group", None)
+        if step is not None and group is not None:
+            members[step, group].append(row)
+    return [row for key in per_step_groups(members, n, seed, taken) for row in members[key]]
+
+
+def per_step_groups(groups: Iterable[tuple[int, str]], n: int, seed: int,
+                    taken: Mapping[int, set[str]] | None = None) -> list[tuple[int, str]]:
+    """(step, group) of N whole groups of each training step, steps in order: each step's
+    groups in an order seeded by the seed and the step alone, so that a step sampled now and a
+    step that arrives later are drawn alike, folders and pools alike. `taken` holds the groups
+    of each step a campaign already has: a step is topped up to N (a step still being written
+    gets its other groups as they come), never sampled twice."""
+    steps: dict[int, set[str]] = defaultdict(set)
+    for step, group in groups:
+        steps[step].add(group)
+    chosen: list[tuple[int, str]] = []
+    for step in sorted(steps):
+        have = set((taken or {}).get(step, ()))
+        names = sorted(steps[step])
+        random.Random(f"{seed}:{step}").shuffle(names)
+        wanted = [g for g in names if g not in have][:max(0, n - len(have))]
+        chosen += [(step, group) for group in wanted]
+    return chosen

@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from viz_app.analysis import analyze, task_words
 from viz_app.io.rollouts import rollout_of, trainer_reward
@@ -129,6 +129,23 @@ class LibraryRow(BaseModel):
         key -> questions with a current label, as `LabelStore.answered` gives for a trace)."""
         return sum(1 for key, required in (self.targets or {}).items()
                    if set(required) <= answered.get(key, set()))
+
+
+class LibraryFailure(BaseModel):
+    """What the library lists beside its traces for what it could not read: a file of the
+    folders or a shard of a pool (the folder library is a pool of one shard a file), or one row
+    of it, with the sentence saying where and what."""
+
+    path: str = Field(validation_alias=AliasChoices("path", "shard"), description="The file "
+                      "or shard that failed (a pool's shard by its URL).")
+    row: int = Field(-1, description="The row of a pool's shard that failed; -1 for the whole "
+                     "file, or when the error names the place (a file's line).")
+    error: str = Field(description="The sentence saying where and what (a TraceError's).")
+
+    @property
+    def shard(self) -> str:
+        """The shard (or file) that failed: its `path`."""
+        return self.path
 
 
 def summarise(trace: Trace, rubric: Rubric | None = None,

@@ -16,7 +16,8 @@ from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace, load_trace, trace_from_dict
 from viz_app.io.uploads import checked_traces
 from viz_app.model import TOPOLOGIES, orchviz_schema
-from viz_app.store import IndexFailure, IndexProgress
+from viz_app.store import IndexProgress
+from viz_app.summary import LibraryFailure
 from viz_app.text import terminal_text
 
 
@@ -145,7 +146,7 @@ def progress_bar(desc: str) -> IndexProgress:
     return update
 
 
-def say_unread(unread: Sequence[IndexFailure], option: str = "--traces") -> None:
+def say_unread(unread: Sequence[LibraryFailure], option: str = "--traces") -> None:
     """Say once on stderr how many files gave no trace (naming a couple), rather than a line
     per file: a labels file beside the traces is no error."""
     files = list(dict.fromkeys(failure.path for failure in unread))

@@ -27,11 +27,12 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                          INSTRUCTIONS_LIMIT, ORDERS, ROLES, ReviewerStatus, Role,
                                          STRATA, Sample, find_disagreements, gold_accuracy,
                                          label_target, spec_error)
-    from viz_app.labels.campaign_plan import (PlannedTarget, assign_agreement,
+    from viz_app.labels.campaign_plan import (STRATIFY, PlannedTarget, assign_agreement,
                                               campaign_questions, conditions, default_questions,
-                                              filter_rows, gold_answers, optional_questions,
-                                              per_step_groups, per_step_rows, plan_targets,
-                                              prioritise, row_targets, sample_rows, unindexed)
+                                              draw_rows, filter_rows, gold_answers,
+                                              optional_questions, per_step_groups, per_step_rows,
+                                              plan_targets, prioritise, row_targets, sample_rows,
+                                              storage_conditions, unindexed)
     from viz_app.labels.correction_agreement import (CorrectionAgreement, correction_agreements,
                                                      correction_similarity)
     from viz_app.labels.disagreement import SPREAD, close, disputed, same_answer

@@ -23,7 +23,9 @@ from viz_app.errors import LabelError
 from viz_app.labels.campaign import URGENT_ORDERS, CampaignSpec, Filter, Sample
 from viz_app.labels.label import LabelRecord
 from viz_app.labels.rubric import LabelTarget, Rubric, check_value
+from viz_app.listing import Listing
 from viz_app.query import Condition, holds
+from viz_app.sampling import per_step_groups, per_step_rows  # noqa: F401 - the face shows them
 
 if TYPE_CHECKING:  # the rows are read by attribute: no store is imported here
     from viz_app.summary import LibraryRow
@@ -90,7 +92,8 @@ def optional_questions(rubric: Rubric) -> list[str]:
 
 def conditions(wanted: Filter) -> list[Condition]:
     """A campaign's filter in the library's filter language (`viz_app.query`), folders and
-    pools alike: its lists as `in` (its trace ids too, traces ticked by hand), its figure bounds as `>=` and `<=`. Its folders are no
+    pools alike: its lists as `in` (its trace ids too, traces ticked by hand), its figure
+    bounds as `>=` and `<=`. Its folders are no
     field of the language (a folder library checks them itself; a pool has none) and its
     text is the library's search."""
     found = [Condition(field=field, op="in", value=list(values)) for field, values in (
@@ -103,6 +106,16 @@ def conditions(wanted: Filter) -> list[Condition]:
         if high is not None:
             found.append(Condition(field=name, op="<=", value=high))
     return found
+
+
+def storage_conditions(wanted: Filter, kind: str) -> tuple[list[Condition], str]:
+    """A campaign's filter as a storage of the library takes it (`store.library.Storage`):
+    its `conditions`, and its text as the search. Its folders narrow the folders' storage
+    (`Folders.under`); a pool has none, so LabelError for a folder filter over a pool."""
+    if wanted.folders and kind != "folders":
+        raise LabelError("a campaign over a pool takes no folder filter (filter by system, "
+                         "topology, task, format, figures or text)")
+    return conditions(wanted), wanted.text
 
 
 def _under(path: str, folders: Sequence[str]) -> bool:
@@ -135,80 +148,45 @@ def filter_rows(rows: Iterable[LibraryRow], wanted: Filter) -> list[LibraryRow]:
     return found
 
 
-def _stratum(row: LibraryRow, name: str) -> str:
-    return {"task": row.task_id, "system": row.system, "topology": row.topology}[name]
+STRATIFY = {"task": "task_id", "system": "system", "topology": "topology"}
+"""A campaign sample's stratum field -> the library's field (`viz_app.query.FIELDS`)."""
+
+
+def draw_rows(source: Any, filters: Sequence[Condition], search: str,
+              sample: Sample) -> list[LibraryRow]:
+    """The rows a campaign's sample takes of what a filter and search select, in the order the
+    queue will hand them out, from any storage of the library (a pool's index, the folders'
+    listing, any list of rows: `viz_app.listing.Listing`), by the library's one sampler:
+    `all` in the storage's order (a pool's by relevance under a search); `random` N
+    (`viz_app.sampling.draw`); `stratified` by task (the GRPO group), system or topology, N (or
+    all) spread evenly over its values, the strata in turn; `groups` N whole groups (every
+    rollout of a task) in a seeded order, each group's rollouts together; `per_step` N whole
+    groups of each training step (`viz_app.sampling.per_step_groups`). The same seed and traces give the same
+    rows, whatever holds them."""
+    selected = source.count(filters, search)
+    if sample.kind == "all":
+        return source.page(filters, search, limit=selected)
+    if sample.kind == "per_step":
+        return source.per_step(sample.n or 1, sample.seed, filters, search)
+    if sample.kind == "groups":
+        names = sorted(v for v, _ in source.values("task_id", filters, search,
+                                                   limit=selected or 1))
+        random.Random(sample.seed).shuffle(names)
+        names = names[:sample.n] if sample.n is not None else names
+        rows = source.page([*filters, Condition(field="task_id", op="in", value=names)], search,
+                           limit=selected) if names else []
+        place = {n: i for i, n in enumerate(names)}
+        return sorted(rows, key=lambda r: place[r.task_id])  # stable: in order in a group
+    stratify = STRATIFY[sample.field] if sample.kind == "stratified" and sample.field else None
+    ids = source.sample(sample.n if sample.n is not None else selected, seed=sample.seed,
+                        filters=filters, search=search, stratify=stratify)
+    return source.rows(ids)
 
 
 def sample_rows(rows: Sequence[LibraryRow], sample: Sample) -> list[LibraryRow]:
-    """The sampled rows, in the order the queue will hand them out: `all` in library order;
-    `random` N in a seeded random order; `stratified` round-robin over the field's values (in a
-    seeded order, each value's rows shuffled) until N are taken; `groups` whole task_id groups
-    in a seeded order, N groups (each group's rollouts together, library order)."""
-    rng = random.Random(sample.seed)
-    if sample.kind == "all":
-        return list(rows)
-    if sample.kind == "random":
-        shuffled = list(rows)
-        rng.shuffle(shuffled)
-        return shuffled[:sample.n]
-    if sample.kind == "per_step":
-        return per_step_rows(rows, sample.n or 1, sample.seed)
-    if sample.kind == "groups":
-        groups: dict[str, list[LibraryRow]] = defaultdict(list)
-        for row in rows:
-            groups[row.task_id].append(row)
-        names = sorted(groups)
-        rng.shuffle(names)
-        return [row for name in names[:sample.n] for row in groups[name]]
-    strata: dict[str, list[LibraryRow]] = defaultdict(list)
-    for row in rows:
-        strata[_stratum(row, sample.field or "task")].append(row)
-    names = sorted(strata)
-    rng.shuffle(names)
-    for name in names:
-        rng.shuffle(strata[name])
-    limit = sample.n if sample.n is not None else len(rows)
-    taken: list[LibraryRow] = []
-    depth = 0
-    while len(taken) < limit and any(depth < len(strata[n]) for n in names):
-        for name in names:
-            if depth < len(strata[name]) and len(taken) < limit:
-                taken.append(strata[name][depth])
-        depth += 1
-    return taken
-
-
-def per_step_rows(rows: Sequence[Any], n: int, seed: int,
-                  taken: Mapping[int, set[str]] | None = None) -> list[Any]:
-    """Whole groups of a trainer's rollouts, N of each training step (rows without a step or
-    group are left out), drawn as `per_step_groups` draws them; each group's rows in library
-    order."""
-    members: dict[tuple[int, str], list[Any]] = defaultdict(list)
-    for row in rows:
-        step, group = getattr(row, "rollout_step", None), getattr(row, "rollout_group", None)
-        if step is not None and group is not None:
-            members[step, group].append(row)
-    return [row for key in per_step_groups(members, n, seed, taken) for row in members[key]]
-
-
-def per_step_groups(groups: Iterable[tuple[int, str]], n: int, seed: int,
-                    taken: Mapping[int, set[str]] | None = None) -> list[tuple[int, str]]:
-    """(step, group) of N whole groups of each training step, steps in order: each step's
-    groups in an order seeded by the seed and the step alone, so that a step sampled now and a
-    step that arrives later are drawn alike, folders and pools alike. `taken` holds the groups
-    of each step a campaign already has: a step is topped up to N (a step still being written
-    gets its other groups as they come), never sampled twice."""
-    steps: dict[int, set[str]] = defaultdict(set)
-    for step, group in groups:
-        steps[step].add(group)
-    chosen: list[tuple[int, str]] = []
-    for step in sorted(steps):
-        have = set((taken or {}).get(step, ()))
-        names = sorted(steps[step])
-        random.Random(f"{seed}:{step}").shuffle(names)
-        wanted = [g for g in names if g not in have][:max(0, n - len(have))]
-        chosen += [(step, group) for group in wanted]
-    return chosen
+    """The rows of a list a campaign's sample takes, in the queue's order (`draw_rows` over a
+    listing of them: the draw a pool's index or the folders make of the same rows)."""
+    return draw_rows(Listing(rows), [], "", sample)
 
 
 def companions(rubric: Rubric) -> dict[str, list[str]]:

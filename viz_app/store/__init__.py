@@ -16,16 +16,16 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.store, each from
     from viz_app.store.bookmarks import BookmarkStore
     from viz_app.store.comments import CommentStore
     from viz_app.store.campaign_moves import SavedTarget
-    from viz_app.store.campaigns import CampaignStore, pool_conditions, pool_sample
+    from viz_app.store.campaigns import CampaignStore
     from viz_app.store.database import (HEAD, SchemaState, alembic_config, check, close, connect,
                                         engine_for, sqlite_file, state, upgrade)
     from viz_app.store.drafts import DraftStore
-    from viz_app.store.index import (IndexFailure, IndexProgress, IndexResult,
-                                     TraceIndex, trace_record)
+    from viz_app.store.index import IndexProgress, IndexResult, TraceIndex, trace_record
     from viz_app.store.labels import LabelStore
+    from viz_app.store.library import STORAGES, Folders, Storage, storage_kind
     from viz_app.store.learned import LearnedModelStore
     from viz_app.store.members import Member, MemberStore
-    from viz_app.store.pool_index import (IndexBusy, PAGE_SIZE, POOL_TEXT_LIMIT, PoolFailure, PoolIndex,
+    from viz_app.store.pool_index import (IndexBusy, PAGE_SIZE, POOL_TEXT_LIMIT, PoolIndex,
                                           PoolUpdate, default_index_path, join_ray,
                                           shard_stamp, summarise_shard, summarise_trace)
     from viz_app.store.suggestions import SuggestionStore

@@ -22,7 +22,6 @@ API is refused in one sentence (`ClaimError`), never trusted.
 from __future__ import annotations
 
 import hmac
-import random
 import secrets
 import threading
 import time
@@ -33,21 +32,42 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import (Connection, Engine, and_, bindparam, case, exists, func, insert, or_,
-                        select, text, update)
+from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from viz_app.errors import ClaimError, LabelError
-from pydantic import BaseModel, Field, ValidationError
-
-from viz_app.labels import (EXPIRED, Campaign, CampaignSpec, Claim, Filter, PlannedTarget,
-                            Reviewer, Sample, conditions, now, spec_error)
-from viz_app.query import Condition
+from viz_app.labels import (
+    EXPIRED,
+    Campaign,
+    CampaignSpec,
+    Claim,
+    PlannedTarget,
+    Reviewer,
+    now,
+    spec_error,
+)
 from viz_app.store.campaign_moves import CampaignMoves
-from viz_app.store.pool_index import PoolIndex
-from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
-                                  campaign_targets_table, campaigns_table, suggestions_table)
-from viz_app.summary import LibraryRow
+from viz_app.store.tables import (
+    campaign_skips_table,
+    campaign_slots_table,
+    campaign_targets_table,
+    campaigns_table,
+    suggestions_table,
+)
 
 CHUNK = 5000
 """Rows per INSERT batch when a campaign is created."""
@@ -720,47 +740,3 @@ class CampaignStore(CampaignMoves):
             return [dict(r._mapping) for r in conn.execute(
                 select(slots).where(slots.c.campaign_id == campaign.campaign_id)
                 .order_by(slots.c.slot_id))]
-
-
-# -- drawing a campaign from a pool ------------------------------------------------------------
-
-STRATIFY = {"task": "task_id", "system": "system", "topology": "topology"}
-"""A campaign sample's stratum field -> the pool index's field."""
-
-
-def pool_conditions(wanted: Filter) -> tuple[list[Condition], str]:
-    """A campaign's filter as a pool's index takes it (`labels.campaign_plan.conditions` and its
-    text as the search); LabelError for a folder filter, which a pool has no folders for."""
-    if wanted.folders:
-        raise LabelError("a campaign over a pool takes no folder filter (filter by system, "
-                         "topology, task, format, figures or text)")
-    return conditions(wanted), wanted.text
-
-
-def pool_sample(index: PoolIndex, wanted: Filter, sample: Sample) -> list[LibraryRow]:
-    """The rows of a pool a campaign takes, in the queue's order, drawn in the pool's index
-    (`PoolIndex.sample`, the call the library's Sample form makes): `all` in index order;
-    `random` N; `stratified` by task (the GRPO group), system or topology, N (or all) spread
-    evenly over its values; `groups` N whole groups (every rollout of a task) in a seeded
-    order; `per_step` N whole groups of each training step. The same seed and index give the
-    same rows."""
-    filters, search = pool_conditions(wanted)
-    if sample.kind == "per_step":
-        return index.per_step(sample.n or 1, sample.seed, filters, search)
-    selected = index.count(filters, search)
-    if sample.kind == "all":  # index order (by relevance under a search)
-        return index.page(filters, search, limit=selected)
-    if sample.kind == "groups":
-        names = sorted(v for v, _ in index.values("task_id", filters, search,
-                                                  limit=selected or 1))
-        random.Random(sample.seed).shuffle(names)
-        names = names[:sample.n] if sample.n is not None else names
-        rows = index.page([*filters, Condition(field="task_id", op="in", value=names)], search,
-                          limit=selected) if names else []
-        place = {n: i for i, n in enumerate(names)}
-        return sorted(rows, key=lambda r: place[r.task_id])  # stable: index order in a group
-    stratify = STRATIFY[sample.field] if sample.kind == "stratified" and sample.field else None
-    ids = index.sample(sample.n if sample.n is not None else selected, seed=sample.seed,
-                       filters=filters, search=search, stratify=stratify)
-    return index.rows(ids)
-

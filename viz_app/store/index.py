@@ -33,21 +33,20 @@ from viz_app.model import Trace
 from viz_app.search import matches, words
 from viz_app.store.tables import follow_tails_table as follow_tails
 from viz_app.store.tables import trace_index
-from viz_app.summary import SEARCH_TEXT_LIMIT, LibraryRow, search_text, summarise  # noqa: F401 (search_text: the index's words)
-
-
-class IndexFailure(BaseModel):
-    """A file (or a line of a pool) that could not be loaded, with the reason."""
-
-    path: str = Field(description="The file that failed.")
-    error: str = Field(description="The TraceError message: file, place and problem.")
+from viz_app.summary import (  # noqa: F401 (search_text: the index's words)
+    SEARCH_TEXT_LIMIT,
+    LibraryFailure,
+    LibraryRow,
+    search_text,
+    summarise,
+)
 
 
 class IndexResult(BaseModel):
     """The library after indexing: its traces, its failures, and what indexing had to do."""
 
     rows: list[LibraryRow] = Field(default_factory=list, description="Every loaded trace.")
-    failures: list[IndexFailure] = Field(default_factory=list, description="Every failure.")
+    failures: list[LibraryFailure] = Field(default_factory=list, description="Every failure.")
     parsed: int = Field(0, description="Files read this time (new or changed).")
     skipped: int = Field(0, description="Files unchanged since they were indexed: not read.")
     removed: int = Field(0, description="Files indexed before that are gone now.")
@@ -137,7 +136,7 @@ class TraceIndex:
         path = Path(path).resolve()
         self._index_file(path, _stat(path), rubric, on_read)
 
-    def listing(self, files: Sequence[Path]) -> tuple[list[LibraryRow], list[IndexFailure]]:
+    def listing(self, files: Sequence[Path]) -> tuple[list[LibraryRow], list[LibraryFailure]]:
         """The indexed traces and failures of these files, in file order then position."""
         wanted = {str(p): i for i, p in enumerate(files)}
         kept = [name for name in LibraryRow.model_fields if name in trace_index.c]
@@ -150,7 +149,7 @@ class TraceIndex:
                                          "targets": _targets(r["targets"]),
                                          "task": r["task"] or ""})
                 for r in records if r["error"] is None]
-        failures = [IndexFailure(path=r["path"], error=r["error"]) for r in records
+        failures = [LibraryFailure(path=r["path"], error=r["error"]) for r in records
                     if r["error"] is not None]
         return rows, failures
 

@@ -23,12 +23,10 @@ from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, Campaig
                             contest, contests, earlier_reviewers, filter_rows, find_disagreements,
                             first_answers, gold_accuracy, gold_answers, label_target,
                             latest_version, per_step_rows, plan_targets, question_agreement,
-                            sample_rows,
-                            uncertainty, unindexed)
+                            draw_rows, storage_conditions, uncertainty, unindexed)
 from viz_app.model import Trace
-from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, LabelStore, Member,
-                           MemberStore, SavedTarget, SuggestionStore, pool_conditions,
-                           pool_sample)
+from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, IndexResult, LabelStore,
+                           Member, MemberStore, SavedTarget, Storage, SuggestionStore)
 from viz_app.suggest import RULES
 from viz_app.summary import LibraryRow
 from viz_app.workspace.answers import answers_to_save, read_label_records
@@ -167,9 +165,10 @@ class Campaigns:
         """Create a campaign over the library: the traces the spec's filter keeps, sampled as
         it says, each target with the campaign's questions that apply; gold items from
         `gold_records` (else the spec's gold file) and the spec's earlier campaign's
-        adjudicated answers, drawn from the filtered traces and mixed in. Over a pool (the
-        spec's, or the first when the folders hold no trace) the filter and sample run in its
-        index (`store.campaigns.pool_sample`). A question the index does not place
+        adjudicated answers, drawn from the filtered traces and mixed in. The filter and sample
+        run in the library's storage (`ws.library.storage`: a pool's index, the spec's or the
+        first when the folders hold no trace, else the folders), by the one sampler
+        (`labels.campaign_plan.draw_rows`). A question the index does not place
         (`labels.campaign_plan.unindexed`: asked only where nothing must be answered) takes its
         targets from the sampled traces, read (`ws.library.targets`). Pins the workspace's
         rubric. One transaction: LabelError (and nothing stored) when the name is taken or no
@@ -177,15 +176,9 @@ class Campaigns:
         self._lead(lead, "create a campaign")
         rubric = self._ground.rubric
         questions = campaign_questions(rubric, spec.questions)
-        library = self._library.update_index(progress).rows
-        pool = self._campaign_pool(spec, library)
-        if pool is not None:  # drawn in the pool's index (docs/pools.md), the sample too
-            rows = chosen = pool_sample(self._library.pool_index(pool), spec.filter, spec.sample)
-        else:
-            rows = self._library.search(library, spec.filter.text) if spec.filter.text.strip() \
-                else library
-            rows = filter_rows(rows, spec.filter)
-            chosen = sample_rows(rows, spec.sample)
+        storage, filters, search = self._drawn_from(spec, self._library.update_index(progress))
+        chosen = draw_rows(storage, filters, search, spec.sample)
+        pool = storage.location if storage.kind == "pool" else None
         records: list[Mapping[str, Any]] = []
         if gold_records is not None:
             records += list(gold_records)
@@ -196,11 +189,7 @@ class Campaigns:
             records += self._labels.current_records(campaign=spec.gold_campaign,
                                                    adjudicated_only=True)
         gold = gold_answers(records, questions, rubric)
-        gold_rows = rows
-        if pool is not None and gold:  # the gold items among the pool's filtered traces
-            filters, search = pool_conditions(spec.filter)
-            gold_rows = self._library.pool_index(pool).rows(sorted({t for t, _ in gold}),
-                                                            filters, search)
+        gold_rows = storage.rows(sorted({t for t, _ in gold}), filters, search) if gold else []
         store = self._store
         flags = store.suggestion_counts() if spec.order == "suggestions" else None
         read = self._targets_of(len(chosen), progress) if unindexed(rubric, spec.questions) \
@@ -259,6 +248,16 @@ class Campaigns:
             return found
 
         return contested
+
+    def _drawn_from(self, spec: CampaignSpec, library: IndexResult
+                    ) -> tuple[Storage, list[Any], str]:
+        """The storage a campaign draws from (`_campaign_pool`'s pool, else the folders, under
+        the filter's folders), with its filter's conditions and search."""
+        storage = self._library.storage(self._campaign_pool(spec, library.rows), library)
+        filters, search = storage_conditions(spec.filter, storage.kind)
+        if spec.filter.folders:
+            storage = storage.under(spec.filter.folders)
+        return storage, filters, search
 
     def _campaign_pool(self, spec: CampaignSpec, library: Sequence[LibraryRow]) -> str | None:
         """The pool a campaign draws from: the spec's (LabelError when the workspace lists no
@@ -369,29 +368,21 @@ class Campaigns:
         spec = found.spec
         if found.closed_at is not None or spec.sample.kind != "per_step":
             return 0
-        library = self._library.update_index().rows
-        pool = self._campaign_pool(spec, library)
-        held = {t.trace_id for t in self._store.targets(found)}
-        taken: dict[int, set[str]] = defaultdict(set)
-        if pool is not None:  # drawn in the pool's index, brought up to date first (or, while
-            try:  # another process updates it, as it is: its new rows come at the next look)
-                self._library.update_pool_index(pool, wait=False)
+        library = self._library.update_index()
+        if self._campaign_pool(spec, library.rows) is not None:  # its index brought up to date
+            try:  # first (or, while another process updates it, as it is: its new rows come at
+                self._library.update_pool_index(self._campaign_pool(spec, library.rows),
+                                                wait=False)  # the next look)
             except IndexBusy:
                 pass
-            index = self._library.pool_index(pool)
-            for row in index.rows(sorted(held)):
-                if row.rollout_step is not None:
-                    taken[row.rollout_step].add(row.rollout_group)
-            chosen = index.per_step(spec.sample.n or 1, spec.sample.seed,
-                                    *pool_conditions(spec.filter), taken=taken)
-        else:
-            rows = self._library.search(library, spec.filter.text) \
-                if spec.filter.text.strip() else library
-            rows = filter_rows(rows, spec.filter)
-            for row in rows:
-                if row.trace_id in held and row.rollout_step is not None:
-                    taken[row.rollout_step].add(row.rollout_group)
-            chosen = per_step_rows(rows, spec.sample.n or 1, spec.sample.seed, taken)
+        storage, filters, search = self._drawn_from(spec, library)
+        held = {t.trace_id for t in self._store.targets(found)}
+        taken: dict[int, set[str]] = defaultdict(set)
+        for row in storage.rows(sorted(held)):
+            if row.rollout_step is not None:
+                taken[row.rollout_step].add(row.rollout_group)
+        chosen = storage.per_step(spec.sample.n or 1, spec.sample.seed, filters, search,
+                                  taken=taken)
         if not chosen:
             return 0
         planned = plan_targets(chosen, self._ground.rubric, spec, sampled=True)

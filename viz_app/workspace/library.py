@@ -25,9 +25,9 @@ from viz_app.io.trace_cache import MAX_TRACES, TraceCache, TraceSource, file_sta
 from viz_app.labels import LabelTarget, targets
 from viz_app.model import Trace
 from viz_app.query import Condition
-from viz_app.store import (IndexFailure, IndexProgress, IndexResult, PoolIndex, PoolUpdate,
-                           TraceIndex, default_index_path)
-from viz_app.summary import LibraryRow
+from viz_app.store import (Folders, IndexProgress, IndexResult, PoolIndex, PoolUpdate, Storage,
+                           TraceIndex, default_index_path, storage_kind)
+from viz_app.summary import LibraryFailure, LibraryRow
 from viz_app.workspace.ground import Ground
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class TraceSet(BaseModel):
 
     traces: dict[str, Trace] = Field(default_factory=dict, description="Every trace read, by "
                                      "id (when two files hold one id, the first file's).")
-    unread: list[IndexFailure] = Field(default_factory=list, description="Every file (or line "
+    unread: list[LibraryFailure] = Field(default_factory=list, description="Every file (or line "
                                        "of a pool) that held no trace orchviz reads, with why.")
 
 
@@ -74,20 +74,34 @@ class Library:
     @cached_property
     def pools(self) -> list[str]:
         """The configured locations that are pools (docs/pools.md): every URL of
-        `settings.pools`, and each of `settings.traces` that `io.pool.is_pool` calls one and
-        that has orchviz's manifest or Parquet shards (a folder of JSON Lines files alone stays
-        a library folder, as before pools)."""
-        from viz_app.io.pool import is_pool, read_manifest, shards
+        `settings.pools`, and each of `settings.traces` whose storage kind is a pool
+        (`store.library.storage_kind`: orchviz's manifest or Parquet shards; a folder of JSON
+        Lines files alone stays a library folder, a pool of one shard a file)."""
+        return [*self._settings.pools, *(location for location in map(str, self._settings.traces)
+                                         if storage_kind(location) == "pool")]
 
-        found = list(self._settings.pools)
-        for location in map(str, self._settings.traces):
-            try:
-                if is_pool(location) and (read_manifest(location) is not None or any(
-                        s.format == "parquet" for s in shards(location))):
-                    found.append(location)
-            except OrchvizError:
-                continue
-        return found
+    def storage(self, location: str | None = None,
+                result: IndexResult | None = None) -> Storage:
+        """The library's one interface to its traces (`store.library.Storage`): a pool's index
+        for one of `pools`, else the folders (and uploads) as a pool of one shard a file, its
+        index brought up to date (or as `result` gives it). Pages, counts, values, samples,
+        rows by id, a trace and the failures, asked alike of either."""
+        if location is not None and location in self.pools:
+            return self.pool_index(location)
+        if location is not None and location not in {str(f) for f in self.folders}:
+            raise OrchvizError(f"this workspace lists no pool or folder {location!r}")
+        return Folders(self.index, result if result is not None else self.update_index(),
+                       location or "")
+
+    def sample(self, n: int, *, seed: int = 0, filters: Sequence[Condition] = (),
+               search: str = "", stratify: str | None = None,
+               location: str | None = None) -> list[str]:
+        """Trace ids of `n` traces of a pool or of the folders (`location` None) drawn from
+        those a filter and search select, at random or evenly over the strata of a field, by
+        the library's one sampler (`viz_app.sampling`): the same for the same seed and
+        traces, whichever storage holds them."""
+        return self.storage(location).sample(n, seed=seed, filters=filters, search=search,
+                                             stratify=stratify)
 
     def pool_index(self, location: str | None = None) -> PoolIndex:
         """The index of a pool (default: the first), beside the label database
@@ -119,10 +133,11 @@ class Library:
                     search: str = "", stratify: str | None = None,
                     location: str | None = None) -> list[str]:
         """Trace ids of `n` traces of a pool (default: the first) drawn from those a filter and
-        search select, at random or evenly over the strata of a field (`PoolIndex.sample`): the
-        same for the same seed and index. What a review campaign is made from."""
-        return self.pool_index(location).sample(n, seed=seed, filters=filters, search=search,
-                                                stratify=stratify)
+        search select (`sample`, over the pool): what the Library page's Sample form draws, and
+        a review campaign over the pool with the same seed."""
+        return self.sample(n, seed=seed, filters=filters, search=search, stratify=stratify,
+                           location=location if location is not None
+                           else self.pool_index().location)
 
     def update_index(self, progress: IndexProgress | None = None) -> IndexResult:
         """Bring the trace index up to date and return the library. Each trace's targets are
@@ -162,7 +177,9 @@ class Library:
                          "trace to judge the version the library holds")
 
     def search(self, rows: Sequence[LibraryRow], query: str) -> list[LibraryRow]:
-        """The rows matching every word of a query (ids, task, agents, tools, content)."""
+        """The rows of the folders the library's one search keeps (`viz_app.search`: every
+        word begins a word of the ids, task, agents, tools or content), as a pool's index
+        keeps its own."""
         return self.index.search(rows, query)
 
     # -- one trace by id ------------------------------------------------------------------------
@@ -276,7 +293,7 @@ class Library:
                 traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
             for trace in traces:
                 found.traces.setdefault(trace.trace_id, trace)
-            found.unread += [IndexFailure(path=str(path), error=str(e)) for e in errors]
+            found.unread += [LibraryFailure(path=str(path), error=str(e)) for e in errors]
         if progress is not None and files:
             progress(len(files), len(files), "")
         return found

@@ -19,3 +19,20 @@ class PoolIndex(Indexing, Queries):
     before the swap, and forgets the words of replaced rows after it, so a reader's search joins
     only docs its DuckDB version holds; while its words are not exact (the `dirty` flag of its
     `state` table) searches are counted through DuckDB, not by the word index alone."""
+
+    kind = "pool"
+    """Its name among the library's storage kinds (`viz_app.store.library.STORAGES`)."""
+
+    @staticmethod
+    def handles(location: str) -> bool:
+        """Whether a location of the library is a pool (docs/pools.md): one `io.pool.is_pool`
+        calls a pool that has orchviz's manifest or Parquet shards (a folder of JSON Lines
+        files alone stays a library folder, read as a pool of one shard a file)."""
+        from viz_app.errors import OrchvizError
+        from viz_app.io.pool import is_pool, read_manifest, shards
+
+        try:
+            return is_pool(location) and (read_manifest(location) is not None or any(
+                s.format == "parquet" for s in shards(location)))
+        except OrchvizError:
+            return False

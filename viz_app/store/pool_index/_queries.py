@@ -12,16 +12,15 @@ import pyarrow as pa
 
 from viz_app.errors import TraceError
 from viz_app.io.pool import Shard, read_trace
-from viz_app.labels import per_step_groups
 from viz_app.model import Trace
 from viz_app.query import Condition, FilterError, field_kind
-from viz_app.sampling import draw
+from viz_app.sampling import draw, per_step_groups
 from viz_app.search import matches, plain
 from viz_app.store.pool_index._files import IndexFiles
-from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, PoolFailure, pool_row
+from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, pool_row
 from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
 from viz_app.store.pool_index._words import unpack_words
-from viz_app.summary import LibraryRow
+from viz_app.summary import LibraryFailure, LibraryRow
 
 PAGE_SIZE = 50
 ID_CHUNK = 5000
@@ -221,7 +220,7 @@ class Queries(IndexFiles):
                  search: str = "", taken: Mapping[int, set[str]] | None = None
                  ) -> list[LibraryRow]:
         """The rows of N whole groups of each training step among the traces selected, drawn
-        as a folder library's are (`labels.per_step_groups`: the same seed and groups, the same
+        as a folder library's are (`viz_app.sampling.per_step_groups`: the same seed and groups, the same
         draw), group by group; `taken`, the groups of each step a campaign already has, tops a
         step up to N."""
         chosen = per_step_groups(self.rollout_groups(filters, search), n, seed, taken)
@@ -297,10 +296,10 @@ class Queries(IndexFiles):
                              f"no trace with id {trace_id!r} in the pool's index")
         return read_trace(*found)
 
-    def failures(self, limit: int = 100) -> list[PoolFailure]:
+    def failures(self, limit: int = 100) -> list[LibraryFailure]:
         """The shards and rows that failed, first ones first."""
         with self._duck() as con:
-            return [PoolFailure(shard=s, row=r, error=e) for s, r, e in con.execute(
+            return [LibraryFailure(path=s, row=r, error=e) for s, r, e in con.execute(
                 "SELECT shard, position, error FROM failures ORDER BY shard, position LIMIT ?",
                 [int(limit)]).fetchall()]
 

@@ -1,6 +1,7 @@
 """What the pool index keeps of a trace: its summary row (`summarise_trace`, the same
 summary the folder index keeps), the rows and failures of a shard, the tables they go in, and
-the models the index answers with (`summary.LibraryRow`, PoolFailure, PoolUpdate, Bin)."""
+the models the index answers with (`summary.LibraryRow`, `summary.LibraryFailure`, PoolUpdate,
+Bin)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,6 @@ POOL_TEXT_LIMIT = 20_000
 
 
 # -- what the index keeps of a trace ------------------------------------------------------------
-
-
-class PoolFailure(BaseModel):
-    """A shard, or a row of one, that could not be indexed."""
-
-    shard: str
-    row: int = Field(description="The row, or -1 when the whole shard failed.")
-    error: str = Field(description="The sentence saying where and what.")
 
 
 class PoolUpdate(BaseModel):

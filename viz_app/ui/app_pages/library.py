@@ -248,7 +248,7 @@ def pool_library(location: str) -> None:
     failures = index.failure_count()
     if failures:
         with st.expander(f"Shards and rows that failed to load ({failures:,})"):
-            st.dataframe(pd.DataFrame([{"shard": f.shard, "row": f.row, "error": f.error}
+            st.dataframe(pd.DataFrame([{"shard": f.path, "row": f.row, "error": f.error}
                                        for f in index.failures(limit=200)]),
                          hide_index=True, width="stretch",
                          column_config={"error": st.column_config.TextColumn(width="large")})

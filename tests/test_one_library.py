@@ -1,0 +1,201 @@
+"""One library over folders and pools: the same files, listed as a folder of the library (a pool
+of one shard a file) or as a pool (its DuckDB and FTS5 index), answer a search, a filter, a
+sample and a campaign's draw with the same traces, through one interface (`ws.library.storage`),
+one search (`viz_app.search`), one sampler (`viz_app.sampling`) and one failure type."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factories import example_trace
+from viz_app.labels import CampaignSpec, Filter, Sample, draw_rows, storage_conditions
+from viz_app.query import Condition, parse_condition
+from viz_app.sampling import draw, ntile
+from viz_app.search import fts_query, matches, plain
+from viz_app.settings import Settings, database_url
+from viz_app.store import Folders, PoolIndex, storage_kind
+from viz_app.summary import LibraryFailure
+from viz_app.workspace import Workspace
+
+TOPOLOGIES = ["centralized", "debate", "swarm"]
+
+
+def runs(count: int = 30):
+    """Traces whose ids, tasks (groups of 3), topologies, agents' words and rewards vary."""
+    found = []
+    for i in range(count):
+        trace = example_trace(f"rollout-{i:03d}", task_id=f"task-{i // 3}",
+                              topology=TOPOLOGIES[i % 3],
+                              system="Café-bot" if i % 5 == 0 else "planner",
+                              rewards={"team": float(i % 2), "tool": i / count})
+        found.append(trace)
+    return found
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The same five JSON Lines files, listed by one workspace as a folder and by another as a
+    pool, each brought up to date: (folder storage, pool storage, the workspaces)."""
+    root = tmp_path_factory.mktemp("one")
+    folder = root / "runs"
+    folder.mkdir()
+    traces = runs()
+    for k in range(5):
+        lines = [json.dumps(t.to_dict()) for t in traces[k * 6:(k + 1) * 6]]
+        if k == 2:
+            lines.insert(1, '{"trace_id": 7}')  # a line that holds no trace
+        (folder / f"part-{k}.jsonl").write_text("\n".join(lines) + "\n")
+    as_folder = Workspace(Settings(traces=[folder], db_url=database_url(root / "a.db")))
+    as_pool = Workspace(Settings(traces=[], pools=[str(folder)],
+                                 db_url=database_url(root / "b.db")))
+    as_pool.library.update_pool_index(workers=1)
+    return (as_folder.library.storage(), as_pool.library.storage(str(folder)), as_folder,
+            as_pool)
+
+
+def ids(rows):
+    return [r.trace_id for r in rows]
+
+
+# -- one interface, two kinds of storage ----------------------------------------------------------
+
+
+def test_the_folder_is_a_pool_of_one_shard_a_file_and_the_pool_its_index(both):
+    folder, pool, _, _ = both
+    assert isinstance(folder, Folders) and isinstance(pool, PoolIndex)
+    assert (folder.kind, pool.kind) == ("folders", "pool")
+    assert folder.count() == pool.count() == 30
+    assert ids(folder.page(limit=100)) == ids(pool.page(limit=100))  # files, then rows
+    # each a file's traces by their place in it: a folder's position counts the traces read,
+    # a pool's row the lines (after part-2's bad line 2 they differ by one), each its reader's
+    assert [r.path for r in folder.page(limit=100)] == [r.path for r in pool.page(limit=100)]
+
+
+def test_a_folder_of_json_lines_alone_is_folders_and_one_with_a_manifest_a_pool(tmp_path, both):
+    folder, _, _, _ = both
+    assert storage_kind(folder.result.rows[0].path.rsplit("/", 1)[0]) == "folders"
+    from viz_app.io import pool as pools
+    pools.write_pool(runs(4), str(tmp_path / "written"))
+    assert storage_kind(str(tmp_path / "written")) == "pool"
+
+
+def test_one_failure_type_names_the_file_or_shard_that_failed(both):
+    folder, pool, _, _ = both
+    assert folder.failure_count() == pool.failure_count() == 1
+    for failure in (*folder.failures(), *pool.failures()):
+        assert isinstance(failure, LibraryFailure)
+        assert failure.path.endswith("part-2.jsonl") and failure.shard == failure.path
+        assert "line 2" in failure.error or "row 1" in failure.error
+
+
+def test_a_trace_opens_by_id_from_either(both):
+    folder, pool, _, _ = both
+    assert folder.trace("rollout-013") == pool.trace("rollout-013")
+
+
+# -- one search -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("rollout-01", [f"rollout-{i:03d}" for i in range(10, 20)]),  # a word and the next's start
+    ("ROLLOUT-021", ["rollout-021"]),                               # any case
+    ("cafe-bot", [f"rollout-{i:03d}" for i in range(0, 30, 5)]),     # accents aside
+    ("-rollout-02", [f"rollout-{i:03d}" for i in range(20, 30)]),    # a leading dash only parts
+    ("ollout", []),                                                  # a word's middle: nothing
+    ("rollout_01", []),                                              # typed as it stands
+    ("rollout%01", []),                                              # LIKE's wildcard: a char
+    ("task-3 rollout-01", ["rollout-010", "rollout-011"]),           # every word
+])
+def test_the_same_search_finds_the_same_traces_in_a_folder_and_a_pool(both, typed, expected):
+    folder, pool, as_folder, _ = both
+    assert sorted(ids(folder.page(search=typed, limit=100))) == expected
+    assert sorted(ids(pool.page(search=typed, limit=100))) == expected
+    assert folder.count(search=typed) == pool.count(search=typed) == len(expected)
+    listed = as_folder.library.update_index().rows  # the Library page's folder table
+    assert sorted(ids(as_folder.library.search(listed, typed))) == expected
+
+
+def test_the_rule_is_a_word_start_and_fts5_finds_all_it_accepts():
+    assert matches("db_analyst said: the analysts agree", "analyst AGREE")
+    assert not matches("db_analyst", "nalyst")
+    assert matches("Café-bot", "cafe") and matches("cafe-bot", "Café")
+    assert plain("rollout 42") and not plain("rollout-42")
+    assert fts_query('say "x" OR y') == '"say"* AND "x"* AND "or"* AND "y"*'
+    assert fts_query("  -- ") is None and matches("anything", "  -- ")
+
+
+# -- one sampler ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stratify", [None, "topology", "group", "reward.tool"])
+def test_the_same_seed_draws_the_same_traces_from_a_folder_and_a_pool(both, stratify):
+    folder, pool, _, _ = both
+    for seed in (0, 7):
+        drawn = folder.sample(9, seed=seed, stratify=stratify)
+        assert drawn == pool.sample(9, seed=seed, stratify=stratify)
+        assert len(set(drawn)) == 9
+    debate = [parse_condition("topology=debate")]
+    assert folder.sample(4, seed=3, filters=debate, search="rollout-0") == \
+        pool.sample(4, seed=3, filters=debate, search="rollout-0")
+
+
+def test_a_stratified_draw_is_even_and_takes_the_strata_in_turn(both):
+    folder, _, _, _ = both
+    drawn = folder.rows(folder.sample(9, seed=2, stratify="topology"))
+    assert [r.topology for r in drawn] == TOPOLOGIES * 3
+
+
+def test_the_sampler_fills_from_larger_strata_what_a_small_one_lacks():
+    strata = ["big"] * 40 + ["small"] * 3 + ["one"]
+    picked = draw(strata, 9, seed=1)
+    taken = [strata[i] for i in picked]
+    assert (taken.count("one"), taken.count("small"), taken.count("big")) == (1, 3, 5)
+    assert picked == draw(strata, 9, seed=1) and picked != draw(strata, 9, seed=2)
+    assert ntile([5, None, 1, 3, 3], 2) == [2, 2, 1, 1, 1]  # 1 3 3 | 5 None
+
+
+@pytest.mark.parametrize("sample", [
+    Sample(kind="all"), Sample(kind="random", n=7, seed=4),
+    Sample(kind="stratified", n=6, seed=1, field="topology"),
+    Sample(kind="stratified", seed=1, field="task"), Sample(kind="groups", n=3, seed=5)])
+def test_a_campaigns_draw_is_the_same_over_a_folder_and_a_pool(both, sample):
+    folder, pool, _, _ = both
+    wanted = Filter(topologies=["debate", "swarm"], figures={"events": (1, None)})
+    drawn = [ids(draw_rows(s, *storage_conditions(wanted, s.kind), sample))
+             for s in (folder, pool)]
+    assert drawn[0] == drawn[1] and drawn[0]
+
+
+def test_campaigns_over_the_folder_and_over_the_pool_hold_the_same_traces(both):
+    _, _, as_folder, as_pool = both
+    from viz_app.labels import Reviewer
+
+    lead = Reviewer(name="lead", via="cli")
+    made = []
+    for ws, pool in ((as_folder, None), (as_pool, as_pool.library.pools[0])):
+        spec = CampaignSpec(name="same", questions=["task_outcome"], pool=pool,
+                            filter=Filter(text="rollout-01"),
+                            sample=Sample(kind="random", n=4, seed=9))
+        campaign = ws.campaigns.create(spec, lead)
+        made.append([t.trace_id for t in ws.campaigns._store.targets(campaign)])
+    assert made[0] == made[1] and len(set(made[0])) == 4
+
+
+def test_the_folders_sample_is_the_librarys_sample(both):
+    folder, pool, as_folder, as_pool = both
+    filters = [Condition(field="agents", op=">=", value=1)]
+    assert as_folder.library.sample(5, seed=1, filters=filters) == folder.sample(
+        5, seed=1, filters=filters)
+    assert as_pool.library.sample_pool(5, seed=1, filters=filters) == pool.sample(
+        5, seed=1, filters=filters) == folder.sample(5, seed=1, filters=filters)
+
+
+def test_a_folder_filter_is_the_folders_alone(both):
+    folder, _, _, _ = both
+    with pytest.raises(Exception, match="takes no folder filter"):
+        storage_conditions(Filter(folders=["x"]), "pool")
+    assert storage_conditions(Filter(folders=["x"]), "folders")[0] == []
+    part = folder.result.rows[0].path
+    assert {r.path for r in folder.under([part]).page(limit=100)} == {part}

@@ -1,0 +1,104 @@
+"""A listing: rows of the library held in memory, queried as a pool's index is queried.
+
+A folder library is a pool of one shard a file: its index lists its rows (`summary.LibraryRow`:
+the file, and the trace's position in it), and a `Listing` of them answers the calls a pool's
+index answers (`page`, `count`, `values`, `sample`, `rows`) with the same filter language
+(`viz_app.query`), the same sampler (`viz_app.sampling`) and the one search (`viz_app.search`,
+through the folder index, which holds the rows' words). A campaign's sample of any list of rows
+(`labels.campaign_plan.sample_rows`) is drawn from a listing of them too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from viz_app.query import Condition, FilterError, field_kind, holds, row_value
+from viz_app.sampling import draw, ntile, per_step_rows
+
+if TYPE_CHECKING:
+    from viz_app.summary import LibraryRow
+
+Search = Callable[[Sequence["LibraryRow"], str], list["LibraryRow"]]
+"""The rows of a list that a search keeps (the folder index's `search`, the one rule)."""
+
+PAGE_SIZE = 50
+
+
+class Listing:
+    """Rows of the library in their order (files, then positions), queried in memory."""
+
+    def __init__(self, rows: Sequence[LibraryRow], search: Search | None = None,
+                 location: str = ""):
+        self._rows = list(rows)
+        self._search = search
+        self.location = location
+        """What the rows are of ('' for a list of rows, else the folders' or a file's name)."""
+
+    def selected(self, filters: Sequence[Condition] = (), search: str = "") -> list[LibraryRow]:
+        """The rows every filter holds for and the search keeps, in the listing's order."""
+        rows = [r for r in self._rows if all(holds(r, c) for c in filters)]
+        if search.strip():
+            if self._search is None:
+                raise FilterError("this list of traces holds no words to search")
+            rows = self._search(rows, search)
+        return rows
+
+    def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
+             descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE
+             ) -> list[LibraryRow]:
+        """One page of the rows selected, sorted by a field (missing values last), else in the
+        listing's order."""
+        rows = self.selected(filters, search)
+        if sort is not None:
+            field_kind(sort)
+            known = [r for r in rows if row_value(r, sort) is not None]
+            known.sort(key=lambda r: row_value(r, sort), reverse=descending)
+            rows = known + [r for r in rows if row_value(r, sort) is None]
+        return rows[max(0, int(offset)):max(0, int(offset)) + max(0, int(limit))]
+
+    def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
+        """How many rows a filter and search select."""
+        return len(self.selected(filters, search))
+
+    def values(self, field: str, filters: Sequence[Condition] = (), search: str = "",
+               limit: int = 100) -> list[tuple[str, int]]:
+        """The commonest values of a text field among the rows selected, with counts."""
+        if field_kind(field) != "text":
+            raise FilterError(f"values() needs a text field, not {field}")
+        counts = Counter(str(row_value(r, field)) for r in self.selected(filters, search))
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:int(limit)]
+
+    def sample(self, n: int, seed: int = 0, filters: Sequence[Condition] = (), search: str = "",
+               stratify: str | None = None, strata: int = 4) -> list[str]:
+        """Trace ids of `n` rows drawn from those selected by the library's one sampler
+        (`viz_app.sampling.draw`), evenly over a field's strata when given (a numeric
+        field's `strata` quantiles): what a pool's index draws from the same traces."""
+        rows = self.selected(filters, search)
+        if stratify is None:
+            keys: list[Any] = [0] * len(rows)
+        elif field_kind(stratify) == "number":
+            keys = ntile([row_value(r, stratify) for r in rows], strata)
+        else:
+            keys = [row_value(r, stratify) for r in rows]
+        return [rows[i].trace_id for i in draw(keys, n, seed)]
+
+    def per_step(self, n: int, seed: int = 0, filters: Sequence[Condition] = (),
+                 search: str = "", taken: Mapping[int, set[str]] | None = None
+                 ) -> list[LibraryRow]:
+        """The rows of N whole groups of each training step among the rows selected, as a
+        pool's index draws them (`viz_app.sampling.per_step_groups`); `taken`, the groups of
+        each step a campaign already has, tops a step up to N."""
+        return per_step_rows(self.selected(filters, search), n, seed, taken)
+
+    def rows(self, trace_ids: Sequence[str], filters: Sequence[Condition] = (),
+             search: str = "") -> list[LibraryRow]:
+        """The rows of these trace ids that the filters and search keep, in the ids' order
+        (each once: a trace listed twice, its first row)."""
+        found: dict[str, LibraryRow] = {}
+        wanted = set(trace_ids)
+        for row in self.selected(filters, search):
+            if row.trace_id in wanted:
+                found.setdefault(row.trace_id, row)
+        return [found[t] for t in dict.fromkeys(trace_ids) if t in found]
