@@ -26,7 +26,7 @@ from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import each_json_value, first_value
 from viz_app.io.rollouts import (TRAINER_REWARD, Chat, as_text, content_text, group_id, number,
-                                 prompt_key)
+                                 prompt_key, text_trace)
 from viz_app.model import Trace, paused_gc
 
 NAME = "rllm"
@@ -113,6 +113,25 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
     if split is not None:
         rollout["split"] = as_text(split)
     rollout["source"] = place
+    head = {k: v for k, v in (("termination_reason",
+                                 as_text(episode.get("termination_reason")) or None),
+                                ("episode_info", info or None)) if v is not None}
+    metrics = episode.get("metrics")
+    metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
+        if metrics.__class__ is dict else {}
+    correct = episode.get("is_correct")
+    if correct.__class__ is bool:
+        metrics["task_success"] = 1.0 if correct else 0.0
+    trace_id = episode_id if step is None else f"{episode_id}@{step}"
+    if not task_id:
+        task_id = f"prompt-{prompt_key(_task_text(episode.get('task')) or '')}"
+    turn = _one_turn(trajectories)
+    if turn is not None:  # a prompt and a response: straight into the structs, as Chat would
+        prompt, response, said = turn
+        return text_trace(label=label, source_format=NAME, trace_id=trace_id, task_id=task_id,
+                          rollout=rollout, rewards=_rewards(trajectories, names),
+                          prompt=prompt, response=response, said=said or None, system=system,
+                          metrics=metrics, agent=names[0], head=head)
     chat = Chat(names[0] if names else "policy")
     for n, (trajectory, agent) in enumerate(zip(trajectories, names)):
         if n == 0:
@@ -130,20 +149,38 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
         chat.next_turn()
     if not chat.events:
         chat.prompt(_task_text(episode.get("task")) or episode_id)
-    metrics = episode.get("metrics")
-    metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
-        if metrics.__class__ is dict else {}
-    correct = episode.get("is_correct")
-    if correct.__class__ is bool:
-        metrics["task_success"] = 1.0 if correct else 0.0
-    return chat.trace(label=label, source_format=NAME,
-                      trace_id=episode_id if step is None else f"{episode_id}@{step}",
-                      task_id=task_id or
-                      f"prompt-{prompt_key(_task_text(episode.get('task')) or '')}",
+    return chat.trace(label=label, source_format=NAME, trace_id=trace_id, task_id=task_id,
                       rollout=rollout, rewards=_rewards(trajectories, names), system=system,
-                      metrics=metrics, first={"termination_reason": as_text(
-                          episode.get("termination_reason")) or None,
-                          "episode_info": info or None})
+                      metrics=metrics, first=head)
+
+
+def _one_turn(trajectories: list[dict[str, Any]]
+              ) -> tuple[str, str, dict[str, Any]] | None:
+    """(prompt, response, the response's other keys) of an episode that is one agent's one
+    step of text (an observation and a response, no chat, no action): most training episodes.
+    None for any other shape, which `Chat` reads."""
+    if len(trajectories) != 1:
+        return None
+    steps = trajectories[0].get("steps")
+    if steps.__class__ is not list or len(steps) != 1 or steps[0].__class__ is not dict:
+        return None
+    step = steps[0]
+    history = step.get("chat_completions")
+    if (isinstance(history, list) and history) or step.get("action") is not None:
+        return None
+    observation = step.get("observation", step.get("input"))
+    response = step.get("model_response") or step.get("output")
+    if observation is None or not response:
+        return None
+    prompt = content_text(observation) or as_text(observation)
+    if not prompt:
+        return None
+    thought = step.get("thought")
+    said = {"thought": as_text(thought)} if thought else {}
+    reward = number(step.get("reward"))
+    if reward is not None:
+        said["step_reward"] = reward
+    return prompt, content_text(response) or "", said
 
 
 def _run(label: str) -> str:

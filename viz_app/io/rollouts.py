@@ -522,29 +522,31 @@ def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
                rollout: dict[str, Any], rewards: dict[str, float], prompt: str | None,
                response: str, asked: dict[str, Any] | None = None,
                said: dict[str, Any] | None = None, tokens: float | None = None,
-               system: str | None = None, metrics: dict[str, float] | None = None) -> Trace:
-    """The trace of a rollout that is a prompt and a response (verl, OpenRLHF, SkyRL): the
-    user's turn, the policy's generation, its stop, the rollout (as `Rollout.to_dict` gives it)
-    on the first event; `asked` and `said` are other keys of the two events. The same trace a
-    `Chat` builds, built straight into its structs: a reader of 100,000 rollouts spends little
-    more than their parse (`Chat` stays for conversations)."""
+               system: str | None = None, metrics: dict[str, float] | None = None,
+               agent: str = POLICY, head: dict[str, Any] | None = None) -> Trace:
+    """The trace of a rollout that is a prompt and a response (verl, OpenRLHF, SkyRL, a
+    one-step rLLM episode): the user's turn, the agent's generation, its stop, the rollout (as
+    `Rollout.to_dict` gives it) on the first event after its `head` keys; `asked` and `said`
+    are other keys of the two events. The same trace a `Chat` builds, built straight into its
+    structs: a reader of 100,000 rollouts spends little more than their parse (`Chat` stays
+    for conversations)."""
     events = []
     t = 0.0
     if prompt:
-        events.append(Event(id="e1", t=0.0, type="human_intervention", agent=POLICY,
+        first = {**head, ROLLOUT_KEY: rollout} if head else {ROLLOUT_KEY: rollout}
+        events.append(Event(id="e1", t=0.0, type="human_intervention", agent=agent,
                             from_="user", content=prompt,
-                            other={ROLLOUT_KEY: rollout, **asked} if asked
-                            else {ROLLOUT_KEY: rollout}))
+                            other={**first, **asked} if asked else first))
         t = 1.0
     other = {**_GENERATION, **said} if said else _GENERATION
     if not events:
-        other = {**other, ROLLOUT_KEY: rollout}
+        other = {**other, **(head or {}), ROLLOUT_KEY: rollout}
     n = len(events)
-    events.append(Event(id=f"e{n + 1}", t=t, type="message", agent=POLICY, content=response,
+    events.append(Event(id=f"e{n + 1}", t=t, type="message", agent=agent, content=response,
                         tokens_=tokens, other=other) if tokens is not None else
-                  Event(id=f"e{n + 1}", t=t, type="message", agent=POLICY, content=response,
+                  Event(id=f"e{n + 1}", t=t, type="message", agent=agent, content=response,
                         other=other))
-    events.append(Event(id=f"e{n + 2}", t=t, type="orchestrator_decision", agent=POLICY,
+    events.append(Event(id=f"e{n + 2}", t=t, type="orchestrator_decision", agent=agent,
                         decision_="stop", content="rollout ended", other=_STOPPED))
     trace = Trace(trace_id=trace_id, task_id=task_id, system=system, events=events, edges=[],
                   rewards=rewards, costs_={"tokens": tokens or 0.0, "wall_clock_s": t,
