@@ -219,3 +219,45 @@ def test_the_console_script_answers_help():
     done = subprocess.run([sys.executable, "-m", "viz_app", "--help"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "usage: orchviz" in done.stdout
+
+
+def test_every_verb_declares_the_store_and_the_rubric_in_one_place():
+    """`--db` and `--rubric` are declared and the Workspace opened by viz_app/cli/workspace.py
+    alone; every verb with a store or a rubric says what it is in its `--help`."""
+    cli = Path(__file__).resolve().parent.parent / "viz_app" / "cli"
+    written = [p.name for p in cli.glob("*.py") if p.name != "workspace.py" and any(
+        said in p.read_text("utf-8") for said in ('"--db"', '"--rubric"', "Workspace.open(",
+                                                  "Workspace("))]
+    assert written == []
+    with_store = 0
+    for verb in ALL_VERBS:
+        parser = build_parser()
+        for word in verb:
+            parser = next(a for a in parser._actions
+                          if isinstance(a, argparse._SubParsersAction)).choices[word]
+        options = {o: a for a in parser._actions for o in a.option_strings}
+        if "--db" in options:
+            with_store += 1
+            assert "SQLAlchemy URL or a SQLite file" in options["--db"].help, verb
+        if "--rubric" in options:
+            assert "default: the packaged rubric" in options["--rubric"].help, verb
+    assert with_store >= 30  # campaign, labels, db, app, pool, replay, report, reward, suggest
+
+
+def test_a_command_loads_its_rubric_before_it_opens_the_store(tmp_path):
+    """A rubric that cannot be used stops the command before the SQLite file is made; a pool's
+    index opens whatever the rubric says and keeps why it cannot judge (`rubric_error`)."""
+    from viz_app.cli.workspace import open_workspace
+    from viz_app.errors import RubricError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nquestions: [\n", "utf-8")
+    args = argparse.Namespace(db=str(tmp_path / "o.db"), rubric=str(bad))
+    with pytest.raises(RubricError):
+        open_workspace(args)
+    assert not (tmp_path / "o.db").exists()
+    ws = open_workspace(args, rubric_first=False)
+    assert ws.rubric_error is not None and "bad.yaml" in str(ws.rubric_error)
+    fine = open_workspace(argparse.Namespace(db=str(tmp_path / "p.db"), traces=[str(PREMATURE)]))
+    assert ws.settings.traces == [] and fine.settings.traces == [PREMATURE]
+    assert fine.rubric.questions

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from viz_app.cli.traces import add_traces_option
+from viz_app.cli.workspace import store_options
 from viz_app.errors import OrchvizError
 from viz_app.settings import DEMO_TRACES, ModelEndpoint, ReplayLimits, Settings, database_url
 
@@ -24,9 +25,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                          description="Start orchviz's Streamlit app on your traces and label store.")
     add_traces_option(p, help="a folder (or file) of traces to list (default: the demo "
                       "traces)")
-    p.add_argument("--db", default="orchviz.db",
-                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default")
+    store_options(p)
     p.add_argument("--uploads", default="uploads", help="folder for uploaded traces")
     p.add_argument("--follow", nargs="?", type=float, const=2.0, default=None,
                    metavar="SECONDS", help="follow a run while a trainer writes it: look for new "

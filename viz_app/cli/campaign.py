@@ -15,13 +15,13 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, say_unread
+from viz_app.cli.workspace import open_workspace, store_options
 from viz_app.errors import LabelError
 from viz_app.export import FORMATS, ExportOptions
 from viz_app.labels import (FIGURES, ORDERS, ROLES, STRATA, CampaignSpec, CampaignStatus,
-                            DisputeThread, Filter, Reviewer, Sample, answer_text, load_rubric,
+                            DisputeThread, Filter, Reviewer, Sample, answer_text,
                             optional_questions, spec_error)
 from viz_app.text import terminal_text
-from viz_app.workspace import Workspace
 
 FILTER_KEYS = {"system": "systems", "topology": "topologies", "task": "tasks",
                "format": "formats", "folder": "folders", "text": "text"}
@@ -61,7 +61,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
             f"{', '.join(FILTER_KEYS)}; and figure bounds FIGURE>=N or FIGURE<=N with FIGURE "
             f"one of {', '.join(FIGURES)}.", 90))
     p.add_argument("name", metavar="NAME", help="the campaign's name (unique in the database)")
-    _common(p)
+    store_options(p)
     add_traces_option(p, required=True, help="a folder (or file) of the library's traces")
     p.add_argument("--filter", action="append", default=[], metavar="COND",
                    help="KEY=VALUE, FIGURE>=N or FIGURE<=N (see above)")
@@ -111,7 +111,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("list", help="list the campaigns",
                        description="Every campaign: name, targets, K, questions, creator.")
-    _common(p)
+    store_options(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable list")
     p.set_defaults(run=list_verb)
 
@@ -120,7 +120,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "and gold accuracy; Krippendorff's alpha per question; the disagreements "
                        "no adjudication settled yet (never averaged).")
     p.add_argument("name", metavar="NAME", help="the campaign")
-    _common(p)
+    store_options(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(run=status_verb)
 
@@ -129,7 +129,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "a target of it any more (a target held now may still be saved until "
                        "its reservation ends); its labels, status and exports stay.")
     p.add_argument("name", metavar="NAME", help="the campaign")
-    _common(p, rubric=False)
+    store_options(p, rubric=False)
     p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
                    help="who closes it (default: $USER)")
     p.set_defaults(run=close_verb)
@@ -138,7 +138,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        description="Reopen a closed campaign (a lead's call): its open "
                        "targets are offered to reviewers again.")
     p.add_argument("name", metavar="NAME", help="the campaign")
-    _common(p, rubric=False)
+    store_options(p, rubric=False)
     p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
                    help="who reopens it (default: $USER)")
     p.set_defaults(run=reopen_verb)
@@ -149,7 +149,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("name", metavar="NAME", help="the campaign")
     p.add_argument("trace_ids", nargs="+", metavar="TRACE_ID", help="traces of the library")
     add_traces_option(p, required=True, help="a folder (or file) of the library's traces")
-    _common(p)
+    store_options(p)
     p.add_argument("--lead", default=os.environ.get("USER", "lead"), metavar="NAME",
                    help="who adds them (default: $USER)")
     p.set_defaults(run=add_verb)
@@ -163,7 +163,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "with an adjudicated answer, what a trainer should read). Disagreements "
                        "without an adjudication are left out and reported, never averaged.")
     p.add_argument("name", metavar="NAME", help="the campaign")
-    _common(p)
+    store_options(p)
     add_traces_option(p, help="a folder (or file) of the labelled traces (needed by the "
                       "formats that read traces)")
     p.add_argument("--format", choices=LABEL_FORMATS, required=True, metavar="FORMAT",
@@ -186,7 +186,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="a trace of the campaign")
     p.add_argument("event_id", nargs="?", metavar="EVENT_ID",
                    help="the disputed event ('-' for the trace itself)")
-    _common(p)
+    store_options(p)
     p.add_argument("--as", dest="viewer", default=os.environ.get("USER", "lead"),
                    metavar="NAME", help="who reads it: a lead, or a reviewer of the dispute "
                    "(default: $USER)")
@@ -201,7 +201,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("trace_id", metavar="TRACE_ID", help="the trace of the target")
     p.add_argument("event_id", metavar="EVENT_ID", help="the event ('-' for the trace itself)")
     p.add_argument("--text", required=True, help="what to say")
-    _common(p)
+    store_options(p)
     p.add_argument("--as", dest="author", default=os.environ.get("USER", "lead"),
                    metavar="NAME", help="who says it (default: $USER)")
     p.set_defaults(run=comment_verb)
@@ -219,24 +219,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--role", choices=ROLES, required=True, help="lead or reviewer")
     p.add_argument("--by", default=os.environ.get("USER", "cli"), metavar="NAME",
                    help="who adds them (default: $USER)")
-    _common(p, rubric=False)
+    store_options(p, rubric=False)
     p.set_defaults(run=members_add_verb)
     p = msub.add_parser("list", help="list the members", description="Every member and role.")
-    _common(p, rubric=False)
+    store_options(p, rubric=False)
     p.add_argument("--json", action="store_true", help="print a machine-readable list")
     p.set_defaults(run=members_list_verb)
-
-
-def _common(p: argparse.ArgumentParser, rubric: bool = True) -> None:
-    p.add_argument("--db", default="orchviz.db",
-                   help="the database: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    if rubric:
-        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
-
-
-def _workspace(args: argparse.Namespace) -> Workspace:
-    rubric = load_rubric(args.rubric) if getattr(args, "rubric", None) is not None else None
-    return Workspace.open(args.db, traces=getattr(args, "traces", None) or [], rubric=rubric)
 
 
 def parse_filter(conditions: list[str]) -> Filter:
@@ -340,7 +328,7 @@ def creation_bar():
 def create_verb(args: argparse.Namespace) -> int:
     """Create a campaign and say what it holds."""
     spec = spec_of(args)
-    ws = _workspace(args)
+    ws = open_workspace(args)
     campaign = ws.campaigns.create(spec, Reviewer(name=args.lead, via="cli"),
                                   progress=creation_bar())
     status = ws.campaigns.status(campaign.name)
@@ -358,7 +346,7 @@ def create_verb(args: argparse.Namespace) -> int:
 
 def list_verb(args: argparse.Namespace) -> int:
     """List the campaigns."""
-    found = _workspace(args).campaigns.all()
+    found = open_workspace(args).campaigns.all()
     if args.json:
         print(json.dumps([c.model_dump(mode="json") for c in found], indent=2))
         return 0
@@ -389,7 +377,7 @@ def _unresolved_lines(status: CampaignStatus) -> list[str]:
 
 def status_verb(args: argparse.Namespace) -> int:
     """Print where a campaign stands."""
-    status = _workspace(args).campaigns.status(args.name)
+    status = open_workspace(args).campaigns.status(args.name)
     if args.json:
         print(json.dumps(status.as_json(), indent=2, default=str))
         return 0
@@ -413,7 +401,7 @@ def status_verb(args: argparse.Namespace) -> int:
 
 def close_verb(args: argparse.Namespace) -> int:
     """Close a campaign."""
-    found = _workspace(args).campaigns.close(args.name, Reviewer(name=args.lead, via="cli"))
+    found = open_workspace(args).campaigns.close(args.name, Reviewer(name=args.lead, via="cli"))
     print(f"campaign {terminal_text(found.name)} is closed: no more claims "
           f"({found.targets} targets)")
     return 0
@@ -421,14 +409,14 @@ def close_verb(args: argparse.Namespace) -> int:
 
 def reopen_verb(args: argparse.Namespace) -> int:
     """Reopen a campaign."""
-    found = _workspace(args).campaigns.reopen(args.name, Reviewer(name=args.lead, via="cli"))
+    found = open_workspace(args).campaigns.reopen(args.name, Reviewer(name=args.lead, via="cli"))
     print(f"campaign {terminal_text(found.name)} is open again ({found.targets} targets)")
     return 0
 
 
 def add_verb(args: argparse.Namespace) -> int:
     """Add traces to a campaign."""
-    added = _workspace(args).campaigns.add_traces(args.name, args.trace_ids,
+    added = open_workspace(args).campaigns.add_traces(args.name, args.trace_ids,
                                                   Reviewer(name=args.lead, via="cli"))
     print(f"campaign {terminal_text(args.name)}: {added} targets added")
     return 0
@@ -440,7 +428,7 @@ def export_verb(args: argparse.Namespace) -> int:
     if found.needs_traces and not args.traces:
         print(f"--format {args.format} needs the traces: add --traces DIR", file=sys.stderr)
         return 2
-    ws = _workspace(args)
+    ws = open_workspace(args)
     status = ws.campaigns.status(args.name)
     traces = None
     if found.needs_traces and not ws.library.folders:  # a pool's: read through its index, as labelled
@@ -498,7 +486,7 @@ def _thread_lines(found: DisputeThread, rubric) -> list[str]:
 
 def thread_verb(args: argparse.Namespace) -> int:
     """Print the thread of one dispute, of a trace's disputes, or of a campaign's."""
-    ws = _workspace(args)
+    ws = open_workspace(args)
     viewer = Reviewer(name=args.viewer, via="cli")
     if args.event_id is not None:
         event_id = _event(args.event_id)
@@ -531,7 +519,7 @@ def thread_verb(args: argparse.Namespace) -> int:
 
 def comment_verb(args: argparse.Namespace) -> int:
     """Post a comment on a dispute."""
-    made = _workspace(args).disputes.comment(args.name, args.trace_id, _event(args.event_id),
+    made = open_workspace(args).disputes.comment(args.name, args.trace_id, _event(args.event_id),
                                              args.text, Reviewer(name=args.author, via="cli"))
     print(f"comment posted on {terminal_text(made.trace_id)} "
           f"{terminal_text(made.event_id or '(trace)')} in campaign "
@@ -541,14 +529,14 @@ def comment_verb(args: argparse.Namespace) -> int:
 
 def members_add_verb(args: argparse.Namespace) -> int:
     """Add a member or change their role."""
-    member = _workspace(args).campaigns.add_member(args.email, args.role, Reviewer(name=args.by, via="cli"))
+    member = open_workspace(args).campaigns.add_member(args.email, args.role, Reviewer(name=args.by, via="cli"))
     print(f"{terminal_text(member.email)} is a {member.role}")
     return 0
 
 
 def members_list_verb(args: argparse.Namespace) -> int:
     """List the members."""
-    found = _workspace(args).campaigns.members()
+    found = open_workspace(args).campaigns.members()
     if args.json:
         print(json.dumps([m.model_dump() for m in found], indent=2))
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from viz_app.cli.workspace import add_db_option
 from viz_app.errors import OrchvizError
 from viz_app.settings import database_url
 from viz_app.store import SchemaState, check, engine_for, sqlite_file, state, upgrade
@@ -25,20 +26,15 @@ def register(verbs: argparse._SubParsersAction) -> None:
                        "orchviz 0.1 (nothing is lost), or apply the revisions a database lacks. "
                        "Safe to run while other orchviz processes open the database. Exit 1 "
                        "when the database was written by a newer orchviz.")
-    _db_option(p)
+    add_db_option(p)
     p.set_defaults(run=upgrade_verb)
 
     p = sub.add_parser("current", help="print the database's revision and whether it is head",
                        description="Print the database's revision and whether it is the newest "
                        "this orchviz knows, without changing anything. Exit 1 when the "
                        "revision is unknown (written by a newer orchviz).")
-    _db_option(p)
+    add_db_option(p)
     p.set_defaults(run=current_verb)
-
-
-def _db_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", default="orchviz.db",
-                   help="the database: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
 
 
 def upgrade_verb(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from viz_app.cli.workspace import add_db_option, add_rubric_option
 from viz_app.analysis import analyze
 from viz_app.errors import TraceError
 from viz_app.io.detect import FORMATS, read_any
@@ -36,12 +37,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
     out.add_argument("--out-dir", metavar="DIR", help="write one <trace_id>.json per trace")
     p.add_argument("--redact", action="store_true",
                    help="drop inline content, keeping a sha256 hash in content_ref")
-    p.add_argument("--db", metavar="URL",
-                   help="label store (SQLAlchemy URL or SQLite path): Who&When annotations are "
-                   "stored there as imported labels")
-    p.add_argument("--rubric", metavar="FILE",
-                   help="with --db: the rubric those labels are checked against (default: the "
-                   "packaged rubric; use the one the app runs with)")
+    add_db_option(p, default=None, metavar="URL",
+                  help="the store (a SQLAlchemy URL or a SQLite file): Who&When annotations "
+                  "are stored there as imported labels")
+    add_rubric_option(p, metavar="FILE",
+                      help="with --db: the rubric those labels are checked against (default: "
+                      "the packaged rubric; use the one the app runs with)")
     p.set_defaults(run=import_traces)
 
 
@@ -80,7 +81,7 @@ def import_traces(args: argparse.Namespace) -> int:
     for err in errors:
         print(terminal_text(err), file=sys.stderr)
     if args.db:
-        _store_annotations(traces, args.db, args.rubric)
+        _store_annotations(traces, args)
     if args.redact:
         traces = [redact(t) for t in traces]
     for trace in traces:
@@ -118,13 +119,12 @@ def import_traces(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def _store_annotations(traces: list[Trace], db: str, rubric: str | None = None) -> None:
-    """Store every Who&When annotation among the traces as imported labels, checked against
-    the rubric (default: the packaged one)."""
-    from viz_app.labels import load_rubric
-    from viz_app.workspace import Workspace
+def _store_annotations(traces: list[Trace], args: argparse.Namespace) -> None:
+    """Store every Who&When annotation among the traces as imported labels in the store of
+    `--db`, checked against the rubric of `--rubric` (default: the packaged one)."""
+    from viz_app.cli.workspace import open_workspace
 
-    ws = Workspace.open(db, rubric=load_rubric(rubric))
+    ws = open_workspace(args, traces=())
     added = ws.labelling.import_published(traces)
     print(f"stored {added} published label{'s' if added != 1 else ''} in "
           f"{terminal_text(ws.settings.db_url)}", file=sys.stderr)

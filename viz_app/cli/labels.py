@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from tqdm import tqdm
 
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
+from viz_app.cli.workspace import add_rubric_option, open_workspace, store_options
 from viz_app.errors import LabelError, OrchvizError
 from viz_app.export import (CONFIRMATIONS, DISPUTED, FORMATS, NEEDS_TRACES, TRAINING,
                             ExportOptions, check_options)
@@ -148,27 +149,17 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rubric", help="check a rubric file and print it",
                        description="Load a rubric (default: the packaged one), report any error "
                        "with its place, and print its questions.")
-    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    add_rubric_option(p)
     p.add_argument("--json", action="store_true", help="print the rubric as JSON")
     p.set_defaults(run=rubric_verb)
 
 
 def _common(p: argparse.ArgumentParser, traces_required: bool, traces: bool = True) -> None:
-    p.add_argument("--db", default="orchviz.db",
-                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
+    store_options(p)
     if traces:
         add_traces_option(p, required=traces_required, help="a folder (or file) of the "
                           "labelled traces" + ("" if traces_required else
                                                " (needed by " + ", ".join(NEEDS_TRACES) + ")"))
-
-
-def _workspace(args: argparse.Namespace) -> Workspace:
-    """The workspace a labels verb works on: its database, rubric and `--traces`. The rubric
-    is loaded first, so one that cannot be used stops the command (RubricError) before any
-    trace is read."""
-    return Workspace.open(args.db, traces=getattr(args, "traces", None) or [],
-                          rubric=load_rubric(args.rubric))
 
 
 def _read_traces(ws: Workspace) -> TraceSet:
@@ -207,7 +198,7 @@ def export_verb(args: argparse.Namespace) -> int:
         print("; ".join(f"--{e['loc'][0].replace('_', '-')}: {e['msg']}" for e in err.errors()),
               file=sys.stderr)
         return 2
-    ws = _workspace(args)
+    ws = open_workspace(args)
     traces = _read_traces(ws).traces if found.needs_traces else None
     result = ws.exports.write(args.format, args.output, traces=traces, reviewer=args.reviewer,
                        from_scores=from_scores, options=options, hf_dataset=args.hf_dataset,
@@ -239,7 +230,7 @@ def read_records(path: str) -> list[dict]:
 
 def import_verb(args: argparse.Namespace) -> int:
     """Import label files, each all or nothing; 1 when any file was refused."""
-    ws = _workspace(args)
+    ws = open_workspace(args)
     traces = _read_traces(ws).traces
     failed = 0
     for path in tqdm(args.files, desc="importing", unit="file", disable=None, file=sys.stderr):
@@ -258,7 +249,7 @@ def import_verb(args: argparse.Namespace) -> int:
 
 def progress_verb(args: argparse.Namespace) -> int:
     """Print each trace's progress."""
-    ws = _workspace(args)
+    ws = open_workspace(args)
     for trace_id, trace in sorted(_read_traces(ws).traces.items()):
         print(f"{terminal_text(trace_id)}: {ws.labelling.progress(trace, args.reviewer).text}")
     return 0
@@ -266,7 +257,7 @@ def progress_verb(args: argparse.Namespace) -> int:
 
 def agreement_verb(args: argparse.Namespace) -> int:
     """Print agreement per question."""
-    ws = _workspace(args)
+    ws = open_workspace(args)
     report = rubric_agreement(ws.rubric, ws.labelling.current_records())
     if args.json:
         print(json.dumps([q.model_dump() for q in report], indent=2, default=str))

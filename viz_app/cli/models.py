@@ -9,18 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from viz_app.cli.traces import add_traces_option, progress_bar
+from viz_app.cli.workspace import open_workspace, store_options
 from viz_app.errors import OrchvizError
-from viz_app.labels import load_rubric
 from viz_app.text import terminal_text
 from viz_app.workspace import Workspace
-
-
-def store_options(p: argparse.ArgumentParser, *, rubric: bool = True) -> None:
-    """`--db`, and `--rubric` unless told otherwise."""
-    p.add_argument("--db", default="orchviz.db",
-                   help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db)")
-    if rubric:
-        p.add_argument("--rubric", help="a rubric YAML file (default: the packaged rubric)")
 
 
 def training_options(p: argparse.ArgumentParser) -> None:
@@ -47,7 +39,7 @@ def training_workspace(args: argparse.Namespace) -> Workspace:
         raise OrchvizError("--resamples is a count: 0 or more")
     if args.folds < 2:
         raise OrchvizError("--folds is a count: 2 or more")
-    ws = Workspace.open(args.db, traces=args.traces or (), rubric=load_rubric(args.rubric))
+    ws = open_workspace(args)
     if args.traces:
         ws.library.update_index(progress_bar("indexing traces"))
     return ws

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
+from viz_app.cli.workspace import DB_HELP, add_db_option, add_rubric_option
 from viz_app.analysis import figure_text
 from viz_app.errors import TraceError
 from viz_app.io import pool
@@ -173,10 +174,9 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--once", action="store_true", help="look once and stop")
     p.add_argument("--format", choices=["parquet", "jsonl"], default="parquet",
                    help="shard format of a pool made now (default: parquet)")
-    p.add_argument("--db", default=None, help="with it, index the pool after each shard (the "
-                   "app's database: a SQLAlchemy URL or a SQLite file)")
-    p.add_argument("--rubric", default=None, help="with --db: a rubric YAML file overriding "
-                   "the default")
+    add_db_option(p, default=None, help="with it, index the pool after each shard (the app's "
+                  "store: a SQLAlchemy URL or a SQLite file)")
+    add_rubric_option(p, help="with --db: a rubric YAML file (default: the packaged rubric)")
     add_storage_option(p)
     p.set_defaults(run=follow)
 
@@ -254,20 +254,17 @@ def show(args: argparse.Namespace) -> int:
 
 
 def _add_workspace_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", default="orchviz.db",
-                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db); "
-                   "the pool's index lives beside a SQLite file (docs/pools.md)")
-    p.add_argument("--rubric", default=None, help="a rubric YAML file overriding the default "
-                   "(the index records each trace's targets under it)")
+    add_db_option(p, help=f"{DB_HELP}; the pool's index lives beside a SQLite file "
+                  "(docs/pools.md)")
+    add_rubric_option(p, help="a rubric YAML file (default: the packaged rubric; the index "
+                      "records each trace's targets under it)")
 
 
 def _pool_workspace(args: argparse.Namespace):
-    from viz_app.settings import Settings, database_url
-    from viz_app.workspace import Workspace
+    from viz_app.cli.workspace import open_workspace
 
     apply_storage_options(args.pool, args.storage_option, args.follow_symlinks)
-    return Workspace(Settings(traces=[], pools=[args.pool], db_url=database_url(args.db),
-                              rubric=Path(args.rubric) if args.rubric else None))
+    return open_workspace(args, traces=(), pools=[args.pool], rubric_first=False)
 
 
 class _TraceBar:

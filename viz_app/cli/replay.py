@@ -6,13 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from viz_app.cli.report import _no_store
+from viz_app.cli.workspace import add_db_option, no_store, open_workspace
 from viz_app.errors import OrchvizError
 from viz_app.io.detect import read_any
 from viz_app.model import DECISIONS
 from viz_app.settings import ModelEndpoint, ReplayLimits
 from viz_app.text import terminal_text
-from viz_app.workspace import Workspace
 
 LIMITS = ReplayLimits()
 
@@ -41,9 +40,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     given.add_argument("--correction-by", metavar="REVIEWER",
                        help="start from the correction this reviewer saved at the event in "
                        "--db (a merge, a premature stop with its pointer, a message to send)")
-    p.add_argument("--db", default="orchviz.db",
-                   help="with --correction-by: the label store (a SQLAlchemy URL or a SQLite "
-                   "file; default: orchviz.db)")
+    add_db_option(p, help="with --correction-by: the store (a SQLAlchemy URL or a SQLite "
+                  "file; default: orchviz.db)")
     p.add_argument("--kind", choices=DECISIONS, default=None,
                    help="which decision that is (default: the event's own kind)")
     p.add_argument("--to", default="", metavar="AGENT",
@@ -92,17 +90,17 @@ def replay_verb(args: argparse.Namespace) -> int:
         first = err.errors()[0]
         raise OrchvizError(f"--{'-'.join(map(str, first['loc']))}: {first['msg']}") from None
     if args.correction_by is not None:
-        if _no_store(args.db):
+        if no_store(args.db):
             raise OrchvizError(f"no label store at {args.db}: --correction-by reads the "
                                "reviewer's correction from it")
-        ws = Workspace.open(args.db)
+        ws = open_workspace(args)
         found = ws.branches.correction_at(trace, args.event, args.correction_by)
         if found is None:
             raise OrchvizError(f"{args.correction_by} saved no correction at {args.event} of "
                                f"{trace.trace_id} in {args.db}")
         replacement = found
     else:
-        ws = Workspace.open("sqlite://")  # writes no store: the branch goes to --output
+        ws = open_workspace(args, db="sqlite://")  # writes no store: the branch goes to --output
     branch, path = ws.branches.continue_from(trace, args.event, replacement, endpoint=endpoint,
                                     limits=limits, output=args.output)
     ending = "the turn limit" if branch.fork.turn_limit_reached else "a stop"

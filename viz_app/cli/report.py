@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from viz_app.cli.workspace import add_db_option, no_store, open_workspace
 from viz_app.export import write_report
 from viz_app.io.detect import read_any
 from viz_app.text import file_name, terminal_text
-from viz_app.workspace import Workspace
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -25,17 +24,11 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "available (Playwright), without them otherwise.")
     p.add_argument("trace", metavar="TRACE", help="a trace file (any format orchviz reads)")
     p.add_argument("--trace-id", help="the trace to report when the file holds several")
-    p.add_argument("--db", default="orchviz.db",
-                   help="label store: a SQLAlchemy URL or a SQLite file (default: orchviz.db; "
-                   "a SQLite file that does not exist means no labels and no bookmarks)")
+    add_db_option(p, help="the store: a SQLAlchemy URL or a SQLite file (default: orchviz.db; "
+                  "a SQLite file that does not exist means no labels and no bookmarks)")
     p.add_argument("-o", "--output", help="the file to write (default: <trace id>.html or .md)")
     p.add_argument("--format", choices=["html", "md"], default="html")
     p.set_defaults(run=report_verb)
-
-
-def _no_store(db: str) -> bool:
-    """Whether `--db` names a SQLite file that is not there (rather than creating one)."""
-    return "://" not in db and not Path(db).expanduser().exists()
 
 
 def report_verb(args: argparse.Namespace) -> int:
@@ -51,12 +44,12 @@ def report_verb(args: argparse.Namespace) -> int:
         return 2
     trace = traces[0]
     output = args.output or f"{file_name(trace.trace_id)}.{args.format}"
-    if _no_store(args.db):
+    if no_store(args.db):
         print(f"no label store at {terminal_text(args.db)}: the report has no labels or "
               "bookmarks", file=sys.stderr)
         result = write_report(trace, output, format=args.format)
     else:
-        result = Workspace.open(args.db).exports.write_report(trace, output, format=args.format)
+        result = open_workspace(args).exports.write_report(trace, output, format=args.format)
     if result.note:
         print(terminal_text(result.note), file=sys.stderr)
     extra = f" with {len(result.images)} figures" if result.images else ""

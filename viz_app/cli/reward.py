@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from viz_app.cli.models import (ModelLine, print_model_table, store_options, training_options,
-                                training_workspace)
+from viz_app.cli.models import ModelLine, print_model_table, training_options, training_workspace
+from viz_app.cli.workspace import add_db_option, open_workspace, store_options
 from viz_app.errors import OrchvizError
 from viz_app.text import terminal_text
 
@@ -52,8 +52,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
                    help="a model file (`reward train -o FILE`), a transformers "
                    "sequence-classification folder (with --hf), or with --db a stored "
                    "version (16 hex digits) or `newest`")
-    p.add_argument("--db", help="the store holding the model (a SQLAlchemy URL or SQLite "
-                   "file)")
+    add_db_option(p, default=None, help="the store holding the model (a SQLAlchemy URL or "
+                  "a SQLite file)")
     p.add_argument("--hf", action="store_true", help="--model is a folder of a "
                    "sequence-classification model (what TRL's RewardTrainer saves), read "
                    "with transformers from local files only")
@@ -93,7 +93,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "JSON Lines on stdout.")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--model", metavar="M", required=True, help="as `reward serve --model`")
-    p.add_argument("--db", help="the store holding the model")
+    add_db_option(p, default=None, help="the store holding the model (a SQLAlchemy URL or a "
+                  "SQLite file)")
     p.add_argument("--hf", action="store_true", help="--model is a transformers folder")
     p.set_defaults(run=score_verb)
 
@@ -187,10 +188,8 @@ def score_verb(args: argparse.Namespace) -> int:
 
 def models_verb(args: argparse.Namespace) -> int:
     """List the stored reward models."""
-    from viz_app.workspace import Workspace
-
     lines = []
-    for m in Workspace.open(args.db).rewards.models():
+    for m in open_workspace(args, traces=()).rewards.models():
         r = m.report
         alphas = [f"{s.sub_decision} {row.alpha.value:.2f}"
                   for s in (r.sub_decisions if r else []) for row in s.agreement

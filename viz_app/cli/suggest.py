@@ -12,11 +12,10 @@ import sys
 
 from tqdm import tqdm
 
-from viz_app.cli.models import (ModelLine, print_model_table, store_options, training_options,
-                                training_workspace)
+from viz_app.cli.models import ModelLine, print_model_table, training_options, training_workspace
 from viz_app.cli.traces import add_traces_option, progress_bar, say_unread
+from viz_app.cli.workspace import open_workspace, store_options
 from viz_app.errors import OrchvizError
-from viz_app.labels import load_rubric
 from viz_app.text import terminal_text
 from viz_app.workspace import Workspace
 
@@ -146,7 +145,7 @@ def run_verb(args: argparse.Namespace) -> int:
         raise OrchvizError("name the traces to suggest labels for: --traces DIR")
     if args.producer == "judge":
         _judge(args)  # a judge that cannot be made is refused before any trace is read
-    ws = Workspace.open(args.db, traces=args.traces, rubric=load_rubric(args.rubric))
+    ws = open_workspace(args)
     if args.producer == "learned":
         ws.suggestions.learned_producer(args.learned_questions)  # no model, no scikit-learn: say so first
     judge = _judge(args, ws) if args.producer == "judge" else None
@@ -225,7 +224,7 @@ def agreement_verb(args: argparse.Namespace) -> int:
     """Print each producer's agreement with blind human labels, per question."""
     if args.resamples < 0:
         raise OrchvizError("--resamples is a count: 0 or more")
-    ws = Workspace.open(args.db, rubric=load_rubric(args.rubric))
+    ws = open_workspace(args, traces=())
     if args.versions:
         return _versions(ws, args)
     report = ws.suggestions.agreement(args.question, resamples=args.resamples, seed=args.seed)
@@ -298,7 +297,7 @@ def models_verb(args: argparse.Namespace) -> int:
     """List the stored learned models, newest first, the one in use per question marked."""
     from viz_app.suggest import FEATURES_VERSION, LearnError, model_problem
 
-    ws = Workspace.open(args.db)
+    ws = open_workspace(args, traces=())
     used: set[str] = set()
     rubric = ws.rubric if ws.rubric_error is None else None
     lines: list[ModelLine | str] = []
