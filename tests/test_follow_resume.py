@@ -175,3 +175,20 @@ def test_the_library_reads_a_file_truncated_while_it_was_stopped_whole(tmp_path)
     later(log)
     rows = make_workspace(tmp_path, [run]).library.update_index().rows
     assert len(rows) == GROUP and {r.rollout_step for r in rows} == {7}
+
+
+def test_another_process_that_read_the_file_whole_is_not_followed_from_a_stale_place(tmp_path):
+    step = lines(2, range(1), GROUP)
+    run = run_with(tmp_path, b"".join(lines(1, range(2), GROUP)))
+    log = run / "rollout_data_rank_0.jsonl"
+    app = make_workspace(tmp_path, [run])
+    app.library.update_index()
+    append(log, step[0])
+    later(log)
+    other = make_workspace(tmp_path, [run])  # a command, say, reads the file whole
+    other.library.index.reindex(log)
+    append(log, b"".join(step[1:]))
+    later(log)
+    rows = app.library.update_index().rows  # goes on from where the database says
+    assert [r.position for r in rows] == list(range(3 * GROUP))
+    assert len({r.trace_id for r in rows}) == 3 * GROUP

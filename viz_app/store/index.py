@@ -66,6 +66,21 @@ class TraceIndex:
     def __init__(self, engine: Engine):
         self.engine = engine
         self._tails: dict[str, Tail] | None = None
+        self._outdated: set[str] = set()
+        """Files whose rows were indexed under another rubric (the last update's look)."""
+
+    def _tail_of(self, path: str) -> Tail | None:
+        """Where a file was left as the database says now (another process, the app or a
+        command, may have read it since this one did), kept in `tails` too."""
+        with self.engine.connect() as conn:
+            text = conn.execute(select(follow_tails.c.tail).where(
+                follow_tails.c.path == path)).scalar()
+        found = _decoded_tail(text)
+        if found is None:
+            self.tails.pop(path, None)
+        else:
+            self.tails[path] = found
+        return found
 
     @property
     def tails(self) -> dict[str, Tail]:
@@ -75,12 +90,8 @@ class TraceIndex:
         if self._tails is None:
             with self.engine.connect() as conn:
                 found = conn.execute(select(follow_tails.c.path, follow_tails.c.tail)).all()
-            self._tails = {}
-            for path, text in found:
-                try:
-                    self._tails[path] = msgspec.json.decode(text, type=Tail)
-                except msgspec.DecodeError:  # a tail of another layout: the file is read whole
-                    pass
+            self._tails = {path: tail for path, text in found
+                           if (tail := _decoded_tail(text)) is not None}
         return self._tails
 
     def update(self, folders: Iterable[str | os.PathLike], *, rubric: Rubric | None = None,
@@ -118,7 +129,8 @@ class TraceIndex:
             if progress is not None:
                 progress(done - 1, len(todo), str(path))
             try:
-                if not self._index_more(path, stat, rubric, on_read):
+                if str(path) in self._outdated or not self._index_more(path, stat, rubric,
+                                                                       on_read):
                     self._index_file(path, stat, rubric, on_read)
             except Exception as err:  # noqa: BLE001 - one file must not stop the library
                 self.tails.pop(str(path), None)  # its row goes with the failure's
@@ -184,8 +196,7 @@ class TraceIndex:
         known: dict[str, tuple[int, int]] = {}
         outdated = {r.path for r in found if r.error is None
                     and (r.rubric_sha != rubric_sha or r.task is None)}
-        for path in outdated:  # read whole: rows under the other rubric must not stay
-            self.tails.pop(path, None)
+        self._outdated = outdated  # read whole: rows under the other rubric must not stay
         for r in found:
             if r.path not in outdated:
                 known[r.path] = (int(r.size), int(r.mtime_ns))
@@ -239,7 +250,7 @@ class TraceIndex:
         """Index what a trainer appended to a file followed since it was read (its earlier rows
         stay as they are: a label saved on one never moves); False when the file must be read
         whole (not followed, shrunk, rewritten, or failed before)."""
-        tail = self.tails.get(str(path))
+        tail = self._tail_of(str(path))
         if tail is None or stat is None:
             return False
         errors: list[TraceError] = []
@@ -301,6 +312,13 @@ class TraceIndex:
                                         trace_index.c.search_text)
                                  .where(and_(trace_index.c.error.is_(None), *conditions)))
             return {(r.path, int(r.position)) for r in found if matches(r.search_text, query)}
+
+
+def _decoded_tail(text: str | None) -> Tail | None:
+    try:
+        return msgspec.json.decode(text, type=Tail) if text else None
+    except msgspec.DecodeError:  # a tail of another layout: the file is read whole
+        return None
 
 
 def _keep_tail(conn: Connection, path: str, tail: Tail | None, now: float) -> None:
