@@ -104,6 +104,8 @@ def import_art(source: Source, *, name: str | None = None,
     return traces
 
 
+ROWS_AT_ONCE = 1024
+"""Rows of a Parquet log turned into Python values at a time."""
 WHOLE_COLUMNS = frozenset({"group_index", "trajectory_index", "trajectory_json", "group_json",
                            "group_metadata", "group_metrics", "group_logs"})
 """The columns of a format 2 log the reader needs while each row keeps its whole trajectory
@@ -134,12 +136,17 @@ def _parquet(data: bytes, label: str):
         # format 2 keeps each trajectory whole as JSON: its flattened columns (the messages,
         # above all) are then not read at all
         narrow = "trajectory_json" in names
-        rows = pq.read_table(pa.BufferReader(data), columns=[
-            n for n in names if n in WHOLE_COLUMNS] if narrow else None).to_pylist()
+        table = pq.read_table(pa.BufferReader(data), columns=[
+            n for n in names if n in WHOLE_COLUMNS] if narrow else None)
     except (pa.ArrowException, OSError) as err:
         raise TraceError(label, "", f"is not a Parquet file orchviz can read ({err})") from None
     seen: dict[int, int] = {}
-    every: list[dict[str, Any]] | None = None if narrow else rows
+    groups: dict[str, dict[str, Any]] = {}
+    every: list[dict[str, Any]] | None = None if narrow else table.to_pylist()
+    # format 2's rows as Python values a batch at a time: its JSON text is not all held twice
+    rows = every if every is not None else (
+        row for batch in table.to_batches(max_chunksize=ROWS_AT_ONCE)
+        for row in batch.to_pylist())
     for n, row in enumerate(rows):
         group = row.get("group_index") or 0
         whole = _json(row.get("trajectory_json"))
@@ -156,9 +163,14 @@ def _parquet(data: bytes, label: str):
                           "tools": _json(row.get("tools")), "logs": row.get("logs"),
                           "messages_and_choices": row.get("messages") or [],
                           "additional_histories": _json(row.get("additional_histories"))}
-        group_info = _json(row.get("group_json")) or {
-            "metadata": _json(row.get("group_metadata")),
-            "metrics": _json(row.get("group_metrics")), "logs": row.get("group_logs")}
+        text = row.get("group_json")
+        group_info = groups.get(text) if text.__class__ is str else None
+        if group_info is None:
+            group_info = _json(text) or {
+                "metadata": _json(row.get("group_metadata")),
+                "metrics": _json(row.get("group_metrics")), "logs": row.get("group_logs")}
+            if text.__class__ is str:  # the rows of a group share it: read once
+                groups[text] = group_info
         index = row.get("trajectory_index")
         if index.__class__ is not int:
             index = seen.get(group, 0)
