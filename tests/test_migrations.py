@@ -147,7 +147,7 @@ def test_head_names_the_newest_revision_of_the_history():
 
 def test_the_history_is_one_line_from_the_0_1_schema():
     revisions = [(s.revision, s.down_revision) for s in database.history().walk_revisions()]
-    assert revisions == [("0013", "0012"), ("0012", "0011"), ("0011", "0010"), ("0010", "0009"), ("0009", "0008"), ("0008", "0007"), ("0007", "0006"), ("0006", "0005"), ("0005", "0004"), ("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
+    assert revisions == [("0014", "0013"), ("0013", "0012"), ("0012", "0011"), ("0011", "0010"), ("0010", "0009"), ("0009", "0008"), ("0008", "0007"), ("0007", "0006"), ("0006", "0005"), ("0005", "0004"), ("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
 
 
 def test_the_history_ships_in_the_package():

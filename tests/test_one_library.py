@@ -199,3 +199,43 @@ def test_a_folder_filter_is_the_folders_alone(both):
     assert storage_conditions(Filter(folders=["x"]), "folders")[0] == []
     part = folder.result.rows[0].path
     assert {r.path for r in folder.under([part]).page(limit=100)} == {part}
+
+
+def test_a_histogram_and_the_reward_channels_are_the_same_from_either(both):
+    folder, pool, _, _ = both
+    for field, bins in (("agents", 20), ("reward.tool", 4), ("events", 3)):
+        assert folder.histogram(field, bins=bins) == pool.histogram(field, bins=bins)
+    swarm = [parse_condition("topology=swarm")]
+    assert folder.histogram("reward.tool", swarm, "rollout-0", 5) == \
+        pool.histogram("reward.tool", swarm, "rollout-0", 5)
+    assert folder.reward_names() == pool.reward_names() == ["team", "tool"]
+    assert folder.values("topology") == pool.values("topology")
+
+
+def test_a_filter_on_a_carried_reward_keeps_the_same_traces_in_either(both):
+    folder, pool, _, _ = both
+    team = [parse_condition("reward.team>=1")]
+    assert folder.count(team) == pool.count(team) == 15
+    assert ids(folder.page(team, sort="reward.tool", descending=True, limit=5)) == \
+        ids(pool.page(team, sort="reward.tool", descending=True, limit=5))
+
+
+def test_pool_ls_lists_a_folder_of_traces_and_a_pool_alike(both, tmp_path, capsys):
+    from viz_app.cli import main
+
+    _, pool, _, _ = both
+    folder = str(tmp_path / "copy")
+    import shutil
+    shutil.copytree(pool.location, folder)
+    (tmp_path / "copy" / "note.json").write_text(json.dumps(runs(31)[30].to_dict()))
+    listed = []
+    for location in (folder, pool.location):  # a library folder (a .json file in it), a pool
+        assert main(["pool", "ls", location, "--db", str(tmp_path / f"{len(listed)}.db"),
+                     "--workers", "1", "--search", "rollout-01", "--filter", "topology=debate",
+                     "--json"]) == 0
+        listed.append(json.loads(capsys.readouterr().out))
+    # the same traces (a pool lists a search by relevance, the folders in their order)
+    assert listed[0]["count"] == listed[1]["count"] == 4
+    assert sorted(r["trace_id"] for r in listed[0]["rows"]) == \
+        sorted(r["trace_id"] for r in listed[1]["rows"]) == ["rollout-010", "rollout-013",
+                                                            "rollout-016", "rollout-019"]

@@ -10,12 +10,14 @@ through the folder index, which holds the rows' words). A campaign's sample of a
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from viz_app.query import Condition, FilterError, field_kind, holds, row_value
 from viz_app.sampling import draw, ntile, per_step_rows
+from viz_app.summary import Bin
 
 if TYPE_CHECKING:
     from viz_app.summary import LibraryRow
@@ -61,6 +63,30 @@ class Listing:
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:
         """How many rows a filter and search select."""
         return len(self.selected(filters, search))
+
+    def histogram(self, field: str, filters: Sequence[Condition] = (), search: str = "",
+                  bins: int = 20) -> list[Bin]:
+        """Bars of a numeric field over the rows selected, cut as a pool's index cuts them:
+        equal widths, `bins` at most; one per whole number when the values are whole and
+        fewer."""
+        if field_kind(field) != "number":
+            raise FilterError(f"a histogram needs a numeric field, not {field}")
+        values = [float(v) for r in self.selected(filters, search)
+                  if (v := row_value(r, field)) is not None and math.isfinite(float(v))]
+        if not values:
+            return []
+        low, high, bins = min(values), max(values), max(1, int(bins))
+        if all(v == math.floor(v) for v in values) and high - low + 1 <= bins:
+            width, bins = 1.0, int(high - low + 1)
+        else:
+            width = (high - low) / bins or 1.0
+        counts = Counter(min(math.floor((v - low) / width), bins - 1) for v in values)
+        return [Bin(low=low + i * width, high=low + (i + 1) * width, count=counts.get(i, 0))
+                for i in range(bins)]
+
+    def reward_names(self) -> list[str]:
+        """The reward channels the rows carry."""
+        return sorted({name for r in self._rows for name in (r.rewards or {})})
 
     def values(self, field: str, filters: Sequence[Condition] = (), search: str = "",
                limit: int = 100) -> list[tuple[str, int]]:

@@ -131,6 +131,14 @@ class LibraryRow(BaseModel):
                    if set(required) <= answered.get(key, set()))
 
 
+class Bin(BaseModel):
+    """One bar of a histogram of the library: [low, high) and how many traces fall in it."""
+
+    low: float
+    high: float
+    count: int
+
+
 class LibraryFailure(BaseModel):
     """What the library lists beside its traces for what it could not read: a file of the
     folders or a shard of a pool (the folder library is a pool of one shard a file), or one row

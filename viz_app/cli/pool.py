@@ -365,14 +365,17 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
     from viz_app.query import FIELDS
 
     p = verbs.add_parser(
-        "ls", help="list a pool's traces from its index: search, filter, sort",
+        "ls", help="list a pool's traces from its index (or a folder's): search, filter, sort",
         description="List traces of a pool from its index (indexing new and changed shards "
-        "first). Filters are FIELD OP VALUE, such as agents>10, topology=tree, "
+        "first), or of a folder of trace files, a pool of one shard a file (through the folder "
+        "index), with the same search and filters. Filters are FIELD OP VALUE, such as "
+        "agents>10, topology=tree, "
         "reward.team>=0.5 or task_id~math (~ contains); fields: "
         f"{', '.join(FIELDS)}, reward.NAME.")
-    p.add_argument("pool", metavar="POOL", help="a pool folder or URL")
+    p.add_argument("pool", metavar="POOL", help="a pool folder or URL, or a folder of traces")
     p.add_argument("--search", default="", metavar="TEXT",
-                   help="words that must all appear (ids, task, agents, tools, content)")
+                   help="words that must each begin a word of the trace (ids, task, agents, "
+                   "tools, content)")
     p.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="FIELD OP VALUE, such as agents>10 or 'step>=40 group:G' (repeat: "
                    "all must hold)")
@@ -391,21 +394,11 @@ def register_ls(verbs: argparse._SubParsersAction) -> None:
 def ls(args: argparse.Namespace) -> int:
     """Print a page of the traces selected, and how many there are."""
     from viz_app.query import parse_conditions
-    from viz_app.store import IndexBusy
 
     filters = [c for expr in args.filter for c in parse_conditions(expr)]
-    workspace = _pool_workspace(args)
-    bar = _TraceBar()
-    try:
-        workspace.library.update_pool_index(workers=args.workers, progress=bar, wait=False)
-    except IndexBusy:
-        print("another update of this pool's index is under way; listing the index as it "
-              "was", file=sys.stderr)
-    finally:
-        bar.close()
-    pool_index = workspace.library.pool_index()
-    total = pool_index.count(filters, args.search)
-    rows = pool_index.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)
+    storage = _listed(args)
+    total = storage.count(filters, args.search)
+    rows = storage.page(filters, args.search, args.sort, args.desc, args.offset, args.limit)
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(
             {"count": total, "rows": [r.model_dump() for r in rows]},
@@ -421,6 +414,32 @@ def ls(args: argparse.Namespace) -> int:
               f"{figure_text('tokens', r.tokens):>9}  {rewards}")
     print(f"{len(rows)} of {total} traces shown", file=sys.stderr)
     return 0
+
+
+def _listed(args: argparse.Namespace):
+    """What `pool ls` lists, through the library's one interface (`ws.library.storage`): a
+    pool's index, brought up to date first (as it was, while another process updates it), or,
+    for a local folder of trace files, the folders: a pool of one shard a file."""
+    from viz_app.io.pool import is_pool
+    from viz_app.store import IndexBusy
+
+    if "://" not in args.pool and Path(args.pool).exists() and not is_pool(args.pool):
+        from viz_app.settings import Settings, database_url
+        from viz_app.workspace import Workspace
+
+        return Workspace(Settings(traces=[Path(args.pool)], db_url=database_url(args.db),
+                                  rubric=Path(args.rubric) if args.rubric else None)
+                         ).library.storage()
+    workspace = _pool_workspace(args)
+    bar = _TraceBar()
+    try:
+        workspace.library.update_pool_index(workers=args.workers, progress=bar, wait=False)
+    except IndexBusy:
+        print("another update of this pool's index is under way; listing the index as it "
+              "was", file=sys.stderr)
+    finally:
+        bar.close()
+    return workspace.library.storage(workspace.library.pools[0])
 
 
 POOL_VERBS = [register_write, register_follow, register_show, register_index, register_ls]

@@ -159,7 +159,8 @@ class TraceIndex:
                          key=lambda r: (wanted[r["path"]], r["position"]))
         rows = [LibraryRow.model_validate({**{k: r[k] for k in kept},
                                          "targets": _targets(r["targets"]),
-                                         "task": r["task"] or ""})
+                                         "task": r["task"] or "",
+                                         "rewards": json.loads(r["rewards"] or "{}")})
                 for r in records if r["error"] is None]
         failures = [LibraryFailure(path=r["path"], error=r["error"]) for r in records
                     if r["error"] is not None]
@@ -188,14 +189,16 @@ class TraceIndex:
     def _known_files(self, rubric_sha: str | None) -> dict[str, tuple[int, int]]:
         """Path -> (size, mtime) of the files indexed, leaving out those whose traces were indexed
         under another rubric (their targets are out of date) or before the index kept the task's
-        words (Alembic 0013). A failed file is kept: it has none."""
+        words and the reward channels (Alembic 0013, 0014). A failed file is kept: it has
+        none."""
         with self.engine.connect() as conn:
             found = conn.execute(select(trace_index.c.path, trace_index.c.size,
                                         trace_index.c.mtime_ns, trace_index.c.rubric_sha,
-                                        trace_index.c.error, trace_index.c.task)).all()
+                                        trace_index.c.error, trace_index.c.task,
+                                        trace_index.c.rewards)).all()
         known: dict[str, tuple[int, int]] = {}
         outdated = {r.path for r in found if r.error is None
-                    and (r.rubric_sha != rubric_sha or r.task is None)}
+                    and (r.rubric_sha != rubric_sha or r.task is None or r.rewards is None)}
         self._outdated = outdated  # read whole: rows under the other rubric must not stay
         for r in found:
             if r.path not in outdated:
@@ -356,6 +359,7 @@ def trace_record(trace: Trace, rubric: Rubric | None,
     return {
         "rollout_step": found.rollout_step, "rollout_group": found.rollout_group,
         "trainer_reward": found.trainer_reward, "task": found.task,
+        "rewards": json.dumps(found.rewards),
         "trace_id": found.trace_id, "task_id": found.task_id, "system": found.system,
         "topology": found.topology, "source_format": found.source_format,
         "events": found.events, "agents": found.agents, "depth": found.depth,

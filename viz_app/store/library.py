@@ -25,7 +25,7 @@ from viz_app.store.pool_index import PoolIndex
 if TYPE_CHECKING:
     from viz_app.model import Trace
     from viz_app.query import Condition
-    from viz_app.summary import LibraryFailure, LibraryRow
+    from viz_app.summary import Bin, LibraryFailure, LibraryRow
 
 
 class Storage(Protocol):
@@ -61,6 +61,13 @@ class Storage(Protocol):
 
     def failure_count(self) -> int:
         """How many failures there are."""
+
+    def histogram(self, field: str, filters: Sequence[Condition] = (), search: str = "",
+                  bins: int = 20) -> list[Bin]:
+        """Bars of a numeric field over the traces selected."""
+
+    def reward_names(self) -> list[str]:
+        """The reward channels the traces carry."""
 
 
 class Folders(Listing):

@@ -107,6 +107,7 @@ trace_index = Table(
     Column("rollout_group", Text),
     Column("trainer_reward", Float),
     Column("task", Text),
+    Column("rewards", Text),  # the reward channels it carries, as JSON (Alembic 0014)
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative

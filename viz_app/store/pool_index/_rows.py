@@ -17,7 +17,7 @@ from viz_app.io.pool import Shard, read_shard
 from viz_app.labels import Rubric
 from viz_app.model import Trace, paused_gc
 from viz_app.store.pool_index._words import pack_words
-from viz_app.summary import LibraryRow, summarise
+from viz_app.summary import Bin, LibraryRow, summarise  # noqa: F401 - Bin: the bars it answers
 
 POOL_TEXT_LIMIT = 20_000
 """Characters of a trace's text (ids, agents, tools, then event content) kept in the word index."""
@@ -49,14 +49,6 @@ class PoolUpdate(BaseModel):
         "words of replaced rows): wall seconds of this process; and `writer_cpu`, its CPU "
         "seconds over receiving and writing, `words_cpu` the part of it writing words (on a "
         "busy machine, wall seconds include waiting for a core)."))
-
-
-class Bin(BaseModel):
-    """One bar of a histogram: [low, high) and how many traces fall in it."""
-
-    low: float
-    high: float
-    count: int
 
 
 _ROW_COLUMNS = ["trace_id", "shard", "position", "task_id", "system", "topology",

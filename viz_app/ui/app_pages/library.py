@@ -111,7 +111,7 @@ def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
 
 def pool_library(location: str) -> None:
     """The pool's traces, a page at a time, through its index."""
-    index: PoolIndex = workspace.library.pool_index(location)  # shared by every session of the app
+    index: PoolIndex = workspace.library.storage(location)  # shared by every session of the app
     if st.session_state.pop("_pool_reindex", False) or \
             time.time() - index.updated_at > POOL_CHECK_SECONDS:
         def pool_progress(done: int, total: int, shard: str) -> None:
