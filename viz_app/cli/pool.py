@@ -424,12 +424,9 @@ def _listed(args: argparse.Namespace):
     from viz_app.store import IndexBusy
 
     if "://" not in args.pool and Path(args.pool).exists() and not is_pool(args.pool):
-        from viz_app.settings import Settings, database_url
-        from viz_app.workspace import Workspace
+        from viz_app.cli.workspace import open_workspace
 
-        return Workspace(Settings(traces=[Path(args.pool)], db_url=database_url(args.db),
-                                  rubric=Path(args.rubric) if args.rubric else None)
-                         ).library.storage()
+        return open_workspace(args, traces=[args.pool], rubric_first=False).library.storage()
     workspace = _pool_workspace(args)
     bar = _TraceBar()
     try:
