@@ -151,7 +151,7 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
     found: dict[str, LibraryRow] = {}
     ids = [t for t in dict.fromkeys(trace_ids) if t]
     for location in ws.library.pools:
-        index = ws.library.pool_index(location)
+        index = ws.library.storage(location)
         named = index.rows(ids)
         groups = sorted({r.group for r in named})
         mates = index.page([Condition(field="group", op="in", value=groups)],
@@ -159,7 +159,7 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
         for row in [*named, *mates]:
             found.setdefault(row.trace_id, row)
     if first_page and not found and ws.library.pools:
-        found = {r.trace_id: r for r in ws.library.pool_index().page()}
+        found = {r.trace_id: r for r in ws.library.storage(ws.library.pools[0]).page()}
     return list(found.values())
 
 
