@@ -208,17 +208,17 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
         for n, history in enumerate(histories, start=1):
             if isinstance(history, dict):
                 chat.spawn(f"history-{n}", history.get("messages_and_choices") or [])
-    if chat.events:
-        tools = trajectory.get("tools")
-        group_metadata = group_info.get("metadata") if group_info else None
-        chat.annotate(chat.events[0], art_metadata=metadata or None,
-                      art_logs=trajectory.get("logs") or None,
-                      tools=[t.get("function", t).get("name") for t in tools
-                             if isinstance(t, dict) and isinstance(t.get("function", t), dict)]
-                      or None if isinstance(tools, list) else None,
-                      group_metadata=group_metadata or None)
+    tools = trajectory.get("tools")
+    group_metadata = group_info.get("metadata") if group_info else None
     return chat.trace(label=log.label, source_format=NAME,
                       trace_id=f"{log.prefix}/g{group}/t{index}",
                       task_id=str(metadata.get("scenario_id") or f"prompt-{prompt_key(opening)}"),
                       rollout=rollout, rewards=rewards, system=log.model or "art",
-                      metrics=metrics)
+                      metrics=metrics, first={
+                          "art_metadata": metadata or None,
+                          "art_logs": trajectory.get("logs") or None,
+                          "tools": [t.get("function", t).get("name") for t in tools
+                                    if isinstance(t, dict)
+                                    and isinstance(t.get("function", t), dict)] or None
+                          if isinstance(tools, list) else None,
+                          "group_metadata": group_metadata or None})
