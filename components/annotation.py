@@ -3,11 +3,12 @@ form, the context a reviewer needs to judge it, progress, and the way to the nex
 target or trace.
 
 Domain objects in, the reviewer's choice out: the page gathers through the Workspace's facets
-what the panel shows (the trace's targets, the reviewer's answers, and on the target shown a
-`TargetAnswers`: the suggestions `ws.suggestions.visible` lets them see, the others' answers,
-their own history), and carries out what the reviewer chose: a save through the `save` it hands
-(as `target_form`'s pages do, called in the save button's callback, so a refusal shows beside
-the form and the answers stay), a move to the next trace returned as a `LabelsChoice`. Drafts
+what the panel shows and lays out its parts (`shown_target`, `labels_head`, `labels_form`,
+`others_answers`): the trace's targets, the reviewer's answers, on the target shown the
+suggestions `ws.suggestions.visible` lets them see and the others' answers (`OthersAnswers`);
+it carries out what the reviewer chose: a save through the `save` it hands (as `target_form`'s
+pages do, called in the save button's callback, so a refusal shows beside the form and the
+answers stay), a move to the next trace returned as a `LabelsChoice`. Drafts
 are kept beyond the session by the keeper the page gives `components.form.keep_drafts`.
 No SQL here, and the rules of a save are the Workspace's.
 Trace text is shown with `st.code`, dataframes and `literal`-escaped Markdown, never as HTML.
@@ -41,21 +42,19 @@ from viz_app.labels import Label, LabelTarget, Reviewer, Rubric, Suggestion, pro
 from viz_app.model import Trace
 from viz_app.text import markdown_literal
 
-__all__ = ["LabelsChoice", "TargetAnswers", "annotation_panel", "asked_only", "blind_mode",
-           "keep_drafts", "panel_key", "shown_target", "target_form"]
+__all__ = ["LabelsChoice", "OthersAnswers", "asked_only", "blind_mode", "keep_drafts",
+           "labels_form", "labels_head", "others_answers", "panel_key", "shown_target",
+           "target_form"]
 
 
 @dataclass(frozen=True)
-class TargetAnswers:
-    """What the page gathers through the facets on the target the panel shows."""
+class OthersAnswers:
+    """What the page gathers through the facets on the target shown, beside the reviewer's own
+    answers: the others' answers as far as they may see them, and their own history."""
 
-    suggestions: list[Suggestion] = field(default_factory=list)
-    """The suggestions on its questions (`ws.suggestions.visible`)."""
-    suggestions_shown: bool = False
-    """Whether the reviewer may see them now (blind first); a save records it."""
     others: list[Label] = field(default_factory=list)
     """Other reviewers' current answers there that the reviewer may see (`labels_in_view`)."""
-    others_answered: int = 0
+    answered: int = 0
     """How many other reviewers answered there, seen or not."""
     sealed: bool = False
     """Whether a review campaign holds the target (blind whatever the toggle)."""
@@ -97,8 +96,8 @@ def shown_target(trace: Trace, targets: Sequence[LabelTarget],
     """The target the labels panel shows on this run (None when the rubric asks nothing it
     lists): the one the reviewer moved to, an event selected elsewhere when it is a target (or,
     while they pick where a stop should have been, the answer recorded), else the first left
-    to label. The page asks it first, to gather that target's `TargetAnswers`; call once a
-    run, before `annotation_panel`."""
+    to label. The page asks it first, once a run, then draws `labels_head`, `labels_form` and
+    `others_answers` on it."""
     base = panel_key(trace)
     state = form_state(base)
     keys = [t.key for t in _shown(targets, state)]
@@ -113,21 +112,17 @@ def shown_target(trace: Trace, targets: Sequence[LabelTarget],
     return _shown(targets, state)[keys.index(state["target"])]
 
 
-def annotation_panel(trace: Trace, analysis: Analysis, rubric: Rubric, reviewer: Reviewer,
-                     targets: Sequence[LabelTarget], mine: Mapping[str, Mapping[str, Label]],
-                     here: TargetAnswers, *, save: SaveAnswers,
-                     on_choose: Callable[[str], None]) -> LabelsChoice | None:
-    """Draw the panel for one trace, on the target `shown_target` chose: `targets` are the
-    trace's, `mine` the reviewer's answers (target key -> question -> label), `here` what the
-    page gathered on the shown target, `save(values, comment, seconds)` saves the reviewer's
-    answers on it (raising LabelError or StoreError when nothing is saved). `on_choose(event_id)`
-    is called when the reviewer moves to a target (in the widget callback, before anything is
-    drawn: the page selects it in the tree, timeline and inspector). Returns the reviewer's
-    choice to open the next trace, else None.
-
-    The answers are plain widgets, not an `st.form`: each click or key reaches the server at
-    once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
-    for the session) when the reviewer moves away and comes back."""
+def labels_head(trace: Trace, analysis: Analysis, reviewer: Reviewer,
+                targets: Sequence[LabelTarget], mine: Mapping[str, Mapping[str, Label]], *,
+                on_choose: Callable[[str], None]) -> LabelsChoice | None:
+    """The head of the labels panel, on the target `shown_target` chose: the reviewer's
+    progress over the trace's `targets` (`mine`: their answers, target key -> question ->
+    label), the moves (back, next target, skip, next trace, keys) and the Target box.
+    `on_choose(event_id)` is called when the reviewer moves to a target (in the widget
+    callback, before anything is drawn: the page selects it in the tree, timeline and
+    inspector). Returns the reviewer's choice to open the next trace, else None. The page then
+    draws `labels_form` and `others_answers` under it (drawn in this order, the Target box
+    reaches the browser before the page asks for the rest)."""
     base = panel_key(trace)
     state = form_state(base)
     show_flash(base)
@@ -163,10 +158,29 @@ def annotation_panel(trace: Trace, analysis: Analysis, rubric: Rubric, reviewer:
                  on_change=lambda: move(st.session_state.get(f"{base}:target:{target.key}")),
                  help="Everything the rubric asks about in this trace, in time order; "
                       "✓ marks the ones you have labelled.")
+    return choice
+
+
+def labels_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget,
+                saved: Mapping[str, Label], suggestions: Sequence[Suggestion],
+                suggestions_shown: bool, *, save: SaveAnswers,
+                on_choose: Callable[[str], None]) -> None:
+    """The labels panel's form on its target: the questions (prefilled with the reviewer's
+    `saved` answers, else their draft), the suggestions (only counted unless
+    `suggestions_shown`: blind first, as `ws.suggestions.visible` says), the context it is
+    judged by, and the panel's toggles. `save(values, comment, seconds)` saves the reviewer's
+    answers (in the save button's callback: a LabelError or StoreError it raises shows beside
+    the form and the answers stay).
+
+    The answers are plain widgets, not an `st.form`: each click or key reaches the server at
+    once, so Ctrl+Enter saves whatever the focus, and an unsaved answer is kept (per target,
+    for the session) when the reviewer moves away and comes back."""
+    base = panel_key(trace)
+    state = form_state(base)
     above = evidence_above(trace, analysis, target, base)
-    draw_form(trace, analysis, rubric, target, mine.get(target.key, {}), state, base, save)
-    suggestions_view(here.suggestions, rubric, key=f"{base}:{target.key}",
-                     on_select_event=on_choose, hidden=not here.suggestions_shown)
+    draw_form(trace, analysis, rubric, target, saved, state, base, save)
+    suggestions_view(list(suggestions), rubric, key=f"{base}:{target.key}",
+                     on_select_event=on_choose, hidden=not suggestions_shown)
     draw_context(trace, analysis, target, base, stop_above=above)
     options = st.columns(2)
     options[0].toggle("blind mode", value=blind_mode(),
@@ -175,8 +189,6 @@ def annotation_panel(trace: Trace, analysis: Analysis, rubric: Rubric, reviewer:
     options[1].toggle("optional targets", value=state["optional"], key=f"{base}:optional",
                       on_change=_set_optional, args=(state, f"{base}:optional"),
                       help="Also list targets whose questions are all optional (messages).")
-    _others(here)
-    return choice
 
 
 def target_form(trace: Trace, analysis: Analysis, rubric: Rubric, target: LabelTarget, *,
@@ -263,14 +275,15 @@ def _keys_help() -> None:
     st.markdown(key_map.help_table("trace"))
 
 
-def _others(here: TargetAnswers) -> None:
-    """Other reviewers' answers on the target, as far as the Workspace lets this reviewer see
-    them (the page asks `labels_in_view`): on a campaign's target none before their own save in
-    the campaign, whatever the blind toggle says; elsewhere none before their own save while the
-    toggle is on. Only a count of the rest reaches the browser."""
+def others_answers(here: OthersAnswers) -> None:
+    """Other reviewers' answers on the labels panel's target, as far as the Workspace lets this
+    reviewer see them (the page asks `labels_in_view`): on a campaign's target none before
+    their own save in the campaign, whatever the blind toggle says; elsewhere none before their
+    own save while the toggle is on. Only a count of the rest reaches the browser. Then the
+    reviewer's own saves there."""
     rows, mine = here.others, here.history
-    if here.others_answered and not rows:
-        st.caption(f"Other reviewers: {here.others_answered} · hidden until you save yours"
+    if here.answered and not rows:
+        st.caption(f"Other reviewers: {here.answered} · hidden until you save yours"
                    + (" in its review campaign (blind whatever the toggle)" if here.sealed
                       else " (blind mode)"))
     elif rows:

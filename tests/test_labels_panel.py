@@ -1,7 +1,7 @@
 """The labels panel is a component like the others: handed domain objects (a trace, its targets,
-the reviewer's answers and a `TargetAnswers` the page gathered) and no Workspace, it shows what
-it is given, hands the reviewer's answers to the page's `save`, and returns the move to the
-next trace for the page to carry out."""
+the reviewer's answers, the suggestions and the `OthersAnswers` the page gathered) and no
+Workspace, it shows what it is given, hands the reviewer's answers to the page's `save`, and
+returns the move to the next trace for the page to carry out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 def _page(others_seen: bool):
     import streamlit as st
 
-    from components.annotation import TargetAnswers, annotation_panel, shown_target
+    from components.annotation import (OthersAnswers, labels_form, labels_head, others_answers,
+                                       shown_target)
     from factories import PREMATURE
     from viz_app.analysis import analyze
     from viz_app.io import load_trace
@@ -26,15 +27,18 @@ def _page(others_seen: bool):
                    event_id=target.key, question=target.questions[0], value="premature",
                    reward=-1.0, reviewer="bob", created_at="2026-12-06T10:00:00.000000Z",
                    rubric_version=rubric.version, rubric_sha256=rubric.sha256)
-    here = (TargetAnswers(others=[theirs], others_answered=1) if others_seen
-            else TargetAnswers(others_answered=2, sealed=True))
+    here = (OthersAnswers(others=[theirs], answered=1) if others_seen
+            else OthersAnswers(answered=2, sealed=True))
 
     def save(values, comment, seconds):
         st.session_state["saved"] = (target.key, sorted(values), comment)
         return []
 
-    choice = annotation_panel(trace, analysis, rubric, Reviewer(name="alice", via="self-declared"), found, {}, here,
-                              save=save, on_choose=lambda event_id: None)
+    choice = labels_head(trace, analysis, Reviewer(name="alice", via="self-declared"), found, {},
+                         on_choose=lambda event_id: None)
+    labels_form(trace, analysis, rubric, target, {}, [], False, save=save,
+                on_choose=lambda event_id: None)
+    others_answers(here)
     st.text(f"target={target.key} choice={choice.action if choice else None} "
             f"saved={st.session_state.get('saved')}")
 

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components.annotation import (TargetAnswers, annotation_panel, blind_mode, keep_drafts,
-                                   panel_key, shown_target)
+from components.annotation import (OthersAnswers, blind_mode, keep_drafts, labels_form,
+                                   labels_head, others_answers, panel_key, shown_target)
 from components.bookmarks import (BookmarkChoice, bookmark_panel, event_bookmarks, present_link,
                                   report_button)
 from components.branching import can_continue, continue_form
@@ -124,15 +124,7 @@ def labels_panel() -> None:
                              lambda: workspace.library.targets(trace))
         mine = workspace.labelling.answers(trace.trace_id, reviewer.name)
         target = shown_target(trace, targets, mine, session.selected_event(trace))
-        here = TargetAnswers() if target is None else target_answers(target)
-
-        def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
-            return workspace.labelling.save_answers(
-                trace, target, values, reviewer, comment=comment, seconds_spent=seconds,
-                suggestions_visible=here.suggestions_shown)
-
-        choice = annotation_panel(trace, analysis, rubric, reviewer, targets, mine, here,
-                                  save=save, on_choose=follow_now)
+        choice = labels_head(trace, analysis, reviewer, targets, mine, on_choose=follow_now)
         if choice is not None and choice.action == "next-trace":
             following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
             if following is None:
@@ -140,15 +132,27 @@ def labels_panel() -> None:
                          icon=":material/check_circle:")
             else:
                 session.open_trace(following)  # not from a callback: pages are known only to a run
+        if target is None:
+            return
+        # blind first: the facet says whether the reviewer may see the suggestions yet, and
+        # what the save records of it
+        seen = workspace.suggestions.visible(trace, target, reviewer.name)
+
+        def save(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
+            return workspace.labelling.save_answers(
+                trace, target, values, reviewer, comment=comment, seconds_spent=seconds,
+                suggestions_visible=seen.suggestions_visible)
+
+        labels_form(trace, analysis, rubric, target, mine.get(target.key, {}), seen.suggestions,
+                    seen.shown, save=save, on_choose=follow_now)
+        others_answers(others_on(target))
 
 
-def target_answers(target: LabelTarget) -> TargetAnswers:
-    """What the labels panel shows on its target beside the form, through the facets: the
-    suggestions the reviewer may see (blind first, `ws.suggestions.visible`), the others'
-    answers as far as `labels_in_view` lets them (a campaign's target stays sealed until their
+def others_on(target: LabelTarget) -> OthersAnswers:
+    """Other reviewers' answers on the labels panel's target, through the facets, as far as
+    `labels_in_view` lets the reviewer see them (a campaign's target stays sealed until their
     own save in it, whatever the blind toggle), and their own history there."""
     name = reviewer.name
-    seen = workspace.suggestions.visible(trace, target, name)
     everyone = {x.reviewer for x in workspace.labelling.current(trace.trace_id)
                 if x.event_id == target.key and x.reviewer != name}
     others = [x for x in workspace.campaigns.labels_in_view(trace.trace_id, name,
@@ -156,9 +160,8 @@ def target_answers(target: LabelTarget) -> TargetAnswers:
               if x.event_id == target.key and x.reviewer != name]
     sealed = bool(everyone and not others) and target.key in workspace.campaigns.sealed(
         trace.trace_id)
-    return TargetAnswers(
-        suggestions=seen.suggestions, suggestions_shown=seen.shown, others=others,
-        others_answered=len(everyone), sealed=sealed,
+    return OthersAnswers(
+        others=others, answered=len(everyone), sealed=sealed,
         history=workspace.labelling.history(trace.trace_id, target.key or "", reviewer=name))
 
 
