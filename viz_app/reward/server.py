@@ -107,8 +107,13 @@ class Batcher:
         return await future
 
     async def _later(self) -> None:
-        await asyncio.sleep(self.wait)
-        await self._flush()
+        # A request that arrives while a batch is being scored sees this task still running and
+        # starts none of its own: so the task goes round again until nothing is left waiting.
+        while True:
+            await asyncio.sleep(self.wait)
+            await self._flush()
+            if not self.pending:
+                return
 
     async def _flush(self) -> None:
         async with self.lock:
