@@ -432,6 +432,19 @@ def identify_first(doing: str) -> str:
     return f"Enter your name under **Reviewer** in the sidebar to {doing}."
 
 
+def lead_or_stop(workspace, lead: Reviewer | None, doing: str) -> None:
+    """Stop the page unless someone named is at it and, where the app signs people in, a lead
+    of the campaigns (`doing`: "adjudicate", "make and run campaigns"): the one gate of the
+    lead's pages."""
+    if lead is None:
+        st.info(identify_first(doing))
+        st.stop()
+    if sign_in_configured() and workspace.campaigns.role(lead.name) != "lead":
+        st.warning(f"Only a campaign's leads {doing}. A lead adds you with "
+                   "`orchviz campaign members add EMAIL --role lead`.")
+        st.stop()
+
+
 REVIEWER_PARAM = "reviewer"
 """The URL parameter that older links carried a reviewer name in: dropped, never read."""
 REVIEWER_LENGTH = 80

@@ -45,15 +45,8 @@ lead = session.reviewer()
 workspace = session.workspace()
 title, picker = st.columns([1, 2.5], vertical_alignment="bottom")
 title.markdown("### Adjudicate")
-if lead is None:
-    st.info(session.identify_first("adjudicate"))
-    st.stop()
-if session.sign_in_configured():
-    if workspace.campaigns.role(lead.name) != "lead":
-        st.warning("Only a campaign's leads adjudicate. A lead adds you with "
-                   "`orchviz campaign members add EMAIL --role lead`.")
-        st.stop()
-else:
+session.lead_or_stop(workspace, lead, "adjudicate")
+if not session.sign_in_configured():
     st.caption(f"Adjudicating as **{markdown_literal(lead.name, 60)}** · sign-in is not "
                "configured, so names are not verified: anyone who types a name may settle "
                "and retract here.")

@@ -25,15 +25,8 @@ LIBRARY_FILTER = "_library_filter"
 lead = session.reviewer()
 workspace = session.workspace()
 st.markdown("### Campaigns")
-if lead is None:
-    st.info(session.identify_first("make and run campaigns"))
-    st.stop()
-if session.sign_in_configured():
-    if workspace.campaigns.role(lead.name) != "lead":
-        st.warning("Only a campaign's leads make and run campaigns. A lead adds you with "
-                   "`orchviz campaign members add EMAIL --role lead`.")
-        st.stop()
-else:
+session.lead_or_stop(workspace, lead, "make and run campaigns")
+if not session.sign_in_configured():
     st.caption(f"Working as **{markdown_literal(lead.name, 60)}** · sign-in is not configured, "
                "so names are not verified.")
 
