@@ -2,6 +2,7 @@
 batch being scored."""
 
 import asyncio
+import threading
 import time
 
 from viz_app.reward.server import Batcher
@@ -15,6 +16,17 @@ class SlowScorer:
         return [float(len(t)) for t in texts]
 
 
+def run_alone(coroutine):
+    """Runs a coroutine on its own loop in its own thread: a browser test earlier in the same
+    worker may have left this thread's loop running, and asyncio.run refuses to nest."""
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("value", asyncio.run(coroutine)))
+    thread.start()
+    thread.join(timeout=30)
+    assert "value" in result, "the batcher did not answer within 30 s"
+    return result["value"]
+
+
 def test_a_request_arriving_while_a_batch_is_scored_is_answered():
     async def run():
         batcher = Batcher(SlowScorer(), wait=0.01, max_batch=64)
@@ -23,7 +35,7 @@ def test_a_request_arriving_while_a_batch_is_scored_is_answered():
         second = await asyncio.wait_for(batcher.score(["bb"], [""]), timeout=5)
         return await first, second
 
-    assert asyncio.run(run()) == ([1.0], [2.0])
+    assert run_alone(run()) == ([1.0], [2.0])
 
 
 def test_concurrent_requests_each_get_their_own_rewards():
@@ -32,4 +44,4 @@ def test_concurrent_requests_each_get_their_own_rewards():
         return await asyncio.wait_for(asyncio.gather(
             *(batcher.score(["x" * n], [""]) for n in range(1, 9))), timeout=5)
 
-    assert asyncio.run(run()) == [[float(n)] for n in range(1, 9)]
+    assert run_alone(run()) == [[float(n)] for n in range(1, 9)]
