@@ -117,6 +117,45 @@ def test_the_same_search_finds_the_same_traces_in_a_folder_and_a_pool(both, type
     assert sorted(ids(as_folder.library.search(listed, typed))) == expected
 
 
+# -- one order ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed", ["rollout", "rollout-01", "cafe-bot", "task-3 rollout-01",
+                                   "ollout", ""])
+@pytest.mark.parametrize("filters", [[], ["topology=debate"]])
+def test_a_search_lists_its_traces_in_the_librarys_order_from_either(both, typed, filters):
+    """A search selects as a filter does: its traces keep their places in the library's order
+    (files then positions, shards then rows), a page at a time, in a folder as in a pool."""
+    folder, pool, _, _ = both
+    wanted = [parse_condition(f) for f in filters]
+    everything = ids(folder.page(limit=100))
+    listed = [ids(s.page(wanted, typed, limit=100)) for s in (folder, pool)]
+    assert listed[0] == listed[1] == [t for t in everything if t in set(listed[0])]
+    paged = [ids(s.page(wanted, typed, offset=start, limit=4)) for s in (folder, pool)
+             for start in range(0, 100, 4)]
+    assert sum(paged[:25], []) == sum(paged[25:], []) == listed[0]
+
+
+@pytest.mark.parametrize("sort", ["topology", "reward.team", "task_id", "system"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_chosen_sort_orders_by_its_field_and_ties_in_the_librarys_order(both, sort,
+                                                                           descending):
+    folder, pool, _, _ = both
+    for typed in ("", "rollout-0", "planner"):
+        listed = [ids(s.page(search=typed, sort=sort, descending=descending, limit=100))
+                  for s in (folder, pool)]
+        assert listed[0] == listed[1]
+    rows = folder.page(sort=sort, descending=descending, limit=100)
+    from viz_app.query import row_value
+
+    everything = ids(folder.page(limit=100))
+    for a, b in zip(rows, rows[1:]):  # ties (the fixture has many) in the library's order
+        if row_value(a, sort) == row_value(b, sort):
+            assert everything.index(a.trace_id) < everything.index(b.trace_id)
+        else:
+            assert (row_value(a, sort) > row_value(b, sort)) == descending
+
+
 def test_the_rule_is_a_word_start_and_fts5_finds_all_it_accepts():
     assert matches("db_analyst said: the analysts agree", "analyst AGREE")
     assert not matches("db_analyst", "nalyst")
@@ -234,8 +273,8 @@ def test_pool_ls_lists_a_folder_of_traces_and_a_pool_alike(both, tmp_path, capsy
                      "--workers", "1", "--search", "rollout-01", "--filter", "topology=debate",
                      "--json"]) == 0
         listed.append(json.loads(capsys.readouterr().out))
-    # the same traces (a pool lists a search by relevance, the folders in their order)
+    # the same traces in the same order: the library's
     assert listed[0]["count"] == listed[1]["count"] == 4
-    assert sorted(r["trace_id"] for r in listed[0]["rows"]) == \
-        sorted(r["trace_id"] for r in listed[1]["rows"]) == ["rollout-010", "rollout-013",
-                                                            "rollout-016", "rollout-019"]
+    assert [r["trace_id"] for r in listed[0]["rows"]] == \
+        [r["trace_id"] for r in listed[1]["rows"]] == ["rollout-010", "rollout-013",
+                                                       "rollout-016", "rollout-019"]

@@ -171,10 +171,15 @@ def test_workers_number_the_rows_as_reading_inline_does(tmp_path, written):
 
 
 def ranked_hits(index: PoolIndex, search: str) -> list[tuple[int, float]]:
-    """The docs a search matches with their bm25 ranks, best first."""
-    hits = index._hits(search, ranked=True)
-    return sorted(zip(hits.column("doc").to_pylist(), hits.column("rank").to_pylist()),
-                  key=lambda hit: (hit[1], hit[0]))
+    """The docs a search's words match in the word index with their bm25 ranks, best first:
+    the library lists them in its own order, but equal ranks say two indexes hold the same
+    FTS5 statistics, not only the same hits."""
+    from viz_app.search import fts_query
+
+    with index._text() as db:
+        hits = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
+                          [fts_query(search)]).fetchall()
+    return sorted(hits, key=lambda hit: (hit[1], hit[0]))
 
 
 def test_words_written_in_large_segments_search_as_in_many_small_ones(tmp_path, written,

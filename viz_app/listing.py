@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from viz_app.query import Condition, FilterError, field_kind, holds, row_value
+from viz_app.query import Condition, FilterError, field_kind, holds, ordered, row_value
 from viz_app.sampling import draw, ntile, per_step_rows
 from viz_app.summary import Bin
 
@@ -50,14 +50,10 @@ class Listing:
     def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
              descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE
              ) -> list[LibraryRow]:
-        """One page of the rows selected, sorted by a field (missing values last), else in the
-        listing's order."""
-        rows = self.selected(filters, search)
-        if sort is not None:
-            field_kind(sort)
-            known = [r for r in rows if row_value(r, sort) is not None]
-            known.sort(key=lambda r: row_value(r, sort), reverse=descending)
-            rows = known + [r for r in rows if row_value(r, sort) is None]
+        """One page of the rows selected, in the library's one order (`viz_app.query.ordered`:
+        the listing's order, or by a field chosen, missing values last, ties in the listing's
+        order)."""
+        rows = ordered(self.selected(filters, search), sort, descending)
         return rows[max(0, int(offset)):max(0, int(offset)) + max(0, int(limit))]
 
     def count(self, filters: Sequence[Condition] = (), search: str = "") -> int:

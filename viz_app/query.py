@@ -7,11 +7,22 @@ them, comma or space separated (`step>=40 group:train:40:9f3a`), is read by `par
 It is parsed and checked here; the stores turn a Condition into their own SQL, always binding
 its value as a parameter, so no user text becomes SQL. The UI and the CLI import this module to
 read a filter, never a store.
+
+The library's one order is here too (`ordered`): the traces a filter and search select are
+listed in the library's order (a folder's files then their positions, a pool's shards then
+their rows) unless a field is chosen to sort by; then by that field, its missing values last,
+the traces it ties in the library's order, ascending or descending alike. A search orders
+nothing: it selects, as a filter does, so the rows of a table keep their places when words are
+typed, a page is the same in a folder and in a pool (and in SQLite and PostgreSQL), and it is
+the order the sampler draws over. (A relevance rank was given up for it: FTS5's bm25 over
+templated rollouts mostly ranks by length, a folder on PostgreSQL has no bm25 to match it, and
+a pool ranked only searches of fewer than 20,000 hits anyway.)
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -152,6 +163,20 @@ def row_value(row: Any, name: str) -> Any:
     if name == "targets":
         return None if row.targets is None else len(row.targets)
     return getattr(row, {"row": "position", "shard": "path"}.get(name, FIELDS[name].column))
+
+
+def ordered(rows: Sequence[Any], sort: str | None = None,
+            descending: bool = False) -> list[Any]:
+    """Rows of the library in the library's one order (see above): as they come (the
+    library's order) with no `sort`, else by the field, missing values last and ties in the
+    order they came, whether `descending` or not. A pool's index orders its SQL the same way
+    (`store.pool_index._sql.order_sql`)."""
+    if sort is None:
+        return list(rows)
+    field_kind(sort)
+    known = [r for r in rows if row_value(r, sort) is not None]
+    known.sort(key=lambda r: row_value(r, sort), reverse=descending)  # stable: ties keep order
+    return known + [r for r in rows if row_value(r, sort) is None]
 
 
 def holds(row: Any, condition: Condition) -> bool:

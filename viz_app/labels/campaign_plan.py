@@ -157,7 +157,7 @@ def draw_rows(source: Any, filters: Sequence[Condition], search: str,
     """The rows a campaign's sample takes of what a filter and search select, in the order the
     queue will hand them out, from any storage of the library (a pool's index, the folders'
     listing, any list of rows: `viz_app.listing.Listing`), by the library's one sampler:
-    `all` in the storage's order (a pool's by relevance under a search); `random` N
+    `all` in the library's one order (`viz_app.query.ordered`); `random` N
     (`viz_app.sampling.draw`); `stratified` by task (the GRPO group), system or topology, N (or
     all) spread evenly over its values, the strata in turn; `groups` N whole groups (every
     rollout of a task) in a seeded order, each group's rollouts together; `per_step` N whole

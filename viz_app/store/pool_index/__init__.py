@@ -42,7 +42,7 @@ from viz_app.store.pool_index._files import INDEX_VERSION, IndexBusy, default_in
 from viz_app.store.pool_index._index import PoolIndex
 from viz_app.store.pool_index._plan import (PIECE_ROWS, PIECES_PER_WORKER, TAPER, Batch, Piece,
                                             Progress, plan, shard_stamp, summarise_piece)
-from viz_app.store.pool_index._queries import PAGE_SIZE, RANKED_HITS
+from viz_app.store.pool_index._queries import PAGE_SIZE
 from viz_app.store.pool_index._rows import (POOL_TEXT_LIMIT, Bin, PoolUpdate, summarise_shard,
                                             summarise_trace)
 from viz_app.store.pool_index._sql import search_query
@@ -50,7 +50,7 @@ from viz_app.store.pool_index._words import pack_words, unpack_words
 
 __all__ = [
     "INDEX_VERSION", "PAGE_SIZE", "PIECE_ROWS", "PIECES_PER_WORKER", "POOL_TEXT_LIMIT",
-    "RANKED_HITS", "TAPER", "Batch", "Bin", "IndexBusy", "Piece", "PoolIndex",
+    "TAPER", "Batch", "Bin", "IndexBusy", "Piece", "PoolIndex",
     "PoolUpdate", "Progress", "default_index_path", "pack_words", "plan", "pool_key",
     "search_query", "shard_stamp", "summarise_piece", "summarise_shard", "summarise_trace",
     "unpack_words",

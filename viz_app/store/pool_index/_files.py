@@ -122,7 +122,7 @@ class IndexFiles:
         self.location = location
         self._database: duckdb.DuckDBPyConnection | None = None
         self._opened: tuple | None = None  # (inode, mtime, size) of the file _database reads
-        self._hit_cache: dict[str, list] = {}
+        self._hit_cache: dict[str, pa.Table | int] = {}
         self.last_update: PoolUpdate | None = None
         """What the last update by this object did (None before one)."""
         self.updated_at = 0.0

@@ -18,15 +18,13 @@ from viz_app.sampling import draw, per_step_groups
 from viz_app.search import matches, plain
 from viz_app.store.pool_index._files import IndexFiles
 from viz_app.store.pool_index._rows import _ROW_COLUMNS, Bin, pool_row
-from viz_app.store.pool_index._sql import field_sql, search_query, where_sql
+from viz_app.store.pool_index._sql import field_sql, order_sql, search_query, where_sql
 from viz_app.store.pool_index._words import unpack_words
 from viz_app.summary import LibraryFailure, LibraryRow
 
 PAGE_SIZE = 50
 ID_CHUNK = 5000
 """Trace ids one query of `rows` names at most."""
-RANKED_HITS = 20_000
-"""A search with more hits than this lists them in index order, not by relevance."""
 
 
 class Queries(IndexFiles):
@@ -46,16 +44,15 @@ class Queries(IndexFiles):
         key = "#" + (search_query(search) or "")
         if key not in self._hit_cache:
             with self._text() as db:
-                self._hit_cache[key] = [db.execute(
+                self._hit_cache[key] = db.execute(
                     "SELECT count(*) FROM words WHERE words MATCH ?",
-                    [search_query(search)]).fetchall()[0][0], None]
-        return self._hit_cache[key][0]
+                    [search_query(search)]).fetchall()[0][0]
+        return self._hit_cache[key]
 
-    def _hits(self, search: str, ranked: bool = False) -> pa.Table | None:
+    def _hits(self, search: str) -> pa.Table | None:
         """The docs of the traces matching a search; None when there is nothing to search.
-        With `ranked`, and no more than RANKED_HITS of them, with their bm25 `rank` too (a word
-        that most traces hold is not worth ranking them all by). The last few searches are
-        kept until the index changes: a page and its count search once."""
+        The last few searches are kept until the index changes: a page and its count search
+        once."""
         import numpy as np
 
         query = search_query(search)
@@ -71,23 +68,11 @@ class Queries(IndexFiles):
                     raise FilterError(f"cannot search for {search!r} ({err})") from None
             if not plain(search):  # FTS5 found each word's tokens: keep where the words begin
                 docs = self._words_begun(docs, search)
-            found = [pa.table({"doc": docs}), None]
+            found = pa.table({"doc": docs})
             while len(self._hit_cache) >= 8:
                 self._hit_cache.pop(next(iter(self._hit_cache)))
             self._hit_cache[query] = found
-        if not ranked or found[0].num_rows > RANKED_HITS:
-            return found[0]
-        if found[1] is None:
-            with self._text() as db:
-                rows = db.execute("SELECT rowid, rank FROM words WHERE words MATCH ?",
-                                  [query]).fetchall()
-            if not plain(search):
-                kept = set(found[0].column("doc").to_pylist())
-                rows = [r for r in rows if r[0] in kept]
-            docs, ranks = zip(*rows) if rows else ((), ())
-            found[1] = pa.table({"doc": pa.array(docs, pa.int64()),
-                                 "rank": pa.array(ranks, pa.float64())})
-        return found[1]
+        return found
 
     def _words_begun(self, docs, search: str):
         """Of the docs FTS5 found for a search that is not `plain`, those whose words the one
@@ -108,11 +93,11 @@ class Queries(IndexFiles):
         return np.array(kept, np.int64)
 
     @contextmanager
-    def _selection(self, filters: Sequence[Condition], search: str, ranked: bool = False
+    def _selection(self, filters: Sequence[Condition], search: str
                    ) -> Iterator[tuple[duckdb.DuckDBPyConnection, str, list]]:
         """A connection, the FROM ... WHERE ... of the traces a filter and search select, and
         its parameters (callers put theirs before or after, in the order of the SQL text)."""
-        hits = self._hits(search, ranked)
+        hits = self._hits(search)
         params: list = []
         where = where_sql(filters, params)
         with self._duck() as con:
@@ -124,22 +109,17 @@ class Queries(IndexFiles):
 
     def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
              descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE) -> list[LibraryRow]:
-        """One page of the traces a filter and search select, sorted by a field (default: by
-        relevance when searching, else index order)."""
+        """One page of the traces a filter and search select, in the library's one order
+        (`viz_app.query.ordered`: the index's order, or by a field chosen, missing values
+        last, ties in the index's order)."""
         if sort is None and not filters and search_query(search) is not None and \
-                plain(search) and self._words_exact() and \
-                self._word_count(search) > RANKED_HITS:
-            return self._word_page(search, offset, limit)  # a common word: no need to join all
+                plain(search) and self._words_exact():
+            return self._word_page(search, offset, limit)  # the word index alone: no join
         order_params: list = []
-        hits = self._hits(search, ranked=sort is None)
-        ranked = sort is None and hits is not None and "rank" in hits.column_names
-        if sort is not None:
-            order = f"{field_sql(sort, order_params)} {'DESC' if descending else 'ASC'} NULLS LAST"
-        else:
-            order = "h.rank" if ranked else "t.doc"
-        with self._selection(filters, search, ranked) as (con, selection, params):
+        order = order_sql(sort, descending, order_params)
+        with self._selection(filters, search) as (con, selection, params):
             columns = ", ".join(f"t.{c}" for c in _ROW_COLUMNS)
-            found = con.execute(f"SELECT {columns} {selection} ORDER BY {order}, t.doc "
+            found = con.execute(f"SELECT {columns} {selection} ORDER BY {order} "
                                 "LIMIT ? OFFSET ?", [*params, *order_params, max(0, int(limit)),
                                                      max(0, int(offset))]).fetchall()
         return [pool_row(dict(zip(_ROW_COLUMNS, r)), self.location) for r in found]

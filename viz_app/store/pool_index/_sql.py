@@ -39,3 +39,12 @@ def where_sql(filters: Sequence[Condition], params: list) -> str:
             parts.append(f"{sql} {c.op} ?")
             params.append(field_value(c.field, c.value))
     return " AND ".join(parts)
+
+
+def order_sql(sort: str | None, descending: bool, params: list) -> str:
+    """The ORDER BY of the library's one order (`viz_app.query.ordered`): the index's order
+    (`t.doc`: shards, then rows) with no sort, else the field, missing values last, ties in the
+    index's order."""
+    if sort is None:
+        return "t.doc"
+    return f"{field_sql(sort, params)} {'DESC' if descending else 'ASC'} NULLS LAST, t.doc"
