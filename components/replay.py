@@ -15,15 +15,26 @@ TICK_S = 0.8
 """Seconds between two ticks while playing."""
 
 
-def replay_bar(analysis: Analysis, *, key: str = "replay") -> float | None:
+def replay_bar(analysis: Analysis, *, key: str = "replay",
+               focus: str | None = None) -> float | None:
     """Draw the replay controls and return the time (seconds from the start) the views should
-    show, or None for the whole run."""
+    show, or None for the whole run.
+
+    The time is kept per `key` for the session: a page that leaves the trace and comes back
+    finds it where it was left (Streamlit forgets a widget's value while it is not drawn, so
+    the bar keeps its own copy). `focus` is the event the page is about (a target, the event
+    selected): when it changes, a replay standing before it moves on to its time, so the event
+    being judged is never hidden by where the replay was left."""
     start = float(analysis.order[0].t)
     span = float(analysis.makespan)
-    slider, playing = f"{key}:t", f"{key}:playing"
+    slider, playing, kept = f"{key}:t", f"{key}:playing", f"{key}:kept"
+    if slider not in st.session_state:  # arriving (again): the page's event is new to the bar
+        st.session_state.pop(f"{key}:focus", None)
     if slider not in st.session_state or not 0 <= st.session_state[slider] <= span:
-        st.session_state[slider] = span
+        left = st.session_state.get(kept)
+        st.session_state[slider] = left if left is not None and 0 <= left <= span else span
     st.session_state.setdefault(playing, False)
+    _follow_focus(analysis, key, focus, start, span)
 
     def move(to: float) -> None:
         st.session_state[slider] = min(max(0.0, to), span)
@@ -66,7 +77,24 @@ def replay_bar(analysis: Analysis, *, key: str = "replay") -> float | None:
     if st.session_state[playing]:
         _ticker(key, span)
     now = st.session_state[slider]
+    st.session_state[kept] = now
     return None if now >= span else now
+
+
+def _follow_focus(analysis: Analysis, key: str, focus: str | None, start: float,
+                  span: float) -> None:
+    """On a new focus event, move a replay that stands before it on to its time."""
+    seen = f"{key}:focus"
+    if focus is None or st.session_state.get(seen) == focus:
+        return
+    st.session_state[seen] = focus
+    event = analysis.trace.events_by_id.get(focus)
+    if event is None:
+        return
+    at = min(max(0.0, float(event.t) - start), span)
+    if st.session_state[f"{key}:t"] < at:
+        st.session_state[f"{key}:t"] = at
+        st.session_state[f"{key}:playing"] = False
 
 
 def _ticker(key: str, span: float) -> None:

@@ -49,7 +49,7 @@ def trace_views(trace: Trace, analysis: Analysis, *, event_id: str | None, agent
                 session.set_view_state(trace, "expanded", opened + (choice.agent,))
         on_agent(choice.agent)
 
-    until = replay_bar(analysis, key=f"{key}replay:{session.trace_key(trace)}")
+    until = replay_bar(analysis, key=f"{key}replay:{session.trace_key(trace)}", focus=event_id)
     controls = st.columns([2.6, 1.9, 1.4, 1.3], vertical_alignment="center")
     view = controls[0].segmented_control(
         "View", ["Spawn tree", "Communication graph"], default="Spawn tree",
