@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 from viz_app.analysis import analyze
+from viz_app.io import pool
 from viz_app.io.detect import read_any
+from viz_app.io.follow import Follower
 from viz_app.io.rollouts import join, rollout_of, span_rollout_ids, trainer_reward
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rollouts"
@@ -105,3 +107,105 @@ def test_orchviz_import_joins_the_files_it_reads_together(tmp_path):
     assert done.returncode == 0, done.stderr
     written = sorted(p.name for p in out.iterdir())
     assert len(written) == 2, written  # the joined trace and the other sample
+
+
+# -- the library and a pool join as `orchviz import` does -----------------------------------------
+
+def imported(folder: Path) -> dict[str, dict]:
+    """What `orchviz import` makes of a folder: its traces by id, as dicts."""
+    from viz_app.cli.imports import collect
+
+    traces, errors = collect([str(folder)], None)
+    assert errors == []
+    return {t.trace_id: t.to_dict() for t in traces}
+
+
+def test_the_folder_library_lists_the_one_joined_trace_import_gives(tmp_path):
+    from factories import make_workspace
+
+    folder = JOINED / "otlp_rollout_attribute"
+    ws = make_workspace(tmp_path, [folder])
+    rows = ws.library.update_index().rows
+    want = imported(folder)
+    assert sorted(r.trace_id for r in rows) == sorted(want)  # the joined trace, the other sample
+    for row in rows:
+        trace = ws.library.trace(row.trace_id)
+        assert trace.to_dict() == want[row.trace_id]
+        assert row.sha256 == trace.sha256  # a label names the version the library lists
+    joined = next(r for r in rows if r.source_format == "otlp")
+    assert (joined.rollout_step, joined.trainer_reward) == (3, 1.0) and joined.rollout_group
+    assert ws.library.find("req-7f3a") is None  # the rollout is no trace of its own now
+    assert set(ws.library.versions()) == set(want)
+
+
+def test_spans_written_before_their_rollout_are_joined_when_it_comes(tmp_path):
+    """A following library: the spans arrive first, listed alone; once the trainer writes the
+    rollout file, the next look lists the one joined trace."""
+    import shutil
+
+    from factories import make_workspace
+
+    folder = JOINED / "otlp_rollout_attribute"
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(folder / "spans.json", run / "spans.json")
+    ws = make_workspace(tmp_path, [run])
+    (alone,) = ws.library.update_index().rows
+    assert alone.rollout_step is None and alone.trainer_reward is None
+    shutil.copytree(folder / "rollout_data", run / "rollout_data")
+    rows = {r.trace_id: r for r in ws.library.update_index().rows}
+    assert sorted(rows) == sorted(imported(folder))
+    assert rows[alone.trace_id].rollout_step == 3
+    assert rows[alone.trace_id].sha256 != alone.sha256  # another version: the rollout's facts joined it
+    assert ws.library.trace(alone.trace_id).to_dict() == imported(folder)[alone.trace_id]
+    (run / "rollout_data" / "3.jsonl").unlink()  # the rollout gone: the spans alone again
+    (again,) = ws.library.update_index().rows
+    assert again.trace_id == alone.trace_id and again.sha256 == alone.sha256
+    assert ws.library.trace(alone.trace_id).sha256 == alone.sha256
+
+
+def test_every_join_fixture_lists_in_the_folder_library_as_import_gives_it(tmp_path):
+    from factories import make_workspace
+
+    for n, folder in enumerate(sorted(p for p in JOINED.iterdir() if p.is_dir())):
+        (tmp_path / str(n)).mkdir()
+        ws = make_workspace(tmp_path / str(n), [folder])
+        rows = ws.library.update_index().rows
+        want = imported(folder)
+        assert sorted(r.trace_id for r in rows) == sorted(want), folder.name
+        assert all(ws.library.trace(r.trace_id).to_dict() == want[r.trace_id] for r in rows)
+
+
+def pooled(out: Path) -> dict[str, dict]:
+    return {t.trace_id: t.to_dict() for t in pool.read_pool(str(out), on_error=print)}
+
+
+def test_pool_write_and_pool_follow_hold_the_joined_trace_import_gives(tmp_path):
+    for folder in sorted(p for p in JOINED.iterdir() if p.is_dir()):
+        want = imported(folder)
+        for verb in ("write", "follow"):
+            out = tmp_path / f"{folder.name}-{verb}"
+            done = subprocess.run([sys.executable, "-m", "viz_app", "pool", verb, str(folder),
+                                   "-o", str(out), *(["--once"] if verb == "follow" else [])],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            assert pooled(out) == want, (folder.name, verb)
+
+
+def test_the_pool_index_lists_the_joined_rollouts_step_group_and_reward(tmp_path):
+    from factories import make_workspace
+
+    folder = JOINED / "otlp_rollout_attribute"
+    out = tmp_path / "pool"
+    pool.append_pool(join(Follower([folder]).poll()), str(out))
+    ws = make_workspace(tmp_path, [])
+    ws.settings.pools.append(str(out))
+    ws.library.update_pool_index()
+    rows = {r.trace_id: r for r in ws.library.pool_index().page(limit=10)}
+    folder_rows = {r.trace_id: r for r in make_workspace(tmp_path / "f", [folder])
+                   .library.update_index().rows} if (tmp_path / "f").mkdir() is None else {}
+    assert sorted(rows) == sorted(folder_rows) == sorted(imported(folder))
+    for trace_id, row in rows.items():  # the pool and the folder library agree
+        same = folder_rows[trace_id]
+        assert (row.rollout_step, row.rollout_group, row.trainer_reward, row.sha256) == (
+            same.rollout_step, same.rollout_group, same.trainer_reward, same.sha256)

@@ -16,9 +16,10 @@ from viz_app.cli.workspace import DB_HELP, add_db_option, add_rubric_option
 from viz_app.analysis import figure_text
 from viz_app.errors import TraceError
 from viz_app.io import pool
-from viz_app.io.detect import FORMATS, folder_format, read_any
+from viz_app.io.detect import FORMATS, folder_format, holds_spans, read_any
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace
+from viz_app.io.rollouts import join, join_stream
 from viz_app.model import Trace
 from viz_app.text import terminal_text
 
@@ -120,14 +121,21 @@ def _source_traces(sources: list[str], fmt: str | None,
         failed.append(err)
         tqdm.write(terminal_text(err), file=sys.stderr)
 
-    for item in items:
-        try:
-            if isinstance(item, str):
-                yield from pool.read_pool(item, on_error=report)
-            else:
-                yield from read_any(item, fmt=fmt, on_error=report)
-        except TraceError as err:
-            report(err)
+    def read() -> Iterator[Trace]:
+        for item in items:
+            try:
+                if isinstance(item, str):
+                    yield from pool.read_pool(item, on_error=report)
+                else:
+                    yield from read_any(item, fmt=fmt, on_error=report)
+            except TraceError as err:
+                report(err)
+
+    # a rollout and the spans of its id are one trace, as `orchviz import` makes them; the
+    # rollouts are held back to be joined only when some source holds spans
+    spans = any(isinstance(item, Path) and item.is_file() and holds_spans(item)
+                for item in items)
+    yield from join_stream(read()) if spans else read()
 
 
 def write(args: argparse.Namespace) -> int:
@@ -204,7 +212,7 @@ def follow(args: argparse.Namespace) -> int:
     added = 0
     try:
         while True:
-            fresh = follower.poll(on_error=report)
+            fresh = join(follower.poll(on_error=report))
             if fresh:
                 done = pool.append_pool(fresh, args.output, format=args.format)
                 added += done.traces

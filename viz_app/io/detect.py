@@ -215,6 +215,23 @@ def library_files(folders: Iterable[str | os.PathLike]) -> list[Path]:
             if not (claude_code.is_subagent_file(p) or codex.is_child_file(p))]
 
 
+def holds_spans(path: str | os.PathLike) -> bool:
+    """Whether a file's beginning is span data (OTLP, Agent Lightning), by its first 64 KB:
+    what a pool written a file at a time asks of its sources before it holds rollouts back to
+    join them with their spans (`rollouts.join_stream`)."""
+    import gzip
+
+    from viz_app.io.rollouts import SPAN_FORMATS
+
+    try:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rb") as stream:
+            head = stream.read(65536)
+        return choose_format(head, str(path)) in SPAN_FORMATS
+    except (OSError, EOFError, TraceError):
+        return False
+
+
 def read_at(path: str | os.PathLike, position: int) -> Trace:
     """The trace at a position of a file, read again (raises TraceError when it cannot be)."""
     traces = read_any(Path(path), on_error=lambda _err: None)

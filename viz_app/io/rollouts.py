@@ -600,39 +600,146 @@ SPAN_FORMATS = frozenset({"otlp", "agentlightning"})
 id with."""
 
 
+class JoinKeys(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the join reads of one trace: the rollout id a rollout names (`rollout_id`, None for
+    a trace of spans or one without), or the rollout ids a span trace names (`span_ids`, None
+    for a trace that is not spans). An index keeps them beside its rows, so it plans the join
+    of a whole library without reading its traces again (`plan_join`)."""
+
+    rollout_id: str | None = None
+    span_ids: tuple[str, ...] | None = None
+
+
+def join_keys(trace: Trace) -> JoinKeys:
+    """The keys the join reads of a trace (`JoinKeys`)."""
+    if trace.source_format in SPAN_FORMATS:
+        return JoinKeys(span_ids=tuple(span_rollout_ids(trace)))
+    found = rollout_of(trace)
+    return JoinKeys(rollout_id=found.rollout_id if found is not None else None)
+
+
+class JoinPlan(msgspec.Struct, frozen=True):
+    """Which traces the join makes one, by their places in the list planned: `joined` maps a
+    span trace's place to the place of the rollout it takes in; `elsewhere` a span trace that
+    names a rollout already taken by an earlier one to that earlier one's place (it is kept as
+    it is, and says so)."""
+
+    joined: dict[int, int]
+    elsewhere: dict[int, int]
+
+    @property
+    def absorbed(self) -> set[int]:
+        """The places of the rollouts taken in by a span trace (no longer a trace of their own)."""
+        return set(self.joined.values())
+
+
+def plan_join(keys: Sequence[JoinKeys]) -> JoinPlan:
+    """The join of a list of traces, from their keys alone (`join_keys`), in the list's order:
+    a rollout joins the first span trace that names its id (the first rollout of that id
+    counts); a later span trace naming the same rollout is kept apart. The one rule every path
+    follows: `orchviz import` and `pool write` (`join`), the folder index and `pool follow`."""
+    rollouts: dict[str, int] = {}
+    for place, key in enumerate(keys):
+        if key.span_ids is None and key.rollout_id:
+            rollouts.setdefault(key.rollout_id, place)
+    joined: dict[int, int] = {}
+    elsewhere: dict[int, int] = {}
+    if not rollouts:
+        return JoinPlan(joined=joined, elsewhere=elsewhere)
+    taken: dict[int, int] = {}  # a rollout's place -> the span trace's that took it
+    for place, key in enumerate(keys):
+        if key.span_ids is None:
+            continue
+        found = next((rollouts[k] for k in key.span_ids if k in rollouts), None)
+        if found is None:
+            continue
+        if found in taken:
+            elsewhere[place] = taken[found]
+        else:
+            taken[found] = place
+            joined[place] = found
+    return JoinPlan(joined=joined, elsewhere=elsewhere)
+
+
 def join(traces: Sequence[Trace]) -> list[Trace]:
     """Rollouts joined with the spans of the same rollout id: where a span trace (OTLP, Agent
     Lightning) names the id of a rollout (`span_rollout_ids`: an attribute of its spans, such
     as Agent Lightning's `agentlightning.rollout_id`, a `rollout_id` or a `session.id`, or its
-    trace id), the two are one trace: the spans give the orchestration graph, the rollout file
-    its step, group, checkpoint and the trainer's reward. A rollout joins the first span trace
-    that names it (another one naming it too is kept as it is, and says so). Every other trace
-    is kept as it is, in order."""
-    rollouts: dict[str, tuple[int, Rollout]] = {}
-    for position, trace in enumerate(traces):
-        found = rollout_of(trace) if trace.source_format not in SPAN_FORMATS else None
-        if found is not None and found.rollout_id:
-            rollouts.setdefault(found.rollout_id, (position, found))
-    if not rollouts:
+    trace id), the two are one trace (`joined_trace`): the spans give the orchestration graph,
+    the rollout file its step, group, checkpoint and the trainer's reward. A rollout joins the
+    first span trace that names it (another one naming it too is kept as it is, and says so:
+    `plan_join`). Every other trace is kept as it is, in order; a joined trace takes the
+    rollout's place."""
+    plan = plan_join([join_keys(t) for t in traces])
+    if not plan.joined and not plan.elsewhere:
         return list(traces)
-    joined: dict[int, Trace] = {}
-    absorbed: set[int] = set()
-    kept: list[Trace] = list(traces)
+    made = {rollout: joined_trace(traces[span], traces[rollout])
+            for span, rollout in plan.joined.items()}
+    kept: list[Trace] = []
     for place, trace in enumerate(traces):
-        if trace.source_format not in SPAN_FORMATS:
+        if place in plan.joined:
             continue
-        key = next((k for k in span_rollout_ids(trace) if k in rollouts), None)
-        if key is None:
-            continue
-        position, found = rollouts[key]
-        if position in joined:  # spans of one rollout in two traces: the first is joined
-            kept[place] = _noted(trace, TraceWarning(
-                code="rollout_joined_elsewhere", message=f"names rollout {key}, which is "
-                f"joined with the spans of trace {joined[position].trace_id}"))
-            continue
-        joined[position] = _joined(trace, traces[position], found)
-        absorbed.add(place)
-    return [joined.get(i, trace) for i, trace in enumerate(kept) if i not in absorbed]
+        if place in made:
+            kept.append(made[place])
+        elif place in plan.elsewhere:
+            first = plan.elsewhere[place]
+            kept.append(elsewhere_noted(trace, join_keys(traces[plan.joined[first]]).rollout_id
+                                        or "", traces[first].trace_id))
+        else:
+            kept.append(trace)
+    return kept
+
+
+def join_stream(traces: Iterable[Trace]) -> Iterator[Trace]:
+    """`join` over a stream of traces (a pool written a file at a time): a trace the join
+    cannot touch (no rollout id, no spans) passes at once; the rollouts with an id and the span
+    traces are held until the stream ends, then joined. The same traces `join` gives, the
+    joined ones last."""
+    held: list[Trace] = []
+    for trace in traces:
+        keys = join_keys(trace)
+        if keys.rollout_id or keys.span_ids is not None:
+            held.append(trace)
+        else:
+            yield trace
+    yield from join(held)
+
+
+def elsewhere_noted(spans: Trace, rollout_id: str, first: str) -> Trace:
+    """A span trace naming a rollout that the spans of trace `first` took in: kept as it is,
+    saying so."""
+    return _noted(spans, TraceWarning(
+        code="rollout_joined_elsewhere", message=f"names rollout {rollout_id}, which is joined "
+        f"with the spans of trace {first}"))
+
+
+class Joined(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the join made of an indexed trace (an index keeps it as JSON beside its row): a span
+    trace's rollout (its file, position and version: `path`, `position`, `sha256`), the earlier
+    span trace that took in the rollout it names (`elsewhere`), or, for a rollout, the span
+    trace it was taken into (`into`)."""
+
+    path: str | None = None
+    position: int | None = None
+    sha256: str | None = None
+    elsewhere: str | None = None
+    rollout: str | None = None
+    """With `elsewhere`: the id of the rollout it names."""
+    into: str | None = None
+
+
+def joined_read(spans: Trace, joined: Joined | None,
+                read: Callable[[str, int], Trace]) -> Trace:
+    """The trace the library lists for a span trace, as the join made it: joined with the
+    rollout it took in (`read(path, position)` reads that rollout), noted when another span
+    trace took it in, else the span trace as it is."""
+    if joined is None:
+        return spans
+    if joined.path is not None and joined.position is not None:
+        return joined_trace(spans, read(joined.path, joined.position))
+    if joined.elsewhere is not None:
+        return elsewhere_noted(spans, joined.rollout or "", joined.elsewhere)
+    return spans
 
 
 def span_rollout_ids(trace: Trace) -> list[str]:
@@ -654,8 +761,12 @@ def _noted(trace: Trace, note: TraceWarning) -> Trace:
     return trace
 
 
-def _joined(spans: Trace, rollout_trace: Trace, rollout: Rollout) -> Trace:
-    """The span trace, carrying the rollout's facts and the trainer's rewards."""
+def joined_trace(spans: Trace, rollout_trace: Trace) -> Trace:
+    """The span trace, carrying the facts of the rollout `rollout_trace` was read from (on its
+    first event) and the trainer's rewards: one trace, with the spans' id."""
+    rollout = rollout_of(rollout_trace)
+    if rollout is None:
+        raise ValueError(f"{rollout_trace.trace_id} is not a trainer's rollout")
     events = sorted(spans.events, key=lambda e: e.t)
     first = events[0].to_dict()
     first[ROLLOUT_KEY] = {**rollout.to_dict(), "joined": spans.source_format}

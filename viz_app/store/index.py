@@ -26,8 +26,9 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, and_, delete, select
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.detect import library_files
+from viz_app.io.detect import library_files, read_any
 from viz_app.io.follow import Tail, read_file, read_more
+from viz_app.io.rollouts import Joined, JoinKeys, join_keys, joined_read, plan_join
 from viz_app.labels import Rubric
 from viz_app.model import Trace
 from viz_app.search import matches, words
@@ -139,6 +140,8 @@ class TraceIndex:
             result.parsed += 1
         if progress is not None and todo:
             progress(len(todo), len(todo), "")
+        if todo or stale:
+            self._join(files, rubric)
         result.rows, result.failures = self.listing(files)
         return result
 
@@ -152,7 +155,8 @@ class TraceIndex:
         """The indexed traces and failures of these files, in file order then position."""
         wanted = {str(p): i for i, p in enumerate(files)}
         kept = [name for name in LibraryRow.model_fields if name in trace_index.c]
-        columns = [trace_index.c[name] for name in kept] + [trace_index.c.error]
+        columns = [trace_index.c[name] for name in kept] + [trace_index.c.error,
+                                                            trace_index.c.joined]
         with self.engine.connect() as conn:
             records = conn.execute(select(*columns)).mappings().all()
         records = sorted((r for r in records if r["path"] in wanted),
@@ -161,7 +165,7 @@ class TraceIndex:
                                          "targets": _targets(r["targets"]),
                                          "task": r["task"] or "",
                                          "rewards": json.loads(r["rewards"] or "{}")})
-                for r in records if r["error"] is None]
+                for r in records if r["error"] is None and not _absorbed(r["joined"])]
         failures = [LibraryFailure(path=r["path"], error=r["error"]) for r in records
                     if r["error"] is not None]
         return rows, failures
@@ -178,27 +182,120 @@ class TraceIndex:
         return [r for r in rows if (r.path, r.position) in hits]
 
     def find(self, trace_id: str) -> tuple[Path, int] | None:
-        """Where the index found a trace: (file, position in it), or None when it has no such id."""
+        """Where the index found a trace: (file, position in it), or None when it has no such
+        id (a rollout joined with its spans is no trace of its own: its spans' trace is)."""
         with self.engine.connect() as conn:
             found = conn.execute(
-                select(trace_index.c.path, trace_index.c.position)
+                select(trace_index.c.path, trace_index.c.position, trace_index.c.joined)
                 .where(trace_index.c.trace_id == trace_id, trace_index.c.error.is_(None))
-                .order_by(trace_index.c.indexed_at.desc(), trace_index.c.path)).first()
+                .order_by(trace_index.c.indexed_at.desc(), trace_index.c.path)).all()
+        found = next((r for r in found if not _absorbed(r.joined)), None)
         return (Path(found.path), int(found.position)) if found is not None else None
+
+    def joined_with(self, path: str | os.PathLike, position: int) -> Joined | None:
+        """What the join made of the trace at (file, position): the rollout its spans took in,
+        or the earlier span trace that took in the rollout it names; None for neither."""
+        with self.engine.connect() as conn:
+            text = conn.execute(select(trace_index.c.joined).where(
+                trace_index.c.path == str(Path(path)),
+                trace_index.c.position == position)).scalar()
+        found = _decoded_joined(text)
+        return found if found is not None and found.into is None else None
+
+    def _join(self, files: Sequence[Path], rubric: Rubric | None) -> None:
+        """Join each trainer's rollout with the spans of the same rollout id across the files
+        (the one rule, `plan_join`, over the rows' keys in the library's order, as `orchviz
+        import` joins the same files): a span row takes the joined trace's summary (the
+        rollout's step, group and reward, its version), its rollout row is taken in (listed no
+        more). Only the rows whose part in the join changed are summarised again."""
+        wanted = {str(p): i for i, p in enumerate(files)}
+        with self.engine.connect() as conn:
+            if conn.execute(select(trace_index.c.id).where(
+                    trace_index.c.join_keys.like('{"span_ids"%')).limit(1)).first() is None \
+                    and conn.execute(select(trace_index.c.id).where(
+                        trace_index.c.joined.is_not(None)).limit(1)).first() is None:
+                return  # no spans, nothing joined before: nothing to plan
+            records = conn.execute(select(
+                trace_index.c.path, trace_index.c.position, trace_index.c.trace_id,
+                trace_index.c.sha256, trace_index.c.join_keys, trace_index.c.joined).where(
+                trace_index.c.error.is_(None),
+                (trace_index.c.join_keys != "{}") | trace_index.c.joined.is_not(None))).all()
+        records = sorted((r for r in records if r.path in wanted),
+                         key=lambda r: (wanted[r.path], r.position))
+        keys = [_decoded_keys(r.join_keys) for r in records]
+        plan = plan_join(keys)
+        reads: dict[str, list[Trace]] = {}
+
+        def read(path: str, position: int) -> Trace:
+            if path not in reads:
+                reads[path] = read_any(Path(path), on_error=lambda _err: None)
+            return reads[path][position]
+
+        for place, record in enumerate(records):
+            if place in plan.joined:
+                rollout = records[plan.joined[place]]
+                want = Joined(path=rollout.path, position=rollout.position,
+                              sha256=rollout.sha256)
+            elif place in plan.elsewhere:
+                first = plan.elsewhere[place]
+                want = Joined(elsewhere=records[first].trace_id,
+                              rollout=keys[plan.joined[first]].rollout_id)
+            elif place in plan.absorbed:
+                want = Joined(into=records[next(s for s, r in plan.joined.items()
+                                                if r == place)].trace_id)
+            else:
+                want = None
+            if _decoded_joined(record.joined) == want:
+                continue
+            changes: dict = {"joined": _encoded_joined(want)}
+            if keys[place].span_ids is not None:  # the trace it lists changed: summarised again
+                try:
+                    trace = joined_read(read(record.path, record.position), want,
+                                        lambda p, n: read(p, n))
+                    changes.update(trace_record(trace, rubric))
+                except Exception as err:  # noqa: BLE001 - listed as it was, and why
+                    self._join_failure(record, err)
+                    continue
+            with self.engine.begin() as conn:
+                conn.execute(trace_index.update().where(
+                    trace_index.c.path == record.path,
+                    trace_index.c.position == record.position).values(**changes))
+
+    def _join_failure(self, record, err: Exception) -> None:
+        """A join that could not be made: the span trace stays listed as it was; the failure
+        is one row of its file."""
+        with self.engine.begin() as conn:
+            taken = conn.execute(select(trace_index.c.position).where(
+                trace_index.c.path == record.path, trace_index.c.position < 0)).scalars()
+            error = str(TraceError(record.path, f"trace {record.trace_id}",
+                                   f"could not be joined with its rollout ({err!r})"))
+            if conn.execute(select(trace_index.c.id).where(
+                    trace_index.c.path == record.path,
+                    trace_index.c.error == error)).first() is not None:
+                return  # said already
+            first = min([0, *taken]) - 1
+            size, mtime = conn.execute(select(trace_index.c.size, trace_index.c.mtime_ns).where(
+                trace_index.c.path == record.path,
+                trace_index.c.position == record.position)).one()
+            conn.execute(trace_index.insert(), [{
+                **_EMPTY, "position": first, "path": record.path, "size": size,
+                "mtime_ns": mtime, "indexed_at": time.time(), "error": error}])
 
     def _known_files(self, rubric_sha: str | None) -> dict[str, tuple[int, int]]:
         """Path -> (size, mtime) of the files indexed, leaving out those whose traces were indexed
         under another rubric (their targets are out of date) or before the index kept the task's
-        words and the reward channels (Alembic 0013, 0014). A failed file is kept: it has
-        none."""
+        words, the reward channels and the join keys (Alembic 0013, 0014, 0015). A failed file
+        is kept: it has none."""
         with self.engine.connect() as conn:
             found = conn.execute(select(trace_index.c.path, trace_index.c.size,
                                         trace_index.c.mtime_ns, trace_index.c.rubric_sha,
                                         trace_index.c.error, trace_index.c.task,
-                                        trace_index.c.rewards)).all()
+                                        trace_index.c.rewards,
+                                        trace_index.c.join_keys)).all()
         known: dict[str, tuple[int, int]] = {}
         outdated = {r.path for r in found if r.error is None
-                    and (r.rubric_sha != rubric_sha or r.task is None or r.rewards is None)}
+                    and (r.rubric_sha != rubric_sha or r.task is None or r.rewards is None
+                         or r.join_keys is None)}
         self._outdated = outdated  # read whole: rows under the other rubric must not stay
         for r in found:
             if r.path not in outdated:
@@ -317,6 +414,29 @@ class TraceIndex:
             return {(r.path, int(r.position)) for r in found if matches(r.search_text, query)}
 
 
+def _absorbed(text: str | None) -> bool:
+    found = _decoded_joined(text)
+    return found is not None and found.into is not None
+
+
+def _decoded_joined(text: str | None) -> Joined | None:
+    try:
+        return msgspec.json.decode(text, type=Joined) if text else None
+    except msgspec.DecodeError:
+        return None
+
+
+def _encoded_joined(joined: Joined | None) -> str | None:
+    return msgspec.json.encode(joined).decode() if joined is not None else None
+
+
+def _decoded_keys(text: str | None) -> JoinKeys:
+    try:
+        return msgspec.json.decode(text, type=JoinKeys) if text else JoinKeys()
+    except msgspec.DecodeError:
+        return JoinKeys()
+
+
 def _decoded_tail(text: str | None) -> Tail | None:
     try:
         return msgspec.json.decode(text, type=Tail) if text else None
@@ -368,6 +488,7 @@ def trace_record(trace: Trace, rubric: Rubric | None,
         "warnings": found.warnings, "search_text": found.text, "error": None,
         "targets": None if found.targets is None else json.dumps(found.targets),
         "rubric_sha": None if rubric is None else rubric.sha256,
+        "join_keys": msgspec.json.encode(join_keys(trace)).decode(),
     }
 
 

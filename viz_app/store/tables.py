@@ -108,6 +108,8 @@ trace_index = Table(
     Column("trainer_reward", Float),
     Column("task", Text),
     Column("rewards", Text),  # the reward channels it carries, as JSON (Alembic 0014)
+    Column("join_keys", Text),  # what the span join reads of it, as JSON (Alembic 0015)
+    Column("joined", Text),  # what the span join made of it, as JSON (Alembic 0015)
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative

@@ -21,6 +21,7 @@ from viz_app.analysis import analyze
 from viz_app.errors import LabelError, NoSuchTrace, OrchvizError, TraceError
 from viz_app.io.detect import read_any, read_at
 from viz_app.io.files import trace_files
+from viz_app.io.rollouts import join, joined_read
 from viz_app.io.trace_cache import MAX_TRACES, TraceCache, TraceSource, file_stamp
 from viz_app.labels import LabelTarget, targets
 from viz_app.model import Trace
@@ -217,8 +218,15 @@ class Library:
         if found is None:
             return None
         path, position = found
-        return TraceSource(("file", str(path), position), lambda: file_stamp(path),
-                           lambda: read_at(path, position))
+        joined = self.index.joined_with(path, position)
+        if joined is None:
+            return TraceSource(("file", str(path), position), lambda: file_stamp(path),
+                               lambda: read_at(path, position))
+        # the spans' trace joined with its rollout (`io.rollouts.joined_read`): a version of both
+        rollout = joined.path or ""
+        return TraceSource(("file", str(path), position),
+                           lambda: file_stamp(path) + (file_stamp(rollout) if rollout else ""),
+                           lambda: joined_read(read_at(path, position), joined, read_at))
 
     def trace(self, trace_id: str) -> Trace:
         """A trace of a pool or of the folders by id, analysed, read once per version of its
@@ -281,6 +289,7 @@ class Library:
                 raise TraceError(str(path), "", "no such file or folder")
         files = trace_files(self._settings.traces)
         found = TraceSet()
+        read: list[Trace] = []
         for done, path in enumerate(files):
             if progress is not None:
                 progress(done, len(files), str(path))
@@ -291,9 +300,10 @@ class Library:
                 traces, errors = [], [err]
             except Exception as err:  # an importer's bug must not stop the other files
                 traces, errors = [], [TraceError(str(path), "", f"could not be read ({err!r})")]
-            for trace in traces:
-                found.traces.setdefault(trace.trace_id, trace)
+            read.extend(traces)
             found.unread += [LibraryFailure(path=str(path), error=str(e)) for e in errors]
+        for trace in join(read):  # a rollout and its spans: one trace, as everywhere
+            found.traces.setdefault(trace.trace_id, trace)
         if progress is not None and files:
             progress(len(files), len(files), "")
         return found
