@@ -9,10 +9,13 @@ from pathlib import Path
 from factories import make_workspace
 
 from viz_app.io.follow import read_file, read_more
+from viz_app.io.openrlhf import file_key
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rollouts"
 RANK = FIXTURES / "openrlhf" / "poem-ppo" / "rollout_data_rank_0_1313.jsonl"
 LINES = RANK.read_bytes().splitlines(keepends=True)
+KEY = file_key(LINES[0])
+"""What the samples' ids name their file by (the hash of its first line)."""
 
 
 def _touch_later(path: Path) -> None:
@@ -30,12 +33,12 @@ def test_read_more_goes_on_from_the_first_line_not_read(tmp_path):
     with log.open("ab") as stream:
         stream.write(LINES[2] + LINES[3][:25])  # the fourth line is being written
     more, tail = read_more(log, tail)
-    assert [t.trace_id for t in more] == ["openrlhf/rollouts/rank0/4/2"]
+    assert [t.trace_id for t in more] == [f"openrlhf/rollouts/rank0@{KEY}/4/2"]
     assert (tail.lines, tail.traces) == (3, 3)
     with log.open("ab") as stream:
         stream.write(LINES[3][25:])
     more, tail = read_more(log, tail)
-    assert [t.trace_id for t in more] == ["openrlhf/rollouts/rank0/5/3"]
+    assert [t.trace_id for t in more] == [f"openrlhf/rollouts/rank0@{KEY}/5/3"]
     whole, _ = read_file(log)
     assert [t.sha256 for t in whole] == [t.sha256 for t in first] + [
         t.sha256 for t in read_file(log)[0][2:]]
@@ -67,14 +70,14 @@ def test_the_library_lists_appended_rollouts_and_keeps_the_rows_it_had(tmp_path)
     result = ws.library.update_index()
     assert not result.failures
     assert [r.trace_id for r in result.rows] == [
-        "openrlhf/run/rank0/4/0", "openrlhf/run/rank0/4/1", "openrlhf/run/rank0/4/2"]
+        f"openrlhf/run/rank0@{KEY}/4/{n}" for n in range(3)]
     assert result.rows[:2] == before
     with log.open("ab") as stream:
         stream.write(LINES[3][30:])
     _touch_later(log)
     rows = ws.library.update_index().rows
     assert [r.rollout_step for r in rows] == [4, 4, 4, 5] and rows[:2] == before
-    assert ws.library.trace("openrlhf/run/rank0/5/3").rewards["trainer"] == 1.0
+    assert ws.library.trace(f"openrlhf/run/rank0@{KEY}/5/3").rewards["trainer"] == 1.0
 
 
 def test_a_bad_line_appended_is_a_failure_of_its_file_not_of_the_rows_before(tmp_path):

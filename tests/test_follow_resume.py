@@ -91,6 +91,30 @@ def test_a_truncated_or_rotated_file_is_read_whole_again(tmp_path):
     assert len(follower.poll()) == GROUP  # read whole: the old offset means nothing there
 
 
+def test_a_rotated_rank_file_whose_lines_repeat_the_old_ids_is_kept_whole_by_a_pool(tmp_path):
+    """A trainer rotates its rank file mid-step: the old one moved aside (still a rollout file
+    of the run), a new one begun at the same path, numbered from line 1 again within the same
+    step. Its samples are other samples: the pool keeps every one of them, and the moved file,
+    read again under its new name, adds nothing twice (its ids name it by its first line)."""
+    run = run_with(tmp_path, b"".join(lines(3, range(2), GROUP)))
+    log = run / "rollout_data_rank_0.jsonl"
+    out = tmp_path / "pool"
+    follower = Follower([run])
+    first = pool.append_pool(follower.poll(), str(out))
+    assert first.traces == 2 * GROUP and not first.skipped
+    log.rename(run / "rollout_data_rank_0.1.jsonl")  # rotated: moved aside, a new file begun
+    append(log, b"".join(lines(3, range(2, 4), GROUP)))  # the same step, lines from 1 again
+    fresh = follower.poll()
+    assert len(fresh) == 4 * GROUP  # the moved file (read whole: a new name) and the new one
+    done = pool.append_pool(fresh, str(out))
+    assert done.traces == 2 * GROUP and len(done.skipped) == 2 * GROUP  # the moved file's: held
+    held = list(pool.read_pool(str(out), on_error=print))
+    assert len(held) == len({t.trace_id for t in held}) == 4 * GROUP
+    assert {t.task_id for t in held} == {t.task_id for t in fresh}  # all four prompts kept
+    again = [t.trace_id for t in Follower([run]).poll()]  # deterministic: the same ids again
+    assert sorted(again) == sorted(t.trace_id for t in held)
+
+
 def test_positions_that_cannot_be_read_are_none(tmp_path):
     assert read_positions(str(tmp_path / "missing.json")) is None
     (tmp_path / "bad.json").write_text("{not json")

@@ -190,15 +190,28 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
 
 
 def follow(args: argparse.Namespace) -> int:
-    """Follow the sources into the pool until stopped (or once)."""
-    import time
-
-    from viz_app.io.follow import POSITIONS, Follower, read_positions, write_positions
+    """Follow the sources into the pool until stopped (or once); refused, in one sentence,
+    while another follower follows into the same pool (`io.follow.FollowLock`)."""
+    from viz_app.io.follow import POSITIONS, FollowLock
 
     if args.interval <= 0:
         raise pool.PoolError("--interval takes a number of seconds above 0")
     apply_storage_options(args.output, args.storage_option, args.follow_symlinks)
     kept = f"{str(args.output).rstrip('/')}/{POSITIONS}"  # where the last follower left off
+    # one follower a pool: a second would keep its positions over the first's (FollowerBusy,
+    # a PoolError: one sentence, nothing read)
+    lock = FollowLock(args.output, lease_s=max(120.0, 10 * args.interval)).acquire()
+    try:
+        return _follow(args, lock, kept)
+    finally:
+        lock.release()
+
+
+def _follow(args: argparse.Namespace, lock, kept: str) -> int:
+    import time
+
+    from viz_app.io.follow import Follower, read_positions, write_positions
+
     follower = Follower(args.sources, read_positions(kept))
     written = follower.positions
     workspace = None
@@ -212,6 +225,7 @@ def follow(args: argparse.Namespace) -> int:
     added = 0
     try:
         while True:
+            lock.renew()  # object storage: still this follower's (else it stops, saying why)
             fresh = join(follower.poll(on_error=report))
             if fresh:
                 done = pool.append_pool(fresh, args.output, format=args.format)

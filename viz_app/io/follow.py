@@ -25,6 +25,8 @@ from viz_app.errors import TraceError
 from viz_app.io import art, openrlhf, skyrl, verl
 from viz_app.io.detect import choose_format, read_any
 from viz_app.io.native import DEFAULT_MAX_BYTES, read_source
+from viz_app.io.pool_layout import PoolError
+from viz_app.io.pool_writer import FOLLOW_LOCK
 from viz_app.io.rollouts import complete_lines
 from viz_app.model import Trace
 
@@ -58,6 +60,9 @@ class Tail(msgspec.Struct, frozen=True):
     """The file's size when it was read to `offset` (what a look compares to skip it)."""
     mtime_ns: int = 0
     """Its modification time then."""
+    key: str = ""
+    """What its reader names the file by in its traces' ids, where it does (an OpenRLHF rank
+    file's `file_key`): handed back to it for the lines read later."""
 
 
 def _head(data: bytes, size: int) -> str:
@@ -85,7 +90,8 @@ def read_file(path: str | os.PathLike, on_error: Callable[[TraceError], None] | 
                         traces=len(traces), head=_head(data, offset),
                         head_size=min(offset, HEAD_BYTES),
                         inode=before.st_ino if before is not None else 0, size=len(data),
-                        mtime_ns=before.st_mtime_ns if before is not None else 0)
+                        mtime_ns=before.st_mtime_ns if before is not None else 0,
+                        key=openrlhf.file_key(data) if fmt == openrlhf.NAME else "")
 
 
 def read_more(path: str | os.PathLike, tail: Tail,
@@ -96,6 +102,9 @@ def read_more(path: str | os.PathLike, tail: Tail,
     below what was read, truncated; or its head changed, rewritten): read it whole. A line that
     cannot be read is told to `on_error` (raised without one) and left out."""
     file = Path(path)
+    keyed = {"key": tail.key} if tail.format == openrlhf.NAME else {}
+    if keyed and not tail.key:
+        return None  # kept before the ids named their file: read whole
     try:
         with open(file, "rb") as stream:
             stat = os.fstat(stream.fileno())
@@ -116,7 +125,7 @@ def read_more(path: str | os.PathLike, tail: Tail,
         return [], msgspec.structs.replace(tail, offset=tail.offset + len(whole),
                                            lines=tail.lines + whole.count(b"\n"), **seen)
     traces = TAIL_READERS[tail.format](whole, name=str(file), first_line=tail.lines + 1,
-                                       on_error=on_error)
+                                       on_error=on_error, **keyed)
     return traces, msgspec.structs.replace(tail, offset=tail.offset + len(whole),
                                            lines=tail.lines + whole.count(b"\n"),
                                            traces=tail.traces + len(traces), **seen)
@@ -227,3 +236,142 @@ def write_positions(url: str, positions: Positions) -> None:
     else:
         with fs.open(path, "wb") as stream:  # an object store's put is whole or not at all
             stream.write(data)
+
+
+# -- one follower a pool ---------------------------------------------------------------------------
+
+LOCK = FOLLOW_LOCK
+"""The file in a pool that says which `orchviz pool follow` follows into it (`FollowLock`)."""
+
+
+class FollowerBusy(PoolError):
+    """Another follower follows into this pool: one sentence saying which, and that nothing was
+    read."""
+
+
+class FollowLock:
+    """One follower a pool. Two followers of one pool would each keep their own positions in
+    `_follow.json` over the other's (a restart then reads lines again or skips them) and add
+    shards to the pool at once; so the second is refused, in one sentence naming the first.
+
+    In a local pool the lock is the operating system's (`flock` on `_follow.lock`, held while
+    the follower runs, let go by the system when its process ends however it ends). On object
+    storage, which has no lock, `_follow.lock` is a lease: the follower writes its name and the
+    time there and renews it at every look (`renew`); a lease not renewed for `lease_s` seconds
+    is a follower that stopped, and another may take it over. A follower whose lease another
+    took over (it was stopped that long) stops rather than write positions over the other's."""
+
+    def __init__(self, pool: str, *, lease_s: float = 120.0):
+        import socket
+        import uuid
+
+        self.pool = str(pool).rstrip("/")
+        self.url = f"{self.pool}/{LOCK}"
+        self.lease_s = lease_s
+        self.me = {"owner": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid()}
+        self._stream = None
+        self._fs = None
+        self._path = ""
+
+    def acquire(self) -> FollowLock:
+        """Take the pool, or raise FollowerBusy naming the follower that has it."""
+        import fcntl
+        import time
+
+        import fsspec
+        from fsspec.implementations.local import LocalFileSystem
+
+        self._fs, self._path = fsspec.core.url_to_fs(self.url)
+        if isinstance(self._fs, LocalFileSystem):
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            stream = open(self._path, "a+b")  # noqa: SIM115 (held open while following)
+            try:
+                fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                stream.seek(0)
+                other = _lease(stream.read())
+                stream.close()
+                raise FollowerBusy(self._busy(other)) from None
+            stream.seek(0)
+            stream.truncate()
+            stream.write(msgspec.json.encode({**self.me, "since": time.time()}))
+            stream.flush()
+            self._stream = stream
+            return self
+        other = self._read_lease()
+        if other and other.get("owner") != self.me["owner"] and \
+                time.time() - float(other.get("renewed", 0)) < self.lease_s:
+            raise FollowerBusy(self._busy(other))
+        self.me["since"] = time.time()
+        self._write_lease()
+        return self
+
+    def renew(self) -> None:
+        """Say the follower still follows (object storage: the lease's time); FollowerBusy when
+        another follower took the pool over meanwhile."""
+        if self._stream is not None or self._fs is None:
+            return
+        other = self._read_lease()
+        if other and other.get("owner") not in (None, self.me["owner"]):
+            raise FollowerBusy(f"{self.pool}: another follower ({_who(other)}) took this pool "
+                               f"over while this one was stopped longer than {self.lease_s:g} s;"
+                               " this one stops, and keeps no positions")
+        self._write_lease()
+
+    def _write_lease(self) -> None:
+        import time
+
+        with self._fs.open(self._path, "wb") as stream:
+            stream.write(msgspec.json.encode({**self.me, "renewed": time.time()}))
+
+    def release(self) -> None:
+        """Let the pool go (the lock file stays, empty of a follower: its lock is gone)."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        elif self._fs is not None:
+            other = self._read_lease()
+            if other and other.get("owner") == self.me["owner"]:
+                try:
+                    self._fs.rm(self._path)
+                except OSError:
+                    pass
+        self._fs = None
+
+    def __enter__(self) -> FollowLock:
+        return self.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+    def _read_lease(self) -> dict | None:
+        try:
+            with self._fs.open(self._path, "rb") as stream:
+                return _lease(stream.read())
+        except (OSError, ValueError):
+            return None
+
+    def _busy(self, other: dict | None) -> str:
+        return (f"{self.pool} is followed already by another `orchviz pool follow` "
+                f"({_who(other)}): stop that one first, or follow into another pool; nothing "
+                "was read")
+
+
+def _lease(data: bytes) -> dict | None:
+    try:
+        found = msgspec.json.decode(data) if data.strip() else None
+    except msgspec.DecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _who(other: dict | None) -> str:
+    if not other:
+        return "a process that has not said which"
+    import datetime
+
+    since = other.get("since")
+    when = (datetime.datetime.fromtimestamp(float(since), datetime.timezone.utc)
+            .strftime("since %Y-%m-%d %H:%M:%S UTC") if isinstance(since, (int, float)) else "")
+    return ", ".join(str(x) for x in (f"process {other.get('pid')} on {other.get('host')}",
+                                      when) if x)

@@ -5,6 +5,11 @@ One line per sample: `{prompt, response, reward, step}`, usually with the per-to
 `response_tokens`, `logprobs`, `ref_logprobs`, `values`, `token_rewards` (the KL penalty plus
 the reward, what PPO trained on) and optionally `ground_truth`, `ref_response`, `ref_reward`.
 
+A sample's id names its run, rank, step and line, and the file it is a line of (`file_key`: a
+hash of the file's first line): a rank file rotated by the trainer (moved away, a new one begun
+at the same path, its lines numbered from 1 again, often within the same step) holds other
+samples under other ids, while the same file read again (moved, or followed) keeps its ids.
+
 The samples of one step with the same prompt are one group (`n_samples_per_prompt`). `reward`
 (the reward model's score, without the KL penalty) is the trainer's reward; the sum of
 `token_rewards` its part `trainer.with_kl_penalty`; the summed log-ratio against the reference
@@ -13,6 +18,7 @@ policy (`logprobs - ref_logprobs`) the metric `kl`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import PurePath
 from typing import Any
@@ -40,16 +46,28 @@ def detect(data: bytes, name: str = "") -> float:
     return 0.6 if "step" in first else 0.0
 
 
-def import_openrlhf(source: Source, *, name: str | None = None,
-                    first_line: int = 1, on_error: OnError | None = None) -> list[Trace]:
+def file_key(data: bytes) -> str:
+    """What tells one rank file from another at the same path: the first 8 hex digits of the
+    SHA-256 of its first line (the same however far the file has grown, and wherever it is
+    moved)."""
+    return hashlib.sha256(data[:data.find(b"\n") + 1 or len(data)]).hexdigest()[:8]
+
+
+def import_openrlhf(source: Source, *, name: str | None = None, first_line: int = 1,
+                    on_error: OnError | None = None, key: str | None = None) -> list[Trace]:
     """One trace per sample of an OpenRLHF rollout log (numbered from `first_line` when the
-    bytes are what a trainer appended since; a bad line told to `on_error` and left out)."""
+    bytes are what a trainer appended since, `key` then being the file's `file_key`; a bad
+    line told to `on_error` and left out)."""
     data, label = read_source(source, name)
+    if key is None:
+        if first_line != 1:
+            raise ValueError("lines read after the first need the file's key")
+        key = file_key(data)
     found = _RANK.search(PurePath(label).name)
     rank = int(found.group(2)) if found else 0
     split = "val" if found and found.group(1) else "train"
     run = run_name(label)
-    where = "openrlhf/" + "/".join(p for p in (run, f"rank{rank}", "" if split == "train"
+    where = "openrlhf/" + "/".join(p for p in (run, f"rank{rank}@{key}", "" if split == "train"
                                                else split) if p)
     keys = PromptKeys()
     traces = []

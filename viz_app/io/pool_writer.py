@@ -38,6 +38,9 @@ from viz_app.io.pool_layout import (
 )
 from viz_app.model import Trace
 
+FOLLOW_LOCK = "_follow.lock"
+"""The lock `orchviz pool follow` takes in a pool it is about to make (`io.follow.LOCK`)."""
+
 
 def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROWS,
                row_group_rows: int = ROW_GROUP_ROWS, format: Literal["parquet", "jsonl"] =
@@ -53,7 +56,9 @@ def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROW
         raise PoolError(f"{out}: shard_rows and row_group_rows must be at least 1")
     fs, path = _fs(out)
     try:
-        if fs.exists(path) and (fs.isfile(path) or fs.ls(path)):
+        if fs.exists(path) and (fs.isfile(path) or any(  # a follower's lock may wait there
+                not str(p).rstrip("/").endswith("/" + FOLLOW_LOCK) for p in fs.ls(path,
+                                                                                 detail=False))):
             raise PoolError(f"{_url(fs, path)}: is not empty; write a pool to a new folder "
                             "or prefix")
         if _is_local(fs):  # object stores have no folders, and a missing bucket stays missing
