@@ -53,8 +53,8 @@ def table(at: AppTest, column: str):
 
 def drawn_answers(at: AppTest) -> list[str]:
     """The side-by-side answers as drawn, in order: the reviewers' names, then each question
-    and every reviewer's answer to it (Markdown escapes taken out)."""
-    shown = [m.value.replace("\\", "") for m in at.markdown]
+    and every reviewer's answer to it (Markdown escapes and break opportunities taken out)."""
+    shown = [m.value.replace("\\", "").replace("\u200b", "") for m in at.markdown]
     start = shown.index("**What the reviewers answered**")
     return shown[start + 1:]
 

@@ -21,6 +21,29 @@ ASKS = "ann, did you see e15 come back before the stop?"
 SAYS = "e15 is the db_analyst's return: it came back before the stop, so the stop was in time"
 
 
+def words_broken(box) -> list[str]:
+    """The words of `box` that the page breaks across two lines though they would fit on one
+    line of their column: only a word longer than its column may break inside. A word is a run
+    of letters and digits: `stopping_correctness` may wrap after its `_`, not in `correctness`."""
+    return box.evaluate("""(box) => {
+        const broken = [], canvas = document.createElement('canvas').getContext('2d');
+        const walk = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+        for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+            const cell = node.parentElement, style = getComputedStyle(cell);
+            canvas.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+            for (const m of node.data.matchAll(/[\\p{L}\\p{N}]+/gu)) {
+                const range = document.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+                if (lines.size > 1 && canvas.measureText(m[0]).width <= cell.clientWidth)
+                    broken.push(m[0]);
+            }
+        }
+        return broken;
+    }""")
+
+
 def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thread(
         browsers, app_server, tmp_path):
     workspace = disputed(tmp_path)
@@ -53,6 +76,7 @@ def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thre
     answers = lee.locator(".st-key-adj-answers")
     for seen in ("ann", "bob", "premature", "correct"):
         assert answers.get_by_text(seen, exact=False).first.is_visible()
+    assert words_broken(answers) == []  # "stopping_correctness" wraps after its "_"
     thread = lee.locator(".st-key-adj-thread")
     said = thread.inner_text()
     assert said.index("ann thinks premature") < said.index("bob thinks correct") \

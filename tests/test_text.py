@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from viz_app.text import (NAME_LIMIT, file_name, html_text, markdown_literal, plotly_preview,
-                          plotly_text, terminal_text)
+from viz_app.text import (NAME_LIMIT, file_name, html_text, identifier_markdown,
+                          markdown_literal, plotly_preview, plotly_text, terminal_text)
 
 SCRIPT = "<script>window.__pwned=1</script>"
 ANSI_RED = "\x1b[31mred\x1b[0m"
@@ -188,3 +188,9 @@ def test_an_upload_under_a_taken_name_gets_the_next_number(tmp_path):
 
     names = [save_upload(tmp_path, "../run.json", data).name for data in (b"1", b"2", b"1")]
     assert names == ["run.json", "run-2.json", "run.json"]
+
+
+def test_an_identifier_wraps_after_its_underscores_and_reads_the_same():
+    shown = identifier_markdown("stop_should_have_been")
+    assert shown == "stop\\_\u200bshould\\_\u200bhave\\_\u200bbeen"
+    assert identifier_markdown("a<b>_c") == "a&lt;b&gt;\\_\u200bc"  # escaped first

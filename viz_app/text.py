@@ -104,6 +104,13 @@ def markdown_literal(text: object, limit: int | None = 80) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def identifier_markdown(text: object, limit: int | None = 80) -> str:
+    """An identifier (`stopping_correctness`) for Markdown as `markdown_literal` writes it,
+    with an invisible break opportunity (U+200B) after each underscore: a narrow column then
+    wraps it between its words ("stopping_" / "correctness"), never mid-word."""
+    return markdown_literal(text, limit).replace("\\_", "\\_\u200b")
+
+
 def html_text(text: object, limit: int | None = None) -> str:
     """Trace text for HTML, as an element's text or an attribute's value (quotes escaped too):
     control, zero-width and bidi characters removed (tabs and newlines kept, for `<pre>`),

@@ -268,6 +268,8 @@ _STYLE = """<style>
 .st-key-view-library { position: fixed !important; top: 0; left: 0; width: 300px;
   opacity: 0; pointer-events: none; z-index: -1; }  /* in the viewport, so its code loads */
 .st-key-ann-keys, .st-key-ann-keys-save { display: none !important; }
+.st-key-adj-answers p { word-break: normal !important; overflow-wrap: anywhere !important; }
+  /* words wrap between words; only a token longer than its column breaks inside */
 [data-testid="stColumn"]:has(.st-key-labels-panel) {
   position: sticky; top: 0.5rem; align-self: flex-start; max-height: calc(100vh - 1rem);
   overflow-y: auto; }

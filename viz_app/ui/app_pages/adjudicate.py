@@ -27,7 +27,7 @@ from components.thread import comment_box, comment_posted, thread_view
 from viz_app.analysis import Analysis, analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import Label, made_decision
-from viz_app.text import markdown_literal
+from viz_app.text import identifier_markdown, markdown_literal
 from viz_app.ui import session
 from viz_app.ui.drafts import DraftKeeper
 from viz_app.ui.trace_views import trace_views
@@ -252,7 +252,7 @@ def answers_side_by_side(item, labels: list[Label], analysis: Analysis) -> None:
             made = made_decision(analysis, item.event_id)[0]
         for q in [q for q in rubric.questions if any(q.id in a for a in item.answers.values())]:
             row = st.columns(widths)
-            row[0].markdown(("⚠ " if q.id in item.disputed else "") + markdown_literal(q.id, 40),
+            row[0].markdown(("⚠ " if q.id in item.disputed else "") + identifier_markdown(q.id, 40),
                             help="the reviewers disagree here" if q.id in item.disputed
                             else None)
             for col, who in zip(row[1:], reviewers):
