@@ -60,7 +60,8 @@ def new_campaign() -> None:
     words = chosen.get("text", "").strip()
     topologies = chosen.get("topologies", [])
     described = (f"search “{words}”" if words else "no search") + (
-        f", topology {', '.join(topologies)}" if topologies else "")
+        f", topology {', '.join(topologies)}" if topologies else "") + (
+        ", a filter" if chosen.get("narrowed") else "")
     pooled = chosen.get("pool") in workspace.library.pools  # ticked in a pool's table
     ticked = [t for t in chosen.get("picked", []) if pooled or t in set(trace_ids)]
     sources = (["ticked"] if ticked else []) + ["library", "pick"]
@@ -98,7 +99,10 @@ def new_campaign() -> None:
         return
     pool = chosen.get("pool") if source == "ticked" and pooled else None
     if source == "library":
-        wanted = Filter(text=words, topologies=list(topologies)) if chosen else Filter()
+        if chosen.get("narrowed"):  # a filter line or steps: the traces it selected
+            wanted = Filter(trace_ids=listed)
+        else:
+            wanted = Filter(text=words, topologies=list(topologies)) if chosen else Filter()
     else:
         if not picked:
             st.error("Pick at least one trace. Nothing was saved.")

@@ -1,15 +1,20 @@
-"""The library page (home): every trace in the folders and uploads, searchable; a row opens it.
+"""The library page (home): every trace in the folders and uploads, and in a pool, searchable; a
+row opens it.
 
-When the workspace lists a pool (`orchviz app --traces POOL`), the page shows the pool through its
-index instead: it pages, sorts, filters and counts in DuckDB (50 rows at a time, never the whole
-pool in one frame), searches the word index, draws a histogram of a figure and draws a sample of
-trace ids at random or by stratum (`ws.library.sample_pool`, which review campaigns use too)."""
+A pool (`orchviz app --traces POOL`) and the folders are shown by one table (`library_table`)
+over the library's one interface (`store.library.Storage`): it searches, filters, sorts, counts
+and pages in the storage (50 rows at a time, never the whole pool in one frame), ticks rows for
+a campaign, draws a histogram of a figure and a sample of trace ids at random or by stratum (the
+library's one sampler, which review campaigns use too). The pool's index is a DuckDB file; the
+folders' is the folder index, queried in memory."""
 
 from __future__ import annotations
 
 import time
-from urllib.parse import quote
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,7 +24,7 @@ from viz_app.errors import OrchvizError
 from viz_app.io.detect import FORMATS as IMPORT_FORMATS
 from viz_app.io.uploads import add_upload, relative_to, remove_upload
 from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_conditions
-from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex
+from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex, Storage
 from viz_app.summary import LibraryRow
 from viz_app.text import markdown_literal
 from viz_app.ui import session
@@ -84,10 +89,9 @@ POOL_CHECK_SECONDS = 300
 
 def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
                 columns: dict, *, picking: bool = False) -> list[str]:
-    """A table of traces, one row each (the folder library's and a pool's page share it): the
-    figures' formats, plus `columns`; a click on a row opens that trace. While `picking`, rows
-    are ticked instead (several at once) and the ticked traces are returned: what a lead picks
-    for a campaign by hand."""
+    """A table of traces, one row each: the figures' formats, plus `columns`; a click on a row
+    opens that trace. While `picking`, rows are ticked instead (several at once) and the ticked
+    traces are returned: what a lead picks for a campaign by hand."""
     picked = st.dataframe(
         frame, key=f"{key}:picking" if picking else key, hide_index=True, on_select="rerun",
         selection_mode="multi-row" if picking else "single-row",
@@ -109,6 +113,179 @@ def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
     return []
 
 
+# the library's two labelled columns: the team's progress, and the named reviewer's own
+LABELLED_COLUMNS = {
+    "labelled": st.column_config.TextColumn(
+        width="small", help="Targets (aggregates, stops, the trace...) with every required "
+        "question answered by the team (any reviewer), of those the rubric asks for"),
+    "by you": st.column_config.TextColumn(
+        width="small", help="The same targets answered by you, the reviewer named"),
+}
+
+
+def step_range(storage: Storage) -> tuple[int, int] | None:
+    """The first and last training step of the library's rollouts (None when fewer than two
+    steps): the ends of the steps slider."""
+    wanted = [Condition(field="step", op=">", value=-1e18)]
+    first = storage.page(wanted, sort="step", limit=1)
+    last = storage.page(wanted, sort="step", descending=True, limit=1)
+    if not first or first[0].rollout_step == last[0].rollout_step:
+        return None
+    return int(first[0].rollout_step), int(last[0].rollout_step)
+
+
+def library_table(storage: Storage, prefix: str, status: str, names: Callable[[str], str],
+                  actions: Callable[[Any], None] | None = None) -> tuple[str, list[Condition],
+                                                                          list[str]]:
+    """The library's one table, over a pool's index or the folders alike (`Storage`): a
+    search, a topology, a filter line, the training steps, a sort, 50 rows a page, ticking
+    rows for a campaign, a histogram of a figure and a sample for review, all asked of the
+    storage. `prefix` names its widgets (`pool_query`, `library_query`...), `status` says what
+    the last indexing did, `names` shows a row's file, `actions` draws into the paging row.
+    Returns the search, the filters and the traces ticked."""
+    search_col, topology_col, filter_col = st.columns([3, 2, 3])
+    search = search_col.text_input("Search", key=f"{prefix}_query",
+                                   placeholder="words: trace id, task, agent, tool, any text")
+    topologies = topology_col.multiselect(
+        "Topology", [v for v, _ in storage.values("topology") if v], key=f"{prefix}_topologies")
+    expressions = filter_col.text_input(
+        "Filter", key=f"{prefix}_filter", placeholder="agents>10, reward.team>=0.5, step>=40",
+        help="FIELD OP VALUE, comma or space separated; all must hold. Operators = != < <= > "
+             ">= ~ (contains), and : for = (group:train:40:9f3a). Fields: " + ", ".join(FIELDS)
+             + ", reward.NAME")
+    filters: list[Condition] = []
+    if topologies:
+        filters.append(Condition(field="topology", op="in", value=list(topologies)))
+    try:
+        filters += parse_conditions(expressions)
+    except OrchvizError as err:
+        st.error(markdown_literal(err, 300))
+        filters = filters[:1] if topologies else []
+    steps = step_range(storage)
+    if steps is not None:  # a trainer's run: narrow it to some of its steps
+        low, high = st.slider("Training steps", *steps, steps, key=f"{prefix}_steps")
+        if (low, high) != steps:
+            filters += [Condition(field="step", op=">=", value=low),
+                        Condition(field="step", op="<=", value=high)]
+    rewards = [f"reward.{name}" for name in storage.reward_names()]
+    sort_col, order_col, _ = st.columns([2, 1, 5])
+    sort = sort_col.selectbox("Sort by", [LIBRARY_ORDER, *FIELDS, *rewards], key=f"{prefix}_sort",
+                              help="Ties, and a search without a sort, in the library's order: "
+                                   "files (or shards) and their rows")
+    descending = order_col.toggle("Descending", key=f"{prefix}_desc")
+    sort_field = None if sort == LIBRARY_ORDER else sort
+
+    total = storage.count()
+    selected = storage.count(filters, search)
+    signature = (search, tuple(c.model_dump_json() for c in filters), sort_field, descending)
+    if st.session_state.get(f"_{prefix}_signature") != signature:
+        st.session_state[f"_{prefix}_signature"] = signature
+        st.session_state[f"_{prefix}_page"] = 0
+    pages = max(1, -(-selected // PAGE_SIZE))
+    page = min(st.session_state.get(f"_{prefix}_page", 0), pages - 1)
+    rows = storage.page(filters, search, sort_field, descending, page * PAGE_SIZE, PAGE_SIZE)
+
+    picking = st.toggle("Pick traces for a campaign", key=f"{prefix}_picking",
+                        help="Tick rows of this page of the table (a click on a row then ticks "
+                             "it rather than opening the trace) and make a review campaign of "
+                             "them")
+    st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · {status}"
+               + ("tick the rows of a campaign" if picking else "click a row to open the trace"))
+    answered, yours = labelled_by(reviewer)
+    rollouts = steps is not None or any(r.rollout_group is not None for r in rows)
+    grouped = storage.kind == "folders"  # the group page opens the folders' groups
+    labelled = workspace.labelling.labelled_text
+    frame = pd.DataFrame([{
+        "trace id": r.trace_id, "labelled": labelled(r, answered),
+        **({"by you": labelled(r, yours)} if yours is not None else {}),
+        "step": r.rollout_step, "trainer reward": r.trainer_reward,
+        "group": (f"group?group={quote(r.rollout_group, safe=':')}" if grouped
+                  else r.rollout_group) if r.rollout_group else None,
+        "task": r.task_shown, "system": r.system, "topology": r.topology,
+        "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
+        "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
+        **{name: r.rewards.get(name.removeprefix("reward.")) for name in rewards},
+        "file": names(r.path), "row": r.position,
+    } for r in rows], columns=["trace id", "labelled", *(["by you"] if yours is not None else []),
+                               *(["step", "group", "trainer reward"] if rollouts else []),
+                               "task", "system", "topology", "format", "events", "agents",
+                               "depth", "makespan (s)", "parallelism", "tokens", *rewards,
+                               "file", "row"])
+    table_key = f"{prefix}_table:{st.session_state.get('_library_visit', 0)}:{page}"
+    ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
+        **LABELLED_COLUMNS,
+        "file": st.column_config.TextColumn(width="small"),
+        "row": st.column_config.NumberColumn(width="small", help="The trace's place in its "
+                                             "file (a shard's row)"),
+        "group": st.column_config.LinkColumn(
+            width="small", display_text=r"group=(.*)$",
+            help="The group of siblings sampled for the same prompt at the same step: a click "
+                 "opens its page") if grouped else st.column_config.TextColumn(width="small"),
+        "trainer reward": st.column_config.NumberColumn(
+            format="%.3f", help="The reward the trainer gave the rollout (carried by the "
+            "trace; the reviewers' labels are apart from it)"),
+        **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
+        picking=picking)
+
+    previous, where, following, more = st.columns([1, 2, 1, 1])
+    if previous.button("Previous page", key=f"{prefix}_previous", disabled=page == 0,
+                       icon=":material/chevron_left:"):
+        st.session_state[f"_{prefix}_page"] = page - 1
+        st.rerun()
+    where.caption(f"rows {page * PAGE_SIZE + 1 if rows else 0:,}–{page * PAGE_SIZE + len(rows):,}"
+                  f" of {selected:,}")
+    if following.button("Next page", key=f"{prefix}_next", disabled=page >= pages - 1,
+                        icon=":material/chevron_right:"):
+        st.session_state[f"_{prefix}_page"] = page + 1
+        st.rerun()
+    if actions is not None:
+        actions(more)
+
+    chart_col, sample_col = st.columns([3, 2])
+    with chart_col:
+        figure = st.selectbox("Histogram of", [*NUMBER_FIELDS, *rewards],
+                              key=f"{prefix}_histogram", index=NUMBER_FIELDS.index("agents"))
+        bars = storage.histogram(figure, filters, search, bins=30)
+        whole = all(b.high - b.low == 1 and float(b.low).is_integer() for b in bars)
+        chart = go.Figure(go.Bar(x=[b.low if whole else (b.low + b.high) / 2 for b in bars],
+                                 y=[b.count for b in bars],
+                                 width=[(b.high - b.low) * (0.8 if whole else 1) for b in bars],
+                                 hovertemplate="%{x}: %{y} traces<extra></extra>"))
+        chart.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), bargap=0.05,
+                            xaxis_title=figure, yaxis_title="traces")
+        st.plotly_chart(chart, key=f"{prefix}_histogram_chart",
+                        config={"displayModeBar": False})
+    with sample_col:
+        with st.form(f"{prefix}_sample_form", border=True):
+            st.markdown("**Sample for review** (from the traces selected above)")
+            n_col, seed_col = st.columns(2)
+            count = n_col.number_input("How many", 1, 10_000, 20, key=f"{prefix}_sample_n")
+            seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}_sample_seed")
+            stratum = st.selectbox("Stratify by", ["(at random)", "group", "topology", "system",
+                                                   "source_format", *NUMBER_FIELDS, *rewards],
+                                   key=f"{prefix}_sample_stratify",
+                                   help="Draw evenly from each value (a number: its quartiles)")
+            if st.form_submit_button("Draw sample"):
+                st.session_state[f"{prefix}_sample"] = storage.sample(
+                    int(count), seed=int(seed), filters=filters, search=search,
+                    stratify=None if stratum.startswith("(") else stratum)
+        drawn = st.session_state.get(f"{prefix}_sample")
+        if drawn:
+            st.caption(f"{len(drawn)} trace ids drawn")
+            st.dataframe(pd.DataFrame({"trace id": drawn}), hide_index=True, height=180,
+                         key=f"{prefix}_sample_table")
+    return search, filters, ticked
+
+
+LIBRARY_ORDER = "(the library's order)"
+
+
+def labelled_by(named) -> tuple[dict, dict | None]:
+    """What the team answered, and what the named reviewer answered (None when no one is named):
+    a reviewer sees both the campaign's progress and their own."""
+    return workspace.labelling.answered(None), workspace.labelling.answered(named.name) if named else None
+
+
 def pool_library(location: str) -> None:
     """The pool's traces, a page at a time, through its index."""
     index: PoolIndex = workspace.library.storage(location)  # shared by every session of the app
@@ -126,124 +303,24 @@ def pool_library(location: str) -> None:
                     "new rows once it finishes.", icon=":material/sync:")
     bar.empty()
 
-    search_col, topology_col, filter_col = st.columns([3, 2, 3])
-    search = search_col.text_input("Search", key="pool_query",
-                                   placeholder="words: trace id, task, agent, tool, any text")
-    topologies = topology_col.multiselect(
-        "Topology", [v for v, _ in index.values("topology") if v], key="pool_topologies")
-    expressions = filter_col.text_input(
-        "Filter", key="pool_filter", placeholder="agents>10, reward.team>=0.5, step>=40",
-        help="FIELD OP VALUE, comma or space separated; all must hold. Operators = != < <= > "
-             ">= ~ (contains), and : for = (group:train:40:9f3a). Fields: " + ", ".join(FIELDS)
-             + ", reward.NAME")
-    filters: list[Condition] = []
-    if topologies:
-        filters.append(Condition(field="topology", op="in", value=list(topologies)))
-    try:
-        filters += parse_conditions(expressions)
-    except OrchvizError as err:
-        st.error(markdown_literal(err, 300))
-        filters = filters[:1] if topologies else []
-    rewards = [f"reward.{name}" for name in index.reward_names()]
-    sort_col, order_col, _ = st.columns([2, 1, 5])
-    sort = sort_col.selectbox("Sort by", ["(index order or relevance)", *FIELDS, *rewards],
-                              key="pool_sort")
-    descending = order_col.toggle("Descending", key="pool_desc")
-    sort_field = None if sort.startswith("(") else sort
-
-    total = index.count()
-    selected = index.count(filters, search)
-    signature = (search, tuple(c.model_dump_json() for c in filters), sort_field, descending)
-    if st.session_state.get("_pool_signature") != signature:
-        st.session_state["_pool_signature"] = signature
-        st.session_state["_pool_page"] = 0
-    pages = max(1, -(-selected // PAGE_SIZE))
-    page = min(st.session_state.get("_pool_page", 0), pages - 1)
-    rows = index.page(filters, search, sort_field, descending, page * PAGE_SIZE, PAGE_SIZE)
+    def reindex(place) -> None:
+        if place.button("Re-index", key="pool_reindex",
+                        help="Read new and changed shards now (the library shows the index as "
+                        "it was until they are read; one update runs at a time, the app's or "
+                        "`orchviz pool index`'s)"):
+            st.session_state["_pool_reindex"] = True
+            st.rerun()
 
     last = index.last_update
-    picking = st.toggle("Pick traces for a campaign", key="pool_picking",
-                        help="Tick rows of this page of the table (a click on a row then ticks "
-                             "it rather than opening the trace) and make a review campaign of "
-                             "them")
-    st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · "
-               + (f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
-                  if last is not None else "")
-               + ("tick the rows of a campaign" if picking else "click a row to open the trace"))
-    answered, yours = labelled_by(reviewer)
-    frame = pd.DataFrame([{
-        "trace id": r.trace_id, "labelled": pool_labelled(r, answered),
-        **({"by you": pool_labelled(r, yours)} if yours is not None else {}), "task": r.task_shown,
-        "system": r.system, "topology": r.topology, "events": r.events, "agents": r.agents,
-        "depth": r.depth, "makespan (s)": r.makespan_s, "parallelism": r.parallelism,
-        "tokens": r.tokens, **{name: r.rewards.get(name.removeprefix("reward.")) for name in
-                               rewards},
-        "shard": r.path.rsplit("/", 1)[-1], "row": r.position,
-    } for r in rows], columns=["trace id", "labelled", *(["by you"] if yours is not None else []),
-                               "task", "system", "topology", "events",
-                               "agents", "depth", "makespan (s)", "parallelism", "tokens",
-                               *rewards, "shard", "row"])
-    table_key = f"pool_table:{st.session_state.get('_library_visit', 0)}:{page}"
-    ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
-        **LABELLED_COLUMNS,
-        **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
-        picking=picking)
+    base = location.rstrip("/") + "/"
+    _, _, ticked = library_table(
+        index, "pool", f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
+        if last is not None else "", lambda path: path.removeprefix(base), reindex)
     if ticked:  # the Campaigns page makes a campaign of them over the pool
         st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
                                                "picked": ticked, "pool": location}
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
                      label=f"Make a review campaign of the {len(ticked)} traces ticked")
-
-    previous, where, following, again = st.columns([1, 2, 1, 1])
-    if previous.button("Previous page", key="pool_previous", disabled=page == 0,
-                       icon=":material/chevron_left:"):
-        st.session_state["_pool_page"] = page - 1
-        st.rerun()
-    where.caption(f"rows {page * PAGE_SIZE + 1 if rows else 0:,}–{page * PAGE_SIZE + len(rows):,}"
-                  f" of {selected:,}")
-    if following.button("Next page", key="pool_next", disabled=page >= pages - 1,
-                        icon=":material/chevron_right:"):
-        st.session_state["_pool_page"] = page + 1
-        st.rerun()
-    if again.button("Re-index", key="pool_reindex",
-                    help="Read new and changed shards now (the library shows the index as it "
-                    "was until they are read; one update runs at a time, the app's or "
-                    "`orchviz pool index`'s)"):
-        st.session_state["_pool_reindex"] = True
-        st.rerun()
-
-    chart_col, sample_col = st.columns([3, 2])
-    with chart_col:
-        figure = st.selectbox("Histogram of", [*NUMBER_FIELDS, *rewards], key="pool_histogram",
-                              index=NUMBER_FIELDS.index("agents"))
-        bars = index.histogram(figure, filters, search, bins=30)
-        whole = all(b.high - b.low == 1 and float(b.low).is_integer() for b in bars)
-        chart = go.Figure(go.Bar(x=[b.low if whole else (b.low + b.high) / 2 for b in bars],
-                                 y=[b.count for b in bars],
-                                 width=[(b.high - b.low) * (0.8 if whole else 1) for b in bars],
-                                 hovertemplate="%{x}: %{y} traces<extra></extra>"))
-        chart.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), bargap=0.05,
-                            xaxis_title=figure, yaxis_title="traces")
-        st.plotly_chart(chart, key="pool_histogram_chart", config={"displayModeBar": False})
-    with sample_col:
-        with st.form("pool_sample_form", border=True):
-            st.markdown("**Sample for review** (from the traces selected above)")
-            n_col, seed_col = st.columns(2)
-            count = n_col.number_input("How many", 1, 10_000, 20, key="pool_sample_n")
-            seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key="pool_sample_seed")
-            stratum = st.selectbox("Stratify by", ["(at random)", "group", "topology", "system",
-                                                   "source_format", *NUMBER_FIELDS, *rewards],
-                                   key="pool_sample_stratify",
-                                   help="Draw evenly from each value (a number: its quartiles)")
-            if st.form_submit_button("Draw sample"):
-                st.session_state["pool_sample"] = workspace.library.sample_pool(
-                    int(count), seed=int(seed), filters=filters, search=search,
-                    stratify=None if stratum.startswith("(") else stratum, location=location)
-        drawn = st.session_state.get("pool_sample")
-        if drawn:
-            st.caption(f"{len(drawn)} trace ids drawn")
-            st.dataframe(pd.DataFrame({"trace id": drawn}), hide_index=True, height=180,
-                         key="pool_sample_table")
 
     failures = index.failure_count()
     if failures:
@@ -252,30 +329,6 @@ def pool_library(location: str) -> None:
                                        for f in index.failures(limit=200)]),
                          hide_index=True, width="stretch",
                          column_config={"error": st.column_config.TextColumn(width="large")})
-
-
-# the library's two labelled columns: the team's progress, and the named reviewer's own
-LABELLED_COLUMNS = {
-    "labelled": st.column_config.TextColumn(
-        width="small", help="Targets (aggregates, stops, the trace...) with every required "
-        "question answered by the team (any reviewer), of those the rubric asks for"),
-    "by you": st.column_config.TextColumn(
-        width="small", help="The same targets answered by you, the reviewer named"),
-}
-
-
-def labelled_by(named) -> tuple[dict, dict | None]:
-    """What the team answered, and what the named reviewer answered (None when no one is named):
-    a reviewer sees both the campaign's progress and their own."""
-    return workspace.labelling.answered(None), workspace.labelling.answered(named.name) if named else None
-
-
-def pool_labelled(row: LibraryRow, answered: dict) -> str:
-    """'2 of 5' targets labelled, as for a trace of the folders."""
-    found = answered.get(row.trace_id, {})
-    if row.targets is None:
-        return f"{len(found)} labelled"
-    return f"{row.labelled(found)} of {len(row.targets)}"
 
 
 if workspace.library.pools:
@@ -289,9 +342,11 @@ if workspace.library.pools:
         st.stop()  # nothing besides the pool (the uploads folder is listed once it holds files)
     st.subheader("Trace files")
 
+
 def folder_library() -> None:
-    """The traces of the folders, searchable; a rollout's step, group and trainer reward where
-    a trainer's file gives them (following a run, `watch` redraws it when rollouts come)."""
+    """The traces of the folders (a pool of one shard a file, `store.library.Folders`) in the
+    library's one table; a rollout's step, group and trainer reward where a trainer's file
+    gives them (following a run, `watch` redraws it when rollouts come)."""
     own_bar = st.empty()
 
     def indexing(done: int, total: int, path: str) -> None:
@@ -309,32 +364,6 @@ def folder_library() -> None:
                 except OrchvizError as err:
                     st.warning(markdown_literal(err, 300))
 
-    query_col, topology_col = st.columns([3, 1])
-    query = query_col.text_input("Search", placeholder="trace id, task, agent name or any text",
-                                 key="library_query")
-    topologies = sorted({r.topology for r in result.rows if r.topology})
-    chosen = topology_col.multiselect("Topology", topologies, key="library_topologies")
-    rows = workspace.library.search(result.rows, query) if query.strip() else result.rows
-    if chosen:
-        rows = [r for r in rows if r.topology in chosen]
-    rollouts = any(r.rollout_group is not None for r in result.rows)
-    steps = sorted({r.rollout_step for r in result.rows if r.rollout_step is not None})
-    if steps:
-        low, high = (steps[0], steps[-1]) if len(steps) > 1 else (steps[0], steps[0] + 1)
-        picked = st.slider("Training steps", low, high, (low, high), key="library_steps") \
-            if len(steps) > 1 else (low, high)
-        rows = [r for r in rows if r.rollout_step is None or picked[0] <= r.rollout_step
-                <= picked[1]]
-
-    picking = st.toggle("Pick traces for a campaign", key="library_picking",
-                        help="Tick rows of the table (a click on a row then ticks it rather "
-                             "than opening the trace) and make a review campaign of them")
-    following = workspace.settings.follow
-    st.caption(f"{len(rows)} of {len(result.rows)} traces · indexed {result.parsed} new or "
-               f"changed files, {result.skipped} unchanged"
-               + (f" · following the run: looking every {following:g} s" if following else "")
-               + (" · tick the rows of a campaign" if picking else
-                  " · click a row to open the trace"))
     roots = library_roots()
     twice = same_ids(result.rows)
     for trace_id, held in sorted(twice.items()):  # said above the table, where rows are read
@@ -345,42 +374,24 @@ def folder_library() -> None:
             + ". A label belongs to the file whose version it was made on (its hash): the "
             "trace page opens the file indexed last, and exports name each label's version.",
             icon=":material/content_copy:")
-    answered, yours = labelled_by(reviewer)
-    columns = ["trace id", "labelled", *(["by you"] if yours is not None else []),
-               *(["step", "group", "trainer reward"] if rollouts else []),
-               "task", "system", "topology", "format", "events", "agents", "depth",
-               "makespan (s)", "parallelism", "tokens", "file"]
-    frame = pd.DataFrame([{
-        "trace id": r.trace_id, "task": r.task_shown, "system": r.system, "topology": r.topology,
-        "format": r.source_format, "events": r.events, "agents": r.agents, "depth": r.depth,
-        "makespan (s)": r.makespan_s, "parallelism": r.parallelism, "tokens": r.tokens,
-        "labelled": workspace.labelling.labelled_text(r, answered),
-        **({"by you": workspace.labelling.labelled_text(r, yours)} if yours is not None else {}),
-        "file": relative_to(r.path, roots),
-        "step": r.rollout_step, "trainer reward": r.trainer_reward,
-        "group": f"group?group={quote(r.rollout_group, safe=':')}" if r.rollout_group else None,
-    } for r in rows], columns=columns)
-    table_key = f"library_table:{st.session_state.get('_library_visit', 0)}"
-    ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
-        "file": st.column_config.TextColumn(width="small"),
-        "group": st.column_config.LinkColumn(
-            width="small", display_text=r"group=(.*)$",
-            help="The group of siblings sampled for the same prompt at the same step: a click "
-                 "opens its page"),
-        "trainer reward": st.column_config.NumberColumn(
-            format="%.3f", help="The reward the trainer gave the rollout (carried by the "
-            "trace; the reviewers' labels are apart from it)"),
-        **LABELLED_COLUMNS,
-    }, picking=picking)
-    # what a new campaign on the Campaigns page takes: this filter, or the rows ticked in it
-    st.session_state["_library_filter"] = {"text": query, "topologies": list(chosen),
-                                           "ids": [r.trace_id for r in rows], "picked": ticked}
+    storage = workspace.library.storage(result=result)
+    following = workspace.settings.follow
+    search, filters, ticked = library_table(
+        storage, "library", f"indexed {result.parsed} new or changed files, {result.skipped} "
+        "unchanged · " + (f"following the run: looking every {following:g} s · "
+                          if following else ""), lambda path: relative_to(path, roots))
+    selected = storage.page(filters, search, limit=storage.count(filters, search))
+    topologies = next((c.value for c in filters if c.field == "topology" and c.op == "in"), [])
+    # what a new campaign on the Campaigns page takes: this selection, or the rows ticked in it
+    st.session_state["_library_filter"] = {
+        "text": search, "topologies": list(topologies), "ids": [r.trace_id for r in selected],
+        "picked": ticked, "narrowed": len(filters) > (1 if topologies else 0)}
     if ticked:
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
                      label=f"Make a review campaign of the {len(ticked)} traces ticked")
-    elif rows:
+    elif selected:
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of these {len(rows)} traces")
+                     label=f"Make a review campaign of these {len(selected)} traces")
     failures(result)
 
 
