@@ -152,3 +152,16 @@ def test_both_tick_rows_for_a_campaign(table):
     assert chosen == ["rollout-000", "rollout-002"]
     assert any("Make a review campaign of the 2 traces ticked" in p.label
                for p in at.get("page_link"))
+
+
+def test_a_campaign_of_the_folders_filter_takes_the_traces_it_selects(table):
+    prefix, _ = table
+    at = run()
+    at.text_input(key=f"{prefix}_filter").input("reward.team>=0.9").run()
+    team = {t.trace_id: t.rewards["team"] for t in rollouts()}
+    high = [t for t in sorted(team) if team[t] >= 0.9]
+    assert listed(at) == high
+    if prefix == "library":  # the Campaigns page's "the Library's current filter"
+        chosen = at.session_state["_library_filter"]
+        assert chosen["ids"] == high and chosen["narrowed"]
+        assert any(f"these {len(high)} traces" in p.label for p in at.get("page_link"))

@@ -135,14 +135,15 @@ def step_range(storage: Storage) -> tuple[int, int] | None:
 
 
 def library_table(storage: Storage, prefix: str, status: str, names: Callable[[str], str],
-                  actions: Callable[[Any], None] | None = None) -> tuple[str, list[Condition],
-                                                                          list[str]]:
+                  actions: Callable[[Any], None] | None = None,
+                  pool: str | None = None) -> None:
     """The library's one table, over a pool's index or the folders alike (`Storage`): a
     search, a topology, a filter line, the training steps, a sort, 50 rows a page, ticking
     rows for a campaign, a histogram of a figure and a sample for review, all asked of the
     storage. `prefix` names its widgets (`pool_query`, `library_query`...), `status` says what
-    the last indexing did, `names` shows a row's file, `actions` draws into the paging row.
-    Returns the search, the filters and the traces ticked."""
+    the last indexing did, `names` shows a row's file, `actions` draws into the paging row;
+    `pool` is the pool's location (None for the folders), which a campaign of the rows ticked
+    is made over."""
     search_col, topology_col, filter_col = st.columns([3, 2, 3])
     search = search_col.text_input("Search", key=f"{prefix}_query",
                                    placeholder="words: trace id, task, agent, tool, any text")
@@ -226,6 +227,7 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             "trace; the reviewers' labels are apart from it)"),
         **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
         picking=picking)
+    campaign_link(storage, search, filters, ticked, pool)
 
     previous, where, following, more = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key=f"{prefix}_previous", disabled=page == 0,
@@ -274,7 +276,30 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             st.caption(f"{len(drawn)} trace ids drawn")
             st.dataframe(pd.DataFrame({"trace id": drawn}), hide_index=True, height=180,
                          key=f"{prefix}_sample_table")
-    return search, filters, ticked
+
+
+def campaign_link(storage: Storage, search: str, filters: list[Condition], ticked: list[str],
+                  pool: str | None) -> None:
+    """What a new campaign on the Campaigns page takes from the table (the rows ticked in it,
+    or, over the folders, the traces it selects), and the link there."""
+    if pool is not None:
+        if ticked:  # the Campaigns page makes a campaign of them over the pool
+            st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
+                                                   "picked": ticked, "pool": pool}
+    else:
+        selected = storage.page(filters, search, limit=storage.count(filters, search))
+        topologies = next((c.value for c in filters if c.field == "topology" and c.op == "in"),
+                          [])
+        st.session_state["_library_filter"] = {
+            "text": search, "topologies": list(topologies),
+            "ids": [r.trace_id for r in selected], "picked": ticked,
+            "narrowed": len(filters) > (1 if topologies else 0)}
+        if selected and not ticked:
+            st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                         label=f"Make a review campaign of these {len(selected)} traces")
+    if ticked:
+        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
 
 
 LIBRARY_ORDER = "(the library's order)"
@@ -313,14 +338,9 @@ def pool_library(location: str) -> None:
 
     last = index.last_update
     base = location.rstrip("/") + "/"
-    _, _, ticked = library_table(
-        index, "pool", f"indexed {last.read} new or changed shards, {last.skipped} unchanged · "
-        if last is not None else "", lambda path: path.removeprefix(base), reindex)
-    if ticked:  # the Campaigns page makes a campaign of them over the pool
-        st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
-                                               "picked": ticked, "pool": location}
-        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
+    library_table(index, "pool", f"indexed {last.read} new or changed shards, {last.skipped} "
+                  "unchanged · " if last is not None else "", lambda path: path.removeprefix(base),
+                  reindex, pool=location)
 
     failures = index.failure_count()
     if failures:
@@ -376,22 +396,10 @@ def folder_library() -> None:
             icon=":material/content_copy:")
     storage = workspace.library.storage(result=result)
     following = workspace.settings.follow
-    search, filters, ticked = library_table(
-        storage, "library", f"indexed {result.parsed} new or changed files, {result.skipped} "
-        "unchanged · " + (f"following the run: looking every {following:g} s · "
-                          if following else ""), lambda path: relative_to(path, roots))
-    selected = storage.page(filters, search, limit=storage.count(filters, search))
-    topologies = next((c.value for c in filters if c.field == "topology" and c.op == "in"), [])
-    # what a new campaign on the Campaigns page takes: this selection, or the rows ticked in it
-    st.session_state["_library_filter"] = {
-        "text": search, "topologies": list(topologies), "ids": [r.trace_id for r in selected],
-        "picked": ticked, "narrowed": len(filters) > (1 if topologies else 0)}
-    if ticked:
-        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
-    elif selected:
-        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of these {len(selected)} traces")
+    library_table(storage, "library", f"indexed {result.parsed} new or changed files, "
+                  f"{result.skipped} unchanged · " + (f"following the run: looking every "
+                                                      f"{following:g} s · " if following else ""),
+                  lambda path: relative_to(path, roots))
     failures(result)
 
 
