@@ -4,7 +4,8 @@ answer) in time order, with who wrote it, in what part and when; and the box tha
 comment. Domain objects in (`ThreadEntry`), the text the person posts out: this module writes
 nothing. Every entry's text is Markdown its author means, shown through
 `viz_app.text.note_markdown` (raw HTML as text, no image, only http(s) links); names through
-`markdown_literal`.
+`markdown_literal`. A comment a lead hid shows as "hidden by LEAD: reason"; a lead (the only one
+handed its text) finds the text under it, folded.
 """
 
 from __future__ import annotations
@@ -38,16 +39,49 @@ def entry_caption(entry: ThreadEntry) -> str:
             f"{markdown_literal(entry.created_at[5:16].replace('T', ' '), 12)} UTC")
 
 
-def thread_view(entries: Sequence[ThreadEntry], *, key: str) -> None:
+def thread_view(entries: Sequence[ThreadEntry], *, key: str,
+                hiding: bool = False) -> tuple[str, str] | None:
     """The thread, oldest first (one chat message an entry), or a line saying nothing was said;
-    a long one scrolls in its own box."""
+    a long one scrolls in its own box. `hiding` (a lead's page) gives each comment not hidden a
+    Hide button that asks why: the (comment id, reason) chosen is returned, for the page to
+    hide it (None when none was)."""
+    chosen = None
     with st.container(key=key, height=HEIGHT if len(entries) > TALL else "content"):
         if not entries:
             st.caption("Nothing said yet: no reviewer left a note, and no one has commented.")
         for entry in entries:
             with st.chat_message(entry.kind, avatar=ICONS[entry.kind]):
                 st.caption(entry_caption(entry), help=entry.heading if entry.questions else None)
+                if entry.hidden is not None:
+                    hidden_entry(entry)
+                    continue
                 st.markdown(note_markdown(entry.text, headings_below=4))
+                if hiding and entry.kind == "comment":
+                    chosen = hide_box(entry, key) or chosen
+    return chosen
+
+
+def hidden_entry(entry: ThreadEntry) -> None:
+    """A hidden comment: who hid it and why, in its place; its text folded below for a lead
+    (a reviewer's thread carries none)."""
+    assert entry.hidden is not None
+    st.markdown(f":material/visibility_off: *{markdown_literal(entry.hidden.line, 600)}*")
+    if entry.text:
+        with st.expander("The hidden text (only leads read it)"):
+            st.markdown(note_markdown(entry.text, headings_below=4))
+
+
+def hide_box(entry: ThreadEntry, key: str) -> tuple[str, str] | None:
+    """A lead's Hide on one comment: a reason asked, then (comment id, reason) on Hide."""
+    with st.popover("Hide", icon=":material/visibility_off:",
+                    help="Hide this comment from the reviewers, saying why: they read "
+                         "\"hidden by you: your reason\" in its place; its text is kept"):
+        with st.form(f"{key}:hide:{entry.source_id}", border=False):
+            reason = st.text_input("Why hide it? (the reviewers read this)", max_chars=500,
+                                   key=f"{key}:hide-reason:{entry.source_id}")
+            if st.form_submit_button("Hide this comment", icon=":material/visibility_off:"):
+                return entry.source_id, reason
+    return None
 
 
 def comment_box(key: str, *, label: str = "Add to the thread") -> str | None:

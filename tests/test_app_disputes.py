@@ -118,3 +118,29 @@ def test_the_review_page_links_a_reviewer_to_their_open_dispute(workspace):
     assert not at.exception, at.exception
     link = next(p for p in at.get("page_link") if "open dispute" in p.proto.label)
     assert "You are one side of 1 open dispute" in link.proto.label
+
+
+def test_the_lead_hides_a_comment_and_its_reviewers_read_who_and_why_in_its_place(workspace):
+    trace_id, event_id = the_target(workspace)
+    made = workspace.disputes.comment(NAME, trace_id, event_id, "bob never reads traces", ANN)
+    at = page("app_pages/disputes.py", "bob")
+    assert not [b for b in at.button if b.label == "Hide this comment"]  # no lead here
+
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    at.text_input(key=f"adj-thread:hide-reason:{made.comment_id}").input(
+        "about a person, not the trace")
+    at = next(b for b in at.button if b.label == "Hide this comment").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    (hiding,) = CommentStore(workspace.engine).hidings(NAME).values()
+    assert (hiding.comment_id, hiding.hidden_by) == (made.comment_id, "lee")
+    said = thread_text(at)
+    assert "*hidden by lee: about a person, not the trace*" in " ".join(said)
+    assert "bob never reads traces" in said  # the lead reads it, folded under the hiding
+    assert not [b for b in at.button if b.label == "Hide this comment"]  # hidden once
+
+    at = page("app_pages/disputes.py", "bob")
+    said = thread_text(at)
+    assert any(s.endswith("*hidden by lee: about a person, not the trace*") for s in said)
+    assert not any("never reads" in s for s in said)
+    assert CommentStore(workspace.engine).get(made.comment_id).text == "bob never reads traces"

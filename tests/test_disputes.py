@@ -2,7 +2,8 @@
 their provenance and never edited; the thread reads the reviewers' notes (one per save), the
 comments and the lead's reason for the final answer together, in time order; a reviewer posts
 and reads only on the disputes they are one side of, a lead on any target; the command line
-lists a thread; the case-study report carries it."""
+lists a thread; the case-study report carries it. A lead hides a comment by a row of its own,
+its text kept: the reviewers read "hidden by LEAD: reason" in its place."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_a_comment_is_stored_with_its_provenance_and_read_back_in_order(ws):
 
 def test_the_store_has_no_way_to_edit_or_delete_a_comment():
     verbs = {n for n in dir(CommentStore) if not n.startswith("_")}
-    assert verbs == {"add", "thread", "of_campaign", "count"}
+    assert verbs == {"add", "get", "thread", "of_campaign", "count", "hide", "hidings"}
 
 
 @pytest.mark.parametrize("text", ["", "   \n ", "x" * (COMMENT_LIMIT + 1)])
@@ -289,3 +290,91 @@ def test_campaign_thread_of_a_target_they_agree_on_says_there_is_no_dispute(ws, 
     assert main(["campaign", "thread", NAME, DROPPED_ID, "e13",
                  "--db", str(ws.settings.db_url)]) == 1
     assert "agree: there is no dispute there" in capsys.readouterr().err
+
+
+# -- a lead hides a comment ----------------------------------------------------------------------
+
+
+def test_a_lead_hides_a_comment_as_a_row_of_its_own_and_its_text_is_kept(ws):
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "bob never reads the trace", ANN)
+    hiding = ws.disputes.hide(name, trace_id, event_id, made.comment_id, "  about a person, "
+                              "not the trace ", LEAD)
+    assert (hiding.comment_id, hiding.hidden_by, hiding.identified_by, hiding.reason) == (
+        made.comment_id, "lee", "cli", "about a person, not the trace")
+    assert hiding.created_at >= made.created_at
+    store = CommentStore(ws.engine)
+    assert store.get(made.comment_id) == made  # the comment's row and text as written
+    assert store.hidings(name) == {made.comment_id: hiding}
+
+    # a reviewer of the dispute reads who hid it and why, not the text
+    (seen,) = [e for e in ws.disputes.thread(name, trace_id, event_id, BOB)
+               if e.kind == "comment"]
+    assert seen.text == "" and seen.hidden.line == "hidden by lee: about a person, not the trace"
+    (mine,) = ws.disputes.mine(BOB)
+    assert "bob never reads" not in json.dumps(mine.model_dump(mode="json"))
+    (report,) = ws.disputes.on_trace(trace_id)  # a case-study report goes beyond the leads
+    assert "bob never reads" not in json.dumps(report.model_dump(mode="json"))
+    # a lead reads the text beside the hiding
+    (lead_sees,) = [e for e in ws.disputes.thread(name, trace_id, event_id, LEAD)
+                    if e.kind == "comment"]
+    assert lead_sees.text == "bob never reads the trace" and lead_sees.hidden == hiding
+
+
+def test_only_a_lead_hides_once_with_a_reason_on_that_target(ws):
+    ws.campaigns.add_member("lee@lab.org", "lead", LEAD)
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "off topic", BOB)
+    store = CommentStore(ws.engine)
+    with pytest.raises(LabelError, match="ann is not a lead.*nothing was hidden"):
+        ws.disputes.hide(name, trace_id, event_id, made.comment_id, "mine to hide",
+                         Reviewer(name="ann", via="oidc"))
+    lead = Reviewer(name="lee@lab.org", via="oidc")
+    with pytest.raises(LabelError, match="say why.*nothing was hidden"):
+        ws.disputes.hide(name, trace_id, event_id, made.comment_id, "  ", lead)
+    with pytest.raises(LabelError, match="has no comment.*nothing was hidden"):
+        ws.disputes.hide(name, DROPPED_ID, "e13", made.comment_id, "wrong target", lead)
+    assert store.hidings(name) == {}
+    ws.disputes.hide(name, trace_id, event_id, made.comment_id, "off topic", lead)
+    with pytest.raises(LabelError, match="lee@lab.org hid this comment already"):
+        ws.disputes.hide(name, trace_id, event_id, made.comment_id, "again", LEAD)
+    assert len(store.hidings(name)) == 1
+
+
+def test_campaign_comment_hide_and_the_thread_say_it_from_the_command_line(ws, capsys):
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "bob never reads the trace", ANN)
+    db = str(ws.settings.db_url)
+    assert main(["campaign", "thread", NAME, trace_id, event_id, "--db", db]) == 0
+    assert f"comment {made.comment_id}" in capsys.readouterr().out  # the id a lead names
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--hide", made.comment_id,
+                 "--reason", "about a person", "--as", "bob", "--db", db]) == 1
+    assert "bob is one side of the dispute" in capsys.readouterr().err
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--hide", made.comment_id,
+                 "--reason", "about a person", "--as", "lee", "--db", db]) == 0
+    assert "hidden by lee" in capsys.readouterr().out
+    assert main(["campaign", "thread", NAME, trace_id, event_id, "--as", "bob", "--db",
+                 db]) == 0
+    out = capsys.readouterr().out
+    assert "[hidden by lee: about a person]" in out and "never reads" not in out
+    assert main(["campaign", "thread", NAME, trace_id, event_id, "--as", "lee", "--db",
+                 db]) == 0
+    out = capsys.readouterr().out
+    assert "[hidden by lee: about a person] its text, for leads only:" in out
+    assert "bob never reads the trace" in out
+
+
+def test_the_report_shows_a_hidden_comment_as_its_hidden_line(ws, tmp_path):
+    from viz_app.export.report import report_markdown
+
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "bob never reads the trace", ANN)
+    ws.disputes.hide(name, trace_id, event_id, made.comment_id, "about a person", LEAD)
+    out = tmp_path / "case.html"
+    assert main(["report", str(PREMATURE), "--db", str(ws.settings.db_url), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "hidden by lee: about a person" in page and "never reads" not in page
+    trace = ws.library.trace(trace_id)
+    labels, bookmarks = ws.bookmarks.case_study(trace)
+    text = report_markdown(trace, labels, bookmarks, threads=ws.disputes.on_trace(trace_id))
+    assert "hidden by lee\\: about a person" in text and "never reads" not in text

@@ -193,14 +193,21 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per dispute and line")
     p.set_defaults(run=thread_verb)
 
-    p = sub.add_parser("comment", help="post a comment on a dispute",
+    p = sub.add_parser("comment", help="post a comment on a dispute, or hide one (a lead)",
                        description="Append a comment to the thread of a disputed target: a "
                        "reviewer on a dispute they are one side of, a lead on any target. "
-                       "Comments are never edited; the text is Markdown, shown made safe.")
+                       "Comments are never edited; the text is Markdown, shown made safe. "
+                       "A lead hides one with --hide ID --reason WHY (`campaign thread` "
+                       "names each comment's id): reviewers then read 'hidden by LEAD: WHY' "
+                       "in its place; its text is kept.")
     p.add_argument("name", metavar="NAME", help="the campaign")
     p.add_argument("trace_id", metavar="TRACE_ID", help="the trace of the target")
     p.add_argument("event_id", metavar="EVENT_ID", help="the event ('-' for the trace itself)")
-    p.add_argument("--text", required=True, help="what to say")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="what to say")
+    what.add_argument("--hide", metavar="COMMENT_ID", help="hide this comment of the target's "
+                      "thread (a lead; with --reason)")
+    p.add_argument("--reason", default="", help="with --hide: why, as the reviewers read it")
     store_options(p)
     p.add_argument("--as", dest="author", default=os.environ.get("USER", "lead"),
                    metavar="NAME", help="who says it (default: $USER)")
@@ -478,8 +485,14 @@ def _thread_lines(found: DisputeThread, rubric) -> list[str]:
     if not found.entries:
         lines.append("  nothing said yet")
     for e in found.entries:
+        heading = f"comment {e.source_id}" if e.kind == "comment" else e.heading
         lines.append(f"  {e.created_at[:19].replace('T', ' ')}  {terminal_text(e.author)} "
-                     f"({e.role}) · {terminal_text(e.heading)}")
+                     f"({e.role}) · {terminal_text(heading)}")
+        if e.hidden is not None:
+            lines.append(f"      [{terminal_text(e.hidden.line)}]"
+                         + (" its text, for leads only:" if e.text else ""))
+            if not e.text:
+                continue
         lines += [f"      {terminal_text(line)}" for line in e.text.splitlines() or [""]]
     return lines
 
@@ -518,12 +531,25 @@ def thread_verb(args: argparse.Namespace) -> int:
 
 
 def comment_verb(args: argparse.Namespace) -> int:
-    """Post a comment on a dispute."""
+    """Post a comment on a dispute, or hide one (a lead)."""
+    if args.hide:
+        return _hide(args)
     made = open_workspace(args).disputes.comment(args.name, args.trace_id, _event(args.event_id),
                                              args.text, Reviewer(name=args.author, via="cli"))
     print(f"comment posted on {terminal_text(made.trace_id)} "
           f"{terminal_text(made.event_id or '(trace)')} in campaign "
           f"{terminal_text(made.campaign)} as {terminal_text(made.author)} ({made.role})")
+    return 0
+
+
+def _hide(args: argparse.Namespace) -> int:
+    """Hide a comment of a dispute's thread (a lead)."""
+    made = open_workspace(args).disputes.hide(args.name, args.trace_id, _event(args.event_id),
+                                              args.hide, args.reason,
+                                              Reviewer(name=args.author, via="cli"))
+    print(f"comment {terminal_text(made.comment_id)} hidden by {terminal_text(made.hidden_by)}"
+          f": reviewers read 'hidden by {terminal_text(made.hidden_by)}: "
+          f"{terminal_text(made.reason)}' in its place; its text is kept")
     return 0
 
 

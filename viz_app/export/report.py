@@ -136,6 +136,14 @@ def _side(answers: Mapping[str, Any]) -> str:
     return "; ".join(f"{q} = {_answer({'question': q, 'value': v})}" for q, v in answers.items())
 
 
+def _entry_body(entry) -> str:
+    """A thread entry's text as HTML; a comment a lead hid as its hidden line only (a report
+    goes beyond the leads)."""
+    if entry.hidden is not None:
+        return f"<em>{html_text(entry.hidden.line)}</em>"
+    return note_html(entry.text)
+
+
 def _dispute_title(thread: DisputeThread) -> str:
     d = thread.dispute
     return (f"{thread.campaign} · {d.event_id or 'the whole trace'} · disputed: "
@@ -350,7 +358,7 @@ def report_html(trace: Trace, labels: Iterable[LabelRecord] = (),
                             for who, said in _sides(t)) + "</ul>")
             body.append('<ol class="thread">' + "".join(
                 f'<li><div class="who">{esc(_entry_head(e))}</div>'
-                f'<div class="note">{note_html(e.text)}</div></li>' for e in t.entries)
+                f'<div class="note">{_entry_body(e)}</div></li>' for e in t.entries)
                 + "</ol>" if t.entries else '<p class="empty">Nothing said.</p>')
             body.append("</div>")
         body.append("</section>")
@@ -452,8 +460,9 @@ def report_markdown(trace: Trace, labels: Iterable[LabelRecord] = (),
                     for who, said in _sides(t)]
             out.append("")
             for e in t.entries:
-                out += [f"_{markdown_literal(_entry_head(e), None)}_", "",
-                        note_markdown(e.text), ""]
+                body = (f"_{markdown_literal(e.hidden.line, None)}_" if e.hidden is not None
+                        else note_markdown(e.text))
+                out += [f"_{markdown_literal(_entry_head(e), None)}_", "", body, ""]
             if not t.entries:
                 out += ["_Nothing said._", ""]
     out += ["", f"## Warnings ({len(analysis.warnings)})", ""]

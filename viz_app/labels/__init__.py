@@ -61,7 +61,9 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                            questions_of)
     from viz_app.labels.knowledge import seen_positions
     from viz_app.labels.signal import check_signal, pairs_of, read_rows, split_rows
-    from viz_app.labels.thread import (COMMENT_LIMIT, DisputeComment, DisputeThread, Part,
-                                       ThreadEntry, checked_comment, dispute_thread)
+    from viz_app.labels.thread import (COMMENT_LIMIT, REASON_LIMIT, CommentHiding,
+                                       DisputeComment, DisputeThread, Part, ThreadEntry,
+                                       checked_comment, checked_reason, dispute_thread,
+                                       for_reviewers)
 
 __getattr__, __dir__ = lazy(__name__, __file__)

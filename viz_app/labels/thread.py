@@ -7,7 +7,8 @@ Three kinds of entry, each from where it is kept, none copied:
 - `note`: a reviewer's note, given with their answers (`Label.comment`): one entry per save,
   whatever the number of questions it answered;
 - `comment`: a comment posted on the dispute (`DisputeComment`, the `dispute_comments` table):
-  appended, never edited;
+  appended, never edited; a lead may hide one (`CommentHiding`, a row of its own): its text is
+  kept, and reviewers read "hidden by LEAD: reason" in its place (`for_reviewers`);
 - `reason`: a lead's reason for the final answer (an adjudication label's comment).
 
 Pure: no SQL; the store keeps comments (`viz_app.store.comments`), the Workspace puts the thread
@@ -27,6 +28,9 @@ from viz_app.labels.label import Identity, LabelRecord
 
 COMMENT_LIMIT = 4000
 """Characters a comment may hold: room for an argument, not for a pasted trace."""
+
+REASON_LIMIT = 500
+"""Characters a lead's reason for hiding a comment may hold."""
 
 Part = Literal["reviewer", "lead"]
 """Who someone is in a dispute: one of the reviewers whose answers disagree, or a lead."""
@@ -56,6 +60,26 @@ class DisputeComment(BaseModel):
     created_at: str = Field(description="When, as ISO 8601 UTC with microseconds.")
 
 
+class CommentHiding(BaseModel):
+    """A lead's hiding of a dispute comment, with its provenance: a row of its own, appended;
+    the comment and its text stay in the store as written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hiding_id: str = Field(description="Unique id (random).")
+    comment_id: str = Field(description="The comment hidden.")
+    campaign: str = Field(description="The campaign of the comment's dispute.")
+    hidden_by: str = Field(description="The lead who hid it.")
+    identified_by: Identity = Field(description="How the lead was known (`oidc` is verified).")
+    reason: str = Field(description="Why, as the lead wrote it: shown to the reviewers.")
+    created_at: str = Field(description="When, as ISO 8601 UTC with microseconds.")
+
+    @property
+    def line(self) -> str:
+        """'hidden by lee: off topic' (unescaped: escape it for where it goes)."""
+        return f"hidden by {self.hidden_by}: {self.reason}"
+
+
 class ThreadEntry(BaseModel):
     """One entry of a dispute's thread."""
 
@@ -73,6 +97,9 @@ class ThreadEntry(BaseModel):
                                  "the questions answered with it.")
     source_id: str = Field(description="The comment's id, or the first label's id for a note "
                            "or a reason: where the entry is kept.")
+    hidden: CommentHiding | None = Field(None, description="For a comment a lead hid: who, "
+                                         "when and why. A lead reads `text` beside it; a "
+                                         "reviewer reads '' (`for_reviewers`).")
 
     @property
     def heading(self) -> str:
@@ -96,13 +123,34 @@ def checked_comment(text: str) -> str:
     return found
 
 
-def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComment]
-                   ) -> list[ThreadEntry]:
+def checked_reason(text: str) -> str:
+    """A reason for hiding a comment as stored (trimmed); LabelError, and nothing hidden, when
+    it is empty or longer than `REASON_LIMIT`."""
+    found = " ".join((text or "").split())
+    if not found:
+        raise LabelError("say why the comment is hidden (the reviewers read it in its place); "
+                         "nothing was hidden")
+    if len(found) > REASON_LIMIT:
+        raise LabelError(f"a reason for hiding holds at most {REASON_LIMIT} characters (this "
+                         f"one {len(found)}); nothing was hidden")
+    return found
+
+
+def for_reviewers(entries: Iterable[ThreadEntry]) -> list[ThreadEntry]:
+    """The thread as a reviewer (anyone not a lead) reads it: a hidden comment's text left out,
+    its `hidden` line in its place."""
+    return [e.model_copy(update={"text": ""}) if e.hidden is not None else e for e in entries]
+
+
+def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComment],
+                   hidings: Mapping[str, CommentHiding] | None = None) -> list[ThreadEntry]:
     """The thread of one disputed target: the notes its reviewers gave with their answers (one
     per save), the comments posted, and the leads' reasons for a final answer, oldest first.
     `labels` are that target's labels in the campaign, every save kept (not only the current
     ones: a reviewer who changed their answer said why at each save); those with no note say
-    nothing and are left out."""
+    nothing and are left out. `hidings` (by comment id) marks the comments a lead hid, their
+    text kept: a page for reviewers shows the thread through `for_reviewers`."""
+    hidings = hidings or {}
     saves: dict[tuple, list[Mapping]] = {}
     for record in labels:
         if not (record.get("comment") or "").strip():
@@ -120,7 +168,8 @@ def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComm
         for (reviewer, source, at, comment), found in saves.items()]
     entries += [ThreadEntry(kind="comment", author=c.author, role=c.role,
                             identified_by=c.identified_by, created_at=c.created_at, text=c.text,
-                            source_id=c.comment_id) for c in comments]
+                            source_id=c.comment_id, hidden=hidings.get(c.comment_id))
+                for c in comments]
     return sorted(entries, key=lambda e: (e.created_at, KIND_ORDER[e.kind], e.source_id))
 
 

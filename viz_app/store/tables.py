@@ -323,6 +323,21 @@ when, on which version of the trace (`trace_sha256`, '' when none was on screen)
 or deleted: a thread is what was said, in order. `event_id` is '' for the trace itself."""
 
 
+dispute_comment_hidings_table = Table(
+    "dispute_comment_hidings", metadata,
+    Column("hiding_id", String(64), primary_key=True),
+    Column("comment_id", String(64), nullable=False),
+    Column("campaign", String(256), nullable=False),
+    Column("hidden_by", String(256), nullable=False),
+    Column("identified_by", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", String(32), nullable=False),
+    Index("dispute_comment_hidings_by_campaign", "campaign", "comment_id"),
+)
+"""A lead's hiding of a dispute comment (`store.comments`): which comment, who hid it (how they
+were known), when and why. Appended: the comment's row and text stay as they were, and the
+thread reads each comment's first hiding (`labels.thread.CommentHiding`)."""
+
 follow_tails_table = Table(
     "orchviz_follow_tails", metadata,
     Column("path", String(2048), primary_key=True),

@@ -6,14 +6,16 @@ Who may read and post is decided here, not by a page: a reviewer on the disputes
 (their answers are one side of it: they saved theirs, so the campaign's seal is open for them
 there), a lead (`ws.campaigns.may_lead`) on any target of the campaign. A comment is appended
 and never edited; its author is named as labels name reviewers (`Reviewer`, with how they were
-known).
+known). Only a lead may hide a comment (`hide`): a row of its own says who, when and why, the
+comment's text stays in the store, and a lead still reads it; everyone else (a reviewer of the
+dispute, a case-study report) reads "hidden by LEAD: reason" in its place.
 """
 
 from __future__ import annotations
 
 from viz_app.errors import LabelError
-from viz_app.labels import (Disagreement, DisputeComment, DisputeThread, Label, Part,
-                            Reviewer, ThreadEntry, dispute_thread)
+from viz_app.labels import (CommentHiding, Disagreement, DisputeComment, DisputeThread, Label,
+                            Part, Reviewer, ThreadEntry, dispute_thread, for_reviewers)
 from viz_app.store import CampaignStore, CommentStore
 from viz_app.workspace.campaigns import Campaigns
 from viz_app.workspace.ground import Ground
@@ -70,14 +72,17 @@ class Disputes:
                viewer: Reviewer) -> list[ThreadEntry]:
         """The thread of a target of a campaign, oldest first: each reviewer's notes from their
         labels (every save, retracted ones left out), the comments posted, and the leads'
-        reasons for the final answer. LabelError when the viewer may not read it (`part`)."""
-        self._allowed(name, trace_id, event_id, viewer, "read its thread")
-        return self._entries(name, trace_id, event_id)
+        reasons for the final answer; a comment a lead hid is read whole by a lead (no side of
+        the dispute), as its hidden line by its sides. LabelError when the viewer may not read
+        it (`part`)."""
+        part = self._allowed(name, trace_id, event_id, viewer, "read its thread")
+        entries = self._entries(name, trace_id, event_id)
+        return entries if part == "lead" else for_reviewers(entries)
 
     def _entries(self, name: str, trace_id: str, event_id: str | None,
                  comments: list[DisputeComment] | None = None, *,
-                 retracted: set[str] | None = None,
-                 history: list[Label] | None = None) -> list[ThreadEntry]:
+                 retracted: set[str] | None = None, history: list[Label] | None = None,
+                 hidings: dict[str, CommentHiding] | None = None) -> list[ThreadEntry]:
         """The thread of one target; `retracted` and `history` (the trace's labels, every save)
         when the caller read them already for several targets."""
         labels = self._ground.labels
@@ -90,7 +95,9 @@ class Disputes:
                    and x.label_id not in retracted]
         if comments is None:
             comments = self._comments.thread(name, trace_id, event_id)
-        return dispute_thread(records, comments)
+        if hidings is None:
+            hidings = self._comments.hidings(name)
+        return dispute_thread(records, comments, hidings)
 
     def comment(self, name: str, trace_id: str, event_id: str | None, text: str,
                 author: Reviewer, *, trace_sha256: str = "") -> DisputeComment:
@@ -101,14 +108,37 @@ class Disputes:
         return self._comments.add(name, trace_id, event_id, author.name, author.via, part, text,
                                   trace_sha256=trace_sha256)
 
+    def hide(self, name: str, trace_id: str, event_id: str | None, comment_id: str,
+             reason: str, lead: Reviewer) -> CommentHiding:
+        """Hide a comment of the thread on a target of a campaign, saying why: appended as a
+        row of its own (who, how known, when, why); the comment and its text stay in the store.
+        Only a lead who is no side of the dispute may. LabelError, and nothing hidden, for
+        anyone else, for a comment not on that target, an empty reason, or a comment hidden
+        already."""
+        if not self._campaigns.may_lead(lead):
+            raise LabelError(f"{lead.name} is not a lead of this workspace, so cannot hide a "
+                             "comment; nothing was hidden")
+        if self.part(name, trace_id, event_id, lead) != "lead":
+            raise LabelError(f"{lead.name} is one side of the dispute on {trace_id} · "
+                             f"{event_id or 'the whole trace'}, so cannot hide a comment in its "
+                             "thread; nothing was hidden")
+        comment = self._comments.get(comment_id)
+        if comment is None or (comment.campaign, comment.trace_id, comment.event_id) != (
+                name, trace_id, event_id or ""):
+            raise LabelError(f"the thread on {trace_id} · {event_id or 'the whole trace'} in "
+                             f"campaign {name!r} has no comment {comment_id!r} (`orchviz "
+                             "campaign thread` names each comment's id); nothing was hidden")
+        return self._comments.hide(comment, lead.name, lead.via, reason)
+
     def mine(self, reviewer: Reviewer) -> list[DisputeThread]:
         """The disputes a reviewer is one side of, in every campaign, unsettled first, each
-        with its thread: what their Disputes list shows."""
+        with its thread as a reviewer reads it (a hidden comment as its hidden line): what
+        their Disputes list shows."""
         found = []
         for campaign in self._campaigns.all():
             items = [d for d in self._campaigns.disagreements(campaign.name)
                      if reviewer.name in d.answers]
-            found += self._threads(campaign.name, items)
+            found += self._threads(campaign.name, items, whole=False)
         return sorted(found, key=lambda t: t.dispute.resolved)
 
     def threads(self, name: str, lead: Reviewer, trace_id: str | None = None
@@ -126,17 +156,22 @@ class Disputes:
                  ) -> list[DisputeThread]:
         """The disputes on a trace, in every campaign, with their threads, as a case-study
         report shows them: every one for a lead (and the CLI), else those `viewer` is one side
-        of (none for a viewer not identified), as `ws.bookmarks.case_study` decides labels."""
+        of (none for a viewer not identified), as `ws.bookmarks.case_study` decides labels. A
+        report goes beyond the leads, so a hidden comment is in it as its hidden line only."""
         found = []
         for campaign in self._campaigns.all():
             items = [d for d in self._campaigns.disagreements(campaign.name)
                      if d.trace_id == trace_id and (lead or (viewer and viewer in d.answers))]
-            found += self._threads(campaign.name, items)
+            found += self._threads(campaign.name, items, whole=False)
         return found
 
-    def _threads(self, name: str, items: list[Disagreement]) -> list[DisputeThread]:
+    def _threads(self, name: str, items: list[Disagreement], *,
+                 whole: bool = True) -> list[DisputeThread]:
+        """The threads of `items`; `whole` False: as a reviewer reads them (`for_reviewers`)."""
         if not items:
             return []
+        hidings = self._comments.hidings(name)
+        shown = (lambda entries: entries) if whole else for_reviewers
         by_target: dict[tuple[str, str], list[DisputeComment]] = {}
         for c in self._comments.of_campaign(name):
             by_target.setdefault((c.trace_id, c.event_id), []).append(c)
@@ -146,6 +181,7 @@ class Disputes:
         for d in items:  # each trace's labels read once
             if d.trace_id not in histories:
                 histories[d.trace_id] = list(labels.all(d.trace_id))
-        return [DisputeThread(campaign=name, dispute=d, entries=self._entries(
+        return [DisputeThread(campaign=name, dispute=d, entries=shown(self._entries(
             name, d.trace_id, d.event_id, by_target.get((d.trace_id, d.event_id or ""), []),
-            retracted=retracted, history=histories[d.trace_id])) for d in items]
+            retracted=retracted, history=histories[d.trace_id], hidings=hidings)))
+            for d in items]

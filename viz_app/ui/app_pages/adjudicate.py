@@ -273,7 +273,14 @@ def thread(item, trace) -> None:
     except LabelError as err:
         st.error(markdown_literal(err, 400))
         return
-    thread_view(entries, key="adj-thread")
+    hide = thread_view(entries, key="adj-thread", hiding=True)
+    if hide is not None:
+        try:
+            workspace.disputes.hide(name, item.trace_id, item.event_id, *hide, lead)
+        except (LabelError, StoreError) as err:
+            st.error(markdown_literal(err, 400))
+        else:
+            st.rerun()
     box = f"adj:comment:{name}:{item.trace_id}:{item.event_id or ''}"
     text = comment_box(box, label="Comment on this dispute")
     if text is not None:
