@@ -163,3 +163,51 @@ def test_a_reviewer_pages_filters_and_opens_a_pool_trace_in_chromium(page, app_s
     wait_for_streamlit(page, timeout=90_000)
     assert "rollout-" in page.url and "could not be loaded" not in main.inner_text()
     shot(page, "library-pool-trace")
+
+
+def test_a_lead_ticks_all_that_match_beyond_the_page_and_makes_a_campaign_of_them(pool_env):
+    """90 traces match, 50 are shown: "tick all 90" ticks every page of them, the count said on
+    the button, on the Library and on the Campaigns page before the campaign is made."""
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at = at.run()
+    at.toggle(key="pool_picking").set_value(True).run()
+    at.multiselect(key="pool_topologies").set_value(["centralized", "debate", "swarm"]).run()
+    assert "90 of 120 traces · page 1 of 2" in captions(at)
+    tick = at.button(key="pool_tick_all")
+    assert tick.label == "Tick all 90 that match this search and filter"
+    at = tick.click().run()
+    assert not at.exception, at.exception
+    assert any("All 90 traces that match this search and filter are ticked" in i.value
+               for i in at.info)
+    ticked = at.session_state["_library_filter"]["picked"]
+    wanted = [t.trace_id for t in rollouts() if t.topology != "hierarchical"]
+    assert sorted(ticked) == sorted(wanted)
+    assert any("the 90 traces ticked" in link.label for link in at.get("page_link"))
+
+    handed = at.session_state["_library_filter"]  # what the Library hands the Campaigns page
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"], at.session_state["_library_filter"] = "lee", handed
+    at.switch_page("app_pages/campaigns.py")
+    at = at.run()
+    assert not at.exception, at.exception
+    assert "the 90 traces ticked in the Library's table" in at.radio(
+        key="camp:source").options[0]
+    at.text_input(key="camp:name").input("all-of-them")
+    at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    found = pool_env.campaigns.get("all-of-them")
+    assert sorted({t.trace_id for t in pool_env.campaigns.targets(found)}) == sorted(wanted)
+
+    # another filter: what was ticked by the old one no longer holds
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at = at.run()
+    at.toggle(key="pool_picking").set_value(True).run()
+    at.multiselect(key="pool_topologies").set_value(["centralized", "debate", "swarm"]).run()
+    at = at.button(key="pool_tick_all").click().run()
+    assert any("are ticked" in i.value for i in at.info)
+    at.multiselect(key="pool_topologies").set_value(["swarm"]).run()
+    assert at.button(key="pool_tick_all").label == "Tick all 30 that match this search and filter"
+    assert not any("are ticked" in i.value for i in at.info)

@@ -56,14 +56,15 @@ def instructions_preview(text: str, where: str) -> None:
 def new_campaign() -> None:
     """The form of a new campaign."""
     chosen = st.session_state.get(LIBRARY_FILTER) or {}
-    listed = [t for t in chosen.get("ids", []) if t in set(trace_ids)]
+    known = set(trace_ids)
+    listed = [t for t in chosen.get("ids", []) if t in known]
     words = chosen.get("text", "").strip()
     topologies = chosen.get("topologies", [])
     described = (f"search “{words}”" if words else "no search") + (
         f", topology {', '.join(topologies)}" if topologies else "") + (
         ", a filter" if chosen.get("narrowed") else "")
     pooled = chosen.get("pool") in workspace.library.pools  # ticked in a pool's table
-    ticked = [t for t in chosen.get("picked", []) if pooled or t in set(trace_ids)]
+    ticked = [t for t in chosen.get("picked", []) if pooled or t in known]
     sources = (["ticked"] if ticked else []) + ["library", "pick"]
     if st.session_state.get("camp:source") not in sources:
         st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first

@@ -227,6 +227,8 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             "trace; the reviewers' labels are apart from it)"),
         **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
         picking=picking)
+    if picking:
+        ticked = every_match(storage, prefix, filters, search, selected) or ticked
     campaign_link(storage, search, filters, ticked, pool)
 
     previous, where, following, more = st.columns([1, 2, 1, 1])
@@ -276,6 +278,36 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             st.caption(f"{len(drawn)} trace ids drawn")
             st.dataframe(pd.DataFrame({"trace id": drawn}), hide_index=True, height=180,
                          key=f"{prefix}_sample_table")
+
+
+def every_match(storage: Storage, prefix: str, filters: list[Condition], search: str,
+                selected: int) -> list[str] | None:
+    """Ticking beyond the page shown: a button ticks all `selected` traces the search and
+    filter match (every page of them), another unticks them. The trace ids ticked (None while
+    only the page's own ticks count). Ticking all holds for this search and filter: changing
+    either unticks them, as the count they were ticked by no longer holds."""
+    state, ids = f"_{prefix}_all", f"_{prefix}_all_ids"
+    wanted = (search, tuple(c.model_dump_json() for c in filters))
+    if st.session_state.get(state) != wanted:
+        st.session_state.pop(state, None)
+        st.session_state.pop(ids, None)
+        if selected and st.button(f"Tick all {selected:,} that match this search and filter",
+                                  key=f"{prefix}_tick_all", icon=":material/done_all:",
+                                  help="Every page of them, not only the rows shown: then make "
+                                       "a review campaign of them all"):
+            st.session_state[state] = wanted
+            st.session_state[ids] = [r.trace_id for r in storage.page(
+                filters, search, limit=selected)]
+            st.rerun()
+        return None
+    every = st.session_state[ids]
+    st.info(f"All {len(every):,} traces that match this search and filter are ticked, on "
+            "every page.", icon=":material/done_all:")
+    if st.button("Untick them", key=f"{prefix}_untick_all", icon=":material/remove_done:"):
+        st.session_state.pop(state, None)
+        st.session_state.pop(ids, None)
+        st.rerun()
+    return every
 
 
 def campaign_link(storage: Storage, search: str, filters: list[Condition], ticked: list[str],
