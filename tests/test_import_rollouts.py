@@ -264,3 +264,60 @@ def test_a_format_2_row_without_its_whole_trajectory_is_read_from_its_columns(tm
     assert spawns(traces[0]) == [("policy", "history-1")]  # read whole
     assert traces[1].events[0].content == legacy[1].events[0].content  # from its columns
     assert rollout_of(traces[1]).group == rollout_of(legacy[1]).group
+
+
+def test_the_art_readers_quick_path_makes_the_trace_a_chat_makes(monkeypatch):
+    """Most ART trajectories are one exchange (system turns, a user turn, the assistant's
+    Choice): the reader builds their trace straight, as fast as the rest of a line's reading.
+    It is the trace the general path (a `Chat`) makes of them, byte for byte and hash for
+    hash; every other shape takes the general path."""
+    import orjson
+
+    from viz_app.io import art as art_reader
+
+    system = {"role": "system", "content": "You answer arithmetic."}
+    user = {"role": "user", "content": "What is 6 * 7?"}
+
+    def choice(content="42", finish="stop", **message):
+        return {"finish_reason": finish, "index": 0,
+                "message": {"role": "assistant", "content": content, **message}}
+
+    shapes = {
+        "plain": [user, choice()],
+        "with a system turn": [system, user, choice()],
+        "two system turns and an empty one": [system, {"role": "developer", "content": ""},
+                                              {"role": "system", "content": "Be brief."},
+                                              user, choice()],
+        "no answer text": [system, user, choice(content=None)],
+        "no finish reason": [system, user, choice(finish=None)],
+        "a finish reason that is not text": [user, choice(finish=3)],
+        "a finish_reason key missing": [user, {"message": {"role": "assistant",
+                                                           "content": "42"}}],
+        "content parts": [system, {"role": "user", "content": [{"type": "text",
+                                                                "text": "6 * 7?"}]}, choice()],
+        "a tool call": [user, choice(tool_calls=[{"id": "c1", "type": "function", "function": {
+            "name": "calc", "arguments": "{}"}}])],
+        "a plain assistant turn": [user, {"role": "assistant", "content": "42"}],
+        "two user turns": [user, user, choice()],
+    }
+    log = art_reader._log("run/models/agent-7b/trajectories/train/0003.jsonl")
+    quick: list[str] = []
+    for name, messages in shapes.items():
+        for extra in ({}, {"additional_histories": [{"messages_and_choices": [user, choice()]}]},
+                      {"tools": [{"type": "function", "function": {"name": "calc"}}],
+                       "metadata": {"scenario_id": "s1", "rollout_id": "r1"}, "logs": ["x"]}):
+            trajectory = {"reward": 1.0, "metrics": {"correct": True}, "metadata": {},
+                          "messages_and_choices": messages, **extra}
+            group = {"metadata": {"dataset": "gsm8k"}}
+            made = art_reader._trace(trajectory, group, 2, 1, "line 3", log, "train:3:g2")
+            if art_reader._exchange(messages) is not None and "additional_histories" not in extra:
+                quick.append(name)
+            with monkeypatch.context() as patched:
+                patched.setattr(art_reader, "_exchange", lambda _messages: None)
+                chat = art_reader._trace(trajectory, group, 2, 1, "line 3", log, "train:3:g2")
+            assert orjson.dumps(made.to_dict(), option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+                chat.to_dict(), option=orjson.OPT_SORT_KEYS), name
+            assert (made.sha256, made.source, made.source_format, made.reader_warnings) == (
+                chat.sha256, chat.source, chat.source_format, chat.reader_warnings), name
+    assert set(quick) == {"plain", "with a system turn", "two system turns and an empty one",
+                          "no answer text", "no finish reason"}

@@ -28,10 +28,10 @@ import orjson
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, OnError, as_text, group_id, number,
-                                 pending_note, prompt_key, rollout_lines, step_in_name,
-                                 with_note)
-from viz_app.model import Trace, paused_gc
+from viz_app.io.rollouts import (POLICY, ROLLOUT_KEY, STOPPED, TRAINER_REWARD, Chat, OnError,
+                                 as_text, generation, group_id, number, pending_note,
+                                 prompt_key, rollout_lines, step_in_name, with_note)
+from viz_app.model import Event, Trace, paused_gc
 
 NAME = "art"
 PARQUET_MAGIC = b"PAR1"
@@ -86,8 +86,13 @@ def import_art(source: Source, *, name: str | None = None,
     traces: list[Trace] = []
     if data[:4] == PARQUET_MAGIC:
         with paused_gc():
+            keys: dict[int, str] = {}
             for n, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
-                traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}", log))
+                key = keys.get(group)
+                if key is None:
+                    key = keys[group] = group_id(log.split, log.step, f"g{group}")
+                traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}", log,
+                                     key))
     else:
         with paused_gc():
             for line, row in rollout_lines(data, label, first_line, on_error):
@@ -95,9 +100,10 @@ def import_art(source: Source, *, name: str | None = None,
                     raise TraceError(label, f"line {line}", "is not an ART trajectory group "
                                      "(no trajectories)")
                 place = f"line {line}"
+                group = group_id(log.split, log.step, f"g{line - 1}")  # once for its siblings
                 for index, trajectory in enumerate(t for t in row["trajectories"]
                                                    if t.__class__ is dict):
-                    traces.append(_trace(trajectory, row, line - 1, index, place, log))
+                    traces.append(_trace(trajectory, row, line - 1, index, place, log, group))
         traces = with_note(traces, pending_note(data, label))
     if not traces:
         raise TraceError(label, "", "holds no ART trajectories yet")
@@ -179,12 +185,12 @@ def _parquet(data: bytes, label: str):
 
 
 def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, index: int,
-           place: str, log: _Log) -> Trace:
+           place: str, log: _Log, key: str) -> Trace:
+    """The trace of one trajectory, the `index`-th of group `group` (whose id is `key`)."""
     metadata = trajectory.get("metadata")
     if metadata.__class__ is not dict:
         metadata = {}
-    rollout: dict[str, Any] = {"trainer": NAME, "group": group_id(log.split, log.step,
-                                                                  f"g{group}")}
+    rollout: dict[str, Any] = {"trainer": NAME, "group": key}
     if log.step is not None:  # as `rollouts.rollout_dict` keeps it
         rollout["step"] = log.step
     rollout["index"] = index
@@ -200,25 +206,89 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
     metrics = trajectory.get("metrics")
     metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
         if metrics.__class__ is dict else None
-    chat = Chat()
-    chat.messages(trajectory.get("messages_and_choices") or [])
-    opening = chat.opening or ""
+    messages = trajectory.get("messages_and_choices") or []
     histories = trajectory.get("additional_histories")
+    tools = trajectory.get("tools")
+    group_metadata = group_info.get("metadata") if group_info else None
+    first = {"art_metadata": metadata or None, "art_logs": trajectory.get("logs") or None,
+             "tools": [t.get("function", t).get("name") for t in tools
+                       if isinstance(t, dict) and isinstance(t.get("function", t), dict)] or None
+             if isinstance(tools, list) else None,
+             "group_metadata": group_metadata or None}
+    trace_id = f"{log.prefix}/g{group}/t{index}"
+    exchange = None if histories else _exchange(messages)
+    if exchange is not None:  # most trajectories: the trace a Chat builds, built straight
+        system, prompt, answer, finish = exchange
+        head = {"system_prompt": system} if system else {}
+        for name, value in first.items():
+            if value is not None:
+                head[name] = value
+        head[ROLLOUT_KEY] = rollout
+        scenario = metadata.get("scenario_id")
+        trace = Trace(
+            trace_id=trace_id, task_id=str(scenario or f"prompt-{prompt_key(prompt)}") or "task",
+            system=log.model or "art", events=[
+                Event(id="e1", t=0.0, type="human_intervention", agent=POLICY, from_="user",
+                      content=prompt, other=head),
+                Event(id="e2", t=1.0, type="message", agent=POLICY, content=answer,
+                      other=generation(True, finish)),
+                Event(id="e3", t=1.0, type="orchestrator_decision", agent=POLICY,
+                      decision_="stop", content="rollout ended", other=STOPPED)],
+            edges=[], rewards=rewards, costs_={"tokens": 0.0, "wall_clock_s": 1.0,
+                                               "tool_calls": 0.0, "messages": 1.0},
+            metrics=metrics or None)
+        trace._source = log.label
+        trace._source_format = NAME
+        return trace
+    chat = Chat()
+    chat.messages(messages)
+    opening = chat.opening or ""
     if histories:
         for n, history in enumerate(histories, start=1):
             if isinstance(history, dict):
                 chat.spawn(f"history-{n}", history.get("messages_and_choices") or [])
-    tools = trajectory.get("tools")
-    group_metadata = group_info.get("metadata") if group_info else None
-    return chat.trace(label=log.label, source_format=NAME,
-                      trace_id=f"{log.prefix}/g{group}/t{index}",
+    return chat.trace(label=log.label, source_format=NAME, trace_id=trace_id,
                       task_id=str(metadata.get("scenario_id") or f"prompt-{prompt_key(opening)}"),
                       rollout=rollout, rewards=rewards, system=log.model or "art",
-                      metrics=metrics, first={
-                          "art_metadata": metadata or None,
-                          "art_logs": trajectory.get("logs") or None,
-                          "tools": [t.get("function", t).get("name") for t in tools
-                                    if isinstance(t, dict)
-                                    and isinstance(t.get("function", t), dict)] or None
-                          if isinstance(tools, list) else None,
-                          "group_metadata": group_metadata or None})
+                      metrics=metrics, first=first)
+
+
+def _exchange(messages: Any) -> tuple[str, str, str, str | None] | None:
+    """(system prompt, prompt, answer, finish reason) of a trajectory that is the plainest
+    chat: system turns, one user turn, one Choice of the assistant without tool calls, all of
+    text; None for any other (read by `Chat`, which gives such a chat the same trace). The
+    system turns are joined as `Chat.messages` joins them ('' for none)."""
+    if messages.__class__ is not list or len(messages) < 2:
+        return None
+    *head, user, choice = messages
+    system = []
+    for item in head:
+        if item.__class__ is not dict or item.get("message").__class__ is dict \
+                or item.get("role") not in ("system", "developer"):
+            return None
+        text = item.get("content")
+        if text.__class__ is not str:
+            return None
+        if text:
+            system.append(text)
+    if user.__class__ is not dict or user.get("message").__class__ is dict \
+            or user.get("role") != "user":
+        return None
+    prompt = user.get("content")
+    if prompt.__class__ is not str or not prompt or choice.__class__ is not dict:
+        return None
+    message = choice.get("message")
+    finish = choice.get("finish_reason", _NO_FINISH)
+    if message.__class__ is not dict or finish is _NO_FINISH or \
+            finish.__class__ not in (str, type(None)) or message.get("role") != "assistant" \
+            or message.get("tool_calls"):
+        return None
+    answer = message.get("content")
+    if answer is None:
+        answer = ""
+    elif answer.__class__ is not str:
+        return None
+    return "\n\n".join(system), prompt, answer, finish
+
+
+_NO_FINISH = object()

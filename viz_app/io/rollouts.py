@@ -204,18 +204,19 @@ def _lines(data: bytes, label: str,
            first_line: int) -> Iterator[tuple[int, dict[str, Any]] | TraceError]:
     body, _pending = complete_lines(data)
     number_, start, size = first_line - 1, 0, len(body)
+    view = memoryview(body)  # each line parsed where it lies: no copy of it (nor of its strip)
     while start < size:
         end = body.find(b"\n", start)
         if end < 0:
             end = size
         number_ += 1
-        line = body[start:end]
+        line = view[start:end]
         start = end + 1
-        if not line.strip():
-            continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError as err:
+            if not bytes(line).strip():
+                continue  # a blank line holds no rollout
             yield TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a rollout "
                              "file holds one JSON object a line")
             continue
@@ -424,14 +425,7 @@ class Chat:
         """An assistant's turn: a generation of the policy (`add`'s event, its `other` one
         shared dict for each kind of turn, most turns of a file being alike, unless it has
         `extra` keys of its own)."""
-        key = (trainable, finish_reason) if finish_reason.__class__ in (str, type(None)) \
-            else None
-        other = _GENERATIONS.get(key) if key is not None else None
-        if other is None:
-            other = {k: v for k, v in (("kind", "generation"), ("trainable", trainable),
-                                       ("finish_reason", finish_reason)) if v is not None}
-            if key is not None and len(_GENERATIONS) < 64:
-                _GENERATIONS[key] = other
+        other = generation(trainable, finish_reason)
         if extra:
             other = {**other, **extra}
         n = len(self.events)
@@ -492,9 +486,10 @@ class Chat:
                     head[key] = value
         head[ROLLOUT_KEY] = rollout if rollout.__class__ is dict else rollout.to_dict()
         for place, extra in self._extra.items():
+            # set in place: the event is this chat's own and no one holds it yet (a copy of
+            # each trace's first event was a tenth of an ART log's reading)
             event = events[place]
-            events[place] = msgspec.structs.replace(
-                event, other={**event.other, **extra} if event.other else extra)
+            _force_setattr(event, "other", {**event.other, **extra} if event.other else extra)
         self._extra = {}
         costs = {"tokens": self._tokens, "wall_clock_s": float(end),
                  "tool_calls": float(types.count("tool_call")),
@@ -511,11 +506,28 @@ class Chat:
         return trace
 
 
+_force_setattr = msgspec.structs.force_setattr
+
+
+def generation(trainable: bool | None, finish_reason: Any) -> dict[str, Any]:
+    """The `other` of an assistant's turn (a generation of the policy): one dict for each
+    (trainable, finish reason), shared by the turns alike (never changed in place)."""
+    key = (trainable, finish_reason) if finish_reason.__class__ in (str, type(None)) else None
+    other = _GENERATIONS.get(key) if key is not None else None
+    if other is None:
+        other = {k: v for k, v in (("kind", "generation"), ("trainable", trainable),
+                                   ("finish_reason", finish_reason)) if v is not None}
+        if key is not None and len(_GENERATIONS) < 64:
+            _GENERATIONS[key] = other
+    return other
+
+
 _GENERATIONS: dict[tuple[bool | None, str | None], dict[str, Any]] = {}
 """The `other` of an assistant's turn by (trainable, finish_reason): one dict each, shared (an
 event's `other` is never changed in place)."""
 _GENERATION = {"kind": "generation"}
-_STOPPED = {"inferred_by": "importer"}
+_STOPPED = STOPPED = {"inferred_by": "importer"}
+"""The `other` of the policy's inferred stop (shared: never changed in place)."""
 
 
 def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
