@@ -115,8 +115,9 @@ KEYS: tuple[Key, ...] = (
         "it) and change your answer, saved as a new one / forward again, to the target you "
         "hold", ("review",), shown="P / N"),
     Key("review-forward", "N", "", ("review",), row="review-back"),
-    Key("many-all", "Shift+A", "give this answer to every other target of its kind on the "
-        "trace that is open to you (again: to none); saving saves one label on each",
+    Key("many-all", "Shift+A", "give this answer to every other target of its kind open to "
+        "you, on this trace and the campaign's others (again: to none); saving saves one label "
+        "on each",
         ("review",)),
     Key("keep-name", "Esc", "after the name in the Reviewer box changed: keep reviewing as "
         "before, with the target you hold", ("review-switch",)),

@@ -169,3 +169,30 @@ def test_back_on_the_trace_page_changes_an_answer_and_a_campaigns_one_stays_in_i
     assert {x.question: x.value for x in in_campaign} == {"stopping_correctness": "premature",
                                                           "stop_should_have_been": "e15"}
     assert workspace.campaigns.status("stops").complete == 1
+
+
+def test_one_answer_for_the_stops_of_other_traces_saves_the_rest_and_says_what_was_not(
+        tmp_path, monkeypatch):
+    late = DEMO_DIR / "11_review_late_stop.json"
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE, DROPPED, late]))
+    ids = [r.trace_id for r in ws.library.update_index().rows]
+    ws.campaigns.create(CampaignSpec(name="stops", questions=["stopping_correctness"],
+                                     filter=Filter(trace_ids=ids)), LEAD)
+    at = review("stops")
+    claim = at.session_state["_review"]["claim"]
+    box = "\n".join(m.value for m in at.markdown)
+    assert "0 more of this trace and 2 on 2 other traces are open to you" in box
+    radio(at, "stopping_correctness").set_value("correct").run()
+    at = at.button(key="review:many-all").click().run()  # Shift+A: the other runs' stops too
+    assert any("Saving gives this answer to 3 targets** on 3 traces" in c.value
+               for c in at.caption)
+    bob = ws.campaigns.claim_next("stops", Reviewer(name="bob", via="self-declared"))
+    assert bob.trace_id != claim.trace_id  # bob holds one of them meanwhile
+    at = save(at)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    (said,) = [w.value.replace("\\", "") for w in at.warning]
+    assert said == (f"Saved 2 of the 3 targets; not saved: e13 of {bob.trace_id} (taken by "
+                    "another reviewer meanwhile, or answered or skipped by you already).")
+    saved = {x.trace_id for x in ws.labelling.current(reviewer="ann", campaign="stops")}
+    assert saved == set(ids) - {bob.trace_id}

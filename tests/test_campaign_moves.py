@@ -5,6 +5,9 @@ own provenance, its slot completed in the same transaction, never past K."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from factories import DEMO_DIR, PREMATURE, PREMATURE_ID, make_workspace
@@ -106,14 +109,17 @@ def test_one_answer_given_to_every_spawn_of_a_fan_out_is_a_label_each(ws):
     assert campaign.targets == 34
     claim = ws.campaigns.claim_next("spawns", ANN)
     alike = ws.campaigns.alike(claim)
-    assert len(alike) == 33 and claim.event_id not in alike
+    assert len(alike) == 33 and claim.event_id not in {t.event_id for t in alike}
+    assert {t.trace_id for t in alike} == {SWARM_ID}
 
-    made = ws.campaigns.submit_alike(claim, alike, {"spawn_necessity": "redundant"},
+    done = ws.campaigns.submit_alike(claim, alike, {"spawn_necessity": "redundant"},
                                      comment="34 workers for 34 files: one would do",
                                      seconds_spent=68.0)
+    made = done.labels
+    assert (done.saved, done.refused, done.sentence()) == (34, [], "")
     assert len(made) == 34
     assert len({x.label_id for x in made}) == 34
-    assert {x.event_id for x in made} == {claim.event_id, *alike}
+    assert {x.event_id for x in made} == {claim.event_id, *(t.event_id for t in alike)}
     assert {(x.reviewer, x.campaign, x.source, x.identified_by, x.origin, x.seconds_spent)
             for x in made} == {("ann", "spawns", "human", "self-declared",
                                 "one answer given to 34 targets at once", 2.0)}
@@ -125,18 +131,67 @@ def test_one_answer_given_to_every_spawn_of_a_fan_out_is_a_label_each(ws):
     assert ws.campaigns.claim_next("spawns", ANN) is None  # ann has answered every one
 
 
-def test_a_target_taken_meanwhile_refuses_the_whole_save(ws):
+def test_a_target_taken_meanwhile_is_left_out_the_rest_saved_and_said_in_one_sentence(ws):
     spawns(ws, k=1)
     ann = ws.campaigns.claim_next("spawns", ANN)
     alike = ws.campaigns.alike(ann)
     bob = ws.campaigns.claim_next("spawns", BOB)  # bob took the next spawn meanwhile
-    assert bob.event_id in alike
-    with pytest.raises(LabelError, match=f"{bob.event_id} cannot be answered with this target"):
-        ws.campaigns.submit_alike(ann, alike, {"spawn_necessity": "redundant"})
-    assert ws.labelling.current(SWARM_ID) == []  # nothing was saved
-    rest = ws.campaigns.alike(ann)
-    assert bob.event_id not in rest and len(rest) == 32
-    assert len(ws.campaigns.submit_alike(ann, rest[:3], {"spawn_necessity": "necessary"})) == 4
+    assert bob.event_id in {t.event_id for t in alike}
+    done = ws.campaigns.submit_alike(ann, alike, {"spawn_necessity": "redundant"})
+    assert done.saved == 33 and [r.target.event_id for r in done.refused] == [bob.event_id]
+    assert done.sentence(SWARM_ID) == (
+        f"Saved 33 of the 34 targets; not saved: {bob.event_id} (taken by another reviewer "
+        "meanwhile, or answered or skipped by you already).")
+    saved = values(ws.labelling.current(SWARM_ID, "ann"), "spawn_necessity")
+    assert len(saved) == 33 and bob.event_id not in saved
+    assert ws.labelling.current(SWARM_ID, "bob") == []  # bob's reservation untouched
+    ws.campaigns.submit(bob, {"spawn_necessity": "necessary"})  # and still his to save
+
+
+def test_a_claim_no_longer_held_saves_nothing_of_many(ws):
+    spawns(ws, k=1)
+    ann = ws.campaigns.claim_next("spawns", ANN)
+    alike = ws.campaigns.alike(ann)
+    assert ws.campaigns.release(ann)  # her reservation is gone
+    with pytest.raises(LabelError, match="nothing was saved"):
+        ws.campaigns.submit_alike(ann, alike[:3], {"spawn_necessity": "redundant"})
+    assert ws.labelling.current(SWARM_ID) == []
+
+
+# -- one answer across the campaign's traces ----------------------------------------------------
+
+def test_one_answer_goes_to_the_stops_of_the_campaigns_other_traces(tmp_path):
+    """The runs' stops of a campaign over four traces: one answer to the stop held and the other
+    three; bob holds one meanwhile and one trace's file is broken: the other one is saved, and
+    one sentence names the two left out, with their traces, and why."""
+    runs = tmp_path / "runs"  # copies: one of them is broken below
+    runs.mkdir()
+    for source in [PREMATURE, *sorted(DEMO_DIR.glob("0[5-7]_*.json"))]:
+        shutil.copy(source, runs / source.name)
+    ws = make_workspace(tmp_path, traces=[runs])
+    rows = ws.library.update_index().rows
+    ids, files = [r.trace_id for r in rows], {r.trace_id: Path(r.path) for r in rows}
+    ws.campaigns.create(CampaignSpec(name="stops", questions=["stopping_correctness"],
+                                     filter=Filter(trace_ids=ids)), LEE)
+    ann = ws.campaigns.claim_next("stops", ANN)
+    alike = ws.campaigns.alike(ann)
+    assert ann.trace_id not in {t.trace_id for t in alike}
+    assert len({t.trace_id for t in alike}) == len(alike) == len(ids) - 1  # a stop a run
+    bob = ws.campaigns.claim_next("stops", BOB)
+    broken = next(t for t in alike if t.trace_id != bob.trace_id)
+    files[broken.trace_id].write_text("{ cut short")
+
+    done = ws.campaigns.submit_alike(ann, alike, {"stopping_correctness": "correct"})
+    assert done.saved == len(ids) - 2
+    assert {r.target.trace_id for r in done.refused} == {bob.trace_id, broken.trace_id}
+    sentence = done.sentence(ann.trace_id)
+    assert sentence.startswith(f"Saved {len(ids) - 2} of the {len(ids)} targets; not saved: ")
+    assert f"of {bob.trace_id} (taken by another reviewer meanwhile" in sentence
+    assert f"of {broken.trace_id} (" in sentence and sentence.count(".") >= 1
+    saved = {x.trace_id for x in ws.labelling.current(reviewer="ann", campaign="stops")}
+    assert saved == set(ids) - {bob.trace_id, broken.trace_id}
+    assert {x.origin for x in ws.labelling.current(reviewer="ann")} == {
+        f"one answer given to {len(ids)} targets at once"}
 
 
 def test_an_answer_that_is_one_targets_own_is_never_given_to_many(ws):

@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
                                           first_answers, latest_version, uncertainty)
     from viz_app.labels.bookmark import (Bookmark, anchor, bookmarks_at, checked_note,
                                          checked_reviewer, current_bookmarks)
-    from viz_app.labels.campaign import (Campaign, CampaignProgress, CampaignSpec, CampaignStatus,
-                                         Claim, Disagreement, EXPIRED, FIGURES, Filter,
+    from viz_app.labels.campaign import (AlikeRefusal, AlikeSaved, AlikeTarget, Campaign,
+                                         CampaignProgress, CampaignSpec, CampaignStatus, Claim,
+                                         Disagreement, EXPIRED, FIGURES, Filter,
                                          INSTRUCTIONS_LIMIT, ORDERS, ROLES, ReviewerStatus, Role,
                                          STRATA, Sample, find_disagreements, gold_accuracy,
                                          label_target, spec_error)

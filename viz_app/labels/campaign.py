@@ -238,6 +238,61 @@ class Claim(BaseModel):
         return self.event_id or ""
 
 
+class AlikeTarget(BaseModel):
+    """A target of a claim's kind (it asks the claim's very questions: another spawn, another
+    stop) on any trace of the campaign, free to the claim's reviewer: one they may answer with
+    the claim's target at once (`ws.campaigns.alike`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target_id: int
+    trace_id: str
+    event_id: str | None = Field(description="None for the trace itself.")
+
+    @property
+    def key(self) -> str:
+        """The target's event id, or '' for the trace (as labels store it)."""
+        return self.event_id or ""
+
+    def named(self, trace_id: str | None = None) -> str:
+        """'e12', or 'e12 of run-7' when it is on another trace than `trace_id`."""
+        where = self.event_id or "the whole trace"
+        return where if self.trace_id == trace_id else f"{where} of {self.trace_id}"
+
+
+class AlikeRefusal(BaseModel):
+    """A target a one-answer-for-many save did not save, and why (one clause)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: AlikeTarget
+    reason: str
+
+
+class AlikeSaved(BaseModel):
+    """What one answer given to many targets saved: the labels (the claim's target's first),
+    and the targets chosen that were not saved, each with why."""
+
+    labels: list[Any] = Field(description="The labels saved (`Label`), one per question and "
+                              "target.")
+    saved: int = Field(description="Targets saved, the claim's own included.")
+    refused: list[AlikeRefusal] = Field(default_factory=list)
+
+    def sentence(self, trace_id: str | None = None) -> str:
+        """One sentence saying which chosen targets were not saved and why ('' when all
+        were); targets on another trace than `trace_id` are named with their trace."""
+        if not self.refused:
+            return ""
+        by_reason: dict[str, list[str]] = defaultdict(list)
+        for r in self.refused:
+            by_reason[r.reason].append(r.target.named(trace_id))
+        total = self.saved + len(self.refused)
+        return (f"Saved {self.saved} of the {total} targets; not saved: "
+                + "; ".join(f"{', '.join(names)} ({reason})"
+                            for reason, names in by_reason.items()) + ".")
+
+
+
 class ReviewerStatus(BaseModel):
     """One reviewer's part in a campaign, as its leads see it."""
 

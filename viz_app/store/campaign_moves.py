@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import and_, exists, insert, or_, select, update
 
 from viz_app.errors import ClaimError, LabelError
-from viz_app.labels import EXPIRED, Campaign, Claim, Label, now
+from viz_app.labels import EXPIRED, AlikeTarget, Campaign, Claim, Label, now
 from viz_app.store.tables import (campaign_skips_table, campaign_slots_table,
                                   campaign_targets_table, campaigns_table, labels_table)
 
@@ -61,16 +61,18 @@ class CampaignMoves:
         nothing saved) when the slot went to someone else or was saved already. `raise_to`
         moves the target's other slots not done yet up the queue to that priority (the
         `contested` order, after a first reviewer at odds with a producer)."""
-        return self.submit_alike(claim, labels, {}, raise_to=raise_to)
+        return self.submit_alike(claim, labels, {}, raise_to=raise_to)[0]
 
     def submit_alike(self, claim: Claim, labels: Sequence[Label],
                      alike: Mapping[int, Sequence[Label]], *,
-                     raise_to: float | None = None) -> list[Label]:
+                     raise_to: float | None = None) -> tuple[list[Label], list[int]]:
         """Save a claim's labels and, in the same transaction, labels on other targets of its
         campaign (target id -> its labels: the targets of the claim's kind its reviewer chose
         to answer alike), completing a slot of each that is free to the reviewer (open, or
-        whose lease ran out, or theirs; never a target they skipped or saved before). All or
-        nothing: LabelError naming the targets no slot of which is free any more."""
+        whose lease ran out, or theirs; never a target they skipped or saved before). The
+        labels saved, and the target ids of `alike` left unsaved because no slot of theirs is
+        free any more (another reviewer took it meanwhile). The claim itself must still be
+        held: LabelError, and nothing saved, when it is not."""
         c = slots.c
         who = claim.reviewer.name
         with self._writing() as conn:  # type: ignore[attr-defined]
@@ -82,18 +84,14 @@ class CampaignMoves:
             _own(labels, held.trace_id, held.event_id, held.questions, held.campaign, who)
             picked = self._free_slots(conn, held.campaign_id, who, list(alike))
             taken = [t for t in alike if t not in picked]
-            if taken:
-                names = [e or "the whole trace" for e in self._events(conn, taken)]
-                raise LabelError(f"{', '.join(names)} went to other reviewers meanwhile (or "
-                                 "you answered them already); nothing was saved: choose again")
             rows = {r.target_id: r for r in conn.execute(
                 select(targets.c.target_id, targets.c.trace_id, targets.c.event_id,
-                       targets.c.questions).where(targets.c.target_id.in_(list(alike))))}
-            for target_id, made in alike.items():
+                       targets.c.questions).where(targets.c.target_id.in_(list(picked))))}
+            for target_id in picked:
                 row = rows[target_id]
-                _own(made, row.trace_id, row.event_id or "", orjson.loads(row.questions),
-                     held.campaign, who)
-            every = [*labels, *(x for made in alike.values() for x in made)]
+                _own(alike[target_id], row.trace_id, row.event_id or "",
+                     orjson.loads(row.questions), held.campaign, who)
+            every = [*labels, *(x for t in picked for x in alike[t])]
             if every:
                 conn.execute(insert(labels_table), [label.to_row() for label in every])
             stamp = now()
@@ -107,7 +105,7 @@ class CampaignMoves:
                 conn.execute(update(slots).where(
                     c.target_id == held.target_id, c.slot_id != claim.slot_id,
                     c.state != "done", c.priority > raise_to).values(priority=raise_to))
-        return every
+        return every, taken
 
     def _free_slots(self, conn: Connection, campaign_id: str, who: str,
                     target_ids: Sequence[int], at: float | None = None) -> dict[int, int]:
@@ -144,10 +142,12 @@ class CampaignMoves:
 
     # -- what a reviewer may answer alike, and what they saved ---------------------------------
 
-    def alike(self, claim: Claim, at: float | None = None) -> list[tuple[int, str]]:
-        """The other targets of a claim's campaign on its trace that ask its very questions (a
-        target of the same kind: every spawn of a fan-out) and have a slot free to the
-        claim's reviewer now: (target id, event id), in queue order. Nothing is reserved."""
+    def alike(self, claim: Claim, at: float | None = None,
+              limit: int = 500) -> list[AlikeTarget]:
+        """The other targets of a claim's campaign, on any of its traces, that ask its very
+        questions (a target of the same kind: every spawn of a fan-out, every stop) and have a
+        slot free to the claim's reviewer now: those on the claim's trace first, then the
+        others, each in queue order; `limit` at most. Nothing is reserved."""
         moment = time.time() if at is None else at
         t = targets.c
         with self.engine.connect() as conn:  # type: ignore[attr-defined]
@@ -159,15 +159,17 @@ class CampaignMoves:
                 campaigns_table.c.campaign_id == row.campaign_id)).scalar_one()
             if closed is not None:
                 return []
-            same = {r.target_id: r.event_id for r in conn.execute(
-                select(t.target_id, t.event_id).where(
-                    t.campaign_id == row.campaign_id, t.trace_id == claim.trace_id,
-                    t.questions == row.questions, t.target_id != claim.target_id)
-                .order_by(t.priority, t.target_id))}
+            same = {r.target_id: r for r in conn.execute(
+                select(t.target_id, t.trace_id, t.event_id).where(
+                    t.campaign_id == row.campaign_id, t.questions == row.questions,
+                    t.target_id != claim.target_id)
+                .order_by((t.trace_id != claim.trace_id), t.priority, t.target_id))}
             free = self._free_slots(conn, row.campaign_id, claim.reviewer.name, list(same),
                                     moment)
-        return [(target_id, event_id or "") for target_id, event_id in same.items()
-                if target_id in free]
+        found = [AlikeTarget(target_id=r.target_id, trace_id=r.trace_id,
+                             event_id=r.event_id or None)
+                 for target_id, r in same.items() if target_id in free]
+        return found[:max(0, int(limit))]
 
     def saved_targets(self, campaign: Campaign, reviewer: str) -> list[SavedTarget]:
         """The targets a reviewer saved in a campaign, in the order they saved them."""

@@ -14,9 +14,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from viz_app.analysis import analyze
-from viz_app.errors import LabelError
+from viz_app.errors import LabelError, OrchvizError
 from viz_app.io.detect import read_at
-from viz_app.labels import (LEARNED, SPREAD, Campaign, CampaignProgress, CampaignSpec,
+from viz_app.labels import (LEARNED, SPREAD, AlikeRefusal, AlikeSaved, AlikeTarget, Campaign,
+                            CampaignProgress, CampaignSpec,
                             CampaignStatus, Claim, Disagreement, Filter, Label, LabelTarget,
                             PlannedTarget,
                             Reviewer, ReviewerStatus, Rubric, Suggestion, campaign_questions,
@@ -29,9 +30,14 @@ from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, IndexResult,
                            Member, MemberStore, SavedTarget, Storage, SuggestionStore)
 from viz_app.suggest import RULES
 from viz_app.summary import LibraryRow
+from viz_app.text import brief
 from viz_app.workspace.answers import answers_to_save, read_label_records
 from viz_app.workspace.ground import Ground
 from viz_app.workspace.library import Library
+
+TAKEN = "taken by another reviewer meanwhile, or answered or skipped by you already"
+"""Why a target chosen for one answer given to many was not saved, when its slot was no longer
+free to the reviewer."""
 
 if TYPE_CHECKING:
     from viz_app.store.campaigns import TargetRow
@@ -454,26 +460,34 @@ class Campaigns:
 
     # -- one answer for many targets, and going back to change one's answer -------------------
 
-    def alike(self, claim: Claim) -> list[str]:
-        """The other targets (event ids, '' for a trace) of a claim's campaign on its trace that
-        ask its very questions (the same kind: every spawn of a fan-out) and that its reviewer
-        may answer now, in queue order: what they may answer at once with the claim's target
-        (`submit_alike`). Nothing is reserved."""
-        return [event_id for _, event_id in self._store.alike(claim)]
+    def alike(self, claim: Claim) -> list[AlikeTarget]:
+        """The other targets of a claim's campaign, on its trace and on the campaign's other
+        traces, that ask its very questions (the same kind: every spawn of a fan-out, every
+        stop) and that its reviewer may answer now: the claim's trace's first, each in queue
+        order. What they may answer at once with the claim's target (`submit_alike`). Nothing
+        is reserved."""
+        return self._store.alike(claim)
 
-    def submit_alike(self, claim: Claim, event_ids: Sequence[str], answers: Mapping[str, Any],
+    def submit_alike(self, claim: Claim, chosen: Sequence[AlikeTarget],
+                     answers: Mapping[str, Any],
                      *, comment: str = "", seconds_spent: float | None = None,
                      suggestions_visible: bool = False,
-                     judged: str | None = None) -> list[Label]:
+                     judged: str | None = None) -> AlikeSaved:
         """Save one answer on a claim's target and on other targets of its kind the reviewer
-        chose (`alike`), each its own label with its own provenance (its target, its time,
-        the seconds split evenly, `origin` saying how many targets the one answer went to),
-        and complete a slot of each, in one transaction. An answer that belongs to one target
-        alone (an event pointer, a correction, a free text) is refused, as is a target no
-        longer free to the reviewer; nothing is saved then."""
-        if not event_ids:
-            return self.submit(claim, answers, comment=comment, seconds_spent=seconds_spent,
+        chose (of `alike`), each its own label with its own provenance (its target,
+        its time, the seconds split evenly, `origin` saying how many targets the one answer
+        went to), and complete a slot of each, in one transaction.
+
+        The claim's target is saved or nothing is: an answer that belongs to one target alone
+        (an event pointer, a correction, a free text) is refused, as is a claim no longer
+        held. Of the other targets, those refused (taken by another reviewer meanwhile, or
+        answered or skipped already; an answer that does not hold on that target; a trace that
+        cannot be read) are left out and the rest saved: `AlikeSaved.sentence()` says which
+        were not saved and why."""
+        if not chosen:
+            made = self.submit(claim, answers, comment=comment, seconds_spent=seconds_spent,
                                suggestions_visible=suggestions_visible, judged=judged)
+            return AlikeSaved(labels=made, saved=1)
         held = self._store.check(claim)
         found = self._store.get(held.campaign, count=False)
         rubric = self._pinned(found)
@@ -484,24 +498,33 @@ class Campaigns:
                              "a text cannot be another target's): save it alone, or leave it "
                              "empty to give the one answer to several targets; nothing was "
                              "saved")
-        free = {event_id: target_id for target_id, event_id in self._store.alike(claim)}
-        gone = [e for e in event_ids if e not in free]
-        if gone:
-            raise LabelError(f"{', '.join(e or 'the whole trace' for e in gone)} cannot be "
-                             "answered with this target any more (another reviewer took it, "
-                             "or it is not of its kind); nothing was saved: choose again")
-        trace = self._library.trace(held.trace_id)
-        count = 1 + len(event_ids)
+        free = {t.target_id: t for t in self._store.alike(claim, limit=10**9)}
+        refused = [AlikeRefusal(target=t, reason=TAKEN) for t in chosen
+                   if t.target_id not in free]
+        count = 1 + len(chosen)
         share = None if seconds_spent is None else round(seconds_spent / count, 1)
         given = {"comment": comment, "seconds_spent": share,
                  "suggestions_visible": suggestions_visible}
         origin = f"one answer given to {count} targets at once"
-        made = self._answers(found, trace, held.event_id or None, held.questions, answers,
-                             claim.reviewer, judged=judged, origin=origin, **given)
-        others = {free[e]: self._answers(found, trace, e or None, held.questions, answers,
-                                         claim.reviewer, judged=judged, origin=origin, **given)
-                  for e in event_ids}
-        return self._store.submit_alike(claim, made, others)
+        traces = {held.trace_id: self._library.trace(held.trace_id)}
+        made = self._answers(found, traces[held.trace_id], held.event_id or None,
+                             held.questions, answers, claim.reviewer, judged=judged,
+                             origin=origin, **given)
+        others: dict[int, list[Label]] = {}
+        for target in (free[t.target_id] for t in chosen if t.target_id in free):
+            try:
+                if target.trace_id not in traces:
+                    traces[target.trace_id] = self._library.trace(target.trace_id)
+                trace = traces[target.trace_id]
+                others[target.target_id] = self._answers(
+                    found, trace, target.event_id, held.questions, answers, claim.reviewer,
+                    judged=trace.sha256 if trace.trace_id != held.trace_id else judged,
+                    origin=origin, **given)
+            except (OrchvizError, OSError) as err:  # this target alone: its answer or its trace
+                refused.append(AlikeRefusal(target=target, reason=brief(err, 160)))
+        saved, taken = self._store.submit_alike(claim, made, others)
+        refused += [AlikeRefusal(target=free[t], reason=TAKEN) for t in taken]
+        return AlikeSaved(labels=saved, saved=1 + len(others) - len(taken), refused=refused)
 
     def saved(self, name: str, reviewer: str) -> list[SavedTarget]:
         """The targets a reviewer saved in a campaign, in the order they saved them: where the

@@ -30,7 +30,7 @@ from components.keyboard import typing_note
 from components.suggestions import suggestions_view
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels import Claim, Label, LabelTarget
+from viz_app.labels import AlikeTarget, Claim, Label, LabelTarget
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
 from viz_app.ui.drafts import DraftKeeper
@@ -135,7 +135,13 @@ def take_next() -> None:
     first = claim is not None and not state.get("instructed")  # beside the first target
     state.update(claim=claim, opened=time.time(), renewed=time.time(), selected=None,
                  agent=None, skipping=False, started=True, done=claim is None, error=None,
-                 first=first, instructed=state.get("instructed") or first)
+                 refused=None, first=first, instructed=state.get("instructed") or first)
+
+
+def refusals() -> None:
+    """Which targets the last one-answer-for-many save left unsaved, and why (one sentence)."""
+    if state.get("refused"):
+        st.warning(markdown_literal(state["refused"], 1200), icon=":material/warning:")
 
 
 def instructions(expanded: bool) -> None:
@@ -233,6 +239,7 @@ if state.get("back"):
     revisit = saved_here[-state["back"]] if state["back"] <= len(saved_here) else None
 if claim is None and revisit is None:
     progress()
+    refusals()
     if state.get("error"):
         st.error(state["error"])
     else:
@@ -343,6 +350,7 @@ def review_panel() -> None:
         instructions(bool(state.get("first")) and revisit is None)
         if state.get("error"):
             st.error(state["error"])
+        refusals()
         if revisit is not None:
             st.info(f"Back at a target you saved on {revisit.completed_at[:16].replace('T', ' ')}"
                     " UTC. Saving changes your answer: a new label, the one before stays in "
@@ -368,8 +376,8 @@ def questions() -> None:
     seen = workspace.suggestions.visible(trace, target, claim.reviewer.name, campaign)
 
     many = f"review:many:{claim.slot_id}"
-    alike = alike_targets()
-    chosen = [e for e in st.session_state.get(many) or [] if e in alike]
+    alike = {t.target_id: t for t in alike_targets()}
+    chosen = [alike[t] for t in st.session_state.get(many) or [] if t in alike]
 
     def submit(values: dict[str, Any], comment: str, seconds: float) -> list[Label]:
         try:
@@ -381,10 +389,11 @@ def questions() -> None:
             raise
         state["last"] = (trace, target)
         take_next()
-        return made
+        state["refused"] = made.sentence(trace.trace_id) or None  # beside the next target
+        return made.labels
 
     if alike:  # above the form, in the first screen: what the save will answer
-        answer_alike(alike, many, len(chosen))
+        answer_alike(alike, many, chosen)
     form = f"review:{claim.slot_id}"  # a reload or a closed tab finds the draft again
     keep_drafts(form, DraftKeeper(workspace, reviewer.name, form))
     target_form(trace, analysis, workspace.rubric, target, key=form,
@@ -403,28 +412,35 @@ def questions() -> None:
     back_buttons(st)
 
 
-def alike_targets() -> list[str]:
-    """The other targets of this kind on the trace that the reviewer may answer with this one
-    (`ws.campaigns.alike`), asked once per target held: a key press asks the database nothing."""
+def alike_targets() -> list[AlikeTarget]:
+    """The other targets of this kind, on this trace and the campaign's others, that the
+    reviewer may answer with this one (`ws.campaigns.alike`), asked once per target held: a
+    key press asks the database nothing."""
     memo = state.get("alike")
     if memo is None or memo[0] != claim.slot_id:
-        listed = state.get("targets", {}).get((trace.trace_id, trace.sha256), [])
-        found = []
-        if any(t.key != target.key and t.kinds == target.kinds for t in listed):
-            try:  # a kind the trace has more of (spawns, not its one stop): ask the campaign
-                found = workspace.campaigns.alike(claim)
-            except (LabelError, StoreError):
-                found = []
+        try:
+            found = workspace.campaigns.alike(claim)
+        except (LabelError, StoreError):
+            found = []
         memo = state["alike"] = (claim.slot_id, found)
     return memo[1]
 
 
-def answer_alike(alike: list[str], many: str, chosen: int) -> None:
-    """Choose targets of this kind to give the same answer (every spawn of a fan-out): each is
-    saved as its own label when the answer is saved. Shift+A chooses them all, or none."""
+def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTarget]) -> None:
+    """Choose targets of this kind to give the same answer (every spawn of a fan-out, or the
+    stops of the campaign's other traces): each is saved as its own label when the answer is
+    saved. Shift+A chooses them all, or none."""
     labels = {t.key: target_label(t, analysis, False).removeprefix("○ ")
               for t in state.get("targets", {}).get((trace.trace_id, trace.sha256), [])}
     kinds = " + ".join(target.kinds)
+    here = sum(t.trace_id == trace.trace_id for t in alike.values())
+    elsewhere = len({t.trace_id for t in alike.values()} - {trace.trace_id})
+
+    def named(target_id: int) -> str:
+        found = alike[target_id]
+        if found.trace_id == trace.trace_id:
+            return labels.get(found.key, found.named(trace.trace_id))
+        return found.named(trace.trace_id)
 
     def every() -> None:
         current = st.session_state.get(many) or []
@@ -432,16 +448,21 @@ def answer_alike(alike: list[str], many: str, chosen: int) -> None:
 
     with st.container(border=True, key="review-many"):
         st.markdown(f"**The same answer for other {markdown_literal(kinds, 40)} targets** · "
-                    f"{len(alike)} more of this trace are open to you")
+                    f"{here} more of this trace"
+                    + (f" and {len(alike) - here} on {elsewhere} other "
+                       f"trace{'s' if elsewhere != 1 else ''}" if elsewhere else "")
+                    + " are open to you")
         if chosen:
-            st.caption(f":blue[**Saving gives this answer to {1 + chosen} targets**: this one "
-                       f"and the {chosen} chosen, each its own label.]")
-        st.multiselect("Give this answer to these too", alike, key=many,
-                       format_func=lambda e: labels.get(e, e or "the whole trace"),
+            traces = len({t.trace_id for t in chosen} | {trace.trace_id})
+            st.caption(f":blue[**Saving gives this answer to {1 + len(chosen)} targets**"
+                       + (f" on {traces} traces" if traces > 1 else "")
+                       + f": this one and the {len(chosen)} chosen, each its own label.]")
+        st.multiselect("Give this answer to these too", list(alike), key=many,
+                       format_func=named,
                        placeholder="choose targets of this kind",
                        help="Each one chosen is saved as its own label, with its own target "
                             "and time, when you save this answer")
-        st.button(f"None of the {len(alike)}" if chosen == len(alike)
+        st.button(f"None of the {len(alike)}" if len(chosen) == len(alike)
                   else f"All {len(alike)} of them", key="review:many-all", on_click=every,
                   shortcut=keys.shortcut("many-all"), width="stretch",
                   icon=":material/done_all:",
