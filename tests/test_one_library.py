@@ -34,12 +34,8 @@ def runs(count: int = 30):
     return found
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    """The same five JSON Lines files, listed by one workspace as a folder and by another as a
-    pool, each brought up to date: (folder storage, pool storage, the workspaces)."""
-    root = tmp_path_factory.mktemp("one")
-    folder = root / "runs"
+def write_runs(folder):
+    """`runs()` as five JSON Lines files of six traces, the third with a line that holds none."""
     folder.mkdir()
     traces = runs()
     for k in range(5):
@@ -47,6 +43,15 @@ def both(tmp_path_factory):
         if k == 2:
             lines.insert(1, '{"trace_id": 7}')  # a line that holds no trace
         (folder / f"part-{k}.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The same five JSON Lines files, listed by one workspace as a folder and by another as a
+    pool, each brought up to date: (folder storage, pool storage, the workspaces)."""
+    root = tmp_path_factory.mktemp("one")
+    folder = write_runs(root / "runs")
     as_folder = Workspace(Settings(traces=[folder], db_url=database_url(root / "a.db")))
     as_pool = Workspace(Settings(traces=[], pools=[str(folder)],
                                  db_url=database_url(root / "b.db")))
@@ -163,6 +168,80 @@ def test_the_rule_is_a_word_start_and_fts5_finds_all_it_accepts():
     assert plain("rollout 42") and not plain("rollout-42")
     assert fts_query('say "x" OR y') == '"say"* AND "x"* AND "or"* AND "y"*'
     assert fts_query("  -- ") is None and matches("anything", "  -- ")
+
+
+# -- the folders' word index ----------------------------------------------------------------------
+
+SEARCHES = ["rollout-01", "ROLLOUT-021", "cafe-bot", "-rollout-02", "ollout", "rollout_01",
+            "rollout%01", "task-3 rollout-01", "rollout", "planner", "cafe", "task-1 planner"]
+
+
+def word_rows(ws):
+    """(words the word index holds, the words its rows say it holds, words of no row)."""
+    from sqlalchemy import func, select
+
+    from viz_app.store.tables import trace_index, trace_words
+
+    with ws.engine.connect() as conn:
+        held = conn.execute(select(func.count()).select_from(trace_words)).scalar_one()
+        said = conn.execute(select(func.coalesce(func.sum(trace_index.c.words), 0))).scalar_one()
+        lost = conn.execute(select(func.count()).select_from(trace_words).where(
+            trace_words.c.doc.not_in(select(trace_index.c.id)))).scalar_one()
+    return held, said, lost
+
+
+@pytest.mark.postgres
+def test_the_folders_word_index_answers_alike_on_postgresql(both, postgres_url, tmp_path):
+    from test_migrations import postgres_database
+
+    folder, _, _, _ = both
+    with postgres_database(postgres_url) as url:
+        ws = Workspace(Settings(traces=[write_runs(tmp_path / "runs")], db_url=url))
+        on_postgres = ws.library.storage()
+        for typed in SEARCHES:
+            assert ids(on_postgres.page(search=typed, limit=100)) == \
+                ids(folder.page(search=typed, limit=100)), typed
+        held, said, lost = word_rows(ws)
+        assert held == said > 0 and lost == 0
+
+
+def test_a_rewritten_file_s_words_replace_its_old_ones(tmp_path):
+    ws = Workspace(Settings(traces=[write_runs(tmp_path / "runs")],
+                            db_url=database_url(tmp_path / "a.db")))
+    assert ids(ws.library.storage().page(search="cafe", limit=100))[:1] == ["rollout-000"]
+    held, said, lost = word_rows(ws)
+    assert held == said > 0 and lost == 0
+    part = tmp_path / "runs" / "part-0.jsonl"
+    rewritten = [json.loads(line) for line in part.read_text().splitlines()]
+    rewritten[0]["system"] = "zebra"
+    part.write_text("\n".join(json.dumps(t) for t in rewritten) + "\n")
+    (tmp_path / "runs" / "part-4.jsonl").unlink()
+    folder = ws.library.storage()
+    assert "rollout-000" not in ids(folder.page(search="cafe", limit=100))
+    assert ids(folder.page(search="zebra", limit=100)) == ["rollout-000"]
+    assert folder.count(search="rollout-02") == 4  # 24 to 29 left with part-4
+    held, said, lost = word_rows(ws)
+    assert held == said > 0 and lost == 0
+
+
+def test_rows_indexed_before_the_word_index_get_their_words_without_a_read(tmp_path):
+    from sqlalchemy import delete, update
+
+    from viz_app.store.tables import trace_index, trace_words
+
+    db = database_url(tmp_path / "a.db")
+    ws = Workspace(Settings(traces=[write_runs(tmp_path / "runs")], db_url=db))
+    before = ids(ws.library.storage().page(search="task-3 rollout-01", limit=100))
+    with ws.engine.begin() as conn:  # as Alembic 0016 leaves an index written before it
+        conn.execute(delete(trace_words))
+        conn.execute(update(trace_index).values(words=None))
+    again = Workspace(Settings(traces=[tmp_path / "runs"], db_url=db))
+    result = again.library.update_index()
+    assert result.parsed == 0 and result.skipped == 5  # no file read again
+    assert ids(again.library.storage(result=result).page(
+        search="task-3 rollout-01", limit=100)) == before == ["rollout-010", "rollout-011"]
+    held, said, lost = word_rows(again)
+    assert held == said > 0 and lost == 0
 
 
 # -- one sampler ----------------------------------------------------------------------------------

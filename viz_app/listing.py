@@ -35,17 +35,24 @@ class Listing:
                  location: str = ""):
         self._rows = list(rows)
         self._search = search
+        self._found: dict[str, set[int]] = {}
+        """The rows each search kept (by their place), asked once: a page, its count, its
+        histogram and its sample search alike, and the rows are fixed."""
         self.location = location
         """What the rows are of ('' for a list of rows, else the folders' or a file's name)."""
 
     def selected(self, filters: Sequence[Condition] = (), search: str = "") -> list[LibraryRow]:
         """The rows every filter holds for and the search keeps, in the listing's order."""
-        rows = [r for r in self._rows if all(holds(r, c) for c in filters)]
-        if search.strip():
-            if self._search is None:
-                raise FilterError("this list of traces holds no words to search")
-            rows = self._search(rows, search)
-        return rows
+        if not search.strip():
+            return [r for r in self._rows if all(holds(r, c) for c in filters)]
+        if self._search is None:
+            raise FilterError("this list of traces holds no words to search")
+        if search not in self._found:
+            while len(self._found) >= 8:
+                self._found.pop(next(iter(self._found)))
+            self._found[search] = {id(r) for r in self._search(self._rows, search)}
+        found = self._found[search]
+        return [r for r in self._rows if id(r) in found and all(holds(r, c) for c in filters)]
 
     def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
              descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE

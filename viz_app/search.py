@@ -11,10 +11,12 @@ digit, and quotes, brackets and sentence punctuation after it, are left off (`-r
 `"analyst",` are searches for `rollout` and `analyst`).
 
 `matches(text, search)` is the rule. The stores answer it their own way and must agree with it:
-the folder index narrows its rows in SQL (each word a substring of the text) and keeps those
-`matches` accepts; a pool's word index (SQLite FTS5, `unicode61 remove_diacritics 2`) answers a
-search of plain words (letters and digits only, `plain`) alone, each word a prefix of a token,
-and keeps, of what it finds for other words, those `matches` accepts.
+the folder index keeps each trace's words (`index_words`: runs of letters and digits, folded) in
+a table of the label database and finds the traces holding a word each typed word's runs begin
+(`word_parts`, one index range each, `prefix_range`), which answers a `plain` search alone and
+keeps, of what it finds for other words, those `matches` accepts; a pool's word index (SQLite
+FTS5, `unicode61 remove_diacritics 2`) answers a search of plain words alone, each word a
+prefix of a token, and keeps, of what it finds for other words, those `matches` accepts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from functools import lru_cache
 _WORDY = re.compile(r"[^\W_]")
 """A letter or a digit: a typed word without one is no word of a search."""
 _PLAIN = re.compile(r"[^\W_]+")
+WORD_LIMIT = 64
+"""A word index keeps the first 64 characters of a word (a run of base64 is no word anyone
+types whole, and a B-tree's entries have a size limit)."""
 _LEADING = re.compile(r"^[\W_]+")
 """What comes before a word's first letter or digit only parts it from what went before."""
 _TRAILING = re.compile(r"[\"'`.,;:!?)\]}]+$")
@@ -80,3 +85,32 @@ def matches(text: str, search: str) -> bool:
         if _pattern(word).search(folded) is None:
             return False
     return True
+
+
+def index_words(text: str) -> set[str]:
+    """The words a word index keeps of a text: its runs of letters and digits, folded, each cut
+    to WORD_LIMIT characters. A typed word of letters and digits alone, no longer than that,
+    begins a word of the text (the rule) exactly when it begins one of these."""
+    return {w[:WORD_LIMIT] for w in _PLAIN.findall(fold(text))}
+
+
+def word_parts(word: str) -> list[str]:
+    """The runs of letters and digits of a typed word (`rollout-01`: `rollout`, `01`), each cut
+    to WORD_LIMIT: a text the rule accepts holds a word each of them begins."""
+    return [w[:WORD_LIMIT] for w in _PLAIN.findall(fold(word))]
+
+
+def exact(search: str) -> bool:
+    """Whether a word index's words answer a search alone (`plain`, no word longer than
+    WORD_LIMIT), with no text to check against the rule."""
+    return plain(search) and all(len(w) <= WORD_LIMIT for w in words(search))
+
+
+def prefix_range(part: str) -> tuple[str, str]:
+    """The words a part begins, as a range of words compared by code point (UTF-8's byte
+    order): from the part itself to, not including, the part with its last character the next
+    one (`abc` to `abd`)."""
+    following = ord(part[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # no character is a surrogate: past them
+        following = 0xE000
+    return part, part[:-1] + chr(min(following, 0x10FFFF))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import msgspec
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, Engine, and_, delete, select
+from sqlalchemy import Connection, Engine, bindparam, delete, intersect, select
 
 from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files, read_any
@@ -31,9 +31,9 @@ from viz_app.io.follow import Tail, read_file, read_more
 from viz_app.io.rollouts import Joined, JoinKeys, join_keys, joined_read, plan_join
 from viz_app.labels import Rubric
 from viz_app.model import Trace
-from viz_app.search import matches, words
+from viz_app.search import exact, index_words, matches, prefix_range, word_parts, words
 from viz_app.store.tables import follow_tails_table as follow_tails
-from viz_app.store.tables import trace_index
+from viz_app.store.tables import trace_index, trace_words
 from viz_app.summary import (  # noqa: F401 (search_text: the index's words)
     SEARCH_TEXT_LIMIT,
     LibraryFailure,
@@ -68,6 +68,8 @@ class TraceIndex:
         self.engine = engine
         self._tails: dict[str, Tail] | None = None
         self._outdated: set[str] = set()
+        self._wordless: set[str] = set()
+        """Files whose rows have no words in the word index (indexed before it was kept)."""
         """Files whose rows were indexed under another rubric (the last update's look)."""
 
     def _tail_of(self, path: str) -> Tail | None:
@@ -115,10 +117,15 @@ class TraceIndex:
         if stale:
             with self.engine.begin() as conn:
                 for path in stale:
+                    _forget_words(conn, trace_index.c.path == path)
                     conn.execute(delete(trace_index).where(trace_index.c.path == path))
                     conn.execute(delete(follow_tails).where(follow_tails.c.path == path))
                     self.tails.pop(path, None)
             result.removed = len(stale)
+        if self._wordless:  # rows indexed before the word index (Alembic 0016)
+            with self.engine.begin() as conn:
+                for path in self._wordless:
+                    _keep_words(conn, trace_index.c.path == path)
         todo = []
         for path in files:
             stat = _stat(path)
@@ -256,10 +263,14 @@ class TraceIndex:
                 except Exception as err:  # noqa: BLE001 - listed as it was, and why
                     self._join_failure(record, err)
                     continue
+            where = (trace_index.c.path == record.path,
+                     trace_index.c.position == record.position)
             with self.engine.begin() as conn:
-                conn.execute(trace_index.update().where(
-                    trace_index.c.path == record.path,
-                    trace_index.c.position == record.position).values(**changes))
+                if "search_text" in changes:  # its words too
+                    _forget_words(conn, *where)
+                    changes["words"] = None
+                conn.execute(trace_index.update().where(*where).values(**changes))
+                _keep_words(conn, *where)
 
     def _join_failure(self, record, err: Exception) -> None:
         """A join that could not be made: the span trace stays listed as it was; the failure
@@ -291,12 +302,14 @@ class TraceIndex:
                                         trace_index.c.mtime_ns, trace_index.c.rubric_sha,
                                         trace_index.c.error, trace_index.c.task,
                                         trace_index.c.rewards,
-                                        trace_index.c.join_keys)).all()
+                                        trace_index.c.join_keys, trace_index.c.words)).all()
         known: dict[str, tuple[int, int]] = {}
         outdated = {r.path for r in found if r.error is None
                     and (r.rubric_sha != rubric_sha or r.task is None or r.rewards is None
                          or r.join_keys is None)}
         self._outdated = outdated  # read whole: rows under the other rubric must not stay
+        self._wordless = {r.path for r in found if r.error is None and r.words is None
+                          and r.path not in outdated}
         for r in found:
             if r.path not in outdated:
                 known[r.path] = (int(r.size), int(r.mtime_ns))
@@ -325,11 +338,13 @@ class TraceIndex:
                                          f"could not be summarised ({err!r})"))
         records += [{"position": -1 - i, "error": str(err)} for i, err in enumerate(errors)]
         with self.engine.begin() as conn:
+            _forget_words(conn, trace_index.c.path == str(path))
             conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
             if records:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
+                _keep_words(conn, trace_index.c.path == str(path))
             _keep_tail(conn, str(path), tail, now)
         if tail is not None:
             self.tails[str(path)] = tail
@@ -339,6 +354,7 @@ class TraceIndex:
         rows written so far are replaced): the library lists it, and indexes the others."""
         size, mtime = stat if stat is not None else (-1, -1)
         with self.engine.begin() as conn:
+            _forget_words(conn, trace_index.c.path == str(path))
             conn.execute(delete(trace_index).where(trace_index.c.path == str(path)))
             _keep_tail(conn, str(path), None, 0.0)
             conn.execute(trace_index.insert(), [{
@@ -378,6 +394,7 @@ class TraceIndex:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
+                _keep_words(conn, trace_index.c.path == str(path))
             if errors:
                 taken = conn.execute(select(trace_index.c.position).where(
                     trace_index.c.path == str(path), trace_index.c.position < 0)).scalars()
@@ -403,15 +420,45 @@ class TraceIndex:
         return errors
 
     def _matching_keys(self, query: str, terms: Sequence[str]) -> set[tuple[str, int]]:
-        """The rows whose words the search accepts: narrowed in SQL (each word somewhere in
-        the text, LIKE's wildcards escaped), then by the rule itself."""
-        conditions = [trace_index.c.search_text.like(f"%{_like_escape(t)}%", escape="\\")
-                      for t in terms]
+        """The rows whose words the search accepts: those holding, for each run of letters
+        and digits of each typed word, a word it begins (one range of the word index each),
+        which answers an `exact` search alone; else those of them the rule accepts, read
+        from their kept text."""
+        ranges = [prefix_range(part) for part in dict.fromkeys(
+            part for term in terms for part in word_parts(term))]
+        docs = [select(trace_words.c.doc).where(trace_words.c.word >= low,
+                                                trace_words.c.word < high)
+                for low, high in ranges]
+        held = docs[0] if len(docs) == 1 else intersect(*docs)
+        checked = not exact(query)
+        columns = [trace_index.c.path, trace_index.c.position] + (
+            [trace_index.c.search_text] if checked else [])
         with self.engine.connect() as conn:
-            found = conn.execute(select(trace_index.c.path, trace_index.c.position,
-                                        trace_index.c.search_text)
-                                 .where(and_(trace_index.c.error.is_(None), *conditions)))
-            return {(r.path, int(r.position)) for r in found if matches(r.search_text, query)}
+            found = conn.execute(select(*columns).where(trace_index.c.id.in_(held)))
+            return {(r.path, int(r.position)) for r in found
+                    if not checked or matches(r.search_text, query)}
+
+
+def _forget_words(conn: Connection, *where) -> None:
+    """Drop the word index's words of the rows these conditions select (before the rows go,
+    or their text changes)."""
+    conn.execute(delete(trace_words).where(trace_words.c.doc.in_(
+        select(trace_index.c.id).where(*where))))
+
+
+def _keep_words(conn: Connection, *where) -> None:
+    """Add to the word index the words of the rows these conditions select that have none yet
+    (`words` NULL), from their search text (`viz_app.search.index_words`), and say how many."""
+    found = conn.execute(select(trace_index.c.id, trace_index.c.search_text).where(
+        *where, trace_index.c.error.is_(None), trace_index.c.words.is_(None))).all()
+    kept = {r.id: index_words(r.search_text or "") for r in found}
+    pairs = [{"word": w, "doc": doc} for doc, held in kept.items() for w in held]
+    if pairs:
+        conn.execute(trace_words.insert(), pairs)
+    if kept:
+        conn.execute(trace_index.update().where(trace_index.c.id == bindparam("doc"))
+                     .values(words=bindparam("count")),
+                     [{"doc": doc, "count": len(held)} for doc, held in kept.items()])
 
 
 def _absorbed(text: str | None) -> bool:
@@ -490,7 +537,3 @@ def trace_record(trace: Trace, rubric: Rubric | None,
         "rubric_sha": None if rubric is None else rubric.sha256,
         "join_keys": msgspec.json.encode(join_keys(trace)).decode(),
     }
-
-
-def _like_escape(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from sqlalchemy import (BigInteger, Boolean, Column, Float, Index, Integer, MetaData, String,
                         Table, Text, UniqueConstraint)
 
+from viz_app.search import WORD_LIMIT
+
 metadata = MetaData()
 
 labels_table = Table(
@@ -110,10 +112,26 @@ trace_index = Table(
     Column("rewards", Text),  # the reward channels it carries, as JSON (Alembic 0014)
     Column("join_keys", Text),  # what the span join reads of it, as JSON (Alembic 0015)
     Column("joined", Text),  # what the span join made of it, as JSON (Alembic 0015)
+    Column("words", Integer),  # how many words of it the word index keeps (Alembic 0016)
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative
 position, `error` set, no trace id)."""
+
+WORD = String(WORD_LIMIT * 4).with_variant(String(WORD_LIMIT * 4, collation="C"), "postgresql")
+"""A word of the word index, compared byte by byte (SQLite's BINARY; PostgreSQL's "C"
+collation), so that the words a search word begins are one range of the index."""
+
+trace_words = Table(
+    "orchviz_trace_words", metadata,
+    Column("word", WORD, primary_key=True),
+    Column("doc", Integer, primary_key=True),  # the trace's row: orchviz_trace_index.id
+    Index("ix_orchviz_trace_words_doc", "doc"),
+    sqlite_with_rowid=False,
+)
+"""The folder index's word index (Alembic 0016): a row for each word of each trace's search
+text (`viz_app.search.index_words`), so a search reads the range of words each typed word
+begins rather than every trace's text; written with the rows it is of (`store.index`)."""
 
 
 
