@@ -452,9 +452,12 @@ def _keep_words(conn: Connection, *where) -> None:
     found = conn.execute(select(trace_index.c.id, trace_index.c.search_text).where(
         *where, trace_index.c.error.is_(None), trace_index.c.words.is_(None))).all()
     kept = {r.id: index_words(r.search_text or "") for r in found}
-    pairs = [{"word": w, "doc": doc} for doc, held in kept.items() for w in held]
-    if pairs:
-        conn.execute(trace_words.insert(), pairs)
+    pairs = [(w, doc) for doc, held in kept.items() for w in held]
+    if pairs:  # hundreds a trace: handed to the driver as they are (SQLAlchemy's parameter
+        # building for each was half of the folder index's time for traces of 1,000 words)
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        conn.exec_driver_sql(f"INSERT INTO {trace_words.name} (word, doc) "
+                             f"VALUES ({mark}, {mark})", pairs)
     if kept:
         conn.execute(trace_index.update().where(trace_index.c.id == bindparam("doc"))
                      .values(words=bindparam("count")),
