@@ -52,7 +52,8 @@ class Listing:
                 self._found.pop(next(iter(self._found)))
             self._found[search] = {id(r) for r in self._search(self._rows, search)}
         found = self._found[search]
-        return [r for r in self._rows if id(r) in found and all(holds(r, c) for c in filters)]
+        return [r for r in self._rows if id(r) in found
+                and (not filters or all(holds(r, c) for c in filters))]
 
     def page(self, filters: Sequence[Condition] = (), search: str = "", sort: str | None = None,
              descending: bool = False, offset: int = 0, limit: int = PAGE_SIZE

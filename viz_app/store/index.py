@@ -11,6 +11,11 @@ trainer's rollout file was left), so every format an importer adds shows up here
 added after the rows it had. Where each was left is kept in the database with its rows
 (`orchviz_follow_tails`), so an index started again goes on from there too. The index writes no labels: a caller that wants to act on each
 freshly read trace (the Workspace imports published annotations) passes `on_read`.
+
+Each trace's words are kept in a word index beside its row (`orchviz_trace_words`: a row for
+each run of letters and digits of its search text, `viz_app.search.index_words`), written,
+replaced and dropped in the transaction of the row they are of, so a search reads the range of
+words each typed word begins (`search`), on SQLite and PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -68,9 +73,9 @@ class TraceIndex:
         self.engine = engine
         self._tails: dict[str, Tail] | None = None
         self._outdated: set[str] = set()
+        """Files whose rows were indexed under another rubric (the last update's look)."""
         self._wordless: set[str] = set()
         """Files whose rows have no words in the word index (indexed before it was kept)."""
-        """Files whose rows were indexed under another rubric (the last update's look)."""
 
     def _tail_of(self, path: str) -> Tail | None:
         """Where a file was left as the database says now (another process, the app or a
@@ -434,9 +439,11 @@ class TraceIndex:
         columns = [trace_index.c.path, trace_index.c.position] + (
             [trace_index.c.search_text] if checked else [])
         with self.engine.connect() as conn:
-            found = conn.execute(select(*columns).where(trace_index.c.id.in_(held)))
-            return {(r.path, int(r.position)) for r in found
-                    if not checked or matches(r.search_text, query)}
+            found = conn.execute(select(*columns).where(trace_index.c.id.in_(held))).all()
+        if not checked:
+            return {(path, int(position)) for path, position in found}
+        return {(path, int(position)) for path, position, text in found
+                if matches(text, query)}
 
 
 def _forget_words(conn: Connection, *where) -> None:
