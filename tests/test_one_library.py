@@ -232,7 +232,7 @@ def test_rows_indexed_before_the_word_index_get_their_words_without_a_read(tmp_p
     db = database_url(tmp_path / "a.db")
     ws = Workspace(Settings(traces=[write_runs(tmp_path / "runs")], db_url=db))
     before = ids(ws.library.storage().page(search="task-3 rollout-01", limit=100))
-    with ws.engine.begin() as conn:  # as Alembic 0016 leaves an index written before it
+    with ws.engine.begin() as conn:  # as Alembic 0017 leaves an index written before it
         conn.execute(delete(trace_words))
         conn.execute(update(trace_index).values(words=None))
     again = Workspace(Settings(traces=[tmp_path / "runs"], db_url=db))

@@ -127,7 +127,7 @@ class TraceIndex:
                     conn.execute(delete(follow_tails).where(follow_tails.c.path == path))
                     self.tails.pop(path, None)
             result.removed = len(stale)
-        if self._wordless:  # rows indexed before the word index (Alembic 0016)
+        if self._wordless:  # rows indexed before the word index (Alembic 0017)
             with self.engine.begin() as conn:
                 for path in self._wordless:
                     _keep_words(conn, trace_index.c.path == path)

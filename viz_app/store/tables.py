@@ -112,7 +112,7 @@ trace_index = Table(
     Column("rewards", Text),  # the reward channels it carries, as JSON (Alembic 0014)
     Column("join_keys", Text),  # what the span join reads of it, as JSON (Alembic 0015)
     Column("joined", Text),  # what the span join made of it, as JSON (Alembic 0015)
-    Column("words", Integer),  # how many words of it the word index keeps (Alembic 0016)
+    Column("words", Integer),  # how many words of it the word index keeps (Alembic 0017)
     UniqueConstraint("path", "position", name="uq_orchviz_trace_index_path_position"),
 )
 """One row per trace of a file (position = its place in the file), or per failure (negative
@@ -129,7 +129,7 @@ trace_words = Table(
     Index("ix_orchviz_trace_words_doc", "doc"),
     sqlite_with_rowid=False,
 )
-"""The folder index's word index (Alembic 0016): a row for each word of each trace's search
+"""The folder index's word index (Alembic 0017): a row for each word of each trace's search
 text (`viz_app.search.index_words`), so a search reads the range of words each typed word
 begins rather than every trace's text; written with the rows it is of (`store.index`)."""
 

@@ -8,8 +8,8 @@ row the word index keeps; a row indexed before has none (NULL), and the index ad
 from the search text it kept at the next update (`TraceIndex.update`), without reading its
 file again.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-06
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0015"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
