@@ -202,8 +202,9 @@ def test_the_pool_index_lists_the_joined_rollouts_step_group_and_reward(tmp_path
     ws.settings.pools.append(str(out))
     ws.library.update_pool_index()
     rows = {r.trace_id: r for r in ws.library.pool_index().page(limit=10)}
+    (tmp_path / "f").mkdir()
     folder_rows = {r.trace_id: r for r in make_workspace(tmp_path / "f", [folder])
-                   .library.update_index().rows} if (tmp_path / "f").mkdir() is None else {}
+                   .library.update_index().rows}
     assert sorted(rows) == sorted(folder_rows) == sorted(imported(folder))
     for trace_id, row in rows.items():  # the pool and the folder library agree
         same = folder_rows[trace_id]
