@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,44 @@ def page(path: str, **params) -> AppTest:
     return at
 
 
+class _Table(HTMLParser):
+    """The rows of the members' table of a group block, each a list of its cells' text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._in: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self._in = self.rows[-1]
+            self._in.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in is not None:
+            self._in[-1] += data
+
+
+def group_block(at: AppTest) -> str:
+    """The one HTML block of a group page that holds its siblings."""
+    (block,) = [h.proto.body for h in at.get("html") if "og-table" in h.proto.body]
+    return block
+
+
+def members_table(at: AppTest) -> list[dict[str, str]]:
+    """The members' table of a group page, a dict per member."""
+    parser = _Table()
+    parser.feed(group_block(at))
+    names = ("#", "trace id", "trainer reward", "reviewers", "your answer", "where they part")
+    return [dict(zip(names, cells)) for cells in parser.rows if cells]
+
+
 def test_the_library_lists_each_rollouts_step_group_and_trainer_reward(run_env):
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     assert not at.exception
@@ -49,11 +88,15 @@ def test_the_group_page_sets_the_siblings_side_by_side_with_where_they_part(run_
     rows = run_env.library.update_index().rows
     at = page("app_pages/group.py", trace=rows[0].trace_id).run()
     assert not at.exception
-    table = at.dataframe[0].value
-    assert table["trace id"].tolist() == [r.trace_id for r in rows[:3]]
-    assert table["trainer reward"].tolist() == [1.0, 0.0, 1.0]
-    assert all(w.startswith("message") for w in table["where they part"])
-    assert any("They part at step 2" in c.value for c in at.caption)
+    table = members_table(at)
+    assert [m["trace id"] for m in table] == [r.trace_id for r in rows[:3]]
+    assert [m["trainer reward"] for m in table] == ["1.000", "0.000", "1.000"]
+    assert [m["reviewers"] for m in table] == ["—"] * 3
+    assert table[1]["where they part"] == "message She sold 48 in April and 48*2 = 96 in May, so 144. #### 144"
+    block = group_block(at)
+    assert "They part at step 2 of their runs (the same step, other words)" in block
+    assert block.count('class="og-card') == 3 and block.count("▶ [message · ") == 3
+    assert "Natalia sold clips" in block  # the prompt, folded above them
 
 
 def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
@@ -69,6 +112,8 @@ def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
              if r["question"] == "task_outcome"}
     assert saved == {rows[0].trace_id: "success", rows[1].trace_id: "success"}
     assert any("Label member 3 of 3" in m.value for m in at.markdown)
+    assert [m["your answer"] for m in members_table(at)] == ["task_outcome=success"] * 2 + [""]
+    assert 'class="og-card og-at" id="sibling-3"' in group_block(at)  # the one being labelled
     at.text_input(key="pair_reason").input("#2 shows its working").run()
     at.button(key="pair_b_better").click().run()
     assert any("#2 is better" in s.value for s in at.success)
@@ -106,14 +151,35 @@ def test_a_rollouts_trace_page_says_its_step_and_links_its_group(run_env):
                for c in at.caption)
 
 
-def test_the_group_page_asks_the_browser_for_no_chart_or_code_bundle(run_env):
-    """A group page opened in a new tab draws text, a table and a form: neither the hidden chart
-    that fetches Plotly's bundle ahead nor a code box (the code highlighter's bundle) is sent,
-    whose compiling took longer than the page's own widgets (docs/runs.md)."""
+def test_the_group_page_draws_its_siblings_as_one_block_and_asks_for_no_bundle(run_env):
+    """A group page opened in a new tab draws one block of HTML for the prompt, the members'
+    table and the siblings (not an element per cell and per card: the browser drew those one
+    by one), and a form: neither the hidden chart that fetches Plotly's bundle ahead, nor a
+    code box (the code highlighter's bundle), nor a data grid is sent (docs/runs.md)."""
     rows = run_env.library.update_index().rows
     at = page("app_pages/group.py", group=rows[0].rollout_group).run()
     assert not at.exception
-    assert len(at.text) >= 3  # the siblings, and the prompt as plain text
+    assert group_block(at).count('class="og-card') == 3
+    assert not at.text and not at.dataframe and not at.get("expander")
     assert not at.get("plotly_chart") and not at.code
     at = page("app_pages/trace.py", trace=rows[0].trace_id).run()  # a page with charts still
     assert at.get("plotly_chart")                                   # fetches the bundle ahead
+
+
+def test_a_group_pages_trace_text_is_text(tmp_path, monkeypatch):
+    """A rollout's words that are HTML show as those words: no tag of theirs reaches the page
+    (the block is HTML, so each piece of trace text is escaped for it)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    evil = '<img src=x onerror="alert(1)"></section><script>alert(2)</script> & "quoted"'
+    lines = [json.dumps({"step": 1, "prompt": f"user\n{evil}\nassistant\n",
+                         "response": f"{evil} {i}", "reward": float(i)}) for i in range(2)]
+    (run / "rollout_data_rank_0.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    ws = app_env(monkeypatch, make_workspace(tmp_path, traces=[run]))
+    at = page("app_pages/group.py", group=ws.library.update_index().rows[0].rollout_group).run()
+    assert not at.exception
+    block = group_block(at)
+    assert "<img" not in block and "<script" not in block and "</section><script" not in block
+    assert block.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 3  # prompt, cards
+    assert all(m["where they part"].startswith(f"message {evil[:60]}")  # read back as text
+               for m in members_table(at))

@@ -8,7 +8,8 @@ import pytest
 from factories import make_workspace
 
 from viz_app.io.detect import read_any
-from viz_app.training import compare_rewards, groups, parting, reviewers_rewards, siblings
+from viz_app.training import (SIBLING_STEPS, STEP_CHARS, compare_rewards, group_view, groups,
+                              parting, reviewers_rewards, siblings)
 
 ROLLOUTS = Path(__file__).resolve().parent / "fixtures" / "rollouts"
 VERL = ROLLOUTS / "verl" / "gsm8k-grpo" / "rollout_data"
@@ -45,6 +46,29 @@ def test_agent_rollouts_part_where_one_does_another_thing():
     assert first.event(found.events[first.trace_id]).type == "spawn"
     assert found.events[second.trace_id] is None
     assert parting([first]) is None and parting([first, first]) is None
+
+
+def test_the_group_view_shows_each_sibling_from_where_they_part():
+    traces = read_any(VERL / "3.jsonl")[:3]
+    view = group_view(traces)
+    assert view.parting == parting(traces)
+    assert "Natalia sold clips" in view.prompt
+    assert [s.trace_id for s in view.siblings] == [t.trace_id for t in traces]
+    first = view.siblings[0]
+    assert first.where == "message In May she sold 48/2 = 24 clips. Altogether 48 + 24 = 72. #### 72"
+    assert [(s.event_id, s.parts) for s in first.steps][0] == ("e2", True)
+    assert first.steps[0].text.startswith("In May she sold")
+
+
+def test_the_group_view_of_agents_marks_the_one_that_had_ended():
+    first, second = read_any(ART)[:2]
+    view = group_view([first, second])
+    assert view.siblings[1].where == "(had ended)" and view.siblings[1].steps == []
+    assert view.siblings[0].where.startswith("spawn")
+    assert view.siblings[0].steps[0].parts and view.siblings[0].steps[0].type == "spawn"
+    assert len(view.siblings[0].steps) <= SIBLING_STEPS
+    assert all(len(s.text) <= STEP_CHARS for s in view.siblings[0].steps)
+    assert group_view([first, first]).siblings[0].where == "alike throughout"
 
 
 def test_the_reviewers_reward_is_their_mean_on_the_whole_run_apart_from_imports():

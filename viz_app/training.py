@@ -105,6 +105,73 @@ def _at(traces: Sequence[Trace], steps: list[list[Event]], i: int, by: str) -> P
                            for t, s in zip(traces, steps)})
 
 
+# -- what the group page shows of each sibling -----------------------------------------------------
+
+
+SIBLING_STEPS = 12
+"""The most steps the group page lists of a sibling, from where the siblings part."""
+STEP_CHARS = 1200
+"""The most characters of a step's text it lists (the trace page shows the whole)."""
+
+
+class SiblingStep(BaseModel):
+    """One step of a sibling as the group page lists it."""
+
+    event_id: str
+    type: str
+    agent: str
+    text: str = Field(description="Its text, cut to STEP_CHARS characters.")
+    parts: bool = Field(description="Whether the siblings part at this step.")
+
+
+class Sibling(BaseModel):
+    """One sibling of a group: what it does where they part, and its steps from there."""
+
+    trace_id: str
+    where: str = Field(description="What it does where the siblings part, on one line: 'alike "
+                       "throughout' when they never do, '(had ended)' when it had.")
+    steps: list[SiblingStep] = Field(description="Its steps from where they part (the ones "
+                                     "before are alike), at most SIBLING_STEPS.")
+
+
+class GroupView(BaseModel):
+    """A group's siblings as the group page sets them side by side: worked out once per
+    version of their files (the page keeps it), not on every key a reviewer presses."""
+
+    parting: Parting | None
+    prompt: str | None = Field(description="The first human turn of the first sibling (the "
+                               "prompt they were sampled for), None when it has none.")
+    siblings: list[Sibling]
+
+
+def group_view(traces: Sequence[Trace]) -> GroupView:
+    """What the group page shows of these siblings (in this order)."""
+    found = parting(traces)
+    start = found.position if found is not None else 0
+    siblings = []
+    for trace in traces:
+        parted = found.events.get(trace.trace_id) if found is not None else None
+        steps = [SiblingStep(event_id=e.id, type=e.type, agent=e.agent, text=e.text[:STEP_CHARS],
+                             parts=e.id == parted)
+                 for e in _steps(trace)[start:start + SIBLING_STEPS]]
+        siblings.append(Sibling(trace_id=trace.trace_id, where=_where(trace, found), steps=steps))
+    first = next((e for e in analyze(traces[0]).order if e.type == "human_intervention"),
+                 None) if traces else None
+    return GroupView(parting=found, prompt=first.text if first is not None else None,
+                     siblings=siblings)
+
+
+def _where(trace: Trace, found: Parting | None) -> str:
+    if found is None:
+        return "alike throughout"
+    event_id = found.events.get(trace.trace_id)
+    if event_id is None:
+        return "(had ended)"
+    event = trace.event(event_id)
+    said = " ".join(event.text.split())[:70]
+    return " ".join(part for part in (event.type, event.tool, said) if part)
+
+
 # -- the reviewers' reward of a rollout -----------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import pandas as pd
@@ -28,7 +28,7 @@ import streamlit as st
 from streamlit import auth_util
 from sqlalchemy import Engine
 
-from viz_app import charts
+from viz_app import charts, training
 from viz_app.analysis import analyze
 from viz_app.errors import NoSuchTrace, OrchvizError
 from viz_app.labels import Reviewer
@@ -165,6 +165,34 @@ def pool_rows(trace_ids: Sequence[str], *, with_groups: bool = False,
 
 GROUP_ROWS = 200
 """The most rollouts of one task `pool_rows` adds for each trace named."""
+
+
+class _Member(NamedTuple):
+    """Where a group's member is and which version of it (what `_group_view` is keyed on)."""
+
+    trace_id: str
+    path: str
+    position: int
+    sha256: str
+
+
+def group_view(members: Sequence[LibraryRow]) -> tuple[list[LibraryRow], training.GroupView]:
+    """What a group page shows of these siblings (`training.group_view`), and the members
+    that could be read, in order: worked out once for every session per version of the
+    members (their hash in the index), not on each run of the page (every key a reviewer
+    presses there reruns it; reading the rollout file and finding where they part each time
+    was most of the server's work)."""
+    read, view = _group_view(tuple(_Member(r.trace_id, r.path, r.position, r.sha256)
+                                   for r in members))
+    kept = set(read)
+    return [r for r in members if r.trace_id in kept], view
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _group_view(members: tuple[_Member, ...]) -> tuple[list[str], training.GroupView]:
+    traces = training.read_rows(members)
+    ordered = [traces[m.trace_id] for m in members if m.trace_id in traces]
+    return [t.trace_id for t in ordered], training.group_view(ordered)
 
 
 def linked_trace(none_open: str) -> Trace:

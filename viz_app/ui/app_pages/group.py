@@ -14,15 +14,15 @@ import streamlit as st
 
 from components import keys
 from components.annotation import target_form
+from components.siblings import siblings
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
 from viz_app.labels import Label
 from viz_app.text import markdown_literal
-from viz_app.training import parting, read_rows, reviewers_rewards
+from viz_app.training import reviewers_rewards
 from viz_app.ui import session
 
 GROUP_PARAM = "group"
-COLUMNS = 3  # siblings side by side per row, beside the labels column at 1600 px
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -59,14 +59,19 @@ if not members:
     st.stop()
 
 st.query_params[GROUP_PARAM] = wanted
-traces = read_rows(members)
-members = [r for r in members if r.trace_id in traces]
-ordered = [traces[r.trace_id] for r in members]
-found = parting(ordered)
-records = workspace.labelling.current_records()
-judged = reviewers_rewards(r for r in records if r["trace_id"] in traces)
-mine = {r["trace_id"]: r for r in records if r["trace_id"] in traces and not r["event_id"]
-        and reviewer is not None and r["reviewer"] == reviewer.name}
+members, view = session.group_view(members)
+if not members:
+    st.error(f"The rollouts of group {markdown_literal(wanted, 120)} could not be read: the "
+             "library lists them, but their file no longer holds them. Open one from the "
+             "library to see why.")
+    st.stop()
+ids = {m.trace_id for m in members}
+records = [r for r in workspace.labelling.current_records() if r["trace_id"] in ids]
+judged = reviewers_rewards(records)
+answers = {m.trace_id: ", ".join(f"{x['question']}={x['value']}" for x in records
+                                 if reviewer is not None and x["trace_id"] == m.trace_id
+                                 and x["reviewer"] == reviewer.name and not x["event_id"])
+           for m in members}
 state = st.session_state.setdefault("_group", {})
 at = min(state.get(wanted, 0), len(members) - 1)
 
@@ -76,73 +81,10 @@ st.markdown(f"### Group {markdown_literal(wanted, 80)}")
 st.caption(f"step **{step if step is not None else 'not given'}** · {len(members)} siblings · "
            f"trainer mean **{statistics.fmean(rewards):.3f}**" if rewards else
            f"step **{step}** · {len(members)} siblings")
-first = next((e for e in analyze(ordered[0]).order if e.type == "human_intervention"), None)
-if first is not None:
-    with st.expander("The prompt", expanded=False):  # plain text, as the siblings' steps:
-        # a code box would make a new tab load and start the code highlighter (1.5 MB of script
-        # and every language it knows), the slowest part of this page's first drawing
-        with st.container(height=180, border=False):
-            st.text(first.text)
-
-
-def where(trace_id: str) -> str:
-    """What a sibling does where the siblings part."""
-    if found is None:
-        return "alike throughout"
-    event_id = found.events.get(trace_id)
-    if event_id is None:
-        return "(had ended)"
-    event = traces[trace_id].event(event_id)
-    said = " ".join(event.text.split())[:70]
-    return f"{event.type} {event.tool or ''} {said}".strip()
-
 
 left, side = st.columns([2.2, 1.5], gap="medium")
-table = pd.DataFrame([{
-    "#": i + 1, "trace id": r.trace_id, "trainer reward": r.trainer_reward,
-    "reviewers": f"{judged[r.trace_id]:.2f}" if r.trace_id in judged else "—",
-    "your answer": ", ".join(f"{x['question']}={x['value']}" for x in records
-                             if reviewer is not None and x["trace_id"] == r.trace_id
-                             and x["reviewer"] == reviewer.name and not x["event_id"]),
-    "where they part": where(r.trace_id)} for i, r in enumerate(members)])
-left.dataframe(table, hide_index=True, key="group_table", height=min(420, 38 + 35 * len(table)),
-               column_config={"trainer reward": st.column_config.NumberColumn(format="%.3f"),
-                              "reviewers": st.column_config.TextColumn(
-                                  help="The reviewers' mean reward, -1 to 1 (— not reviewed)")})
-if found is not None:
-    how = {"decision": "another decision", "content": "the same step, other words",
-           "length": "one ended, another went on"}[found.by]
-    alike = f"{found.shared} steps before it are alike" if found.shared != 1 else \
-        "1 step before it is alike"
-    left.caption(f"They part at step {found.position + 1} of their runs ({how}); {alike}. "
-                 "The parting step is marked ▶.")
-
-
-def sibling(i: int) -> None:
-    """One sibling: its rewards, then its steps from just before the parting one."""
-    row, trace = members[i], ordered[i]
-    trainer = f"{row.trainer_reward:.3f}" if row.trainer_reward is not None else "—"
-    seen = f"{judged[row.trace_id]:.2f}" if row.trace_id in judged else "—"
-    st.markdown(f"{'**▸** ' if i == at else ''}**#{i + 1}** · trainer **{trainer}** · "
-                f"reviewers **{seen}**", help="▸: the member being labelled" if i == at
-                else None)
-    steps = [e for e in analyze(trace).order if e.decision != "stop"]
-    start = found.position if found else 0  # the prompt they share is above
-    parted = found.events.get(trace.trace_id) if found else None
-    shown = []  # one text element a sibling (plain text: trace content is never markup)
-    for event in steps[start:start + 12]:
-        head = ("▶ " if event.id == parted else "") + f"[{event.type} · {event.agent}]"
-        shown.append(head + ("\n" + event.text[:1200] if event.text else ""))
-    with st.container(height=260, border=True):
-        st.text("\n\n".join(shown) or "(no step after the shared ones)")
-
-
-with left:
-    for top in range(0, len(members), COLUMNS):
-        for col, i in zip(st.columns(COLUMNS, gap="small"), range(top, min(top + COLUMNS,
-                                                                            len(members)))):
-            with col:
-                sibling(i)
+with left:  # one block of HTML: the prompt, the members' table, and a card per sibling
+    siblings(view, members, judged=judged, answers=answers, at=at)
 
 if reviewer is None:
     side.info(session.identify_first("label this group"))
@@ -155,7 +97,7 @@ def move(to: int) -> None:
 
 label_col, pair_col = side.container(), side.container(border=True)
 with label_col:
-    current = ordered[at]
+    current = workspace.library.trace(members[at].trace_id)  # read once per file version
     st.markdown(f"#### Label member {at + 1} of {len(members)}")
     nav = st.columns(3)
     nav[0].button("Back", key="group_previous",
@@ -174,8 +116,8 @@ with label_col:
         st.caption("The rubric asks nothing about a whole run.")
     else:
         def save(values: dict, comment: str, seconds: float) -> list[Label]:
-            made = workspace.labelling.save_answers(current, whole, values, reviewer, comment=comment,
-                                          seconds_spent=seconds)
+            made = workspace.labelling.save_answers(current, whole, values, reviewer,
+                                                    comment=comment, seconds_spent=seconds)
             move(at + 1)
             return made
 
@@ -193,27 +135,29 @@ with pair_col:
     b = b_col.selectbox("B", numbers, index=min(at + 1, len(members) - 1) if len(members) > 1
                         else 0, format_func=lambda i: f"#{i + 1}", key="pair_b")
     reason = st.text_input("Why", key="pair_reason", placeholder="a few words: needed to save")
-    given = workspace.labelling.judgement(ordered[a].trace_id, ordered[b].trace_id, reviewer.name) \
-        if a != b else None
+    given = workspace.labelling.judgement(members[a].trace_id, members[b].trace_id,
+                                          reviewer.name) if a != b else None
 
     def judge(chosen: str | None) -> None:
         if a == b:
             st.session_state["_pair_said"] = ("warning", "Pick two different siblings.")
             return
         try:
-            workspace.labelling.save_preference(ordered[a], ordered[b], chosen, reviewer, reason)
+            workspace.labelling.save_preference(workspace.library.trace(members[a].trace_id),
+                                                workspace.library.trace(members[b].trace_id),
+                                                chosen, reviewer, reason)
         except (LabelError, OrchvizError) as err:
             st.session_state["_pair_said"] = ("error", f"Nothing was saved: {err}")
             return
         better = "a tie" if chosen is None else \
-            f"#{(a if chosen == ordered[a].trace_id else b) + 1} is better"
+            f"#{(a if chosen == members[a].trace_id else b) + 1} is better"
         st.session_state["_pair_said"] = ("success", f"Saved: {better}.")
 
     verdicts = st.columns(3)
     verdicts[0].button("A is better", key="pair_a_better", shortcut=keys.shortcut("pair-a"),
-                       on_click=judge, args=(ordered[a].trace_id,), width="stretch")
+                       on_click=judge, args=(members[a].trace_id,), width="stretch")
     verdicts[1].button("B is better", key="pair_b_better", shortcut=keys.shortcut("pair-b"),
-                       on_click=judge, args=(ordered[b].trace_id,), width="stretch")
+                       on_click=judge, args=(members[b].trace_id,), width="stretch")
     verdicts[2].button("Tie", key="pair_tie", shortcut=keys.shortcut("pair-tie"),
                        on_click=judge, args=(None,), width="stretch")
     said = st.session_state.pop("_pair_said", None)
