@@ -37,7 +37,7 @@ STYLE = """<style>
 .orchviz-group .og-table tr.og-at td { background: color-mix(in srgb, currentColor 6%,
   transparent); }
 .orchviz-group .og-table a { color: inherit; }
-.orchviz-group .og-caption { opacity: 0.7; margin: 0.5rem 0 0.9rem; }
+.orchviz-group .og-caption { font-size: 0.875rem; opacity: 0.7; margin: 0.5rem 0 0.9rem; }
 .orchviz-group .og-grid { display: grid; grid-template-columns: repeat(3, minmax(0, 1fr));
   gap: 0.9rem 0.75rem; }
 .orchviz-group .og-card { content-visibility: auto; contain-intrinsic-size: auto 300px; }
@@ -48,6 +48,9 @@ STYLE = """<style>
   border-radius: 0.5rem; padding: 0.5rem 0.75rem; }
 .orchviz-group .og-card.og-at .og-steps { border-color: color-mix(in srgb, currentColor 45%,
   transparent); }
+.orchviz-group .og-prompt { max-height: 180px; overflow-y: auto; white-space: pre-wrap;
+  overflow-wrap: anywhere; font-size: 0.9rem; }
+.orchviz-group .og-steps, .orchviz-group .og-steps p { font-size: 0.9rem; }
 .orchviz-group .og-steps p { margin: 0 0 0.8rem; }
 .orchviz-group .og-head { opacity: 0.75; }
 .orchviz-group .og-parts .og-head { opacity: 1; font-weight: 600; }
@@ -56,9 +59,10 @@ STYLE = """<style>
 light and the dark theme alike; cards off screen are not laid out until scrolled to
 (`content-visibility`)."""
 
-ROW_HEADERS = (("#", "3rem", ""), ("trace id", "24%", ""), ("trainer reward", "7.5rem", ""),
-               ("reviewers", "6rem", "The reviewers' mean reward, -1 to 1 (— not reviewed)"),
-               ("your answer", "13%", ""), ("where they part", "auto", ""))
+ROW_HEADERS = (("#", "2.5rem", ""), ("trace id", "22%", ""), ("trainer reward", "7rem", ""),
+               ("reviewers", "5.5rem", "The reviewers' mean reward, -1 to 1 (— not reviewed)"),
+               ("your answer", "18%", "Your answers about the whole run"),
+               ("where they part", "auto", "What each does where they part"))
 """The table's columns: name, width and the tooltip of its heading."""
 NUMBERS = ("trainer reward", "reviewers")
 
@@ -103,7 +107,7 @@ def _caption(view: GroupView) -> str:
 
 def _card(i: int, row: RolloutRow, view: GroupView, judged: Mapping[str, float], at: int) -> str:
     sibling = view.siblings[i]
-    mark = '<span title="the member being labelled">▸</span> ' if i == at else ""
+    mark = '<b title="the member being labelled">▸</b> ' if i == at else ""
     steps = []
     for step in sibling.steps:
         head = f"{'▶ ' if step.parts else ''}[{html_text(step.type)} · {html_text(step.agent)}]"
@@ -124,7 +128,7 @@ def siblings_html(view: GroupView, rows: Sequence[RolloutRow], *, judged: Mappin
     the reviewers' reward by trace id, `answers` the reader's own answers by trace id (as
     text), `at` the member being labelled (0-based)."""
     prompt = (f"<details><summary>The prompt</summary>"
-              f'<div class="og-steps">{html_text(view.prompt)}</div></details>'
+              f'<div class="og-prompt">{html_text(view.prompt)}</div></details>'
               if view.prompt else "")
     cards = "".join(_card(i, row, view, judged, at) for i, row in enumerate(rows))
     return (f'{STYLE}<div class="orchviz-group">{prompt}'
