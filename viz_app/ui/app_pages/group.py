@@ -165,5 +165,7 @@ with pair_col:
         getattr(st, said[0])(markdown_literal(said[1], 300))
     elif given is not None:
         st.caption("You judged this pair before; a new judgement replaces it.")
-    st.caption("Judgements of two siblings export as preference rows "
-               "(`orchviz labels export --format preference`), with their step and group.")
+    # the command as plain text, not a code span: the page's one monospace text made the
+    # browser fetch that font last and lay out every sibling's text again when it came
+    st.caption("Judgements of two siblings export as preference rows, with their step and "
+               "group: orchviz labels export --format preference.")
