@@ -372,19 +372,20 @@ def postgres_url() -> Iterator[str]:
 # --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
-    """Factory ``start_app(workspace) -> base_url``, or
-    ``start_app(traces_dirs, db_path, extra_args=()) -> base_url``.
+class AppServers:
+    """Starts ``python -m viz_app app`` servers and stops them all (whole process groups).
 
-    Runs ``python -m viz_app app --traces DIR [--traces DIR...] --db DB --port P
-    --host 127.0.0.1 *extra_args`` (for a Workspace: its folders, database,
-    rubric and uploads folder) and waits for ``/_stcore/health``. All started
-    servers are terminated (whole process group) at teardown.
-    """
-    procs: list[subprocess.Popen] = []
+    ``start(workspace) -> base_url``, or ``start(traces_dirs, db_path, extra_args=()) ->
+    base_url``: runs ``python -m viz_app app --traces DIR [--traces DIR...] --db DB --port P
+    --host 127.0.0.1 *extra_args`` (for a Workspace: its folders, database, rubric and uploads
+    folder) and waits for ``/_stcore/health``."""
 
-    def start_app(
+    def __init__(self, tmp_path_factory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.procs: list[subprocess.Popen] = []
+
+    def start(
+        self,
         traces_dirs: Sequence[Path] | object,
         db_path: Path | str | None = None,
         extra_args: Sequence[str] = (),
@@ -396,7 +397,7 @@ def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
             extra_args = [*(["--rubric", settings.rubric] if settings.rubric else []),
                           "--uploads", settings.uploads, *extra_args]
         port = free_port()
-        workdir = tmp_path_factory.mktemp("app")
+        workdir = self.tmp_path_factory.mktemp("app")
         log_path = workdir / "app.log"
         cmd = [
             sys.executable, "-m", "viz_app", "app",
@@ -427,7 +428,7 @@ def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
             start_new_session=True,
         )
         log.close()
-        procs.append(proc)
+        self.procs.append(proc)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -446,11 +447,33 @@ def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
             pytrace=False,
         )
 
-    try:
-        yield start_app
-    finally:
-        for p in procs:
+    def stop_all(self) -> None:
+        for p in self.procs:
             _kill_group(p)
+
+
+@pytest.fixture
+def app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
+    """Factory ``start_app(workspace) -> base_url`` (see `AppServers.start`): every server it
+    started is stopped when the test ends."""
+    servers = AppServers(tmp_path_factory)
+    try:
+        yield servers.start
+    finally:
+        servers.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_app_server(tmp_path_factory) -> Iterator[Callable[..., str]]:
+    """`app_server` for a module whose tests only look at one app (each in a browser context
+    of its own, so a session of its own) or each act as a reviewer no other test names: one
+    server start (about 3 s of CPU, and the first run of a page imports the app's modules)
+    instead of one per test. Its servers stop when the module's last test ends."""
+    servers = AppServers(tmp_path_factory)
+    try:
+        yield servers.start
+    finally:
+        servers.stop_all()
 
 
 def hold_the_server_line(page) -> dict:

@@ -11,10 +11,12 @@ from viz_app.synth import HOSTILE_MARKER
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def base_url(app_server, tmp_path):
-    """The app on demo traces, the hostile trace and a broken file, with a fresh database."""
-    return app_server(make_workspace(tmp_path, traces=[review_library(tmp_path / "library")]))
+@pytest.fixture(scope="module")
+def base_url(module_app_server, tmp_path_factory):
+    """The app on demo traces, the hostile trace and a broken file, with a fresh database: one
+    for the module, as its tests only look (each in a browser context of its own)."""
+    folder = tmp_path_factory.mktemp("e2e-browser")
+    return module_app_server(make_workspace(folder, traces=[review_library(folder / "library")]))
 
 
 def open_page(page, url: str) -> None:

@@ -17,17 +17,19 @@ NOTES = ["The fan-out: three analysts at once",
          "Stops before db_analyst returns"]
 
 
-@pytest.fixture
-def app(app_server, tmp_path):
-    """The app on demo 10 with three bookmarks, written out of their order in the run."""
-    workspace = make_workspace(tmp_path, traces=[PREMATURE])  # aggregate e12, stop e13
+@pytest.fixture(scope="module")
+def app(module_app_server, tmp_path_factory):
+    """The app on demo 10 with three bookmarks, written out of their order in the run: one for
+    the module, as its tests only look (each in a browser context of its own)."""
+    workspace = make_workspace(tmp_path_factory.mktemp("e2e-present"), traces=[PREMATURE])
+    # aggregate e12, stop e13
     trace = premature()
     marks = workspace.bookmarks
     marks.add(trace, "bob", NOTES[2], event_id="e13")
     marks.add(trace, "ann", NOTES[0], start_s=0.0, end_s=2.0)
     marks.add(trace, "ann", NOTES[1], event_id="e12")
     workspace.labelling.save(trace, "aggregation_quality", 2, "ann", "e12")
-    return app_server(workspace)
+    return module_app_server(workspace)
 
 
 def position(page) -> str:
