@@ -18,10 +18,23 @@ from viz_app.workspace import Workspace
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def workspace(tmp_path) -> Workspace:
-    """Demo 10 (aggregate e12, stop e13, the whole trace) and demo 9, on a fresh database."""
-    return make_workspace(tmp_path, traces=[PREMATURE, DROPPED])
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Workspace:
+    """Demo 10 (aggregate e12, stop e13, the whole trace) and demo 9, on a fresh database: one
+    for the module, where each test is a reviewer no other test names (so each starts with
+    nothing labelled), and what a test reads back is its own reviewer's."""
+    return make_workspace(tmp_path_factory.mktemp("e2e-keyboard"), traces=[PREMATURE, DROPPED])
+
+
+@pytest.fixture(scope="module")
+def base(module_app_server, workspace) -> str:
+    """The app on `workspace`, started once for the module's tests."""
+    return module_app_server(workspace)
+
+
+def saved_by(workspace: Workspace, reviewer: str) -> list:
+    """The reviewer's current labels on demo 10."""
+    return [x for x in workspace.labelling.current(PREMATURE_ID) if x.reviewer == reviewer]
 
 
 def panel(page):
@@ -55,8 +68,7 @@ def open_trace(page, url: str, reviewer: str | None = None) -> None:
     page.get_by_text("targets labelled by").wait_for()
 
 
-def test_the_whole_loop_by_keyboard(page, app_server, workspace):
-    base = app_server(workspace)
+def test_the_whole_loop_by_keyboard(page, base):
     open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "ann")  # ann typed her name before
     assert progress_text(page) == "0 of 3 targets labelled by ann"
     assert target(page).startswith("○ e12 · aggregate")
@@ -99,9 +111,9 @@ def test_the_whole_loop_by_keyboard(page, app_server, workspace):
 
 
 def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
-        page, app_server, workspace):
+        page, base, workspace):
     line = hold_the_server_line(page)
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "dan")
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "dan")
     line["held"] = True
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("2")
@@ -116,15 +128,18 @@ def test_a_digit_and_a_letter_show_at_once_before_the_server_hears_of_them(
     wait_for_streamlit(page, quiet_ms=300)
     page.keyboard.press("Control+Enter")
     page.get_by_text("1 of 3 targets labelled by dan").wait_for(timeout=30_000)
-    saved = {x.question: x.value for x in workspace.labelling.current(PREMATURE_ID)}
+    saved = {x.question: x.value for x in saved_by(workspace, "dan")}
     assert saved == {"aggregation_quality": 2, "aggregation_issues": ["dropped_result"]}
 
 
-@pytest.mark.parametrize("how,key", [("radio", "Control+s"), ("tag", "Control+s"),
-                                     ("radio", "Control+Enter"), ("tag", "Control+Enter"),
-                                     ("note", "Control+Enter"), ("page", "Control+Enter")])
-def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, how, key):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "bob")
+@pytest.mark.parametrize("how,key,reviewer", [("radio", "Control+s", "bob"),
+                                         ("tag", "Control+s", "bea"),
+                                         ("radio", "Control+Enter", "ben"),
+                                         ("tag", "Control+Enter", "bud"),
+                                         ("note", "Control+Enter", "bix"),
+                                         ("page", "Control+Enter", "bly")])
+def test_the_save_key_saves_wherever_the_focus_is(page, base, workspace, how, key, reviewer):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", reviewer)
     if how == "radio":
         option(page, "3 partial").click()  # the focus stays on the radio
     elif how == "tag":
@@ -138,9 +153,9 @@ def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, h
     else:
         press(page, "3")
     page.keyboard.press(key)
-    page.get_by_text("1 of 3 targets labelled by bob").wait_for(timeout=30_000)
+    page.get_by_text(f"1 of 3 targets labelled by {reviewer}").wait_for(timeout=30_000)
     wait_for_streamlit(page)
-    saved = {x.question: x for x in workspace.labelling.current(PREMATURE_ID)}
+    saved = {x.question: x for x in saved_by(workspace, reviewer)}
     assert saved["aggregation_quality"].value == 3
     if how == "tag":
         assert saved["aggregation_issues"].value == ["unfaithful_merge"]
@@ -149,8 +164,8 @@ def test_the_save_key_saves_wherever_the_focus_is(page, app_server, workspace, h
 
 
 def test_next_moves_on_from_an_unsaved_target_and_the_answer_waits_for_the_reviewer(
-        page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "cat")
+        page, base):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "cat")
     press(page, "4")
     press(page, "n")
     assert target(page).startswith("○ e13")
@@ -173,8 +188,7 @@ def type_reviewer(page, base: str, name: str) -> None:
     page.get_by_text(f"0 of 3 targets labelled by {name}").wait_for()
 
 
-def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, workspace):
-    base = app_server(workspace)
+def test_the_reviewer_survives_a_reload_and_a_deep_link(page, base):
     type_reviewer(page, base, "dee")
     assert "reviewer=" not in page.url  # a link never carries a name
     page.reload()
@@ -188,9 +202,7 @@ def test_the_reviewer_survives_a_reload_and_a_deep_link(page, app_server, worksp
     other.close()
 
 
-def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, app_server,
-                                                                     workspace):
-    base = app_server(workspace)
+def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, base):
     type_reviewer(page, base, "fay")
     other = page.context.new_page()  # a new tab, a link without &reviewer=
     other.goto(f"{base}/trace?trace={DROPPED_ID}")
@@ -209,8 +221,8 @@ def test_a_new_tab_without_the_parameter_opens_as_the_same_reviewer(page, app_se
     third.close()
 
 
-def test_question_mark_lists_every_key(page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "hal")
+def test_question_mark_lists_every_key(page, base):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "hal")
     option(page, "3 partial").click()  # even with the focus on an answer
     wait_for_streamlit(page)
     page.keyboard.press("Shift+?")
@@ -228,8 +240,8 @@ def inspected(page) -> str:
 
 
 def test_the_inspector_follows_the_labels_panel_and_the_panel_follows_the_inspector(
-        page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "fay")
+        page, base):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}", "flo")
     press(page, "n")  # to the stop: the inspector shows it too
     assert target(page).startswith("○ e13")
     assert "e13" in inspected(page)
@@ -239,8 +251,8 @@ def test_the_inspector_follows_the_labels_panel_and_the_panel_follows_the_inspec
     assert target(page).startswith("○ e12")  # an event that is a target becomes the target
 
 
-def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e5",
+def test_the_labels_panel_is_in_view_with_an_event_selected(page, base):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}&event=e5",
                "eve")
     page.get_by_text("Inspector").wait_for()
     for name in ("Save",):
@@ -252,9 +264,8 @@ def test_the_labels_panel_is_in_view_with_an_event_selected(page, app_server, wo
     shot(page, "keyboard_03_panel_in_view_with_event")
 
 
-def test_the_events_around_a_stop_are_above_its_answers_and_in_view(page, app_server,
-                                                                     workspace):
-    open_trace(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}&event=e13",
+def test_the_events_around_a_stop_are_above_its_answers_and_in_view(page, base):
+    open_trace(page, f"{base}/trace?trace={PREMATURE_ID}&event=e13",
                "ida")
     assert target(page).startswith("○ e13")
     around = page.get_by_text("Around the stop", exact=True).bounding_box()
