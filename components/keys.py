@@ -116,8 +116,8 @@ KEYS: tuple[Key, ...] = (
         "hold", ("review",), shown="P / N"),
     Key("review-forward", "N", "", ("review",), row="review-back"),
     Key("many-all", "Shift+A", "give this answer to every other target of its kind open to "
-        "you, on this trace and the campaign's others (again: to none); saving saves one label "
-        "on each",
+        "you in this trace (again: to none; the campaign's other traces have a button of "
+        "their own); saving saves one label on each",
         ("review",)),
     Key("keep-name", "Esc", "after the name in the Reviewer box changed: keep reviewing as "
         "before, with the target you hold", ("review-switch",)),

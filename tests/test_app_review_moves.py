@@ -121,6 +121,23 @@ def test_one_answer_for_every_spawn_of_a_fan_out(workspace):
     assert at.session_state["_review"]["claim"] is None  # nothing left for her
 
 
+def test_shift_a_chooses_this_trace_s_targets_and_never_those_of_traces_not_opened(workspace):
+    ids = [r.trace_id for r in workspace.library.update_index().rows]
+    workspace.campaigns.create(CampaignSpec(name="spawns", questions=["spawn_necessity"],
+                                            filter=Filter(trace_ids=ids)), LEAD)
+    at = review("spawns")
+    claim = at.session_state["_review"]["claim"]
+    assert "other trace" in "\n".join(m.value for m in at.markdown)  # others there to take
+    radio(at, "spawn_necessity").set_value("necessary").run()
+    at = at.button(key="review:many-all").click().run()  # key Shift+A
+    chosen = at.multiselect(key=f"review:many:{claim.slot_id}").value
+    alike = {t.target_id: t for t in at.session_state["_review"]["alike"][1]}
+    assert chosen and {alike[i].trace_id for i in chosen} == {claim.trace_id}
+    at = at.button(key="review:many-elsewhere").click().run()
+    chosen = at.multiselect(key=f"review:many:{claim.slot_id}").value
+    assert {alike[i].trace_id for i in chosen} - {claim.trace_id}  # now by the reviewer's hand
+
+
 # -- the trace page's labels panel ---------------------------------------------------------------
 
 def trace_page(event_id: str) -> AppTest:
@@ -183,7 +200,8 @@ def test_one_answer_for_the_stops_of_other_traces_saves_the_rest_and_says_what_w
     box = "\n".join(m.value for m in at.markdown)
     assert "0 more of this trace and 2 on 2 other traces are open to you" in box
     radio(at, "stopping_correctness").set_value("correct").run()
-    at = at.button(key="review:many-all").click().run()  # Shift+A: the other runs' stops too
+    assert not [b for b in at.button if b.key == "review:many-all"]  # none more in this trace
+    at = at.button(key="review:many-elsewhere").click().run()  # the other runs' stops, by hand
     assert any("Saving gives this answer to 3 targets** on 3 traces" in c.value
                for c in at.caption)
     bob = ws.campaigns.claim_next("stops", Reviewer(name="bob", via="self-declared"))

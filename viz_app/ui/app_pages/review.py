@@ -442,9 +442,20 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
             return labels.get(found.key, found.named(trace.trace_id))
         return found.named(trace.trace_id)
 
+    # Shift+A takes this trace's targets only (the fan-out the reviewer is looking at); the
+    # other traces' targets, unseen, are taken only by their own button or one by one.
+    in_trace = [i for i, t in alike.items() if t.trace_id == trace.trace_id]
+    others = [i for i in alike if i not in set(in_trace)]
+
     def every() -> None:
-        current = st.session_state.get(many) or []
-        st.session_state[many] = [] if len(current) == len(alike) else list(alike)
+        current = set(st.session_state.get(many) or [])
+        st.session_state[many] = [i for i in current if i not in set(in_trace)] \
+            if set(in_trace) <= current else sorted(current | set(in_trace), key=list(alike).index)
+
+    def everywhere() -> None:
+        current = set(st.session_state.get(many) or [])
+        st.session_state[many] = [i for i in current if i not in set(others)] \
+            if set(others) <= current else sorted(current | set(others), key=list(alike).index)
 
     with st.container(border=True, key="review-many"):
         st.markdown(f"**The same answer for other {markdown_literal(kinds, 40)} targets** · "
@@ -462,12 +473,21 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
                        placeholder="choose targets of this kind",
                        help="Each one chosen is saved as its own label, with its own target "
                             "and time, when you save this answer")
-        st.button(f"None of the {len(alike)}" if len(chosen) == len(alike)
-                  else f"All {len(alike)} of them", key="review:many-all", on_click=every,
-                  shortcut=keys.shortcut("many-all"), width="stretch",
-                  icon=":material/done_all:",
-                  help=f"Choose every one of them, or none again (key "
-                       f"{keys.shown('many-all')})")
+        picked = {t.target_id for t in chosen}
+        if in_trace:
+            st.button(f"None of the {len(in_trace)} in this trace" if set(in_trace) <= picked
+                      else f"All {len(in_trace)} in this trace", key="review:many-all",
+                      on_click=every, shortcut=keys.shortcut("many-all"), width="stretch",
+                      icon=":material/done_all:",
+                      help=f"Choose every one of them in this trace, or none again (key "
+                           f"{keys.shown('many-all')})")
+        if others:
+            st.button(f"None of the {len(others)} on other traces" if set(others) <= picked
+                      else f"Also the {len(others)} on {elsewhere} other "
+                           f"trace{'s' if elsewhere != 1 else ''}",
+                      key="review:many-elsewhere", on_click=everywhere, width="stretch",
+                      help="Targets of this kind on traces you have not opened: choose them "
+                           "only when the answer holds without looking at them")
 
 
 def change_questions() -> None:
