@@ -129,6 +129,30 @@ def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
     assert (row["chosen_trainer_reward"], row["rejected_trainer_reward"]) == (0.0, 1.0)
 
 
+def test_the_group_page_reads_its_rollouts_once_per_version_of_them(run_env, monkeypatch):
+    """Each key a reviewer presses reruns the page: where the siblings part is kept, not
+    worked out again from the rollout file; a rollout the trainer rewrote is read anew."""
+    from viz_app import training
+
+    reads: list[int] = []
+    real = training.read_rows
+    monkeypatch.setattr(training, "read_rows", lambda rows: reads.append(len(rows)) or real(rows))
+    rows = run_env.library.update_index().rows
+    at = page("app_pages/group.py", group=rows[0].rollout_group)
+    at.session_state["_reviewer_box"] = "ann"
+    at.run()
+    at.button(key="group_next").click().run()
+    at.button(key="group_next").click().run()
+    assert not at.exception and any("Label member 3 of 3" in m.value for m in at.markdown)
+    assert reads == [3]
+    log = Path(rows[0].path)
+    log.write_text(log.read_text("utf-8").replace("Altogether 48 + 24 = 72.",
+                                                  "Altogether 72, twice checked."), "utf-8")
+    at.run()
+    assert reads == [3, 3]
+    assert "Altogether 72, twice checked." in group_block(at)
+
+
 def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
     rows = run_env.library.update_index().rows
     from viz_app.labels.label import Reviewer

@@ -182,8 +182,10 @@ def group_view(members: Sequence[LibraryRow]) -> tuple[list[LibraryRow], trainin
     members (their hash in the index), not on each run of the page (every key a reviewer
     presses there reruns it; reading the rollout file and finding where they part each time
     was most of the server's work)."""
-    read, view = _group_view(tuple(_Member(r.trace_id, r.path, r.position, r.sha256)
-                                   for r in members))
+    key = tuple(_Member(r.trace_id, r.path, r.position, r.sha256) for r in members)
+    read, view = _group_view(key)
+    if len(read) < len(key):  # a file that could not be read is read again next time
+        _group_view.clear(key)
     kept = set(read)
     return [r for r in members if r.trace_id in kept], view
 
