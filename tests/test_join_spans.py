@@ -210,3 +210,17 @@ def test_the_pool_index_lists_the_joined_rollouts_step_group_and_reward(tmp_path
         same = folder_rows[trace_id]
         assert (row.rollout_step, row.rollout_group, row.trainer_reward, row.sha256) == (
             same.rollout_step, same.rollout_group, same.trainer_reward, same.sha256)
+
+
+def test_every_door_to_a_folder_trace_opens_the_joined_trace(tmp_path):
+    """The library's storage, a campaign's and the labelling's reads of a row all read the
+    index's one way (`TraceIndex.read`): the joined trace, not the span file's alone."""
+    from factories import make_workspace
+
+    folder = JOINED / "otlp_rollout_attribute"
+    ws = make_workspace(tmp_path, [folder])
+    want = imported(folder)
+    rows = ws.library.update_index().rows
+    for row in rows:
+        assert ws.library.storage().trace(row.trace_id).to_dict() == want[row.trace_id]
+        assert ws.library.index.read(row.path, row.position).to_dict() == want[row.trace_id]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, bindparam, delete, intersect, select
 
 from viz_app.errors import OrchvizError, TraceError
-from viz_app.io.detect import library_files, read_any
+from viz_app.io.detect import library_files, read_any, read_at
 from viz_app.io.follow import Tail, read_file, read_more
 from viz_app.io.rollouts import Joined, JoinKeys, join_keys, joined_read, plan_join
 from viz_app.labels import Rubric
@@ -203,6 +203,12 @@ class TraceIndex:
                 .order_by(trace_index.c.indexed_at.desc(), trace_index.c.path)).all()
         found = next((r for r in found if not _absorbed(r.joined)), None)
         return (Path(found.path), int(found.position)) if found is not None else None
+
+    def read(self, path: str | os.PathLike, position: int) -> Trace:
+        """The trace the index lists at (file, position), read again: the span trace joined
+        with its rollout where the join made them one (`joined_with`), else the file's trace
+        as it is. Raises TraceError (or OSError) when it cannot be read."""
+        return joined_read(read_at(path, position), self.joined_with(path, position), read_at)
 
     def joined_with(self, path: str | os.PathLike, position: int) -> Joined | None:
         """What the join made of the trace at (file, position): the rollout its spans took in,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from viz_app.errors import NoSuchTrace
-from viz_app.io.detect import read_at
 from viz_app.listing import Listing
 from viz_app.store.index import IndexResult, TraceIndex
 from viz_app.store.pool_index import PoolIndex
@@ -95,7 +94,7 @@ class Folders(Listing):
         found = self.index.find(trace_id)
         if found is None:
             raise NoSuchTrace(trace_id, "", "no trace with this id in the library's folders")
-        return read_at(*found)
+        return self.index.read(*found)
 
     def failures(self, limit: int = 100) -> list[LibraryFailure]:
         """The files (and lines of files) that could not be read, in file order."""

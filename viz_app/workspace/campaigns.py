@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
-from viz_app.io.detect import read_at
 from viz_app.labels import (LEARNED, SPREAD, AlikeRefusal, AlikeSaved, AlikeTarget, Campaign,
                             CampaignProgress, CampaignSpec,
                             CampaignStatus, Claim, Disagreement, Filter, Label, LabelTarget,
@@ -286,8 +285,8 @@ class Campaigns:
             if row.trace_id not in seen:
                 if progress is not None:
                     progress(min(len(seen), total), total, "reading")
-                trace = read_at(row.path, row.position) if row.pool is None else \
-                    self._library.trace(row.trace_id)
+                trace = self._library.index.read(row.path, row.position) \
+                    if row.pool is None else self._library.trace(row.trace_id)
                 seen[row.trace_id] = self._library.targets(trace)
                 if progress is not None and len(seen) == total:
                     progress(total, total, "reading")

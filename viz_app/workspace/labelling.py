@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
-from viz_app.io.detect import published_label_records, read_at
+from viz_app.io.detect import published_label_records
 from viz_app.labels import (Identity, ImportReport, Label, LabelTarget, Preference, Progress,
                             Reviewer, judgement, judgement_label, preference_of)
 from viz_app.model import Trace
@@ -274,7 +274,8 @@ class Labelling:
             if row.trace_id == after or row.targets is not None:
                 continue
             try:
-                if not self.progress(read_at(row.path, row.position), reviewer).done:
+                if not self.progress(self._library.index.read(row.path, row.position),
+                                     reviewer).done:
                     return row.trace_id
             except OrchvizError:  # a file that changed or vanished since it was indexed
                 continue

@@ -21,7 +21,7 @@ from viz_app.analysis import analyze
 from viz_app.errors import LabelError, NoSuchTrace, OrchvizError, TraceError
 from viz_app.io.detect import read_any, read_at
 from viz_app.io.files import trace_files
-from viz_app.io.rollouts import join, joined_read
+from viz_app.io.rollouts import join
 from viz_app.io.trace_cache import MAX_TRACES, TraceCache, TraceSource, file_stamp
 from viz_app.labels import LabelTarget, targets
 from viz_app.model import Trace
@@ -226,7 +226,7 @@ class Library:
         rollout = joined.path or ""
         return TraceSource(("file", str(path), position),
                            lambda: file_stamp(path) + (file_stamp(rollout) if rollout else ""),
-                           lambda: joined_read(read_at(path, position), joined, read_at))
+                           lambda: self.index.read(path, position))
 
     def trace(self, trace_id: str) -> Trace:
         """A trace of a pool or of the folders by id, analysed, read once per version of its
