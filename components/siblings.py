@@ -59,12 +59,19 @@ STYLE = """<style>
 light and the dark theme alike; cards off screen are not laid out until scrolled to
 (`content-visibility`)."""
 
-ROW_HEADERS = (("#", "2.5rem", ""), ("trace id", "22%", ""), ("trainer reward", "7rem", ""),
+ROW_HEADERS = (("#", "2.5rem", ""), ("trace id", "28%", ""), ("trainer reward", "6.5rem", ""),
                ("reviewers", "5.5rem", "The reviewers' mean reward, -1 to 1 (— not reviewed)"),
-               ("your answer", "18%", "Your answers about the whole run"),
+               ("your answer", "16%", "Your answers about the whole run"),
                ("where they part", "auto", "What each does where they part"))
 """The table's columns: name, width and the tooltip of its heading."""
 NUMBERS = ("trainer reward", "reviewers")
+
+
+def _short(trace_id: str, limit: int = 24) -> str:
+    """A trace id cut in its middle: siblings' ids differ at their end (`…@1f2e/3/7`)."""
+    if len(trace_id) <= limit:
+        return trace_id
+    return f"{trace_id[:limit // 3]}…{trace_id[-(limit - limit // 3 - 1):]}"
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -78,11 +85,11 @@ def _table(view: GroupView, rows: Sequence[RolloutRow], judged: Mapping[str, flo
                     for name, width, tip in ROW_HEADERS)
     body = []
     for i, (row, sibling) in enumerate(zip(rows, view.siblings)):
-        shown = html_text(row.trace_id)
         link = "trace?trace=" + quote(row.trace_id, safe="")
         body.append(
             f'<tr{" class=og-at" if i == at else ""}><td>{i + 1}</td>'
-            f'<td title="{shown}"><a href="{html_text(link)}">{shown}</a></td>'
+            f'<td title="{html_text(row.trace_id)}"><a href="{html_text(link)}">'
+            f"{html_text(_short(row.trace_id))}</a></td>"
             f'<td class="og-num">{_number(row.trainer_reward, 3)}</td>'
             f'<td class="og-num">{_number(judged.get(row.trace_id), 2)}</td>'
             f'<td title="{html_text(answers.get(row.trace_id, ""))}">'

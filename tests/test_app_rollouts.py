@@ -6,9 +6,11 @@ reviewers' per step and lists the rollouts where they part most."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -38,12 +40,14 @@ def page(path: str, **params) -> AppTest:
 
 
 class _Table(HTMLParser):
-    """The rows of the members' table of a group block, each a list of its cells' text."""
+    """The rows of the members' table of a group block, each a list of its cells: a cell's
+    whole text, its tooltip where it has one (the table cuts long ids and texts short)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[list[str]] = []
         self._in: list[str] | None = None
+        self._title: str | None = None
 
     def handle_starttag(self, tag, attrs):
         if tag == "tr":
@@ -51,9 +55,12 @@ class _Table(HTMLParser):
         elif tag == "td":
             self._in = self.rows[-1]
             self._in.append("")
+            self._title = dict(attrs).get("title")
 
     def handle_endtag(self, tag):
         if tag == "td":
+            if self._title:
+                self._in[-1] = self._title
             self._in = None
 
     def handle_data(self, data):
@@ -151,6 +158,24 @@ def test_the_group_page_reads_its_rollouts_once_per_version_of_them(run_env, mon
     at.run()
     assert reads == [3, 3]
     assert "Altogether 72, twice checked." in group_block(at)
+
+
+def test_a_long_trace_id_shows_its_end_and_links_to_its_trace():
+    """Siblings' ids differ at their end (`…@daa2f31a/1/7`): the table cuts a long one in its
+    middle, and its link and tooltip carry the whole id."""
+    from components.siblings import siblings_html
+    from viz_app.training import GroupView, Sibling
+
+    long = "openrlhf/groups/run/rank0@daa2f31a/1/7"
+    row = SimpleNamespace(trace_id=long, rollout_step=1, rollout_group="g", trainer_reward=1.0)
+    block = siblings_html(GroupView(parting=None, prompt=None,
+                                    siblings=[Sibling(trace_id=long, where="alike throughout",
+                                                      steps=[])]),
+                          [row], judged={}, answers={}, at=0)
+    shown = re.search(r'<a href="([^"]*)">([^<]*)</a>', block)
+    assert shown.group(1) == "trace?trace=openrlhf%2Fgroups%2Frun%2Frank0%40daa2f31a%2F1%2F7"
+    assert shown.group(2).startswith("openrlhf") and shown.group(2).endswith("daa2f31a/1/7")
+    assert "…" in shown.group(2) and f'title="{long}"' in block
 
 
 def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
