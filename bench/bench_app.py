@@ -59,11 +59,13 @@ SERVER_DONE = """new MutationObserver(() => {
 DRAWN = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     const idle = !(app && app.getAttribute('data-test-script-state') === 'running');
-    const plots = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
+    // Streamlit's Plotly charts (the tree) and the live timeline (components/live_chart.py)
+    const plots = [...document.querySelectorAll(
+            '[data-testid="stPlotlyChart"] .js-plotly-plot, .orchviz-live-chart.js-plotly-plot')]
         .filter(p => !p.closest('.st-key-chart-library'));  // the hidden chart of charts_ahead
     if (plots.length < 2) return false;
     for (const p of plots) {
-        if (!p._fullData || !p.querySelector('.main-svg')) return false;
+        if (!p._fullData || !p.querySelector('.main-svg') || p.dataset.pending) return false;
     }
     return idle;
 }"""

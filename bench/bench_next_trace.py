@@ -12,6 +12,10 @@ order. Each hop is timed twice, from the `keydown` in the page:
 - `drawn`: its tree and timeline are drawn too (two Plotly figures with their points, none of
   them stale) and the server's script run is over: the whole page.
 
+Each hop's CPU time is counted too, from the key press until the page has settled: the browser's
+(every Chromium process, summed) and the server's, which a loaded machine stretches in wall time
+far less than it stretches the wall clock (`cpu` lines, in ms of CPU).
+
 Hops are grouped by where they land (a demo trace or a 20k one) and by round (the first round
 is the server's first sight of each file, later rounds find it cached). Between hops the bench
 waits PAUSE seconds, as a reviewer reads and labels, so that reading ahead has time to finish.
@@ -75,13 +79,49 @@ SHOWN = """(before) => {
     if (!title) return false;
     const app = document.querySelector('[data-testid="stApp"]');
     if (app && app.getAttribute('data-test-script-state') === 'running') return false;
-    const plots = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
+    // Streamlit's Plotly charts (the tree) and the live timeline, which stays mounted from
+    // trace to trace: it is the new trace's once its div carries the trace's id as `data-tag`
+    // and no figure is pending (components/live_chart.py)
+    const plots = [...document.querySelectorAll(
+            '[data-testid="stPlotlyChart"] .js-plotly-plot, .orchviz-live-chart.js-plotly-plot')]
         .filter(p => live(p) && !p.closest('.st-key-chart-library'));
-    if (plots.length < 2 || plots.some(p => !p._fullData || !p.querySelector('.main-svg')))
+    if (plots.length < 2 || plots.some(p => !p._fullData || !p.querySelector('.main-svg')
+            || p.dataset.pending
+            || (p.classList.contains('orchviz-live-chart') && p.dataset.tag !== id)))
         return false;
     window.__t1 = performance.now();
     return id;
 }"""
+
+
+def cpu_ms(pids: set[int]) -> float:
+    """CPU time (user and system) the processes have used, in ms; one gone counts nothing."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return 1000 * total / tick
+
+
+def descendants(root: int) -> set[int]:
+    """The processes below `root` (Playwright's driver and the Chromium it started)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
 
 
 def hop(page, before: str) -> tuple[str, float, float, float]:
@@ -143,13 +183,21 @@ def main() -> int:
             for round_ in range(ROUNDS):
                 for _ in range(count):
                     time.sleep(PAUSE)
+                    server_pids = descendants(proc.pid) | {proc.pid}
+                    browser_pids = descendants(os.getpid()) - server_pids
+                    cpu_before = cpu_ms(browser_pids), cpu_ms(server_pids)
                     current, panel, server, drawn = hop(page, current)
+                    cpu_after = cpu_ms(browser_pids), cpu_ms(server_pids)
                     kind = "20k" if current in big else "demo"
                     when = "first round" if round_ == 0 else "later rounds"
                     times.setdefault(f"{kind} panel, {when}", []).append(panel)
                     times.setdefault(f"{kind} server, {when}", []).append(server)
                     times.setdefault(f"{kind} drawn, {when}", []).append(drawn)
                     times.setdefault(f"{kind} drawn", []).append(drawn)
+                    times.setdefault(f"{kind} cpu: browser", []).append(
+                        cpu_after[0] - cpu_before[0])
+                    times.setdefault(f"{kind} cpu: server", []).append(
+                        cpu_after[1] - cpu_before[1])
                 print(f"round {round_ + 1} of {ROUNDS} done", file=sys.stderr)
             version = browser.version
             browser.close()

@@ -1,4 +1,5 @@
-"""The spawn and delegation tree as a clickable Plotly figure."""
+"""The spawn and delegation tree as a clickable Plotly figure, drawn in a chart that stays
+mounted from trace to trace (`components.live_chart`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 import plotly.graph_objects as go
 from pydantic import BaseModel, Field
 
-from components import plotly_choice
+from components.live_chart import live_chart
 
 
 class TreeChoice(BaseModel):
@@ -27,6 +28,8 @@ def _decode(point: dict) -> TreeChoice | None:
 
 
 def spawn_tree(figure: go.Figure, *, key: str = "tree",
-               on_choose: Callable[[TreeChoice], None] | None = None) -> TreeChoice | None:
-    """Draw the tree (built by `viz_app.charts.tree_figure`); return the node clicked, if any."""
-    return plotly_choice(figure, key=key, decode=_decode, on_choose=on_choose)
+               on_choose: Callable[[TreeChoice], None] | None = None,
+               tag: str = "") -> TreeChoice | None:
+    """Draw the tree (built by `viz_app.charts.tree_figure`); return the node clicked, if any.
+    `tag` names the figure on the chart's div once drawn (`data-tag`)."""
+    return live_chart(figure, key=key, decode=_decode, on_choose=on_choose, tag=tag)

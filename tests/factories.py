@@ -157,3 +157,21 @@ def app_env(monkeypatch, workspace: Workspace) -> Workspace:
     if workspace.settings.rubric is None:
         monkeypatch.delenv("ORCHVIZ_RUBRIC", raising=False)
     return workspace
+
+
+def live_charts(at) -> list[tuple[dict, dict]]:
+    """What an AppTest run handed the live charts (`components.live_chart`, the timeline): each
+    chart's header (revision, ring, tag) and its figure."""
+    drawn = []
+    for element in at.get("bidi_component"):
+        proto = element.proto
+        if proto.component_name != "orchviz.live_chart" or b"\n" not in proto.bytes:
+            continue  # `load_ahead`'s mount: plotly.js fetched, nothing drawn
+        head, figure = proto.bytes.split(b"\n", 1)
+        drawn.append((json.loads(head), json.loads(figure)))
+    return drawn
+
+
+def charts_drawn(at) -> int:
+    """Plotly figures an AppTest run drew: Streamlit's Plotly charts and the live charts."""
+    return len(at.get("plotly_chart")) + len(live_charts(at))

@@ -4,15 +4,16 @@ is read ahead while the reviewer works on this one, and Shift+N opens it."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from factories import (APP, PREMATURE, PREMATURE_ID, app_env, copy_demos, example_trace,
-                       make_workspace)
+                       live_charts, make_workspace)
 from test_library_pool import pool_workspace
+from viz_app import charts
+from viz_app.analysis import analyze
 from viz_app.io.native import write_trace
 from viz_app.ui import session
 from viz_app.workspace import Workspace
@@ -147,15 +148,17 @@ def test_the_target_likely_next_is_only_looked_at_not_reserved(tmp_path):
     assert workspace.campaigns.claim_next(STOPS, bob).trace_id == upcoming
 
 
-def test_a_ringed_event_is_drawn_on_the_sessions_copy_never_on_the_shared_timeline(
+def test_a_selected_event_is_ringed_by_the_live_timeline_never_on_the_shared_figure(
         tmp_path, monkeypatch):
     app_env(monkeypatch, make_workspace(tmp_path, traces=[PREMATURE]))
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.query_params.update(trace=PREMATURE_ID, event="e13")
     at.run()
-    drawn = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    assert any(t.get("name") == "selected" for fig in drawn for t in fig["data"])
+    [(head, figure)] = [c for c in live_charts(at) if c[0]["chart"] == "timeline"]
     trace = app_workspace().library.trace(PREMATURE_ID)
+    assert head["ring"]["at"] == list(charts.timeline_point(analyze(trace), "e13"))
+    assert head["tag"] == PREMATURE_ID
+    assert not [t for t in figure["data"] if t.get("name") == "selected"]
     cached = session._timeline(session.trace_key(trace), None, False, trace)
     assert not [t for t in cached.data if t.name == "selected"]
 

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from factories import (APP, DROPPED, DROPPED_ID, PREMATURE, PREMATURE_ID, app_env, demo_paths,
-                       make_workspace, review_library)
+                       live_charts, make_workspace, review_library)
 from viz_app.analysis import ONLY_TASK_ID, task_text
 from viz_app.summary import TASK_LIMIT
 from viz_app.text import brief
@@ -79,7 +79,7 @@ def test_the_trace_page_renders_every_demo_trace(library_env, trace_id):
     assert not at.exception, at.exception
     assert at.query_params["trace"] == [trace_id] or at.query_params["trace"] == trace_id
     assert len(at.metric) >= 9  # the header's figures
-    assert len(at.get("plotly_chart")) == 2  # tree and timeline, on screen together
+    assert len(live_charts(at)) == 2  # tree and timeline, on screen together
 
 
 def test_a_deep_link_selects_the_event_in_the_inspector(library_env):

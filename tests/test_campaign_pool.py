@@ -9,7 +9,7 @@ import orjson
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from factories import APP, app_env
+from factories import APP, app_env, charts_drawn
 from test_library_pool import pool_workspace
 from viz_app.errors import LabelError
 from viz_app.labels.campaign import CampaignSpec, Filter, Sample
@@ -145,7 +145,7 @@ def test_the_review_page_opens_a_pool_campaigns_target_and_saves_it(app):
     claim = at.session_state["_review"]["claim"]
     assert claim.trace_id in app.library.sample_pool(2, seed=4)
     assert any(markdown_literal(claim.trace_id) in c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) >= 2  # the pool trace's tree and timeline
+    assert charts_drawn(at) >= 2  # the pool trace's tree and timeline
     next(r for r in at.radio if r.key.endswith(":task_outcome")).set_value("partial")
     next(b for b in at.button if ":save:" in b.key).click().run()
     assert not at.exception, at.exception
@@ -165,7 +165,7 @@ def test_the_adjudicate_page_opens_a_pool_traces_disagreement(app):
     trace_id = app.library.sample_pool(1, seed=5)[0]
     assert any("Disagreement 1 of 1" in c.value and markdown_literal(trace_id) in c.value
                for c in at.caption)
-    assert len(at.get("plotly_chart")) >= 2
+    assert charts_drawn(at) >= 2
 
 
 def test_the_compare_page_opens_two_rollouts_of_a_pool(app):

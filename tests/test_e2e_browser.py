@@ -61,7 +61,7 @@ def test_open_a_trace_from_the_table(page, base_url):
     page.wait_for_url("**/trace?trace=*", timeout=30_000)
     wait_for_streamlit(page, timeout=60_000)
     assert "trace=demo-01-centralized-faithful" in page.url
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 2
+    assert page.locator(".orchviz-live-chart.js-plotly-plot").count() == 2  # tree, timeline
     shot(page, "e2e-trace-from-table")
 
 
@@ -78,12 +78,12 @@ def test_a_deep_link_opens_the_trace_with_the_event_selected(page, base_url):
 
 def test_clicking_a_tree_node_shows_that_agent_in_the_inspector(page, base_url):
     open_page(page, f"{base_url}/?trace=demo-05-hierarchical-ebikes")
-    tree = page.locator('[data-testid="stPlotlyChart"]').first
+    tree = page.locator('.orchviz-live-chart[data-chart$="tree"]')
     tree.wait_for()
     page.wait_for_timeout(800)
     # find the on-screen position of the node "market_lead" from plotly's own data
     point = page.evaluate("""() => {
-        const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+        const gd = document.querySelector('.orchviz-live-chart[data-chart$="tree"]');
         for (let i = 0; i < gd.data.length; i++) {
             const t = gd.data[i];
             if (!t.customdata) continue;
@@ -112,10 +112,24 @@ def test_the_hostile_trace_runs_no_script_in_any_view(page, base_url):
     open_page(page, f"{base_url}/?trace=hostile-xss&event=e5")
     main = page.locator('[data-testid="stMain"]')
     assert "<script>window.__pwned=1</script>" in main.inner_text()  # shown, as text
-    page.locator('[data-testid="stPlotlyChart"]').first.hover()
+    page.locator('.orchviz-live-chart[data-chart$="tree"]').hover()
     page.wait_for_timeout(300)
     assert pwned_anywhere(page) == []
     shot(page, "e2e-hostile-tree")
+    # the live timeline's hover labels show the events' hostile text, escaped
+    page.locator('.orchviz-live-chart[data-chart$="timeline"]').scroll_into_view_if_needed()
+    points = page.evaluate("""(n) => {
+        const gd = document.querySelector('.orchviz-live-chart[data-chart$="timeline"]');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+        return gd._fullData.filter(t => t.customdata && t.visible === true).flatMap(t =>
+            [...t.x].map((x, j) => ({x: r.left + xa._offset + xa.l2p(x),
+                                     y: r.top + ya._offset + ya.l2p(t.y[j])}))).slice(0, n);
+    }""", 12)
+    assert points
+    for point in points:
+        page.mouse.move(point["x"], point["y"], steps=2)
+        page.wait_for_timeout(80)
+    assert pwned_anywhere(page) == []
     page.get_by_text("Communication graph", exact=True).click()
     wait_for_streamlit(page, timeout=60_000)
     frame = page.locator("iframe").first

@@ -1,6 +1,7 @@
 """End to end in Chromium: a click on a timeline event selects it (the inspector shows it and
-the browser marks it at once) without the server sending the timeline figure again, while an
-event selected elsewhere is ringed on the timeline."""
+the browser rings it at once) without the server sending the timeline figure again, while an
+event selected elsewhere is ringed on the timeline; the timeline stays mounted (its graph div and
+WebGL contexts kept) from trace to trace."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from viz_app.workspace import Workspace
 
 pytestmark = pytest.mark.browser
 
+CHART = """document.querySelector('.orchviz-live-chart[data-chart$="timeline"]')"""
+"""The live timeline's graph div (components/live_chart.py), in the page's JavaScript."""
+
 POINT = """(wanted) => {
-    const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1];
+    const gd = document.querySelector('.orchviz-live-chart[data-chart$="timeline"]');
     for (const t of gd._fullData) {
         if (!t.customdata || t.name === 'selected' || !t.visible || t.visible === 'legendonly') continue;
         for (let j = 0; j < t.customdata.length; j++) {
@@ -25,7 +29,7 @@ POINT = """(wanted) => {
                 const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
                 const r = gd.getBoundingClientRect();
                 return {x: r.left + xa._offset + xa.l2p(t.x[j]),
-                        y: r.top + ya._offset + ya.l2p(t.y[j])};
+                        y: r.top + ya._offset + ya.l2p(t.y[j]), data: [t.x[j], t.y[j]]};
             }
         }
     }
@@ -61,12 +65,25 @@ def received(page, sockets, act) -> int:
     return total[0]
 
 
-def click_event(page, position: int) -> None:
+RING = """() => {
+    const gd = document.querySelector('.orchviz-live-chart[data-chart$="timeline"]');
+    const rings = (gd.layout.shapes || []).filter(s => s.xsizemode === 'pixel');
+    return rings.length ? [rings[0].xanchor, rings[0].yanchor] : null;
+}"""
+
+
+def event_at(page, position: int) -> dict:
+    """Where the timeline draws the event at `position` in the analysis's order: data (x, lane)
+    and screen coordinates."""
     page.evaluate("window.scrollTo(0, 0)")
-    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
-    chart.scroll_into_view_if_needed()
+    page.locator('.orchviz-live-chart[data-chart$="timeline"]').scroll_into_view_if_needed()
     point = page.evaluate(POINT, position)
     assert point is not None
+    return point
+
+
+def click_event(page, position: int) -> None:
+    point = event_at(page, position)
     page.mouse.click(point["x"], point["y"])
 
 
@@ -77,22 +94,44 @@ def test_a_click_on_the_timeline_selects_without_sending_the_figure_again(page, 
     goto_as(page, f"{app_server(workspace)}/trace?trace={PREMATURE_ID}", "tim")
     wait_for_streamlit(page, timeout=60_000)
     page.get_by_text("targets labelled by").wait_for()
-    figure = len(charts.timeline_figure(analyze(workspace.library.trace(PREMATURE_ID))).to_json())
+    a = analyze(workspace.library.trace(PREMATURE_ID))
+    figure = len(charts.timeline_figure(a).to_json())
     first = received(page, sockets, lambda: click_event(page, 3))
     assert "event=" in page.url
     chosen = page.url.split("event=")[1].split("&")[0]
+    assert chosen == a.order[3].id
+    assert page.evaluate(RING) == list(event_at(page, 3)["data"])  # ringed at once
     second = received(page, sockets, lambda: click_event(page, 6))
-    assert page.url.split("event=")[1].split("&")[0] != chosen
+    assert page.url.split("event=")[1].split("&")[0] == a.order[6].id
     inspector = page.locator(".st-key-inspector-panel").inner_text()
-    assert page.url.split("event=")[1].split("&")[0] in inspector
+    assert a.order[6].id in inspector
+    # the ring moved to the event clicked, in the browser
+    assert page.evaluate(RING) == list(event_at(page, 6)["data"])
     # neither click sent the figure again (its size is a reference: the inspector's event is
     # about half of a demo's timeline)
     assert 0 <= first < figure and 0 <= second < figure, (first, second, figure)
     shot(page, "timeline_01_clicked_event_marked")
+    # an event selected elsewhere (the labels panel's next target, which reruns the panel and
+    # the inspector alone) is ringed at the page's next full run: here a new figure, the
+    # critical path's, handed to the same chart
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("n")
+    page.wait_for_function(f"!location.search.includes('event={a.order[6].id}')", timeout=60_000)
+    wait_for_streamlit(page, timeout=60_000)
+    selected = page.url.split("event=")[1].split("&")[0]
+    page.evaluate(f"{CHART}.__kept = true")
+    page.locator(".st-key-show_critical").get_by_text("critical path").click()
+    wait_for_streamlit(page, timeout=60_000)
+    x, lane = charts.timeline_point(a, selected)
+    page.wait_for_function(f"(() => {{ const r = ({RING})(); return r && r[0] === {x}; }})()",
+                           timeout=30_000)
+    assert page.evaluate(RING) == [x, lane]
+    assert page.evaluate(f"{CHART}.__kept") is True  # the same chart, handed a new figure
+    assert page.evaluate(f"{CHART}._fullData.some(t => t.name === 'critical path')")
 
 
 HOVERED = """() => {
-    const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1];
+    const gd = document.querySelector('.orchviz-live-chart[data-chart$="timeline"]');
     const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
     for (const t of gd._fullData) {
         if (t.name !== 'tool call' || t.visible !== true) continue;
@@ -112,7 +151,7 @@ def test_a_large_timelines_hover_names_the_events_id_agent_and_time(page, app_se
     a = analyze(workspace.library.trace(raw["trace_id"]))
     goto_as(page, f"{app_server(workspace)}/trace?trace={raw['trace_id']}", "tim")
     wait_for_streamlit(page, timeout=60_000)
-    page.locator('[data-testid="stPlotlyChart"]').nth(1).scroll_into_view_if_needed()
+    page.locator('.orchviz-live-chart[data-chart$="timeline"]').scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     point = page.evaluate(HOVERED)
     assert point is not None

@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.charts, each fro
     from viz_app.charts._tree import (TreeNode, MORE, visible_tree, tree_layout, size_weight,
                                       tree_figure, LABEL_CHAR_PX, label_places,
                                       label_half_px, wrapped_name)
-    from viz_app.charts._timeline import timeline_figure, lane_label_margin, timeline_highlight
+    from viz_app.charts._timeline import (timeline_figure, lane_label_margin, timeline_highlight,
+                                          timeline_point, TIMELINE_RING_SHAPE, RING_PX)
     from viz_app.charts._graph import (GRAPH_GROUP_ABOVE, GRAPH_BUDGET, communication_html,
                                        harden_html)
     from viz_app.charts._agreement import PRODUCER_COLOURS, agreement_history_figure

@@ -111,16 +111,35 @@ def _gapped(values: list) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
+def timeline_point(analysis: Analysis, event_id: str | None) -> tuple[float, int] | None:
+    """Where the timeline draws an event: seconds from the trace's first event, and its lane
+    (None for no or an unknown event)."""
+    if event_id is None or event_id not in analysis.position:
+        return None
+    e = analysis.trace.event(event_id)
+    return e.t - analysis.order[0].t, analysis.lanes.index(analysis.actor[e.id])
+
+
 def timeline_highlight(analysis: Analysis, event_id: str | None) -> list[go.Scatter]:
     """The ring the timeline draws around a selected event (none for no or an unknown event)."""
-    if event_id is None or event_id not in analysis.position:
+    point = timeline_point(analysis, event_id)
+    if point is None:
         return []
-    e = analysis.trace.event(event_id)
-    lane = analysis.lanes.index(analysis.actor[e.id])
-    return [go.Scatter(x=[e.t - analysis.order[0].t], y=[lane], mode="markers", name="selected",
+    return [go.Scatter(x=[point[0]], y=[point[1]], mode="markers", name="selected",
                        showlegend=False, hoverinfo="skip",
-                       marker=dict(size=26, color="rgba(0,0,0,0)",
+                       marker=dict(size=RING_PX, color="rgba(0,0,0,0)",
                                    line=dict(color=SELECTED, width=4)))]
+
+
+RING_PX = 26
+"""The selection ring's diameter in pixels."""
+
+TIMELINE_RING_SHAPE = dict(type="circle", xref="x", yref="y", xsizemode="pixel",
+                           ysizemode="pixel", x0=-RING_PX / 2, x1=RING_PX / 2,
+                           y0=-RING_PX / 2, y1=RING_PX / 2, fillcolor="rgba(0,0,0,0)",
+                           line=dict(color=SELECTED, width=4), layer="above")
+"""The same ring as a layout shape, anchored at an event (`xanchor`, `yanchor`): the live
+timeline moves a shape rather than redraw its traces (`components.live_chart`)."""
 
 
 def _event_hover(e: Event, agent: str, start: float, span: float, width: int, lines: int) -> str:

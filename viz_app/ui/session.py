@@ -28,6 +28,7 @@ import streamlit as st
 from streamlit import auth_util
 from sqlalchemy import Engine
 
+from components import live_chart
 from viz_app import charts, training
 from viz_app.analysis import analyze
 from viz_app.errors import NoSuchTrace, OrchvizError
@@ -325,12 +326,13 @@ def charts_ahead(draws_charts: bool = True) -> Iterator[None]:
     it took the browser's main thread for longer than such a page's own widgets (1.3-2.2 s of
     a group page's first open in a new tab, on a loaded machine); the first page with charts
     fetches it instead."""
+    slot = st.empty()  # drawn on every run, so that what follows keeps its place (views_ahead)
     if not draws_charts or st.session_state.get(_CHARTS_READY):
         yield
         return
-    slot = st.empty()
     with slot.container(key="chart-library"):
         st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
+        live_chart.load_ahead("_live_chart_library")  # plotly.js, for the live timeline
     yield  # not past here when the page raises to switch, rerun or stop
     slot.empty()
     st.session_state[_CHARTS_READY] = True
@@ -343,10 +345,15 @@ def views_ahead() -> Callable[[], None]:
     Streamlit's browser code for each of these is fetched and compiled when a page first shows
     one: without this, the first key press that shows them (N onto a stop, whose neighbours
     are a table, with the inspector showing its event) waited 0.5-0.8 s for it. A page that
-    switches or stops leaves them, hidden, for its next run to remove."""
+    switches or stops leaves them, hidden, for its next run to remove.
+
+    The empty slot stays on the page after: Streamlit matches a run's elements to the last
+    run's by their place, and a slot gone would move every element below it, which the
+    browser then mounts afresh (the tree and timeline drawn again, their WebGL contexts
+    made anew, on the first click after a page opened)."""
+    slot = st.empty()  # drawn on every run, so that what follows keeps its place
     if st.session_state.get(_VIEWS_READY):
         return lambda: None
-    slot = st.empty()
     with slot.container(key="view-library"):
         st.dataframe(_EMPTY_TABLE, height=40)
         st.code(".", language=None)  # empty ones draw nothing, and load nothing

@@ -67,7 +67,8 @@ def trace_views(trace: Trace, analysis: Analysis, *, event_id: str | None, agent
     if view == "Spawn tree":
         tree = session.tree_figure(trace, size_by=size_by, expanded=expanded, selected=agent,
                                    until=until)
-        spawn_tree(tree, key=f"{key}tree:{session.trace_key(trace)}", on_choose=on_tree)
+        # one key for every trace, as the timeline's below
+        spawn_tree(tree, key=f"{key}tree", on_choose=on_tree, tag=trace.trace_id)
     else:
         communication_graph(session.communication_html(trace, selected=agent))
     big = len(analysis.order) > charts.WEBGL_EVENTS
@@ -78,33 +79,6 @@ def trace_views(trace: Trace, analysis: Analysis, *, event_id: str | None, agent
                + " · rings: aggregates and stops · click an event to inspect it, drag to zoom"
                + (" · WebGL" if big else ""))
     timeline = session.timeline_figure(trace, until=until, critical=critical)
-    chart_key, ring = _timeline_key(trace, analysis, event_id, f"{key}timeline")
-    with session.overlaid(timeline, charts.timeline_highlight(analysis, ring)) as shown:
-        message_timeline(shown, analysis, key=chart_key, on_choose=on_event)
-
-
-def _timeline_key(trace: Trace, analysis: Analysis, event_id: str | None,
-                  prefix: str) -> tuple[str, str | None]:
-    """The timeline widget's key and the event to ring on it.
-
-    An event clicked on the timeline is marked by Plotly in the browser (its selected style),
-    so the figure stays the one the browser has: Streamlit then sends a reference to it, not
-    the figure again (2 MB for 20,000 events). An event selected elsewhere is ringed, under a
-    new key, so that no earlier click stays marked."""
-    generation_key = f"_timeline_generation:{prefix}:{session.trace_key(trace)}"
-    generation, ringed = st.session_state.get(generation_key, (0, None))
-    chart_key = f"{prefix}:{session.trace_key(trace)}:{generation}"
-    state = st.session_state.get(chart_key)
-    points = state["selection"]["points"] if state else []
-    position = points[0].get("customdata") if points else None
-    if isinstance(position, list):
-        position = position[0] if position else None
-    clicked = (analysis.order[int(position)].id if isinstance(position, (int, float))
-               and 0 <= int(position) < len(analysis.order) else None)
-    if event_id is None or event_id == clicked:
-        return chart_key, None
-    if ringed != event_id:  # selected elsewhere: a fresh widget, no stale click marked
-        generation, ringed = (generation + 1, event_id) if clicked is not None else (
-            generation, event_id)
-        st.session_state[generation_key] = (generation, ringed)
-    return f"{prefix}:{session.trace_key(trace)}:{generation}", event_id
+    # one key for every trace: the chart stays mounted, and Shift+N hands it the next figure
+    message_timeline(timeline, analysis, key=f"{key}timeline", selected=event_id,
+                     on_choose=on_event, tag=trace.trace_id)
