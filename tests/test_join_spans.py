@@ -224,3 +224,45 @@ def test_every_door_to_a_folder_trace_opens_the_joined_trace(tmp_path):
     for row in rows:
         assert ws.library.storage().trace(row.trace_id).to_dict() == want[row.trace_id]
         assert ws.library.index.read(row.path, row.position).to_dict() == want[row.trace_id]
+
+
+def test_pool_follow_waits_for_a_rollout_written_after_its_spans(tmp_path):
+    """Agent Lightning writes a rollout's spans while it runs, the trainer its line after the
+    reward: the spans wait (`--join-wait`) and go into the pool joined, across runs of
+    `--once` too (where they began waiting is kept); spans whose rollout never comes go alone
+    once the wait is over."""
+    import shutil
+    import time
+
+    folder = JOINED / "otlp_rollout_attribute"
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(folder / "spans.json", run / "spans.json")
+    out = tmp_path / "pool"
+
+    def look(wait: str = "600") -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "viz_app", "pool", "follow", str(run),
+                               "-o", str(out), "--once", "--join-wait", wait],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    assert look().stdout == ""  # the spans wait: nothing added yet
+    shutil.copytree(folder / "rollout_data", run / "rollout_data")
+    assert "added 2 traces" in look().stdout
+    assert pooled(out) == imported(folder)  # the spans and their rollout joined, the other alone
+    assert look().stdout == ""  # nothing new, nothing twice
+
+    lone = tmp_path / "lone"  # spans whose rollout never comes
+    lone.mkdir()
+    shutil.copy(folder / "spans.json", lone / "spans.json")
+    alone = tmp_path / "alone"
+    for wait, added in (("600", ""), ("0", "added 1 trace ")):
+        time.sleep(0.01)
+        done = subprocess.run([sys.executable, "-m", "viz_app", "pool", "follow", str(lone),
+                               "-o", str(alone), "--once", "--join-wait", wait],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert (added in done.stdout) if added else done.stdout == "", done.stdout
+    (spans,) = pooled(alone).values()
+    assert spans == read(folder / "spans.json")[0].to_dict()

@@ -19,7 +19,7 @@ from viz_app.io import pool
 from viz_app.io.detect import FORMATS, folder_format, holds_spans, read_any
 from viz_app.io.files import trace_files
 from viz_app.io.native import dump_trace
-from viz_app.io.rollouts import join, join_stream
+from viz_app.io.rollouts import join_stream
 from viz_app.model import Trace
 from viz_app.text import terminal_text
 
@@ -180,6 +180,9 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
                    help="seconds between two looks (default 2)")
     p.add_argument("--once", action="store_true", help="look once and stop")
+    p.add_argument("--join-wait", type=float, default=120.0, metavar="SECONDS",
+                   help="how long spans that name a rollout id wait for that rollout's line, "
+                   "to be added joined with it (default 120; 0 adds them at once)")
     p.add_argument("--format", choices=["parquet", "jsonl"], default="parquet",
                    help="shard format of a pool made now (default: parquet)")
     add_db_option(p, default=None, help="with it, index the pool after each shard (the app's "
@@ -210,10 +213,12 @@ def follow(args: argparse.Namespace) -> int:
 def _follow(args: argparse.Namespace, lock, kept: str) -> int:
     import time
 
-    from viz_app.io.follow import Follower, read_positions, write_positions
+    from viz_app.io.follow import Follower, JoinWait, read_positions, write_positions
 
-    follower = Follower(args.sources, read_positions(kept))
-    written = follower.positions
+    positions = read_positions(kept)
+    follower = Follower(args.sources, positions)
+    waits = JoinWait(args.join_wait, positions.held if positions is not None else None)
+    written = waits.positions(follower.positions)
     workspace = None
     if args.db:
         args.pool = args.output
@@ -226,7 +231,7 @@ def _follow(args: argparse.Namespace, lock, kept: str) -> int:
     try:
         while True:
             lock.renew()  # object storage: still this follower's (else it stops, saying why)
-            fresh = join(follower.poll(on_error=report))
+            fresh = waits.ready(follower.poll(on_error=report), time.time())
             if fresh:
                 done = pool.append_pool(fresh, args.output, format=args.format)
                 added += done.traces
@@ -238,9 +243,11 @@ def _follow(args: argparse.Namespace, lock, kept: str) -> int:
                           f"({added} since the start)", flush=True)
                     if workspace is not None:
                         workspace.library.update_pool_index(wait=True)
-            if follower.positions != written and pool.read_manifest(args.output) is not None:
-                written = follower.positions  # kept once what was read is in the pool: a
-                write_positions(kept, written)  # follower stopped between the two reads it again
+            now = waits.positions(follower.positions)  # the waiting spans' files left out
+            if now != written and (pool.read_manifest(args.output) is not None or not added):
+                # kept once what was read is in the pool (or waits: no pool yet, nothing
+                written = now  # added): a follower stopped between the two reads it again
+                write_positions(kept, written)
             if args.once:
                 return 0
             time.sleep(args.interval)

@@ -40,6 +40,8 @@ from viz_app.model import Trace
 
 FOLLOW_LOCK = "_follow.lock"
 """The lock `orchviz pool follow` takes in a pool it is about to make (`io.follow.LOCK`)."""
+FOLLOWER_FILES = frozenset({FOLLOW_LOCK, "_follow.json"})
+"""What a follower may keep in a pool before its first shard: the pool is still empty."""
 
 
 def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROWS,
@@ -56,9 +58,9 @@ def write_pool(traces: Iterable[Trace], out: str, *, shard_rows: int = SHARD_ROW
         raise PoolError(f"{out}: shard_rows and row_group_rows must be at least 1")
     fs, path = _fs(out)
     try:
-        if fs.exists(path) and (fs.isfile(path) or any(  # a follower's lock may wait there
-                not str(p).rstrip("/").endswith("/" + FOLLOW_LOCK) for p in fs.ls(path,
-                                                                                 detail=False))):
+        if fs.exists(path) and (fs.isfile(path) or any(  # a follower's files may wait there
+                str(p).rstrip("/").rsplit("/", 1)[-1] not in FOLLOWER_FILES
+                for p in fs.ls(path, detail=False))):
             raise PoolError(f"{_url(fs, path)}: is not empty; write a pool to a new folder "
                             "or prefix")
         if _is_local(fs):  # object stores have no folders, and a missing bucket stays missing
