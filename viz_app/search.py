@@ -91,7 +91,10 @@ def index_words(text: str) -> set[str]:
     """The words a word index keeps of a text: its runs of letters and digits, folded, each cut
     to WORD_LIMIT characters. A typed word of letters and digits alone, no longer than that,
     begins a word of the text (the rule) exactly when it begins one of these."""
-    return {w[:WORD_LIMIT] for w in _PLAIN.findall(fold(text))}
+    found = set(_PLAIN.findall(fold(text)))
+    if any(len(w) > WORD_LIMIT for w in found):  # seldom: cut only then
+        found = {w[:WORD_LIMIT] for w in found}
+    return found
 
 
 def word_parts(word: str) -> list[str]:

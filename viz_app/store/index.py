@@ -61,6 +61,9 @@ class IndexResult(BaseModel):
 IndexProgress = Callable[[int, int, str], None]
 """Called as `progress(done, total, path)` while files are indexed."""
 
+WORDS_CACHE_KB = 65_536
+"""The SQLite page cache (KiB) of the connection that writes an update's words."""
+
 OnRead = Callable[[Trace], None]
 """Called with each trace read from a new or changed file; an OrchvizError it raises is listed
 as a failure of that file (the trace still lists)."""
@@ -127,10 +130,6 @@ class TraceIndex:
                     conn.execute(delete(follow_tails).where(follow_tails.c.path == path))
                     self.tails.pop(path, None)
             result.removed = len(stale)
-        if self._wordless:  # rows indexed before the word index (Alembic 0017)
-            with self.engine.begin() as conn:
-                for path in self._wordless:
-                    _keep_words(conn, trace_index.c.path == path)
         todo = []
         for path in files:
             stat = _stat(path)
@@ -152,6 +151,7 @@ class TraceIndex:
             result.parsed += 1
         if progress is not None and todo:
             progress(len(todo), len(todo), "")
+        self._keep_words({*self._wordless, *(str(path) for path, _ in todo)})
         if todo or stale:
             self._join(files, rubric)
         result.rows, result.failures = self.listing(files)
@@ -162,6 +162,24 @@ class TraceIndex:
         """(Re-)index one file now, whatever the index remembers of it."""
         path = Path(path).resolve()
         self._index_file(path, _stat(path), rubric, on_read)
+        self._keep_words([str(path)])
+
+    def _keep_words(self, paths: Iterable[str]) -> None:
+        """The words of the rows of these files that have none in the word index yet (read
+        now, or indexed before it was kept), in one transaction: a word index takes its words
+        in random order, so a transaction a file would write most of its pages again for every
+        file (at 2,000 traces of 1,000 words, 15 s against 3.6 s; SQLite given a page cache of
+        64 MB for it, so that a transaction's pages are written once). A file's rows are listed
+        before their words are in (the update's end): a search of another process meanwhile
+        misses them."""
+        paths = sorted(paths)
+        if not paths:
+            return
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql(f"PRAGMA cache_size={-WORDS_CACHE_KB}")
+            for start in range(0, len(paths), 500):
+                _keep_words(conn, trace_index.c.path.in_(paths[start:start + 500]))
 
     def listing(self, files: Sequence[Path]) -> tuple[list[LibraryRow], list[LibraryFailure]]:
         """The indexed traces and failures of these files, in file order then position."""
@@ -355,7 +373,6 @@ class TraceIndex:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
-                _keep_words(conn, trace_index.c.path == str(path))
             _keep_tail(conn, str(path), tail, now)
         if tail is not None:
             self.tails[str(path)] = tail
@@ -405,7 +422,6 @@ class TraceIndex:
                 conn.execute(trace_index.insert(), [
                     {**_EMPTY, **r, "path": str(path), "size": size, "mtime_ns": mtime,
                      "indexed_at": now} for r in records])
-                _keep_words(conn, trace_index.c.path == str(path))
             if errors:
                 taken = conn.execute(select(trace_index.c.position).where(
                     trace_index.c.path == str(path), trace_index.c.position < 0)).scalars()
