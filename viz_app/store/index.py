@@ -13,9 +13,10 @@ added after the rows it had. Where each was left is kept in the database with it
 freshly read trace (the Workspace imports published annotations) passes `on_read`.
 
 Each trace's words are kept in a word index beside its row (`orchviz_trace_words`: a row for
-each run of letters and digits of its search text, `viz_app.search.index_words`), written,
-replaced and dropped in the transaction of the row they are of, so a search reads the range of
-words each typed word begins (`search`), on SQLite and PostgreSQL alike.
+each run of letters and digits of its search text, `viz_app.search.index_words`), dropped in
+the transaction that drops or changes the row and written for an update's new rows at its end,
+so a search reads the range of words each typed word begins (`search`), on SQLite and
+PostgreSQL alike.
 """
 
 from __future__ import annotations
