@@ -211,8 +211,9 @@ def test_the_group_page_draws_its_siblings_as_one_block_and_asks_for_no_bundle(r
     assert group_block(at).count('class="og-card') == 3
     assert not at.text and not at.dataframe and not at.get("expander")
     assert not at.get("plotly_chart") and not at.code
+    assert "_charts_ready" not in at.session_state  # the bundle is left to a page with charts
     at = page("app_pages/trace.py", trace=rows[0].trace_id).run()  # a page with charts still
-    assert at.get("plotly_chart")                                   # fetches the bundle ahead
+    assert at.session_state["_charts_ready"]  # fetched the bundles ahead, under its first run
 
 
 def test_a_group_pages_trace_text_is_text(tmp_path, monkeypatch):
