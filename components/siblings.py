@@ -67,7 +67,7 @@ ROW_HEADERS = (("#", "2.5rem", ""), ("trace id", "28%", ""), ("trainer reward", 
 NUMBERS = ("trainer reward", "reviewers")
 
 
-def _short(trace_id: str, limit: int = 24) -> str:
+def _short(trace_id: str, limit: int = 20) -> str:
     """A trace id cut in its middle: siblings' ids differ at their end (`…@1f2e/3/7`)."""
     if len(trace_id) <= limit:
         return trace_id

@@ -82,7 +82,7 @@ st.caption(f"step **{step if step is not None else 'not given'}** · {len(member
            f"trainer mean **{statistics.fmean(rewards):.3f}**" if rewards else
            f"step **{step}** · {len(members)} siblings")
 
-left, side = st.columns([2.2, 1.5], gap="medium")
+left, side = st.columns([2.0, 1.7], gap="medium")
 with left:  # one block of HTML: the prompt, the members' table, and a card per sibling
     siblings(view, members, judged=judged, answers=answers, at=at)
 
@@ -154,9 +154,9 @@ with pair_col:
         st.session_state["_pair_said"] = ("success", f"Saved: {better}.")
 
     verdicts = st.columns(3)
-    verdicts[0].button("A is better", key="pair_a_better", shortcut=keys.shortcut("pair-a"),
+    verdicts[0].button("A better", key="pair_a_better", shortcut=keys.shortcut("pair-a"),
                        on_click=judge, args=(members[a].trace_id,), width="stretch")
-    verdicts[1].button("B is better", key="pair_b_better", shortcut=keys.shortcut("pair-b"),
+    verdicts[1].button("B better", key="pair_b_better", shortcut=keys.shortcut("pair-b"),
                        on_click=judge, args=(members[b].trace_id,), width="stretch")
     verdicts[2].button("Tie", key="pair_tie", shortcut=keys.shortcut("pair-tie"),
                        on_click=judge, args=(None,), width="stretch")
