@@ -433,8 +433,11 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
     labels = {t.key: target_label(t, analysis, False).removeprefix("○ ")
               for t in state.get("targets", {}).get((trace.trace_id, trace.sha256), [])}
     kinds = " + ".join(target.kinds)
-    here = sum(t.trace_id == trace.trace_id for t in alike.values())
-    elsewhere = len({t.trace_id for t in alike.values()} - {trace.trace_id})
+    # Shift+A takes this trace's targets only (the fan-out the reviewer is looking at); the
+    # other traces' targets, unseen, are taken only by their own button or one by one.
+    in_trace = [i for i, t in alike.items() if t.trace_id == trace.trace_id]
+    others = [i for i, t in alike.items() if t.trace_id != trace.trace_id]
+    here, elsewhere = len(in_trace), len({alike[i].trace_id for i in others})
 
     def named(target_id: int) -> str:
         found = alike[target_id]
@@ -442,20 +445,12 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
             return labels.get(found.key, found.named(trace.trace_id))
         return found.named(trace.trace_id)
 
-    # Shift+A takes this trace's targets only (the fan-out the reviewer is looking at); the
-    # other traces' targets, unseen, are taken only by their own button or one by one.
-    in_trace = [i for i, t in alike.items() if t.trace_id == trace.trace_id]
-    others = [i for i in alike if i not in set(in_trace)]
 
-    def every() -> None:
-        current = set(st.session_state.get(many) or [])
-        st.session_state[many] = [i for i in current if i not in set(in_trace)] \
-            if set(in_trace) <= current else sorted(current | set(in_trace), key=list(alike).index)
-
-    def everywhere() -> None:
-        current = set(st.session_state.get(many) or [])
-        st.session_state[many] = [i for i in current if i not in set(others)] \
-            if set(others) <= current else sorted(current | set(others), key=list(alike).index)
+    def toggle(group: list[int]) -> None:
+        """Choose all of `group`, or, when all are chosen already, none of them."""
+        current, wanted = set(st.session_state.get(many) or []), set(group)
+        current = current - wanted if wanted <= current else current | wanted
+        st.session_state[many] = [i for i in alike if i in current]  # in the offered order
 
     with st.container(border=True, key="review-many"):
         st.markdown(f"**The same answer for other {markdown_literal(kinds, 40)} targets** · "
@@ -477,7 +472,8 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
         if in_trace:
             st.button(f"None of the {len(in_trace)} in this trace" if set(in_trace) <= picked
                       else f"All {len(in_trace)} in this trace", key="review:many-all",
-                      on_click=every, shortcut=keys.shortcut("many-all"), width="stretch",
+                      on_click=toggle, args=(in_trace,), shortcut=keys.shortcut("many-all"),
+                      width="stretch",
                       icon=":material/done_all:",
                       help=f"Choose every one of them in this trace, or none again (key "
                            f"{keys.shown('many-all')})")
@@ -485,7 +481,8 @@ def answer_alike(alike: dict[int, AlikeTarget], many: str, chosen: list[AlikeTar
             st.button(f"None of the {len(others)} on other traces" if set(others) <= picked
                       else f"Also the {len(others)} on {elsewhere} other "
                            f"trace{'s' if elsewhere != 1 else ''}",
-                      key="review:many-elsewhere", on_click=everywhere, width="stretch",
+                      key="review:many-elsewhere", on_click=toggle, args=(others,),
+                      width="stretch",
                       help="Targets of this kind on traces you have not opened: choose them "
                            "only when the answer holds without looking at them")
 
