@@ -328,7 +328,7 @@ def test_every_component_named_as_handed_the_workspace_still_is():
 
 FLOORS: list[tuple[str, ...]] = [
     ("viz_app.errors", "viz_app.text", "viz_app.settings", "viz_app.model", "viz_app.face",
-     "viz_app.query", "viz_app.search", "viz_app.sampling"),
+     "viz_app.query", "viz_app.search", "viz_app.sampling", "viz_app.version"),
     ("viz_app.analysis", "viz_app.synth", "viz_app.planted"),
     ("viz_app.io", "viz_app"),
     ("viz_app.labels", "viz_app.summary", "viz_app.listing", "viz_app.case_study",
@@ -340,7 +340,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("viz_app.cli", "viz_app.ui", "viz_app.__main__"),
 ]
 """The floors of viz_app, lowest first (docs/architecture.md draws them): the trace, the filter
-language and how a package shows its face; what a trace means; readers; judgement, pure (labels,
+language, how a package shows its face and the version; what a trace means; readers; judgement, pure (labels,
 charts); every table (store); producers of suggested answers and branches; exports, reward
 models and a run's training view; the Workspace; the CLI and the app. A module imports modules
 of its own floor or below, never one above (`viz_app` alone is the package face, which names the

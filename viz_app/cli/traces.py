@@ -7,18 +7,20 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from viz_app.analysis import FIGURES, figure_rows, figures
-from viz_app.errors import TraceError
-from viz_app.io.files import trace_files
-from viz_app.io.native import dump_trace, load_trace, trace_from_dict
-from viz_app.io.uploads import checked_traces
-from viz_app.model import TOPOLOGIES, orchviz_schema
-from viz_app.store import IndexProgress
-from viz_app.summary import LibraryFailure
+from viz_app.model import TOPOLOGIES
 from viz_app.text import terminal_text
+
+if TYPE_CHECKING:
+    from viz_app.store import IndexProgress
+    from viz_app.summary import LibraryFailure
+
+# The readers, the analysis and the stores are imported by the verbs that use them, not above:
+# most verbs of `orchviz` import this module for `--traces` and its progress bar, and
+# `orchviz schema` or a verb's `--help` should not pay for what they never run.
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -54,6 +56,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def validate(args: argparse.Namespace) -> int:
     """Validate every file; one line each."""
+    from viz_app.io.files import trace_files
+    from viz_app.io.uploads import checked_traces
+
     files = trace_files(args.paths)
     report: list[dict] = []
     for path in tqdm(files, desc="validating", unit="file", disable=None, file=sys.stderr):
@@ -74,6 +79,10 @@ def validate(args: argparse.Namespace) -> int:
 
 def inspect(args: argparse.Namespace) -> int:
     """Print one trace's figures."""
+    from viz_app.analysis import FIGURES, figure_rows, figures
+    from viz_app.errors import TraceError
+    from viz_app.io.native import load_trace
+
     try:
         trace = load_trace(args.trace)
     except TraceError as err:
@@ -102,13 +111,15 @@ def inspect(args: argparse.Namespace) -> int:
 
 def schema(args: argparse.Namespace) -> int:
     """Print the schema."""
+    from viz_app.model import orchviz_schema
+
     print(json.dumps(orchviz_schema(), indent=2))
     return 0
 
 
 def synth(args: argparse.Namespace) -> int:
     """Generate, validate and write a synthetic trace."""
-    from viz_app.io.native import write_trace
+    from viz_app.io.native import dump_trace, trace_from_dict, write_trace
     from viz_app.synth import synth_trace
 
     raw = synth_trace(args.agents, args.events, topology=args.topology, seed=args.seed)

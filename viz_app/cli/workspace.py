@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from viz_app.labels import load_rubric
-from viz_app.settings import Settings, database_url
-from viz_app.workspace import Workspace
+if TYPE_CHECKING:
+    from viz_app.workspace import Workspace
 
 DEFAULT_DB = "orchviz.db"
 """The store a command works on when `--db` is not given."""
@@ -52,6 +52,12 @@ def open_workspace(args: argparse.Namespace, *, traces: Sequence[str | Path] | N
     cannot be used stops the command (RubricError); with `rubric_first=False` the Workspace
     opens whatever it says and keeps why it cannot be used (`ws.rubric_error`), as the app
     does: a pool's index is written, and says which traces it could not judge."""
+    # imported here, not above: every verb declares `--db` through this module, and a verb
+    # that runs without a store (`pool follow` without `--db`) need not load the Workspace
+    from viz_app.labels import load_rubric
+    from viz_app.settings import Settings, database_url
+    from viz_app.workspace import Workspace
+
     given = getattr(args, "rubric", None)
     listed = traces if traces is not None else getattr(args, "traces", None) or ()
     settings = Settings(traces=[Path(t) for t in listed], pools=list(pools),

@@ -157,7 +157,7 @@ def library_versions() -> dict[str, str]:
     import scipy
     import sklearn
 
-    from viz_app import __version__
+    from viz_app.version import __version__
 
     return {"orchviz": __version__, "scikit-learn": sklearn.__version__,
             "numpy": np.__version__, "scipy": scipy.__version__}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import DBAPIError
 
-from viz_app import __version__
+from viz_app.version import __version__
 from viz_app.errors import SchemaError
 from viz_app.store import failures
 from viz_app.store.migrations import legacy
