@@ -172,7 +172,9 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
         "read again (the ids the pool holds are never added twice). Where each file was left "
         "is kept in the pool (_follow.json): started again, it reads only what is new. With "
         "--db the pool's index is brought up to date after each shard, so the app's pool "
-        "library lists the new rollouts. Ctrl+C stops it.")
+        "library lists the new rollouts. A rollout and the spans of its id go in as one trace, "
+        "whichever is written first (--join-wait, --span-wait); a run without spans never "
+        "waits. Ctrl+C stops it.")
     p.add_argument("sources", nargs="+", metavar="SRC", help="the folders (or files) a trainer "
                    "writes its rollouts to")
     p.add_argument("-o", "--output", required=True, metavar="POOL",
@@ -183,6 +185,11 @@ def register_follow(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--join-wait", type=float, default=120.0, metavar="SECONDS",
                    help="how long spans that name a rollout id wait for that rollout's line, "
                    "to be added joined with it (default 120; 0 adds them at once)")
+    p.add_argument("--span-wait", type=float, default=10.0, metavar="SECONDS",
+                   help="once the run has written spans that name its rollouts, how long a "
+                   "rollout line with an id waits for its spans, to be added joined with them "
+                   "(default 10: OpenTelemetry's batch span processor exports every 5 s; 0 "
+                   "adds rollouts at once). A run without such spans never waits")
     p.add_argument("--format", choices=["parquet", "jsonl"], default="parquet",
                    help="shard format of a pool made now (default: parquet)")
     add_db_option(p, default=None, help="with it, index the pool after each shard (the app's "
@@ -199,6 +206,9 @@ def follow(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         raise pool.PoolError("--interval takes a number of seconds above 0")
+    for option, value in (("--join-wait", args.join_wait), ("--span-wait", args.span_wait)):
+        if not value >= 0:
+            raise pool.PoolError(f"{option} takes a number of seconds, 0 or more")
     apply_storage_options(args.output, args.storage_option, args.follow_symlinks)
     kept = f"{str(args.output).rstrip('/')}/{POSITIONS}"  # where the last follower left off
     # one follower a pool: a second would keep its positions over the first's (FollowerBusy,
@@ -213,11 +223,12 @@ def follow(args: argparse.Namespace) -> int:
 def _follow(args: argparse.Namespace, lock, kept: str) -> int:
     import time
 
-    from viz_app.io.follow import Follower, JoinWait, read_positions, write_positions
+    from viz_app.io.follow import Follower, read_positions, write_positions
+    from viz_app.io.join_wait import APART, JoinWait
 
     positions = read_positions(kept)
     follower = Follower(args.sources, positions)
-    waits = JoinWait(args.join_wait, positions.held if positions is not None else None)
+    waits = JoinWait(args.join_wait, args.span_wait, positions)
     written = waits.positions(follower.positions)
     workspace = None
     if args.db:
@@ -231,29 +242,49 @@ def _follow(args: argparse.Namespace, lock, kept: str) -> int:
     try:
         while True:
             lock.renew()  # object storage: still this follower's (else it stops, saying why)
-            fresh = waits.ready(follower.poll(on_error=report), time.time())
+            before = follower.positions
+            fresh = waits.ready(follower.poll(on_error=report), time.time(), before=before,
+                                written=follower.written)
             if fresh:
                 done = pool.append_pool(fresh, args.output, format=args.format)
                 added += done.traces
                 for line in done.skipped:
                     print(terminal_text(line), file=sys.stderr)
+                for trace in fresh:  # a late partner: kept apart, and said
+                    for note in trace.reader_warnings:
+                        if note.code == APART:
+                            print(terminal_text(f"{trace.trace_id}: {note.message}"),
+                                  file=sys.stderr)
                 if done.traces:
                     print(f"added {done.traces} trace{'s' if done.traces != 1 else ''} in "
                           f"{terminal_text(done.shards[-1].url.rsplit('/', 1)[-1])} "
                           f"({added} since the start)", flush=True)
                     if workspace is not None:
                         workspace.library.update_pool_index(wait=True)
-            now = waits.positions(follower.positions)  # the waiting spans' files left out
+            now = waits.positions(follower.positions)  # waiting traces' files put back
             if now != written and (pool.read_manifest(args.output) is not None or not added):
                 # kept once what was read is in the pool (or waits: no pool yet, nothing
                 written = now  # added): a follower stopped between the two reads it again
                 write_positions(kept, written)
             if args.once:
+                _say_waiting(waits)
                 return 0
             time.sleep(args.interval)
     except KeyboardInterrupt:
         print(f"stopped: {added} traces added to {terminal_text(args.output)}", file=sys.stderr)
+        _say_waiting(waits)
         return 0
+
+
+def _say_waiting(waits) -> None:
+    """On stopping: the traces still waiting for their partner, read again next time."""
+    rollouts = waits.rollouts_waiting
+    spans = len(waits.waiting) - rollouts
+    parts = [f"{n} {what}{'s' if n != 1 else ''} waiting for {whose}" for n, what, whose in (
+        (rollouts, "rollout", "spans"), (spans, "span trace", "a rollout line")) if n]
+    if parts:
+        print(f"{' and '.join(parts)}: read again when the follower starts again",
+              file=sys.stderr)
 
 
 # -- pool show ---------------------------------------------------------------------------------

@@ -157,6 +157,12 @@ class Follower:
         return Positions(seen={str(p): s for p, s in self.seen.items()},
                          tails={str(p): t for p, t in self.tails.items()})
 
+    def written(self, source: str) -> float | None:
+        """When a file the last look read last changed (seconds since the epoch; None for a
+        file not read)."""
+        stamp = self.seen.get(Path(source))
+        return stamp[1] / 1e9 if stamp is not None else None
+
     def poll(self, on_error: Callable[[TraceError], None] | None = None) -> list[Trace]:
         """The traces written since the last look (a file that cannot be read is told to
         `on_error`, and looked at again when it changes)."""
@@ -192,60 +198,35 @@ class Follower:
         return found
 
 
+class Pooled(msgspec.Struct, array_like=True, frozen=True):
+    """What `orchviz pool follow` put into its pool for one rollout id (`join_wait.JoinWait`)."""
+
+    trace_id: str
+    """The pool's trace."""
+    form: str
+    """`joined` (the spans with the rollout), `rollout` (the rollout alone) or `spans` (the
+    spans alone)."""
+    at: float
+    """When (seconds since the epoch)."""
+    rollout: str = ""
+    """With `joined`: the id of the rollout's own trace, taken in (read again, it adds
+    nothing)."""
+
+
 class Positions(msgspec.Struct):
     """Where a follower left each file: `seen`, the (size, mtime_ns) of every file it read;
-    `tails`, where each followed rollout file was left. Kept as JSON (`write_positions`)."""
+    `tails`, where each followed rollout file was left; and what `orchviz pool follow` keeps of
+    the traces waiting to be joined (`viz_app.io.join_wait`). Kept as JSON (`write_positions`)."""
 
     seen: dict[str, tuple[int, int]] = {}
     tails: dict[str, Tail] = {}
     held: dict[str, float] = {}
-    """Span traces waiting for their rollout (`JoinWait`), by id: when each was first read."""
-
-
-class JoinWait:
-    """Spans that wait a while for their rollout, so that a pool, written once, holds them
-    joined (`rollouts.join`). Agent Lightning writes a rollout's spans while it runs and the
-    trainer writes its line after the reward: a look often reads the spans first. A span trace
-    that names a rollout id in an attribute (not only by its trace id) and that no rollout read
-    so far joined waits up to `wait` seconds from when it was first read, then goes alone.
-
-    A follower keeps the waiting ones in memory; what it writes of its positions leaves out
-    their files (read again by a follower started again, which finds them waiting since the
-    time kept in `held`), so a stop loses none of them."""
-
-    def __init__(self, wait: float, held: dict[str, float] | None = None):
-        self.wait = wait
-        self.since: dict[str, float] = dict(held or {})
-        self.waiting: list[Trace] = []
-
-    def ready(self, fresh: Sequence[Trace], now: float) -> list[Trace]:
-        """The traces to add now: `fresh` and the waiting ones joined, but for the spans that
-        wait longer."""
-        from viz_app.io.otlp import SPAN_ROLLOUT_KEY
-        from viz_app.io.rollouts import SPAN_FORMATS, join, rollout_of
-
-        batch = {t.trace_id: t for t in self.waiting}
-        batch.update((t.trace_id, t) for t in fresh)  # a file read again: its newer version
-        ready: list[Trace] = []
-        self.waiting = []
-        for trace in join(list(batch.values())):
-            first = min(trace.events, key=lambda e: e.t) if trace.events else None
-            named = first is not None and bool((first.other or {}).get(SPAN_ROLLOUT_KEY))
-            if trace.source_format in SPAN_FORMATS and named and rollout_of(trace) is None \
-                    and now - self.since.setdefault(trace.trace_id, now) < self.wait:
-                self.waiting.append(trace)
-            else:
-                self.since.pop(trace.trace_id, None)
-                ready.append(trace)
-        return ready
-
-    def positions(self, positions: Positions) -> Positions:
-        """Positions to keep: the files of the waiting spans left out (read again after a
-        stop), and when each began waiting."""
-        files = {t.source for t in self.waiting}
-        return Positions(seen={p: s for p, s in positions.seen.items() if p not in files},
-                         tails={p: t for p, t in positions.tails.items() if p not in files},
-                         held=dict(self.since))
+    """Traces waiting for their partner (spans for their rollout, a rollout for its spans), by
+    id: since when each waits."""
+    spans: bool = False
+    """The run writes spans that name its rollouts (one was read): its rollouts wait for them."""
+    pooled: dict[str, Pooled] = {}
+    """What was put into the pool for each rollout id lately."""
 
 
 POSITIONS = "_follow.json"

@@ -298,6 +298,12 @@ def _validated(data: bytes, shard: Shard, row: int, line: int | None = None,
         place = f"row {row}: {err.place}" if err.place else f"row {row}"
         raise TraceError(shard.url, place, err.problem) from None
     trace._source = shard.url
+    if b'"rollout_apart"' in data:  # held apart from its rollout or spans: said again
+        from viz_app.io.join_wait import apart_note
+
+        note = apart_note(trace)
+        if note is not None:
+            trace._warnings = [*trace.reader_warnings, note]
     return trace
 
 
