@@ -397,7 +397,9 @@ def big_index(folder: Path, rows: int, shards: list[pool.Shard], shard_rows: int
                1 + (i % 13) / 4.0 AS parallelism, (10000 + i % 50000)::DOUBLE AS tokens,
                (i % 1000) / 1e4 AS cost_usd,
                MAP {{'team': (i * 37 % 100) / 100.0, 'tool': (i % 7) / 7.0}} AS rewards,
-               NULL AS targets, NULL AS target_count, '' AS sha256, 0 AS warnings
+               NULL AS targets, NULL AS target_count, '' AS sha256, 0 AS warnings,
+               NULL AS rollout_step, NULL AS rollout_group, NULL AS trainer_reward,
+               NULL AS task
         FROM range({rows}) t(i)""", [[s.url for s in shards], list(TOPOLOGIES[:6])])
     con.execute("INSERT OR REPLACE INTO meta VALUES ('next_doc', ?)", [str(rows)])
     con.execute("""INSERT OR REPLACE INTO meta VALUES ('reward_names', '["team", "tool"]')""")

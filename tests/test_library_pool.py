@@ -10,6 +10,8 @@ from conftest import shot, wait_for_streamlit
 from factories import APP, app_env, example_trace, make_workspace
 from viz_app.analysis import task_text
 from viz_app.io import pool
+from viz_app.labels import Filter
+from viz_app.query import Condition
 from viz_app.workspace import Workspace
 
 TOPOLOGIES = ["centralized", "debate", "swarm", "hierarchical"]
@@ -180,9 +182,11 @@ def test_a_lead_ticks_all_that_match_beyond_the_page_and_makes_a_campaign_of_the
     assert not at.exception, at.exception
     assert any("All 90 traces that match this search and filter are ticked" in i.value
                for i in at.info)
-    ticked = at.session_state["_library_filter"]["picked"]
+    handed = at.session_state["_library_filter"]
+    assert handed["picked"] == []  # the query is held, not the 90 ids
+    assert Filter.model_validate_json(handed["matching"]) == Filter(conditions=[Condition(
+        field="topology", op="in", value=["centralized", "debate", "swarm"])])
     wanted = [t.trace_id for t in rollouts() if t.topology != "hierarchical"]
-    assert sorted(ticked) == sorted(wanted)
     assert any("the 90 traces ticked" in link.label for link in at.get("page_link"))
 
     handed = at.session_state["_library_filter"]  # what the Library hands the Campaigns page
@@ -191,8 +195,10 @@ def test_a_lead_ticks_all_that_match_beyond_the_page_and_makes_a_campaign_of_the
     at.switch_page("app_pages/campaigns.py")
     at = at.run()
     assert not at.exception, at.exception
-    assert "the 90 traces ticked in the Library's table" in at.radio(
+    assert "the 90 traces ticked in the Library's table (all that match" in at.radio(
         key="camp:source").options[0]
+    assert any("Ticked: all that match the filter topology in centralized, debate, swarm"
+               in c.value for c in at.caption)
     at.text_input(key="camp:name").input("all-of-them")
     at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
     at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from factories import APP, app_env, as_trace, example_trace, make_workspace
 from viz_app.io import pool
 from viz_app.io.rollouts import ROLLOUT_KEY
+from viz_app.text import markdown_literal
 from viz_app.workspace import Workspace
 
 TOPOLOGIES = ["centralized", "debate", "swarm"]
@@ -165,3 +166,42 @@ def test_a_campaign_of_the_folders_filter_takes_the_traces_it_selects(table):
         chosen = at.session_state["_library_filter"]
         assert chosen["ids"] == high and chosen["narrowed"]
         assert any(f"these {len(high)} traces" in p.label for p in at.get("page_link"))
+
+
+def test_both_tick_all_that_match_as_a_query_and_a_campaign_takes_exactly_those(table):
+    """"Tick all N that match" holds the search and filter, not N trace ids: the Library hands
+    the Campaigns page the query, the page counts it again in the storage the campaign draws
+    from, and the campaign made of it holds exactly the traces that match (a filter line and
+    the steps slider together), over the folders and over a pool alike."""
+    prefix, workspace = table
+    team = {t.trace_id: t.rewards["team"] for t in rollouts()}
+    wanted = sorted(t for i, t in enumerate(sorted(team)) if team[t] >= 0.3 and 1 <= i // 10 <= 4)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at = at.run()
+    at.toggle(key=f"{prefix}_picking").set_value(True).run()
+    at.text_input(key=f"{prefix}_filter").input("reward.team>=0.3").run()
+    at.slider(key=f"{prefix}_steps").set_value((1, 4)).run()
+    at = at.button(key=f"{prefix}_tick_all").click().run()
+    assert not at.exception, at.exception
+    assert any(f"All {len(wanted)} traces that match" in i.value for i in at.info)
+    handed = at.session_state["_library_filter"]
+    assert handed["picked"] == [] and "rollout-" not in handed["matching"]  # no id is held
+    assert any(f"the {len(wanted)} traces ticked" in p.label for p in at.get("page_link"))
+
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"], at.session_state["_library_filter"] = "lee", handed
+    at.switch_page("app_pages/campaigns.py")
+    at = at.run()
+    assert not at.exception, at.exception
+    assert at.radio(key="camp:source").options[0].startswith(
+        f"the {len(wanted)} traces ticked in the Library's table (all that match")
+    said = "the filter " + markdown_literal("reward.team>=0.3, step>=1, step<=4")
+    assert any(said in c.value for c in at.caption)
+    at.text_input(key="camp:name").input("every-match")
+    at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    made = workspace.campaigns.get("every-match")
+    assert sorted({t.trace_id for t in workspace.campaigns.targets(made)}) == wanted
+    assert made.spec.filter.trace_ids == [] and len(made.spec.filter.conditions) == 3

@@ -11,7 +11,7 @@ import pytest
 
 from factories import example_trace
 from viz_app.labels import CampaignSpec, Filter, Sample, draw_rows, storage_conditions
-from viz_app.query import Condition, parse_condition
+from viz_app.query import Condition, condition_text, parse_condition, parse_conditions
 from viz_app.sampling import draw, ntile
 from viz_app.search import fts_query, matches, plain
 from viz_app.settings import Settings, database_url
@@ -284,6 +284,24 @@ def test_a_campaigns_draw_is_the_same_over_a_folder_and_a_pool(both, sample):
     drawn = [ids(draw_rows(s, *storage_conditions(wanted, s.kind), sample))
              for s in (folder, pool)]
     assert drawn[0] == drawn[1] and drawn[0]
+
+
+def test_a_held_query_draws_the_same_traces_over_a_folder_and_a_pool(both):
+    """A lead's "tick all that match" is the Library's filter line held as a campaign's filter
+    (`Filter.conditions`): it selects in each storage what the line selects there, and a spec
+    holding it reads back the same from its JSON (as the campaigns' store keeps it)."""
+    folder, pool, _, _ = both
+    line = [parse_condition("agents>=1"),
+            Condition(field="topology", op="in", value=["debate", "swarm"])]
+    wanted = Filter(text="rollout", conditions=line)
+    drawn = [ids(draw_rows(s, *storage_conditions(wanted, s.kind), Sample(kind="all")))
+             for s in (folder, pool)]
+    assert drawn[0] == drawn[1] == ids(folder.page(line, "rollout", limit=1000))
+    assert drawn[0] and len(drawn[0]) < folder.count()
+    spec = CampaignSpec(name="every-match", filter=wanted)
+    assert CampaignSpec.model_validate_json(spec.model_dump_json()).filter == wanted
+    assert [condition_text(c) for c in line] == ["agents>=1", "topology in debate, swarm"]
+    assert parse_conditions(condition_text(line[0])) == line[:1]
 
 
 def test_campaigns_over_the_folder_and_over_the_pool_hold_the_same_traces(both):

@@ -128,6 +128,19 @@ def parse_conditions(text: str) -> list[Condition]:
     return found
 
 
+def condition_text(condition: Condition) -> str:
+    """A condition as a person writes it (`agents>10`, `topology in swarm, tree`): how a held
+    filter is said back to the person who typed it (plain text: escape it for its medium)."""
+    value = condition.value
+    if isinstance(value, list):
+        return f"{condition.field} in {', '.join(_number_text(v) for v in value)}"
+    return f"{condition.field}{condition.op}{_number_text(value)}"
+
+
+def _number_text(value: str | float | int) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _known(name: str) -> bool:
     return name in FIELDS or (name.startswith(REWARD_PREFIX) and len(name) > len(REWARD_PREFIX))
 

@@ -23,6 +23,7 @@ from viz_app.labels.agreement import QuestionAgreement
 from viz_app.labels.disagreement import SPREAD, disputed, same_answer
 from viz_app.labels.label import LabelRecord, Reviewer
 from viz_app.labels.rubric import LabelTarget, Rubric
+from viz_app.query import Condition
 
 Role = Literal["lead", "reviewer"]
 """What a member may do: a `lead` creates campaigns, sees everyone's progress, adjudicates and
@@ -85,6 +86,10 @@ class Filter(BaseModel):
                       "tools, content), as the library's search matches them.")
     trace_ids: list[str] = Field(default_factory=list, description="Only these traces (the "
                                  "ones a lead picked in the Library).")
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions in the "
+                                        "library's filter language (`viz_app.query`: "
+                                        "`agents>10`, `reward.team>=0.5`, `step>=40`), as the "
+                                        "Library's filter line holds them: all must hold.")
 
     @field_validator("figures")
     @classmethod

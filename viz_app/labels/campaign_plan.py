@@ -93,7 +93,8 @@ def optional_questions(rubric: Rubric) -> list[str]:
 def conditions(wanted: Filter) -> list[Condition]:
     """A campaign's filter in the library's filter language (`viz_app.query`), folders and
     pools alike: its lists as `in` (its trace ids too, traces ticked by hand), its figure
-    bounds as `>=` and `<=`. Its folders are no
+    bounds as `>=` and `<=`, then its own conditions (the Library's filter line, held when a
+    lead ticks all that match). Its folders are no
     field of the language (a folder library checks them itself; a pool has none) and its
     text is the library's search."""
     found = [Condition(field=field, op="in", value=list(values)) for field, values in (
@@ -105,7 +106,7 @@ def conditions(wanted: Filter) -> list[Condition]:
             found.append(Condition(field=name, op=">=", value=low))
         if high is not None:
             found.append(Condition(field=name, op="<=", value=high))
-    return found
+    return found + list(wanted.conditions)
 
 
 def storage_conditions(wanted: Filter, kind: str) -> tuple[list[Condition], str]:

@@ -15,7 +15,9 @@ import pandas as pd
 import streamlit as st
 
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels import INSTRUCTIONS_LIMIT, CampaignSpec, Filter, default_questions
+from viz_app.labels import (INSTRUCTIONS_LIMIT, CampaignSpec, Filter, default_questions,
+                            storage_conditions)
+from viz_app.query import condition_text
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
 
@@ -35,7 +37,8 @@ if flash:
     st.success(markdown_literal(flash, 600), icon=":material/check_circle:")
 rubric = workspace.rubric
 campaigns = workspace.campaigns.all()
-library = workspace.library.update_index().rows
+indexed = workspace.library.update_index()
+library = indexed.rows
 trace_ids = [r.trace_id for r in library]
 
 
@@ -53,6 +56,27 @@ def instructions_preview(text: str, where: str) -> None:
             st.markdown(note_markdown(text, headings_below=3))
 
 
+def ticked_query(chosen: dict, pooled: bool) -> tuple[Filter | None, int]:
+    """All that match the Library's search and filter, when the lead ticked them all: the
+    query the Library holds (never the list of their ids), and how many traces it selects
+    now, counted by the storage the campaign will draw from (the pool's index, or the
+    folders)."""
+    if not chosen.get("matching"):
+        return None, 0
+    matching = Filter.model_validate_json(chosen["matching"])
+    storage = workspace.library.storage(chosen.get("pool") if pooled else None, indexed)
+    return matching, storage.count(*storage_conditions(matching, storage.kind))
+
+
+def query_text(wanted: Filter) -> str:
+    """The search and filter of a held query, as the lead typed them (Markdown-safe)."""
+    said = [f"the search “{markdown_literal(wanted.text, 80)}”"] if wanted.text else []
+    if wanted.conditions:
+        said.append("the filter " + markdown_literal(
+            ", ".join(condition_text(c) for c in wanted.conditions), 200))
+    return " and ".join(said) or "the whole library"
+
+
 def new_campaign() -> None:
     """The form of a new campaign."""
     chosen = st.session_state.get(LIBRARY_FILTER) or {}
@@ -65,17 +89,24 @@ def new_campaign() -> None:
         ", a filter" if chosen.get("narrowed") else "")
     pooled = chosen.get("pool") in workspace.library.pools  # ticked in a pool's table
     ticked = [t for t in chosen.get("picked", []) if pooled or t in known]
-    sources = (["ticked"] if ticked else []) + ["library", "pick"]
+    matching, ticked_count = ticked_query(chosen, pooled)
+    ticked_count = ticked_count if matching is not None else len(ticked)
+    sources = (["ticked"] if ticked_count else []) + ["library", "pick"]
     if st.session_state.get("camp:source") not in sources:
         st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first
     source = st.radio("Traces", sources, key="camp:source", horizontal=True,
                       format_func=lambda s: {
-                          "ticked": f"the {len(ticked)} traces ticked in the Library's table",
+                          "ticked": f"the {ticked_count:,} traces ticked in the Library's table"
+                                    + (" (all that match its search and filter)"
+                                       if matching is not None else ""),
                           "library": f"the Library's current filter ({described}: "
                                      f"{len(listed) if chosen else len(trace_ids)} traces)",
                           "pick": "pick traces by hand"}[s])
     picked: list[str] = ticked if source == "ticked" else []
-    if source == "ticked":
+    if source == "ticked" and matching is not None:
+        st.caption("Ticked: all that match " + query_text(matching) + " (the traces are drawn "
+                   "from the library when the campaign is made)")
+    elif source == "ticked":
         st.caption("Ticked: " + ", ".join(markdown_literal(t, 60) for t in ticked[:12])
                    + (f" and {len(ticked) - 12} more" if len(ticked) > 12 else ""))
     if source == "pick":
@@ -99,7 +130,9 @@ def new_campaign() -> None:
     if not made:
         return
     pool = chosen.get("pool") if source == "ticked" and pooled else None
-    if source == "library":
+    if source == "ticked" and matching is not None:
+        wanted = matching  # the query itself: the campaign draws its traces from the storage
+    elif source == "library":
         if chosen.get("narrowed"):  # a filter line or steps: the traces it selected
             wanted = Filter(trace_ids=listed)
         else:

@@ -23,6 +23,7 @@ import streamlit as st
 from viz_app.errors import OrchvizError
 from viz_app.io.detect import FORMATS as IMPORT_FORMATS
 from viz_app.io.uploads import add_upload, relative_to, remove_upload
+from viz_app.labels import Filter
 from viz_app.query import FIELDS, NUMBER_FIELDS, Condition, parse_conditions
 from viz_app.store import PAGE_SIZE, IndexBusy, PoolIndex, Storage
 from viz_app.summary import LibraryRow
@@ -227,9 +228,8 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             "trace; the reviewers' labels are apart from it)"),
         **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
         picking=picking)
-    if picking:
-        ticked = every_match(storage, prefix, filters, search, selected) or ticked
-    campaign_link(storage, search, filters, ticked, pool)
+    matching = every_match(prefix, filters, search, selected) if picking else None
+    campaign_link(storage, search, filters, ticked, pool, matching, selected)
 
     previous, where, following, more = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key=f"{prefix}_previous", disabled=page == 0,
@@ -280,56 +280,60 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
                          key=f"{prefix}_sample_table")
 
 
-def every_match(storage: Storage, prefix: str, filters: list[Condition], search: str,
-                selected: int) -> list[str] | None:
+def every_match(prefix: str, filters: list[Condition], search: str,
+                selected: int) -> Filter | None:
     """Ticking beyond the page shown: a button ticks all `selected` traces the search and
-    filter match (every page of them), another unticks them. The trace ids ticked (None while
-    only the page's own ticks count). Ticking all holds for this search and filter: changing
-    either unticks them, as the count they were ticked by no longer holds."""
-    state, ids = f"_{prefix}_all", f"_{prefix}_all_ids"
-    wanted = (search, tuple(c.model_dump_json() for c in filters))
-    if st.session_state.get(state) != wanted:
+    filter match (every page of them), another unticks them. What is ticked is the query (a
+    `Filter` of the search and the conditions), never the list of their ids: the action that
+    takes it (a campaign) draws the traces from the storage when it runs, so ticking all of a
+    pool of 100,000 costs the count the page shows anyway. None while only the page's own
+    ticks count. Ticking all holds for this search and filter: changing either unticks them,
+    as the count they were ticked by no longer holds."""
+    state = f"_{prefix}_all"
+    wanted = Filter(text=search, conditions=filters)
+    if st.session_state.get(state) != wanted.model_dump_json():
         st.session_state.pop(state, None)
-        st.session_state.pop(ids, None)
         if selected and st.button(f"Tick all {selected:,} that match this search and filter",
                                   key=f"{prefix}_tick_all", icon=":material/done_all:",
                                   help="Every page of them, not only the rows shown: then make "
                                        "a review campaign of them all"):
-            st.session_state[state] = wanted
-            st.session_state[ids] = [r.trace_id for r in storage.page(
-                filters, search, limit=selected)]
+            st.session_state[state] = wanted.model_dump_json()
             st.rerun()
         return None
-    every = st.session_state[ids]
-    st.info(f"All {len(every):,} traces that match this search and filter are ticked, on "
+    st.info(f"All {selected:,} traces that match this search and filter are ticked, on "
             "every page.", icon=":material/done_all:")
     if st.button("Untick them", key=f"{prefix}_untick_all", icon=":material/remove_done:"):
         st.session_state.pop(state, None)
-        st.session_state.pop(ids, None)
         st.rerun()
-    return every
+    return wanted
 
 
 def campaign_link(storage: Storage, search: str, filters: list[Condition], ticked: list[str],
-                  pool: str | None) -> None:
+                  pool: str | None, matching: Filter | None = None,
+                  selected: int = 0) -> None:
     """What a new campaign on the Campaigns page takes from the table (the rows ticked in it,
-    or, over the folders, the traces it selects), and the link there."""
+    all that match its search and filter as the query itself, or, over the folders, the
+    traces it selects), and the link there."""
+    every = {"matching": matching.model_dump_json(), "picked": []} if matching else {}
     if pool is not None:
-        if ticked:  # the Campaigns page makes a campaign of them over the pool
+        if ticked or matching:  # the Campaigns page makes a campaign of them over the pool
             st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
-                                                   "picked": ticked, "pool": pool}
+                                                   "picked": ticked, "pool": pool, **every}
     else:
-        selected = storage.page(filters, search, limit=storage.count(filters, search))
+        found = storage.page(filters, search, limit=storage.count(filters, search))
         topologies = next((c.value for c in filters if c.field == "topology" and c.op == "in"),
                           [])
         st.session_state["_library_filter"] = {
             "text": search, "topologies": list(topologies),
-            "ids": [r.trace_id for r in selected], "picked": ticked,
-            "narrowed": len(filters) > (1 if topologies else 0)}
-        if selected and not ticked:
+            "ids": [r.trace_id for r in found], "picked": ticked,
+            "narrowed": len(filters) > (1 if topologies else 0), **every}
+        if found and not ticked and not matching:
             st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                         label=f"Make a review campaign of these {len(selected)} traces")
-    if ticked:
+                         label=f"Make a review campaign of these {len(found)} traces")
+    if matching:
+        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
+                     label=f"Make a review campaign of the {selected:,} traces ticked")
+    elif ticked:
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
                      label=f"Make a review campaign of the {len(ticked)} traces ticked")
 
