@@ -5,7 +5,8 @@ comment. Domain objects in (`ThreadEntry`), the text the person posts out: this 
 nothing. Every entry's text is Markdown its author means, shown through
 `viz_app.text.note_markdown` (raw HTML as text, no image, only http(s) links); names through
 `markdown_literal`. A comment a lead hid shows as "hidden by LEAD: reason"; a lead (the only one
-handed its text) finds the text under it, folded.
+handed its text) finds the text under it, folded, and may show it again: the thread then says
+who hid it and who showed it again, and when.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from viz_app.labels import COMMENT_LIMIT, Disagreement, Rubric, ThreadEntry, answer_text
+from viz_app.labels import (COMMENT_LIMIT, Disagreement, Moderation, Rubric, ThreadEntry,
+                            answer_text)
 from viz_app.text import markdown_literal, note_markdown
 
 ICONS = {"note": ":material/rate_review:", "comment": ":material/forum:",
@@ -40,11 +42,12 @@ def entry_caption(entry: ThreadEntry) -> str:
 
 
 def thread_view(entries: Sequence[ThreadEntry], *, key: str,
-                hiding: bool = False) -> tuple[str, str] | None:
+                hiding: bool = False) -> tuple[Moderation, str, str] | None:
     """The thread, oldest first (one chat message an entry), or a line saying nothing was said;
-    a long one scrolls in its own box. `hiding` (a lead's page) gives each comment not hidden a
-    Hide button that asks why: the (comment id, reason) chosen is returned, for the page to
-    hide it (None when none was)."""
+    a long one scrolls in its own box. A comment hidden and shown again says so under it (who,
+    when, why). `hiding` (a lead's page) gives each comment a Hide button that asks why, and
+    each hidden one a Show again button: the (`hidden` or `shown`, comment id, reason) chosen
+    is returned, for the page to do (None when nothing was chosen)."""
     chosen = None
     with st.container(key=key, height=HEIGHT if len(entries) > TALL else "content"):
         if not entries:
@@ -52,8 +55,11 @@ def thread_view(entries: Sequence[ThreadEntry], *, key: str,
         for entry in entries:
             with st.chat_message(entry.kind, avatar=ICONS[entry.kind]):
                 st.caption(entry_caption(entry), help=entry.heading if entry.questions else None)
+                moderation_lines(entry)
                 if entry.hidden is not None:
                     hidden_entry(entry)
+                    if hiding:
+                        chosen = show_box(entry, key) or chosen
                     continue
                 st.markdown(note_markdown(entry.text, headings_below=4))
                 if hiding and entry.kind == "comment":
@@ -61,18 +67,30 @@ def thread_view(entries: Sequence[ThreadEntry], *, key: str,
     return chosen
 
 
+def moderation_lines(entry: ThreadEntry) -> None:
+    """What leads did to a comment before its present state, one line each with who and when
+    ('hidden by kim: off topic · 12-06 10:00 UTC', 'shown again by lee · 12-06 10:05 UTC'); a
+    comment hidden now says its hiding in its place (`hidden_entry`)."""
+    earlier = entry.moderation[:-1] if entry.hidden is not None else entry.moderation
+    for row in earlier:
+        icon = ":material/visibility:" if row.action == "shown" else ":material/visibility_off:"
+        st.caption(f"{icon} {markdown_literal(row.line, 600)} · "
+                   f"{markdown_literal(row.when[5:], 20)}")
+
+
 def hidden_entry(entry: ThreadEntry) -> None:
-    """A hidden comment: who hid it and why, in its place; its text folded below for a lead
-    (a reviewer's thread carries none)."""
+    """A hidden comment: who hid it, when and why, in its place; its text folded below for a
+    lead (a reviewer's thread carries none)."""
     assert entry.hidden is not None
-    st.markdown(f":material/visibility_off: *{markdown_literal(entry.hidden.line, 600)}*")
+    st.markdown(f":material/visibility_off: *{markdown_literal(entry.hidden.line, 600)}* · "
+                f"{markdown_literal(entry.hidden.when[5:], 20)}")
     if entry.text:
         with st.expander("The hidden text (only leads read it)"):
             st.markdown(note_markdown(entry.text, headings_below=4))
 
 
-def hide_box(entry: ThreadEntry, key: str) -> tuple[str, str] | None:
-    """A lead's Hide on one comment: a reason asked, then (comment id, reason) on Hide."""
+def hide_box(entry: ThreadEntry, key: str) -> tuple[Moderation, str, str] | None:
+    """A lead's Hide on one comment: a reason asked, then ('hidden', comment id, reason)."""
     with st.popover("Hide", icon=":material/visibility_off:",
                     help="Hide this comment from the reviewers, saying why: they read "
                          "\"hidden by you: your reason\" in its place; its text is kept"):
@@ -80,7 +98,21 @@ def hide_box(entry: ThreadEntry, key: str) -> tuple[str, str] | None:
             reason = st.text_input("Why hide it? (the reviewers read this)", max_chars=500,
                                    key=f"{key}:hide-reason:{entry.source_id}")
             if st.form_submit_button("Hide this comment", icon=":material/visibility_off:"):
-                return entry.source_id, reason
+                return "hidden", entry.source_id, reason
+    return None
+
+
+def show_box(entry: ThreadEntry, key: str) -> tuple[Moderation, str, str] | None:
+    """A lead's Show again on a hidden comment: why, if they like, then ('shown', comment id,
+    reason). The hiding stays beside it in the thread."""
+    with st.popover("Show again", icon=":material/visibility:",
+                    help="Show this comment to the reviewers again: its hiding is kept, and "
+                         "the thread says who showed it again and when"):
+        with st.form(f"{key}:show:{entry.source_id}", border=False):
+            reason = st.text_input("Why show it again? (optional)", max_chars=500,
+                                   key=f"{key}:show-reason:{entry.source_id}")
+            if st.form_submit_button("Show this comment again", icon=":material/visibility:"):
+                return "shown", entry.source_id, reason
     return None
 
 

@@ -141,6 +141,42 @@ def test_the_lead_hides_a_comment_and_its_reviewers_read_who_and_why_in_its_plac
 
     at = page("app_pages/disputes.py", "bob")
     said = thread_text(at)
-    assert any(s.endswith("*hidden by lee: about a person, not the trace*") for s in said)
+    assert any(s.startswith(":material/visibility_off: *hidden by lee: about a person, not "
+                            "the trace* · ") and s.endswith(" UTC") for s in said)  # who, when
     assert not any("never reads" in s for s in said)
     assert CommentStore(workspace.engine).get(made.comment_id).text == "bob never reads traces"
+
+
+def test_the_lead_shows_a_hidden_comment_again_and_the_thread_says_who_did_what_when(workspace):
+    """Show again appends a row beside the hiding: the reviewers read the text again, and the
+    thread keeps both (who hid it and why, who showed it again, and when) under the comment."""
+    trace_id, event_id = the_target(workspace)
+    made = workspace.disputes.comment(NAME, trace_id, event_id, "e15 was never read", ANN)
+    workspace.disputes.hide(NAME, trace_id, event_id, made.comment_id, "looked off topic", LEAD)
+    at = page("app_pages/adjudicate.py", "lee", campaign=NAME)
+    assert not [b for b in at.button if b.label == "Hide this comment"]  # hidden now
+    at.text_input(key=f"adj-thread:show-reason:{made.comment_id}").input(
+        "misread: it is about the trace")
+    at = next(b for b in at.button if b.label == "Show this comment again").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+    rows = CommentStore(workspace.engine).moderation(NAME)[made.comment_id]
+    assert [(r.action, r.hidden_by, r.reason) for r in rows] == [
+        ("hidden", "lee", "looked off topic"), ("shown", "lee", "misread: it is about the trace")]
+    assert CommentStore(workspace.engine).hidings(NAME) == {}
+    said = thread_text(at)
+    assert "e15 was never read" in said  # shown, not folded
+    lines = [s for s in said if s.startswith(":material/visibility")]
+    assert [line.split(" · ")[0] for line in lines] == [
+        ":material/visibility_off: hidden by lee: looked off topic",
+        ":material/visibility: shown again by lee: misread: it is about the trace"]
+    assert all(line.endswith(" UTC") for line in lines)
+    assert [b for b in at.button if b.label == "Hide this comment"]  # it may be hidden again
+    assert not [b for b in at.button if b.label == "Show this comment again"]
+
+    at = page("app_pages/disputes.py", "bob")
+    said = thread_text(at)
+    assert "e15 was never read" in said
+    assert any(s.startswith(":material/visibility: shown again by lee") for s in said)
+    assert not [b for b in at.button if b.label == "Show this comment again"]  # no lead here

@@ -8,6 +8,7 @@ its text kept: the reviewers read "hidden by LEAD: reason" in its place."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -72,7 +73,8 @@ def test_a_comment_is_stored_with_its_provenance_and_read_back_in_order(ws):
 
 def test_the_store_has_no_way_to_edit_or_delete_a_comment():
     verbs = {n for n in dir(CommentStore) if not n.startswith("_")}
-    assert verbs == {"add", "get", "thread", "of_campaign", "count", "hide", "hidings"}
+    assert verbs == {"add", "get", "thread", "of_campaign", "count", "hide", "show", "hidings",
+                     "moderation"}
 
 
 @pytest.mark.parametrize("text", ["", "   \n ", "x" * (COMMENT_LIMIT + 1)])
@@ -339,6 +341,82 @@ def test_only_a_lead_hides_once_with_a_reason_on_that_target(ws):
     with pytest.raises(LabelError, match="lee@lab.org hid this comment already"):
         ws.disputes.hide(name, trace_id, event_id, made.comment_id, "again", LEAD)
     assert len(store.hidings(name)) == 1
+
+
+def test_a_lead_shows_a_hidden_comment_again_as_a_row_of_its_own_and_the_latest_decides(ws):
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "bob never reads the trace", ANN)
+    hiding = ws.disputes.hide(name, trace_id, event_id, made.comment_id, "about a person", LEAD)
+    ws.campaigns.add_member("kim", "lead", LEAD)
+    kim = Reviewer(name="kim", via="oidc")
+    shown = ws.disputes.show(name, trace_id, event_id, made.comment_id, kim, "  misread ")
+    assert (shown.action, shown.comment_id, shown.hidden_by, shown.identified_by,
+            shown.reason) == ("shown", made.comment_id, "kim", "oidc", "misread")
+    assert shown.created_at > hiding.created_at
+    store = CommentStore(ws.engine)
+    assert store.moderation(name) == {made.comment_id: [hiding, shown]}  # the hiding is kept
+    assert store.hidings(name) == {} and store.get(made.comment_id) == made
+
+    # everyone reads the text again; the thread keeps who hid it and who showed it again
+    (seen,) = [e for e in ws.disputes.thread(name, trace_id, event_id, BOB)
+               if e.kind == "comment"]
+    assert seen.text == "bob never reads the trace" and seen.hidden is None
+    assert [r.line for r in seen.moderation] == ["hidden by lee: about a person",
+                                                 "shown again by kim: misread"]
+    (report,) = ws.disputes.on_trace(trace_id)
+    assert "bob never reads the trace" in json.dumps(report.model_dump(mode="json"))
+
+    # hidden again: the latest row decides, every row kept
+    again = ws.disputes.hide(name, trace_id, event_id, made.comment_id, "on reflection", LEAD)
+    assert store.hidings(name) == {made.comment_id: again}
+    assert [r.action for r in store.moderation(name)[made.comment_id]] == [
+        "hidden", "shown", "hidden"]
+    (seen,) = [e for e in ws.disputes.thread(name, trace_id, event_id, BOB)
+               if e.kind == "comment"]
+    assert seen.text == "" and seen.hidden == again
+
+
+def test_only_a_lead_shows_again_and_only_a_comment_hidden_now(ws):
+    ws.campaigns.add_member("lee@lab.org", "lead", LEAD)
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "off topic", BOB)
+    lead = Reviewer(name="lee@lab.org", via="oidc")
+    store = CommentStore(ws.engine)
+    with pytest.raises(LabelError, match="not hidden.*nothing was changed"):
+        ws.disputes.show(name, trace_id, event_id, made.comment_id, lead)
+    ws.disputes.hide(name, trace_id, event_id, made.comment_id, "off topic", lead)
+    with pytest.raises(LabelError, match="ann is not a lead.*cannot show a comment again.*nothing was "
+                                         "changed"):
+        ws.disputes.show(name, trace_id, event_id, made.comment_id,
+                         Reviewer(name="ann", via="oidc"))
+    with pytest.raises(LabelError, match="has no comment.*nothing was changed"):
+        ws.disputes.show(name, DROPPED_ID, "e13", made.comment_id, lead)
+    with pytest.raises(LabelError, match="at most 500 characters.*nothing was shown again"):
+        ws.disputes.show(name, trace_id, event_id, made.comment_id, lead, "x" * 501)
+    assert [r.action for r in store.moderation(name)[made.comment_id]] == ["hidden"]
+    ws.disputes.show(name, trace_id, event_id, made.comment_id, lead)  # no reason needed
+    with pytest.raises(LabelError, match="not hidden.*nothing was changed"):
+        ws.disputes.show(name, trace_id, event_id, made.comment_id, lead)
+    assert [r.action for r in store.moderation(name)[made.comment_id]] == ["hidden", "shown"]
+
+
+def test_campaign_comment_show_and_the_thread_say_it_from_the_command_line(ws, capsys):
+    name, trace_id, event_id = target(ws)
+    made = ws.disputes.comment(name, trace_id, event_id, "bob never reads the trace", ANN)
+    ws.disputes.hide(name, trace_id, event_id, made.comment_id, "about a person", LEAD)
+    db = str(ws.settings.db_url)
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--show", made.comment_id,
+                 "--as", "bob", "--db", db]) == 1
+    assert "bob is one side of the dispute" in capsys.readouterr().err
+    assert main(["campaign", "comment", NAME, trace_id, event_id, "--show", made.comment_id,
+                 "--reason", "misread", "--as", "lee", "--db", db]) == 0
+    assert "shown again by lee: misread" in capsys.readouterr().out
+    assert main(["campaign", "thread", NAME, trace_id, event_id, "--as", "bob", "--db",
+                 db]) == 0
+    out = capsys.readouterr().out
+    assert "bob never reads the trace" in out
+    assert re.search(r"\[hidden by lee: about a person \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\)\]", out)
+    assert re.search(r"\[shown again by lee: misread \(.* UTC\)\]", out)
 
 
 def test_campaign_comment_hide_and_the_thread_say_it_from_the_command_line(ws, capsys):

@@ -147,7 +147,7 @@ def test_head_names_the_newest_revision_of_the_history():
 
 def test_the_history_is_one_line_from_the_0_1_schema():
     revisions = [(s.revision, s.down_revision) for s in database.history().walk_revisions()]
-    assert revisions == [("0017", "0016"), ("0016", "0015"), ("0015", "0014"), ("0014", "0013"), ("0013", "0012"), ("0012", "0011"), ("0011", "0010"), ("0010", "0009"), ("0009", "0008"), ("0008", "0007"), ("0007", "0006"), ("0006", "0005"), ("0005", "0004"), ("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
+    assert revisions == [("0018", "0017"), ("0017", "0016"), ("0016", "0015"), ("0015", "0014"), ("0014", "0013"), ("0013", "0012"), ("0012", "0011"), ("0011", "0010"), ("0010", "0009"), ("0009", "0008"), ("0008", "0007"), ("0007", "0006"), ("0006", "0005"), ("0005", "0004"), ("0004", "0003"), ("0003", "0002"), ("0002", "0001"), ("0001", None)]
 
 
 def test_the_history_ships_in_the_package():
@@ -199,6 +199,32 @@ def test_every_revision_can_be_undone_and_done_again(tmp_path):
     upgrade(engine)
     engine.dispose()
     assert schema_differences(url) == []
+
+
+def test_a_hiding_written_before_showing_again_existed_reads_as_a_hiding(tmp_path):
+    """0018 gives each row of dispute_comment_hidings its action: a row of a 0017 database is
+    a hiding (its comment stays hidden), and a showing again appended after it decides."""
+    from viz_app.labels import DisputeComment
+    from viz_app.store import CommentStore
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0017")
+        conn.execute(text(
+            "INSERT INTO dispute_comment_hidings VALUES ('h1', 'c1', 'stops', 'lee', 'cli', "
+            "'off topic', '2026-12-06T10:00:00.000000Z')"))
+    upgrade(engine)
+    store = CommentStore(engine)
+    (hiding,) = store.hidings("stops").values()
+    assert (hiding.action, hiding.hidden_by, hiding.reason) == ("hidden", "lee", "off topic")
+    comment = DisputeComment(comment_id="c1", campaign="stops", trace_id="t", event_id="",
+                             author="ann", identified_by="cli", role="reviewer", text="x",
+                             created_at="2026-12-06T09:00:00.000000Z")
+    store.show(comment, "kim", "oidc")
+    assert store.hidings("stops") == {}
+    assert [r.action for r in store.moderation("stops")["c1"]] == ["hidden", "shown"]
+    engine.dispose()
 
 
 def test_an_up_to_date_database_is_opened_with_one_query(tmp_path):

@@ -193,13 +193,16 @@ def register(verbs: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per dispute and line")
     p.set_defaults(run=thread_verb)
 
-    p = sub.add_parser("comment", help="post a comment on a dispute, or hide one (a lead)",
+    p = sub.add_parser("comment", help="post a comment on a dispute, or hide one or show it "
+                       "again (a lead)",
                        description="Append a comment to the thread of a disputed target: a "
                        "reviewer on a dispute they are one side of, a lead on any target. "
                        "Comments are never edited; the text is Markdown, shown made safe. "
                        "A lead hides one with --hide ID --reason WHY (`campaign thread` "
                        "names each comment's id): reviewers then read 'hidden by LEAD: WHY' "
-                       "in its place; its text is kept.")
+                       "in its place; its text is kept. A lead shows a hidden one again with "
+                       "--show ID (--reason optional): another row, the hiding kept beside it; "
+                       "the latest decides.")
     p.add_argument("name", metavar="NAME", help="the campaign")
     p.add_argument("trace_id", metavar="TRACE_ID", help="the trace of the target")
     p.add_argument("event_id", metavar="EVENT_ID", help="the event ('-' for the trace itself)")
@@ -207,7 +210,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
     what.add_argument("--text", help="what to say")
     what.add_argument("--hide", metavar="COMMENT_ID", help="hide this comment of the target's "
                       "thread (a lead; with --reason)")
-    p.add_argument("--reason", default="", help="with --hide: why, as the reviewers read it")
+    what.add_argument("--show", metavar="COMMENT_ID", help="show this hidden comment of the "
+                      "target's thread again (a lead)")
+    p.add_argument("--reason", default="", help="with --hide: why, as the reviewers read it; "
+                   "with --show: why, if you like")
     store_options(p)
     p.add_argument("--as", dest="author", default=os.environ.get("USER", "lead"),
                    metavar="NAME", help="who says it (default: $USER)")
@@ -488,6 +494,8 @@ def _thread_lines(found: DisputeThread, rubric) -> list[str]:
         heading = f"comment {e.source_id}" if e.kind == "comment" else e.heading
         lines.append(f"  {e.created_at[:19].replace('T', ' ')}  {terminal_text(e.author)} "
                      f"({e.role}) · {terminal_text(heading)}")
+        for row in e.moderation[:-1] if e.hidden is not None else e.moderation:
+            lines.append(f"      [{terminal_text(row.line)} ({row.when})]")  # earlier rows
         if e.hidden is not None:
             lines.append(f"      [{terminal_text(e.hidden.line)}]"
                          + (" its text, for leads only:" if e.text else ""))
@@ -531,9 +539,11 @@ def thread_verb(args: argparse.Namespace) -> int:
 
 
 def comment_verb(args: argparse.Namespace) -> int:
-    """Post a comment on a dispute, or hide one (a lead)."""
+    """Post a comment on a dispute, or hide one or show it again (a lead)."""
     if args.hide:
         return _hide(args)
+    if args.show:
+        return _show(args)
     made = open_workspace(args).disputes.comment(args.name, args.trace_id, _event(args.event_id),
                                              args.text, Reviewer(name=args.author, via="cli"))
     print(f"comment posted on {terminal_text(made.trace_id)} "
@@ -550,6 +560,16 @@ def _hide(args: argparse.Namespace) -> int:
     print(f"comment {terminal_text(made.comment_id)} hidden by {terminal_text(made.hidden_by)}"
           f": reviewers read 'hidden by {terminal_text(made.hidden_by)}: "
           f"{terminal_text(made.reason)}' in its place; its text is kept")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    """Show a hidden comment of a dispute's thread again (a lead)."""
+    made = open_workspace(args).disputes.show(args.name, args.trace_id, _event(args.event_id),
+                                              args.show, Reviewer(name=args.author, via="cli"),
+                                              args.reason)
+    print(f"comment {terminal_text(made.comment_id)} {terminal_text(made.line)}: reviewers "
+          "read its text again; its hiding is kept beside it")
     return 0
 
 

@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
     from viz_app.labels.label import (ANSWER_KEY, FIELDS, Identity, ImportReport, Label,
                                       LabelRecord, NEWER_KEY, Progress, Reviewer, current_labels,
                                       derived_label_id, imported_time, label_from_record,
-                                      newest_per_answer, now, progress_of, trace_sha256)
+                                      newest_per_answer, now, now_after, progress_of,
+                                      trace_sha256)
     from viz_app.labels.pairs import (PAIRWISE_PROMPT, PAIRWISE_QUESTION, Preference, STRENGTHS,
                                       judgement, judgement_label, pair_key, preference_of,
                                       preferences)
@@ -63,8 +64,8 @@ if TYPE_CHECKING:  # the face: what callers import from viz_app.labels, each fro
     from viz_app.labels.knowledge import seen_positions
     from viz_app.labels.signal import check_signal, pairs_of, read_rows, split_rows
     from viz_app.labels.thread import (COMMENT_LIMIT, REASON_LIMIT, CommentHiding,
-                                       DisputeComment, DisputeThread, Part, ThreadEntry,
-                                       checked_comment, checked_reason, dispute_thread,
-                                       for_reviewers)
+                                       DisputeComment, DisputeThread, Moderation, Part,
+                                       ThreadEntry, checked_comment, checked_reason,
+                                       dispute_thread, for_reviewers, latest_hiding)
 
 __getattr__, __dir__ = lazy(__name__, __file__)

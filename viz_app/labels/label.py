@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any, Literal, TypeVar
 
@@ -165,6 +165,17 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 def now() -> str:
     """The current time as labels record it (`TIME_FORMAT`)."""
     return datetime.now(UTC).strftime(TIME_FORMAT)
+
+
+def now_after(last: str) -> str:
+    """The current time (`now`), or one microsecond after `last` when the clock reads no later
+    (set back, or the same microsecond): for a row appended after `last` that must read as the
+    newer of the two."""
+    current = now()
+    if not last or current > last:
+        return current
+    return (datetime.strptime(last, TIME_FORMAT) + timedelta(microseconds=1)).strftime(
+        TIME_FORMAT)
 
 
 def imported_time(given: object, at: str) -> tuple[str, str | None]:

@@ -8,7 +8,9 @@ Three kinds of entry, each from where it is kept, none copied:
   whatever the number of questions it answered;
 - `comment`: a comment posted on the dispute (`DisputeComment`, the `dispute_comments` table):
   appended, never edited; a lead may hide one (`CommentHiding`, a row of its own): its text is
-  kept, and reviewers read "hidden by LEAD: reason" in its place (`for_reviewers`);
+  kept, and reviewers read "hidden by LEAD: reason" in its place (`for_reviewers`); a lead may
+  show it again (another row, `shown`): a comment's latest row decides, and every row stays
+  with it (`ThreadEntry.moderation`);
 - `reason`: a lead's reason for the final answer (an adjudication label's comment).
 
 Pure: no SQL; the store keeps comments (`viz_app.store.comments`), the Workspace puts the thread
@@ -17,7 +19,7 @@ together (`ws.disputes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +38,9 @@ Part = Literal["reviewer", "lead"]
 """Who someone is in a dispute: one of the reviewers whose answers disagree, or a lead."""
 
 EntryKind = Literal["note", "comment", "reason"]
+
+Moderation = Literal["hidden", "shown"]
+"""What a lead did to a comment: hid it, or showed it again."""
 
 KIND_ORDER: dict[str, int] = {"note": 0, "comment": 1, "reason": 2}
 """At the same instant, a note reads before a comment, and a comment before a final reason."""
@@ -61,23 +66,42 @@ class DisputeComment(BaseModel):
 
 
 class CommentHiding(BaseModel):
-    """A lead's hiding of a dispute comment, with its provenance: a row of its own, appended;
-    the comment and its text stay in the store as written."""
+    """A lead's hiding of a dispute comment, or their showing it again, with its provenance: a
+    row of its own, appended; the comment and its text stay in the store as written, and the
+    comment's latest row says whether it is hidden (`latest_hiding`)."""
 
     model_config = ConfigDict(frozen=True)
 
     hiding_id: str = Field(description="Unique id (random).")
-    comment_id: str = Field(description="The comment hidden.")
+    comment_id: str = Field(description="The comment hidden (or shown again).")
     campaign: str = Field(description="The campaign of the comment's dispute.")
-    hidden_by: str = Field(description="The lead who hid it.")
+    hidden_by: str = Field(description="The lead who hid it (for `shown`: who showed it "
+                           "again).")
     identified_by: Identity = Field(description="How the lead was known (`oidc` is verified).")
-    reason: str = Field(description="Why, as the lead wrote it: shown to the reviewers.")
+    reason: str = Field(description="Why, as the lead wrote it: a hiding's is shown to the "
+                        "reviewers in the comment's place; a showing's may be ''.")
     created_at: str = Field(description="When, as ISO 8601 UTC with microseconds.")
+    action: Moderation = Field("hidden", description="`hidden`, or `shown` (shown again).")
 
     @property
     def line(self) -> str:
-        """'hidden by lee: off topic' (unescaped: escape it for where it goes)."""
+        """'hidden by lee: off topic', 'shown again by kim: misread' (unescaped: escape it for
+        where it goes)."""
+        if self.action == "shown":
+            return f"shown again by {self.hidden_by}" + (f": {self.reason}" if self.reason
+                                                         else "")
         return f"hidden by {self.hidden_by}: {self.reason}"
+
+    @property
+    def when(self) -> str:
+        """'2026-12-06 21:40 UTC'."""
+        return f"{self.created_at[:16].replace('T', ' ')} UTC"
+
+
+def latest_hiding(rows: Sequence[CommentHiding]) -> CommentHiding | None:
+    """Whether a comment is hidden, from its rows oldest first: its latest row when that is a
+    hiding, else None (never hidden, or shown again since)."""
+    return rows[-1] if rows and rows[-1].action == "hidden" else None
 
 
 class ThreadEntry(BaseModel):
@@ -100,6 +124,9 @@ class ThreadEntry(BaseModel):
     hidden: CommentHiding | None = Field(None, description="For a comment a lead hid: who, "
                                          "when and why. A lead reads `text` beside it; a "
                                          "reviewer reads '' (`for_reviewers`).")
+    moderation: list[CommentHiding] = Field(default_factory=list, description="For a comment: "
+                                            "every hiding and showing again, oldest first "
+                                            "(the latest decides `hidden`).")
 
     @property
     def heading(self) -> str:
@@ -123,16 +150,18 @@ def checked_comment(text: str) -> str:
     return found
 
 
-def checked_reason(text: str) -> str:
-    """A reason for hiding a comment as stored (trimmed); LabelError, and nothing hidden, when
-    it is empty or longer than `REASON_LIMIT`."""
+def checked_reason(text: str, action: Moderation = "hidden") -> str:
+    """A reason for hiding a comment (or showing it again) as stored (trimmed); LabelError, and
+    nothing changed, when it is longer than `REASON_LIMIT`, or empty for a hiding (the
+    reviewers read it in the comment's place; showing again may say nothing)."""
     found = " ".join((text or "").split())
-    if not found:
+    if not found and action == "hidden":
         raise LabelError("say why the comment is hidden (the reviewers read it in its place); "
                          "nothing was hidden")
     if len(found) > REASON_LIMIT:
-        raise LabelError(f"a reason for hiding holds at most {REASON_LIMIT} characters (this "
-                         f"one {len(found)}); nothing was hidden")
+        raise LabelError(f"a reason for {'hiding' if action == 'hidden' else 'showing again'} "
+                         f"holds at most {REASON_LIMIT} characters (this one {len(found)}); "
+                         f"nothing was {'hidden' if action == 'hidden' else 'shown again'}")
     return found
 
 
@@ -143,13 +172,15 @@ def for_reviewers(entries: Iterable[ThreadEntry]) -> list[ThreadEntry]:
 
 
 def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComment],
-                   hidings: Mapping[str, CommentHiding] | None = None) -> list[ThreadEntry]:
+                   hidings: Mapping[str, Sequence[CommentHiding]] | None = None
+                   ) -> list[ThreadEntry]:
     """The thread of one disputed target: the notes its reviewers gave with their answers (one
     per save), the comments posted, and the leads' reasons for a final answer, oldest first.
     `labels` are that target's labels in the campaign, every save kept (not only the current
     ones: a reviewer who changed their answer said why at each save); those with no note say
-    nothing and are left out. `hidings` (by comment id) marks the comments a lead hid, their
-    text kept: a page for reviewers shows the thread through `for_reviewers`."""
+    nothing and are left out. `hidings` (by comment id: its hidings and showings again, oldest
+    first) marks the comments a lead hid and has not shown again, their text kept: a page for
+    reviewers shows the thread through `for_reviewers`."""
     hidings = hidings or {}
     saves: dict[tuple, list[Mapping]] = {}
     for record in labels:
@@ -168,7 +199,9 @@ def dispute_thread(labels: Iterable[LabelRecord], comments: Iterable[DisputeComm
         for (reviewer, source, at, comment), found in saves.items()]
     entries += [ThreadEntry(kind="comment", author=c.author, role=c.role,
                             identified_by=c.identified_by, created_at=c.created_at, text=c.text,
-                            source_id=c.comment_id, hidden=hidings.get(c.comment_id))
+                            source_id=c.comment_id,
+                            hidden=latest_hiding(hidings.get(c.comment_id, ())),
+                            moderation=list(hidings.get(c.comment_id, ())))
                 for c in comments]
     return sorted(entries, key=lambda e: (e.created_at, KIND_ORDER[e.kind], e.source_id))
 

@@ -1,6 +1,7 @@
 """The comments posted on disputed targets of campaigns (`dispute_comments`): appended, never
 edited nor deleted, read back per disputed target or per campaign, oldest first; and the leads'
-hidings of them (`dispute_comment_hidings`), each a row of its own, the comment's text kept.
+hidings of them and their showings again (`dispute_comment_hidings`), each a row of its own, the
+comment's text kept, the latest row deciding.
 Who may post and hide where is the Workspace's rule (`ws.disputes`), not this store's."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import uuid
 from sqlalchemy import Engine, func, insert, select
 
 from viz_app.errors import LabelError
-from viz_app.labels import (CommentHiding, DisputeComment, Identity, Part, checked_comment,
-                            checked_reason, now)
+from viz_app.labels import (CommentHiding, DisputeComment, Identity, Moderation, Part,
+                            checked_comment, checked_reason, latest_hiding, now, now_after)
 from viz_app.store.tables import dispute_comment_hidings_table, dispute_comments_table
 
 _c = dispute_comments_table.c
@@ -61,33 +62,64 @@ class CommentStore:
     def hide(self, comment: DisputeComment, hidden_by: str, identified_by: Identity,
              reason: str) -> CommentHiding:
         """Append a hiding of `comment` (the comment's row is left as it is). LabelError, and
-        nothing hidden, when the reason is empty or too long, or the comment is hidden already
+        nothing hidden, when the reason is empty or too long, or the comment is hidden now
         (checked in the transaction that appends: two leads at once hide it once)."""
-        if not (hidden_by or "").strip():
-            raise LabelError("a hiding needs the lead's name; nothing was hidden")
-        made = CommentHiding(hiding_id=uuid.uuid4().hex, comment_id=comment.comment_id,
-                             campaign=comment.campaign, hidden_by=hidden_by.strip(),
-                             identified_by=identified_by, reason=checked_reason(reason),
-                             created_at=now())
+        return self._moderate(comment, "hidden", hidden_by, identified_by, reason)
+
+    def show(self, comment: DisputeComment, shown_by: str, identified_by: Identity,
+             reason: str = "") -> CommentHiding:
+        """Append a showing again of a hidden `comment`: a row of its own beside the hiding,
+        which stays (who hid it, when and why). LabelError, and nothing changed, when the
+        comment is not hidden now or the reason is too long."""
+        return self._moderate(comment, "shown", shown_by, identified_by, reason)
+
+    def _moderate(self, comment: DisputeComment, action: Moderation, by: str,
+                  identified_by: Identity, reason: str) -> CommentHiding:
+        """Append one row of `action` when the comment's latest row allows it: a hiding over a
+        comment shown (never hidden, or shown again), a showing over a hidden one."""
+        done = "hidden" if action == "hidden" else "shown again"
+        if not (by or "").strip():
+            raise LabelError(f"a {'hiding' if action == 'hidden' else 'showing'} needs the "
+                             f"lead's name; nothing was {done}")
+        reason = checked_reason(reason, action)
         with self.engine.begin() as conn:
-            before = conn.execute(select(dispute_comment_hidings_table).where(
-                _h.campaign == comment.campaign, _h.comment_id == comment.comment_id)
-                .order_by(_h.created_at, _h.hiding_id).limit(1)).first()
-            if before is not None:
-                raise LabelError(f"{before.hidden_by} hid this comment already "
-                                 f"({before.created_at[:16].replace('T', ' ')} UTC); nothing "
-                                 "was hidden again")
+            rows = self._rows(conn, comment.campaign, comment.comment_id)
+            hidden = latest_hiding(rows.get(comment.comment_id, []))
+            if action == "hidden" and hidden is not None:
+                raise LabelError(f"{hidden.hidden_by} hid this comment already ({hidden.when});"
+                                 " nothing was hidden again")
+            if action == "shown" and hidden is None:
+                raise LabelError("this comment is not hidden, so there is nothing to show "
+                                 "again; nothing was changed")
+            last = rows[comment.comment_id][-1].created_at if comment.comment_id in rows else ""
+            made = CommentHiding(hiding_id=uuid.uuid4().hex, comment_id=comment.comment_id,
+                                 campaign=comment.campaign, hidden_by=by.strip(),
+                                 identified_by=identified_by, reason=reason,
+                                 created_at=now_after(last), action=action)  # reads as latest
             conn.execute(insert(dispute_comment_hidings_table), [made.model_dump()])
         return made
 
     def hidings(self, campaign: str) -> dict[str, CommentHiding]:
-        """The comments of a campaign a lead hid, by comment id: each one's first hiding."""
-        query = select(dispute_comment_hidings_table).where(_h.campaign == campaign) \
-            .order_by(_h.created_at, _h.hiding_id)
-        found: dict[str, CommentHiding] = {}
+        """The comments of a campaign hidden now, by comment id: each one's latest row, when
+        it is a hiding (a comment shown again is not listed)."""
+        return {comment_id: found for comment_id, rows in self.moderation(campaign).items()
+                if (found := latest_hiding(rows)) is not None}
+
+    def moderation(self, campaign: str) -> dict[str, list[CommentHiding]]:
+        """Every hiding and showing again of a campaign's comments, by comment id, oldest
+        first: the latest decides whether the comment is hidden."""
         with self.engine.connect() as conn:
-            for row in conn.execute(query):
-                found.setdefault(row.comment_id, CommentHiding(**row._mapping))
+            return self._rows(conn, campaign)
+
+    @staticmethod
+    def _rows(conn, campaign: str, comment_id: str | None = None
+              ) -> dict[str, list[CommentHiding]]:
+        query = select(dispute_comment_hidings_table).where(_h.campaign == campaign)
+        if comment_id is not None:
+            query = query.where(_h.comment_id == comment_id)
+        found: dict[str, list[CommentHiding]] = {}
+        for row in conn.execute(query.order_by(_h.created_at, _h.hiding_id)):
+            found.setdefault(row.comment_id, []).append(CommentHiding(**row._mapping))
         return found
 
     def count(self) -> int:
@@ -100,3 +132,4 @@ class CommentStore:
         query = query.order_by(_c.created_at, _c.comment_id)
         with self.engine.connect() as conn:
             return [DisputeComment(**row._mapping) for row in conn.execute(query)]
+

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-HEAD = "0017"
+HEAD = "0018"
 """The newest revision of the history (a test holds it to Alembic's head). An up-to-date
 database is recognised by it, so opening one loads no Alembic (a third of a second)."""
 

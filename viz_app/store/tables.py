@@ -350,11 +350,13 @@ dispute_comment_hidings_table = Table(
     Column("identified_by", String(16), nullable=False),
     Column("reason", Text, nullable=False),
     Column("created_at", String(32), nullable=False),
+    Column("action", String(16), nullable=False, server_default="hidden"),
     Index("dispute_comment_hidings_by_campaign", "campaign", "comment_id"),
 )
-"""A lead's hiding of a dispute comment (`store.comments`): which comment, who hid it (how they
-were known), when and why. Appended: the comment's row and text stay as they were, and the
-thread reads each comment's first hiding (`labels.thread.CommentHiding`)."""
+"""A lead's hiding of a dispute comment, or showing it again (`store.comments`): which comment,
+`action` (`hidden` or `shown`), who (how they were known), when and why. Appended: the
+comment's row and text stay as they were, and a comment's latest row says whether it is hidden
+(`labels.thread.CommentHiding`)."""
 
 follow_tails_table = Table(
     "orchviz_follow_tails", metadata,

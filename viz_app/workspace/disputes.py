@@ -8,7 +8,8 @@ there), a lead (`ws.campaigns.may_lead`) on any target of the campaign. A commen
 and never edited; its author is named as labels name reviewers (`Reviewer`, with how they were
 known). Only a lead may hide a comment (`hide`): a row of its own says who, when and why, the
 comment's text stays in the store, and a lead still reads it; everyone else (a reviewer of the
-dispute, a case-study report) reads "hidden by LEAD: reason" in its place.
+dispute, a case-study report) reads "hidden by LEAD: reason" in its place. A lead may show it
+again (`show`): another row, the hiding kept; the comment's latest row decides.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Disputes:
     def _entries(self, name: str, trace_id: str, event_id: str | None,
                  comments: list[DisputeComment] | None = None, *,
                  retracted: set[str] | None = None, history: list[Label] | None = None,
-                 hidings: dict[str, CommentHiding] | None = None) -> list[ThreadEntry]:
+                 hidings: dict[str, list[CommentHiding]] | None = None) -> list[ThreadEntry]:
         """The thread of one target; `retracted` and `history` (the trace's labels, every save)
         when the caller read them already for several targets."""
         labels = self._ground.labels
@@ -96,7 +97,7 @@ class Disputes:
         if comments is None:
             comments = self._comments.thread(name, trace_id, event_id)
         if hidings is None:
-            hidings = self._comments.hidings(name)
+            hidings = self._comments.moderation(name)
         return dispute_thread(records, comments, hidings)
 
     def comment(self, name: str, trace_id: str, event_id: str | None, text: str,
@@ -114,21 +115,40 @@ class Disputes:
         row of its own (who, how known, when, why); the comment and its text stay in the store.
         Only a lead who is no side of the dispute may. LabelError, and nothing hidden, for
         anyone else, for a comment not on that target, an empty reason, or a comment hidden
-        already."""
+        now."""
+        comment = self._moderated(name, trace_id, event_id, comment_id, lead, "hide a comment",
+                                  "hidden")
+        return self._comments.hide(comment, lead.name, lead.via, reason)
+
+    def show(self, name: str, trace_id: str, event_id: str | None, comment_id: str,
+             lead: Reviewer, reason: str = "") -> CommentHiding:
+        """Show again a comment a lead hid, saying why if they like: appended as a row of its
+        own (who, how known, when), the hiding kept beside it; the comment's latest row
+        decides, so the reviewers read its text again. The same leads as `hide` may.
+        LabelError, and nothing changed, for anyone else, for a comment not on that target, or
+        one not hidden now."""
+        comment = self._moderated(name, trace_id, event_id, comment_id, lead,
+                                  "show a comment again", "changed")
+        return self._comments.show(comment, lead.name, lead.via, reason)
+
+    def _moderated(self, name: str, trace_id: str, event_id: str | None, comment_id: str,
+                   lead: Reviewer, doing: str, undone: str) -> DisputeComment:
+        """The comment a lead hides or shows again, once they may (a lead, no side of the
+        dispute) and it is on that target; LabelError saying nothing was `undone` else."""
         if not self._campaigns.may_lead(lead):
-            raise LabelError(f"{lead.name} is not a lead of this workspace, so cannot hide a "
-                             "comment; nothing was hidden")
+            raise LabelError(f"{lead.name} is not a lead of this workspace, so cannot {doing}; "
+                             f"nothing was {undone}")
         if self.part(name, trace_id, event_id, lead) != "lead":
             raise LabelError(f"{lead.name} is one side of the dispute on {trace_id} · "
-                             f"{event_id or 'the whole trace'}, so cannot hide a comment in its "
-                             "thread; nothing was hidden")
+                             f"{event_id or 'the whole trace'}, so cannot {doing} in its "
+                             f"thread; nothing was {undone}")
         comment = self._comments.get(comment_id)
         if comment is None or (comment.campaign, comment.trace_id, comment.event_id) != (
                 name, trace_id, event_id or ""):
             raise LabelError(f"the thread on {trace_id} · {event_id or 'the whole trace'} in "
                              f"campaign {name!r} has no comment {comment_id!r} (`orchviz "
-                             "campaign thread` names each comment's id); nothing was hidden")
-        return self._comments.hide(comment, lead.name, lead.via, reason)
+                             f"campaign thread` names each comment's id); nothing was {undone}")
+        return comment
 
     def mine(self, reviewer: Reviewer) -> list[DisputeThread]:
         """The disputes a reviewer is one side of, in every campaign, unsettled first, each
@@ -170,7 +190,7 @@ class Disputes:
         """The threads of `items`; `whole` False: as a reviewer reads them (`for_reviewers`)."""
         if not items:
             return []
-        hidings = self._comments.hidings(name)
+        hidings = self._comments.moderation(name)
         shown = (lambda entries: entries) if whole else for_reviewers
         by_target: dict[tuple[str, str], list[DisputeComment]] = {}
         for c in self._comments.of_campaign(name):

@@ -273,10 +273,16 @@ def thread(item, trace) -> None:
     except LabelError as err:
         st.error(markdown_literal(err, 400))
         return
-    hide = thread_view(entries, key="adj-thread", hiding=True)
-    if hide is not None:
+    chosen = thread_view(entries, key="adj-thread", hiding=True)
+    if chosen is not None:
+        action, comment_id, reason = chosen
         try:
-            workspace.disputes.hide(name, item.trace_id, item.event_id, *hide, lead)
+            if action == "hidden":
+                workspace.disputes.hide(name, item.trace_id, item.event_id, comment_id, reason,
+                                        lead)
+            else:
+                workspace.disputes.show(name, item.trace_id, item.event_id, comment_id, lead,
+                                        reason)
         except (LabelError, StoreError) as err:
             st.error(markdown_literal(err, 400))
         else:
