@@ -13,7 +13,7 @@ import pytest
 
 from conftest import goto_as, shot, wait_for_streamlit
 from reviewing import WAIT, press, wait_checked
-from test_disputes import NAME, disputed
+from test_disputes import BOB, NAME, disputed
 
 pytestmark = pytest.mark.browser
 
@@ -116,3 +116,42 @@ def test_a_reviewer_says_why_and_the_lead_settles_seeing_both_sides_and_the_thre
     final = [x for x in workspace.labelling.current(campaign=NAME) if x.source == "adjudication"]
     assert [(x.question, x.value, x.comment) for x in final] == [
         ("stopping_correctness", "correct", "bob is right: e15 returned before the stop")]
+
+
+def test_a_lead_hides_a_comment_then_shows_it_again_and_the_thread_keeps_both(
+        browsers, app_server, tmp_path):
+    """The lead hides bob's comment (a misreading: it looked like a remark about ann), then
+    shows it again with why: the thread says under it who hid it and who showed it again, and
+    bob reads his comment again on the Disputes page. Screenshots dispute_04, dispute_05."""
+    workspace = disputed(tmp_path)
+    (dispute,) = workspace.campaigns.disagreements(NAME)
+    workspace.disputes.comment(NAME, dispute.trace_id, dispute.event_id, SAYS, BOB)
+    base = app_server(workspace)
+    lee, bob = browsers(2, timeout=WAIT)
+    goto_as(lee, f"{base}/adjudicate?campaign={NAME}", "lee")
+    wait_for_streamlit(lee, timeout=WAIT)
+    thread = lee.locator(".st-key-adj-thread")
+    thread.get_by_text(SAYS).wait_for()
+    thread.get_by_role("button", name=re.compile(r"Hide$")).click()
+    lee.get_by_role("textbox", name=re.compile("Why hide it")).fill("a remark about ann")
+    lee.get_by_role("button", name=re.compile("Hide this comment")).click()
+    wait_for_streamlit(lee, timeout=WAIT)
+    thread.get_by_text("hidden by lee: a remark about ann", exact=False).wait_for()
+
+    thread.get_by_role("button", name=re.compile(r"Show again$")).click()
+    lee.get_by_role("textbox", name=re.compile("Why show it again")).fill(
+        "misread: it is about e15")
+    lee.get_by_role("button", name=re.compile("Show this comment again")).click()
+    wait_for_streamlit(lee, timeout=WAIT)
+    thread.get_by_text("shown again by lee: misread: it is about e15", exact=False).wait_for()
+    said = thread.inner_text()
+    assert said.index("hidden by lee: a remark about ann") < said.index("shown again by lee")
+    assert thread.get_by_text(SAYS).is_visible()  # its text, no longer folded
+    shot(lee, "dispute_04_lead_showed_a_comment_again")
+
+    goto_as(bob, f"{base}/disputes", "bob")
+    wait_for_streamlit(bob, timeout=WAIT)
+    bob_thread = bob.locator(".st-key-disputes-thread")
+    bob_thread.get_by_text(SAYS).wait_for()
+    assert "shown again by lee" in bob_thread.inner_text()
+    shot(bob, "dispute_05_reviewer_reads_it_again")

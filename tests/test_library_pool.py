@@ -3,6 +3,8 @@ the pool's index (AppTest), and a reviewer browses it in Chromium (`orchviz app 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -165,6 +167,48 @@ def test_a_reviewer_pages_filters_and_opens_a_pool_trace_in_chromium(page, app_s
     wait_for_streamlit(page, timeout=90_000)
     assert "rollout-" in page.url and "could not be loaded" not in main.inner_text()
     shot(page, "library-pool-trace")
+
+
+@pytest.mark.browser
+def test_a_lead_ticks_all_that_match_in_chromium_and_the_campaign_takes_exactly_them(
+        page, app_server, tmp_path):
+    """In Chromium: a filter line selects 59 of the pool's 120 traces (two pages), the
+    lead ticks all of them, follows the link to the Campaigns page, which says the held search
+    and filter and their count, and makes the campaign: it holds exactly those 59 traces.
+    Screenshots library-pool-tick-all and campaigns-tick-all."""
+    from conftest import goto_as
+
+    workspace = pool_workspace(tmp_path)
+    base = app_server(workspace)
+    goto_as(page, base, "lee")
+    wait_for_streamlit(page, timeout=90_000)
+    main = page.locator('[data-testid="stMain"]')
+    box = page.get_by_role("textbox", name="Filter")
+    box.fill("reward.team>=0.5")
+    box.press("Enter")
+    wait_for_streamlit(page, timeout=60_000)
+    assert "59 of 120 traces · page 1 of 2" in main.inner_text()
+    page.get_by_text("Pick traces for a campaign").click()
+    wait_for_streamlit(page, timeout=60_000)
+    page.get_by_role("button", name=re.compile("Tick all 59 that match")).click()
+    wait_for_streamlit(page, timeout=60_000)
+    main.get_by_text("All 59 traces that match this search and filter are ticked",
+                     exact=False).wait_for()
+    shot(page, "library-pool-tick-all")
+    page.get_by_role("link", name=re.compile("Make a review campaign of the 59 traces ticked")
+                     ).click()
+    wait_for_streamlit(page, timeout=90_000)
+    main.get_by_text("the 59 traces ticked in the Library's table (all that match",
+                     exact=False).wait_for()
+    assert "Ticked: all that match the filter reward.team>=0.5" in main.inner_text()
+    page.get_by_role("textbox", name="Name").fill("high-team")
+    shot(page, "campaigns-tick-all")
+    page.get_by_role("button", name="Make the campaign").click()
+    wait_for_streamlit(page, timeout=90_000)
+    main.get_by_text("Made the campaign high-team", exact=False).wait_for()
+    wanted = sorted(t.trace_id for t in rollouts() if t.rewards["team"] >= 0.5)
+    made = workspace.campaigns.get("high-team")
+    assert sorted({t.trace_id for t in workspace.campaigns.targets(made)}) == wanted
 
 
 def test_a_lead_ticks_all_that_match_beyond_the_page_and_makes_a_campaign_of_them(pool_env):
