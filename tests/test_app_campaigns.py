@@ -56,9 +56,9 @@ def test_a_lead_makes_a_campaign_of_traces_picked_by_hand_with_instructions(work
 
 
 def test_the_librarys_current_search_makes_the_campaign(workspace):
-    at = campaigns_page(_library_filter={"text": "premature", "topologies": [],
-                                         "ids": [PREMATURE_ID]})
-    assert "premature" in at.radio(key="camp:source").options[0]
+    at = campaigns_page(_library_filter={"query": Filter(text="premature").model_dump_json()})
+    assert "the search “premature”" in at.radio(key="camp:source").options[0]
+    assert ": 1 traces)" in at.radio(key="camp:source").options[0]  # counted by the storage
     at.text_input(key="camp:name").input("searched")
     at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
     at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
@@ -69,8 +69,7 @@ def test_the_librarys_current_search_makes_the_campaign(workspace):
 
 def test_the_rows_ticked_in_the_librarys_table_make_the_campaign(workspace):
     """Rows ticked by hand come first, over the filter they were ticked in (which lists both)."""
-    at = campaigns_page(_library_filter={"text": "", "topologies": [],
-                                         "ids": [PREMATURE_ID, DROPPED_ID],
+    at = campaigns_page(_library_filter={"query": Filter().model_dump_json(),
                                          "picked": [DROPPED_ID]})
     assert at.radio(key="camp:source").value == "ticked"
     assert "the 1 traces ticked in the Library's table" in at.radio(key="camp:source").options[0]

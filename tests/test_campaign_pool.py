@@ -204,8 +204,7 @@ def test_the_campaigns_page_makes_a_campaign_of_rows_ticked_in_the_pools_table(w
     ticked = [r.trace_id for r in ws.library.pool_index().page(limit=200)][:2]
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.session_state["reviewer"] = "lee"
-    at.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
-                                           "picked": ticked, "pool": ws.library.pools[0]}
+    at.session_state["_library_filter"] = {"picked": ticked, "pool": ws.library.pools[0]}
     at.switch_page("app_pages/campaigns.py")
     at = at.run()
     assert at.radio(key="camp:source").value == "ticked"

@@ -156,16 +156,34 @@ def test_both_tick_rows_for_a_campaign(table):
 
 
 def test_a_campaign_of_the_folders_filter_takes_the_traces_it_selects(table):
-    prefix, _ = table
+    """Over the folders, the Library hands the Campaigns page its current search and filter as
+    the query (not the ids of the traces they select, read again at every run of the page),
+    and the campaign made of "the Library's current filter" holds exactly those traces."""
+    prefix, workspace = table
     at = run()
     at.text_input(key=f"{prefix}_filter").input("reward.team>=0.9").run()
     team = {t.trace_id: t.rewards["team"] for t in rollouts()}
     high = [t for t in sorted(team) if team[t] >= 0.9]
     assert listed(at) == high
-    if prefix == "library":  # the Campaigns page's "the Library's current filter"
-        chosen = at.session_state["_library_filter"]
-        assert chosen["ids"] == high and chosen["narrowed"]
-        assert any(f"these {len(high)} traces" in p.label for p in at.get("page_link"))
+    if prefix != "library":
+        return
+    chosen = at.session_state["_library_filter"]
+    assert "ids" not in chosen and "rollout-" not in chosen["query"]
+    assert any(f"these {len(high)} traces" in p.label for p in at.get("page_link"))
+
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"], at.session_state["_library_filter"] = "lee", chosen
+    at.switch_page("app_pages/campaigns.py")
+    at = at.run()
+    assert at.radio(key="camp:source").value == "library"
+    assert f"{markdown_literal('reward.team>=0.9')}: {len(high)} traces)" in at.radio(
+        key="camp:source").options[0]
+    at.text_input(key="camp:name").input("high")
+    at.multiselect(key="camp:questions").set_value(["stopping_correctness"])
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    made = workspace.campaigns.get("high")
+    assert sorted({t.trace_id for t in workspace.campaigns.targets(made)}) == high
 
 
 def test_both_tick_all_that_match_as_a_query_and_a_campaign_takes_exactly_those(table):

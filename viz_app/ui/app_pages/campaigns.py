@@ -1,6 +1,7 @@
 """The campaigns page, for leads: make a review campaign in the app and run it, without the
-command line. A new campaign takes the rows ticked in the Library's table, the Library's
-current search and topology filter, or traces picked here by hand; its questions, K (reviewers per target), gold from an earlier campaign's
+command line. A new campaign takes the rows ticked in the Library's table (or all that match its
+search and filter), the Library's current search and filter (held as they are: the campaign
+draws the traces they select when it is made), or traces picked here by hand; its questions, K (reviewers per target), gold from an earlier campaign's
 adjudicated answers, and instructions for the reviewers in Markdown (shown on the Review page
 beside the first target and on demand, rendered safely: no HTML, no image, links only to
 http(s)). Each campaign can be closed, reopened, given more traces and new instructions.
@@ -56,16 +57,16 @@ def instructions_preview(text: str, where: str) -> None:
             st.markdown(note_markdown(text, headings_below=3))
 
 
-def ticked_query(chosen: dict, pooled: bool) -> tuple[Filter | None, int]:
-    """All that match the Library's search and filter, when the lead ticked them all: the
-    query the Library holds (never the list of their ids), and how many traces it selects
-    now, counted by the storage the campaign will draw from (the pool's index, or the
-    folders)."""
-    if not chosen.get("matching"):
+def held_query(chosen: dict, key: str, location: str | None) -> tuple[Filter | None, int]:
+    """A search and filter the Library holds for a campaign (`key`: `query`, its current one,
+    or `matching`, all that match ticked), never the list of their ids, and how many traces it
+    selects now, counted by the storage the campaign will draw from (the pool at `location`,
+    or the folders). (None, 0) when the Library holds none."""
+    if not chosen.get(key):
         return None, 0
-    matching = Filter.model_validate_json(chosen["matching"])
-    storage = workspace.library.storage(chosen.get("pool") if pooled else None, indexed)
-    return matching, storage.count(*storage_conditions(matching, storage.kind))
+    wanted = Filter.model_validate_json(chosen[key])
+    storage = workspace.library.storage(location, indexed)
+    return wanted, storage.count(*storage_conditions(wanted, storage.kind))
 
 
 def query_text(wanted: Filter) -> str:
@@ -81,16 +82,13 @@ def new_campaign() -> None:
     """The form of a new campaign."""
     chosen = st.session_state.get(LIBRARY_FILTER) or {}
     known = set(trace_ids)
-    listed = [t for t in chosen.get("ids", []) if t in known]
-    words = chosen.get("text", "").strip()
-    topologies = chosen.get("topologies", [])
-    described = (f"search “{words}”" if words else "no search") + (
-        f", topology {', '.join(topologies)}" if topologies else "") + (
-        ", a filter" if chosen.get("narrowed") else "")
     pooled = chosen.get("pool") in workspace.library.pools  # ticked in a pool's table
     ticked = [t for t in chosen.get("picked", []) if pooled or t in known]
-    matching, ticked_count = ticked_query(chosen, pooled)
+    matching, ticked_count = held_query(chosen, "matching", chosen.get("pool") if pooled
+                                        else None)
     ticked_count = ticked_count if matching is not None else len(ticked)
+    current, listed = held_query(chosen, "query", None)  # the folders' search and filter
+    current, listed = (current, listed) if current is not None else (Filter(), len(trace_ids))
     sources = (["ticked"] if ticked_count else []) + ["library", "pick"]
     if st.session_state.get("camp:source") not in sources:
         st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first
@@ -99,8 +97,8 @@ def new_campaign() -> None:
                           "ticked": f"the {ticked_count:,} traces ticked in the Library's table"
                                     + (" (all that match its search and filter)"
                                        if matching is not None else ""),
-                          "library": f"the Library's current filter ({described}: "
-                                     f"{len(listed) if chosen else len(trace_ids)} traces)",
+                          "library": f"the Library's current filter ({query_text(current)}: "
+                                     f"{listed:,} traces)",
                           "pick": "pick traces by hand"}[s])
     picked: list[str] = ticked if source == "ticked" else []
     if source == "ticked" and matching is not None:
@@ -133,10 +131,7 @@ def new_campaign() -> None:
     if source == "ticked" and matching is not None:
         wanted = matching  # the query itself: the campaign draws its traces from the storage
     elif source == "library":
-        if chosen.get("narrowed"):  # a filter line or steps: the traces it selected
-            wanted = Filter(trace_ids=listed)
-        else:
-            wanted = Filter(text=words, topologies=list(topologies)) if chosen else Filter()
+        wanted = current  # its search and filter: the campaign draws the traces they select
     else:
         if not picked:
             st.error("Pick at least one trace. Nothing was saved.")

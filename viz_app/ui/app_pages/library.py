@@ -229,7 +229,7 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
         **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
         picking=picking)
     matching = every_match(prefix, filters, search, selected) if picking else None
-    campaign_link(storage, search, filters, ticked, pool, matching, selected)
+    campaign_link(search, filters, ticked, pool, matching, selected)
 
     previous, where, following, more = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key=f"{prefix}_previous", disabled=page == 0,
@@ -308,34 +308,29 @@ def every_match(prefix: str, filters: list[Condition], search: str,
     return wanted
 
 
-def campaign_link(storage: Storage, search: str, filters: list[Condition], ticked: list[str],
-                  pool: str | None, matching: Filter | None = None,
-                  selected: int = 0) -> None:
-    """What a new campaign on the Campaigns page takes from the table (the rows ticked in it,
-    all that match its search and filter as the query itself, or, over the folders, the
-    traces it selects), and the link there."""
-    every = {"matching": matching.model_dump_json(), "picked": []} if matching else {}
+def campaign_link(search: str, filters: list[Condition], ticked: list[str], pool: str | None,
+                  matching: Filter | None, selected: int) -> None:
+    """What a new campaign on the Campaigns page takes from the table, and the link there: the
+    rows ticked in it, all that match its search and filter (`matching`), or, over the folders,
+    its current search and filter. A search and filter are handed as the query itself (a
+    `Filter`), never as the list of the `selected` traces' ids: the campaign draws them from
+    the storage when it is made."""
+    every = {"matching": matching.model_dump_json()} if matching else {}
     if pool is not None:
         if ticked or matching:  # the Campaigns page makes a campaign of them over the pool
-            st.session_state["_library_filter"] = {"text": "", "topologies": [], "ids": [],
-                                                   "picked": ticked, "pool": pool, **every}
+            st.session_state["_library_filter"] = {"picked": [] if matching else ticked,
+                                                   "pool": pool, **every}
     else:
-        found = storage.page(filters, search, limit=storage.count(filters, search))
-        topologies = next((c.value for c in filters if c.field == "topology" and c.op == "in"),
-                          [])
         st.session_state["_library_filter"] = {
-            "text": search, "topologies": list(topologies),
-            "ids": [r.trace_id for r in found], "picked": ticked,
-            "narrowed": len(filters) > (1 if topologies else 0), **every}
-        if found and not ticked and not matching:
+            "query": Filter(text=search, conditions=filters).model_dump_json(),
+            "picked": [] if matching else ticked, **every}
+        if selected and not ticked and not matching:
             st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                         label=f"Make a review campaign of these {len(found)} traces")
-    if matching:
+                         label=f"Make a review campaign of these {selected:,} traces")
+    if matching or ticked:
         st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of the {selected:,} traces ticked")
-    elif ticked:
-        st.page_link("app_pages/campaigns.py", icon=":material/campaign:",
-                     label=f"Make a review campaign of the {len(ticked)} traces ticked")
+                     label=f"Make a review campaign of the "
+                           f"{selected if matching else len(ticked):,} traces ticked")
 
 
 LIBRARY_ORDER = "(the library's order)"
