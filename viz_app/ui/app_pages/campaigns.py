@@ -86,9 +86,11 @@ def new_campaign() -> None:
     ticked = [t for t in chosen.get("picked", []) if pooled or t in known]
     matching, ticked_count = held_query(chosen, "matching", chosen.get("pool") if pooled
                                         else None)
-    ticked_count = ticked_count if matching is not None else len(ticked)
+    if matching is None:  # rows ticked one by one
+        ticked_count = len(ticked)
     current, listed = held_query(chosen, "query", None)  # the folders' search and filter
-    current, listed = (current, listed) if current is not None else (Filter(), len(trace_ids))
+    if current is None:  # the Library handed none: the whole library
+        current, listed = Filter(), len(trace_ids)
     sources = (["ticked"] if ticked_count else []) + ["library", "pick"]
     if st.session_state.get("camp:source") not in sources:
         st.session_state["camp:source"] = sources[0]  # rows ticked in the Library come first
