@@ -41,8 +41,8 @@ import msgspec
 
 from viz_app.io.follow import Pooled, Positions, Tail
 from viz_app.io.otlp import SPAN_ROLLOUT_KEY
-from viz_app.io.rollouts import (ROLLOUT_KEY, SPAN_FORMATS, elsewhere_noted, join, rollout_of,
-                                 span_rollout_ids)
+from viz_app.io.rollouts import (ROLLOUT_KEY, SPAN_FORMATS, JoinKeys, elsewhere_noted, join,
+                                 join_keys, rollout_of, span_rollout_ids)
 from viz_app.model import Event, Trace, TraceWarning
 
 JOIN_WAIT = 120.0
@@ -140,6 +140,7 @@ class JoinWait:
         self.waiting: list[Trace] = []
         self._rewinds: dict[str, _Rewind] = {}
         self._look = 0
+        self._ids: dict[int, str | None] = {}
 
     @property
     def rollouts_waiting(self) -> int:
@@ -153,20 +154,22 @@ class JoinWait:
         file that holds a waiting trace goes back to); `written`: when a trace's file last
         changed (seconds since the epoch), which a wait is counted from when earlier."""
         self._look += 1
+        self._ids = {}
         fresh = [t for t in fresh if not self._again(t)]
         if not self.spans and any(_named(t) is not None for t in fresh):
             self.spans = True  # the run writes spans naming its rollouts: rollouts wait now
         batch = {t.trace_id: t for t in self.waiting}
         batch.update((t.trace_id, t) for t in fresh)  # a file read again: its newer version
+        traces = list(batch.values())
+        keys = [join_keys(t) if t.source_format in SPAN_FORMATS
+                else JoinKeys(rollout_id=self._rollout_id(t)) for t in traces]
         firsts: dict[str, str] = {}  # rollout id -> its first rollout's trace (join's rule)
-        for trace in batch.values():
-            if trace.source_format not in SPAN_FORMATS:
-                found = rollout_of(trace)
-                if found is not None and found.rollout_id:
-                    firsts.setdefault(found.rollout_id, trace.trace_id)
+        for trace, key in zip(traces, keys):
+            if key.rollout_id:
+                firsts.setdefault(key.rollout_id, trace.trace_id)
         ready: list[Trace] = []
         waiting: list[Trace] = []
-        for trace in join(list(batch.values())):
+        for trace in join(traces, keys):
             kept, wait = self._judged(trace, now, written)
             if wait:
                 waiting.append(kept)
@@ -185,6 +188,7 @@ class JoinWait:
                     seen=(before.seen.get(source) if before is not None else None),
                     tail=(before.tails.get(source) if before is not None else None))
         self._forget(now)
+        self._ids = {}
         return ready
 
     def positions(self, positions: Positions) -> Positions:
@@ -216,7 +220,7 @@ class JoinWait:
         """The trace as it goes on, and whether it waits."""
         if trace.source_format in SPAN_FORMATS:
             named = _named(trace)
-            if named is None or rollout_of(trace) is not None or _elsewhere(trace):
+            if named is None or self._rollout_id(trace) or _elsewhere(trace):
                 return trace, False  # names no rollout, is joined, or its rollout was taken
             earlier = next((self.pooled[k] for k in span_rollout_ids(trace)
                             if k in self.pooled), None)
@@ -227,14 +231,14 @@ class JoinWait:
             if earlier.form == "rollout":
                 return apart_noted(trace, named, earlier.trace_id), False
             return trace, False  # spans of this rollout went alone before: no rollout to wait for
-        found = rollout_of(trace)
-        if found is None or not found.rollout_id or not self.spans:
+        rollout_id = self._rollout_id(trace)
+        if not rollout_id or not self.spans:
             return trace, False
-        earlier = self.pooled.get(found.rollout_id)
+        earlier = self.pooled.get(rollout_id)
         if earlier is None:
             return trace, self._waits(trace, self.span_wait, now, written)
         if earlier.form == "spans":
-            return apart_noted(trace, found.rollout_id, earlier.trace_id), False
+            return apart_noted(trace, rollout_id, earlier.trace_id), False
         return trace, False  # another rollout of this id went first: nothing to wait for
 
     def _waits(self, trace: Trace, wait: float, now: float,
@@ -250,23 +254,30 @@ class JoinWait:
         if trace.source_format in SPAN_FORMATS:
             return any(self.pooled[k].trace_id == trace.trace_id
                        for k in span_rollout_ids(trace) if k in self.pooled)
-        found = rollout_of(trace)
-        earlier = self.pooled.get(found.rollout_id) if found and found.rollout_id else None
+        rollout_id = self._rollout_id(trace)
+        earlier = self.pooled.get(rollout_id) if rollout_id else None
         return earlier is not None and trace.trace_id in (earlier.trace_id, earlier.rollout)
 
     def _pooled(self, trace: Trace, now: float, firsts: dict[str, str]) -> None:
         """Remember what goes into the pool for its rollout id."""
+        rollout_id = self._rollout_id(trace)
         if trace.source_format in SPAN_FORMATS:
-            found = rollout_of(trace)
-            if found is not None and found.rollout_id:
-                self.pooled[found.rollout_id] = Pooled(
-                    trace.trace_id, "joined", now, rollout=firsts.get(found.rollout_id, ""))
+            if rollout_id:
+                self.pooled[rollout_id] = Pooled(trace.trace_id, "joined", now,
+                                                 rollout=firsts.get(rollout_id, ""))
             elif (named := _named(trace)) is not None and not _elsewhere(trace):
                 self.pooled.setdefault(named, Pooled(trace.trace_id, "spans", now))
-            return
-        found = rollout_of(trace)
-        if found is not None and found.rollout_id:
-            self.pooled.setdefault(found.rollout_id, Pooled(trace.trace_id, "rollout", now))
+        elif rollout_id:
+            self.pooled.setdefault(rollout_id, Pooled(trace.trace_id, "rollout", now))
+
+    def _rollout_id(self, trace: Trace) -> str | None:
+        """The id of the rollout a trace carries (a rollout's, or a joined trace's), read once
+        a look (`rollout_of` finds the first event)."""
+        key = id(trace)  # the look's traces live until it ends, when the memo is dropped
+        if key not in self._ids:
+            found = rollout_of(trace)
+            self._ids[key] = found.rollout_id if found is not None and found.rollout_id else None
+        return self._ids[key]
 
     def _forget(self, now: float) -> None:
         """Keep the newest POOLED_KEPT records, or, before the run has shown spans, the last

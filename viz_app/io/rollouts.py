@@ -673,7 +673,7 @@ def plan_join(keys: Sequence[JoinKeys]) -> JoinPlan:
     return JoinPlan(joined=joined, elsewhere=elsewhere)
 
 
-def join(traces: Sequence[Trace]) -> list[Trace]:
+def join(traces: Sequence[Trace], keys: Sequence[JoinKeys] | None = None) -> list[Trace]:
     """Rollouts joined with the spans of the same rollout id: where a span trace (OTLP, Agent
     Lightning) names the id of a rollout (`span_rollout_ids`: an attribute of its spans, such
     as Agent Lightning's `agentlightning.rollout_id`, a `rollout_id` or a `session.id`, or its
@@ -681,8 +681,9 @@ def join(traces: Sequence[Trace]) -> list[Trace]:
     the rollout file its step, group, checkpoint and the trainer's reward. A rollout joins the
     first span trace that names it (another one naming it too is kept as it is, and says so:
     `plan_join`). Every other trace is kept as it is, in order; a joined trace takes the
-    rollout's place."""
-    plan = plan_join([join_keys(t) for t in traces])
+    rollout's place. `keys`: the traces' `join_keys`, where the caller has them."""
+    keys = [join_keys(t) for t in traces] if keys is None else keys
+    plan = plan_join(keys)
     if not plan.joined and not plan.elsewhere:
         return list(traces)
     made = {rollout: joined_trace(traces[span], traces[rollout])
@@ -695,8 +696,8 @@ def join(traces: Sequence[Trace]) -> list[Trace]:
             kept.append(made[place])
         elif place in plan.elsewhere:
             first = plan.elsewhere[place]
-            kept.append(elsewhere_noted(trace, join_keys(traces[plan.joined[first]]).rollout_id
-                                        or "", traces[first].trace_id))
+            kept.append(elsewhere_noted(trace, keys[plan.joined[first]].rollout_id or "",
+                                        traces[first].trace_id))
         else:
             kept.append(trace)
     return kept
