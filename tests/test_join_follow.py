@@ -178,7 +178,7 @@ def test_spans_later_than_the_wait_are_kept_apart_naming_the_rollout_and_its_lab
     late = look(run, out, "--span-wait", "0", "--db", str(db))
     assert "added 1 trace " in late.stdout
     (said,) = [line for line in late.stderr.splitlines() if "req-7f3b" in line]
-    assert "names rollout req-7f3b" in said and "alone as trace req-7f3b" in said
+    assert "kept apart from its rollout req-7f3b, trace req-7f3b of this pool" in said
     spans_id = next(t for t, tree in pooled(out).items() if not has_rollout(tree))
     assert said.startswith(spans_id)
     ws.library.update_pool_index(wait=True)
@@ -198,8 +198,25 @@ def test_a_rollout_later_than_its_spans_wait_is_kept_apart_naming_the_spans(tmp_
     late = look(run, out, "--join-wait", "0")
     assert "added 1 trace " in late.stdout
     (said,) = late.stderr.splitlines()
-    assert said.startswith("req-7f3a: rollout req-7f3a: its spans are in this pool alone as "
-                           "trace ")
+    assert said.startswith("req-7f3a: kept apart from its spans, trace ")
     (spans_id,) = imported(run / "spans")
     assert sorted(pooled(out)) == sorted([spans_id, "req-7f3a"])
-    assert "alone as trace " + spans_id in said
+    assert f"trace {spans_id} of this pool" in said and "rollout (req-7f3a)" in said
+
+
+def test_a_look_that_keeps_many_apart_names_three_and_counts_the_rest(capsys):
+    """An exporter that flushes later than --span-wait keeps every rollout apart: the terminal
+    gets three sentences naming both traces and one that counts the rest, not one a rollout."""
+    from viz_app.cli.pool import _say_apart
+    from viz_app.io.detect import read_any
+    from viz_app.io.join_wait import APART, apart_noted
+
+    traces = []
+    for n in range(5):
+        (spans,) = read_any(FOLDER / "spans.json")
+        spans.trace_id = f"spans-{n}"
+        traces.append(apart_noted(spans, f"req-{n}", f"req-{n}"))
+    _say_apart(traces, APART)
+    said = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in said[:3]] == ["spans-0", "spans-1", "spans-2"]
+    assert said[3].startswith("and 2 more kept apart") and len(said) == 4

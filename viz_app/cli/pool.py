@@ -250,11 +250,7 @@ def _follow(args: argparse.Namespace, lock, kept: str) -> int:
                 added += done.traces
                 for line in done.skipped:
                     print(terminal_text(line), file=sys.stderr)
-                for trace in fresh:  # a late partner: kept apart, and said
-                    for note in trace.reader_warnings:
-                        if note.code == APART:
-                            print(terminal_text(f"{trace.trace_id}: {note.message}"),
-                                  file=sys.stderr)
+                _say_apart(fresh, APART)
                 if done.traces:
                     print(f"added {done.traces} trace{'s' if done.traces != 1 else ''} in "
                           f"{terminal_text(done.shards[-1].url.rsplit('/', 1)[-1])} "
@@ -274,6 +270,19 @@ def _follow(args: argparse.Namespace, lock, kept: str) -> int:
         print(f"stopped: {added} traces added to {terminal_text(args.output)}", file=sys.stderr)
         _say_waiting(waits)
         return 0
+
+
+def _say_apart(traces: list[Trace], code: str, shown: int = 3) -> None:
+    """The traces of a look that came after their partner's wait and are kept apart, each on a
+    line naming both; past `shown`, one line more counts the rest (a run whose exporter
+    flushes later than --span-wait would fill the terminal)."""
+    apart = [(t.trace_id, w.message) for t in traces for w in t.reader_warnings
+             if w.code == code]
+    for trace_id, message in apart[:shown]:
+        print(terminal_text(f"{trace_id}: {message}"), file=sys.stderr)
+    if len(apart) > shown:
+        print(f"and {len(apart) - shown} more kept apart from their rollout or spans in this "
+              "look (a longer --span-wait or --join-wait would join them)", file=sys.stderr)
 
 
 def _say_waiting(waits) -> None:

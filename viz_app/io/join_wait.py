@@ -105,14 +105,13 @@ def apart_note(trace: Trace) -> TraceWarning | None:
         return None
     rollout_id, partner = apart.get("rollout_id"), apart.get("trace_id")
     if trace.source_format in SPAN_FORMATS or (first.other or {}).get(ROLLOUT_KEY) is None:
-        message = (f"names rollout {rollout_id}, which this pool holds alone as trace "
-                   f"{partner}: the rollout was added before these spans were read, its wait "
-                   "for them over (--span-wait); `orchviz pool write` of the run's folder "
-                   "joins them")
+        message = (f"kept apart from its rollout {rollout_id}, trace {partner} of this pool: "
+                   "the rollout was added alone before these spans came, its --span-wait "
+                   "over; `orchviz pool write` of the run's folder joins them")
     else:
-        message = (f"rollout {rollout_id}: its spans are in this pool alone as trace {partner}:"
-                   " they were added before this rollout was read, their wait for it over "
-                   "(--join-wait); `orchviz pool write` of the run's folder joins them")
+        message = (f"kept apart from its spans, trace {partner} of this pool: they were added "
+                   f"alone before this rollout ({rollout_id}) came, their --join-wait over; "
+                   "`orchviz pool write` of the run's folder joins them")
     return TraceWarning(code=APART, message=message)
 
 
