@@ -89,8 +89,8 @@ def test_a_rollout_written_before_its_spans_waits_for_them_and_is_pooled_joined(
 
 def test_a_live_follower_joins_spans_that_land_after_the_rollout_line(tmp_path):
     """A follower looking every 0.2 s with the default waits: the trainer writes both lines,
-    the spans exporter flushes a second later; the pool gets each rollout once, joined, within
-    seconds of its spans."""
+    the spans exporter flushes a second later; the pool gets each rollout once, joined (how
+    soon: bench/bench_join_follow.py)."""
     run, out = tmp_path / "run", tmp_path / "pool"
     write(run / "spans" / "early.json", spans_of("req-0000"))  # the run writes spans
     follower = subprocess.Popen([sys.executable, "-m", "viz_app", "pool", "follow", str(run),
@@ -103,18 +103,16 @@ def test_a_live_follower_joins_spans_that_land_after_the_rollout_line(tmp_path):
         write(run / "spans" / "a.json", spans_of("req-7f3a"))
         written = time.monotonic()
         write(run / "spans" / "b.json", spans_of("req-7f3b"))
-        while time.monotonic() - written < 8:
+        while time.monotonic() - written < 30:  # how soon: bench/bench_join_follow.py
             found = pooled(out) if pool.read_manifest(str(out)) else {}
             if len(found) == 2:
                 break
             time.sleep(0.1)
-        took = time.monotonic() - written
     finally:
         follower.terminate()
         follower.communicate(timeout=30)
     want = {k: v for k, v in imported(run).items() if has_rollout(v)}  # early.json's: alone
     assert len(found) == 2 and found == want
-    assert took < 8
 
 
 def test_a_run_without_spans_is_added_at_once(tmp_path):
