@@ -132,6 +132,8 @@ class Sibling(BaseModel):
                        "throughout' when they never do, '(had ended)' when it had.")
     steps: list[SiblingStep] = Field(description="Its steps from where they part (the ones "
                                      "before are alike), at most SIBLING_STEPS.")
+    length: int = Field(description="Its steps in all (the importer's inferred stop left out): "
+                        "how long it ran, beside its siblings.")
 
 
 class GroupView(BaseModel):
@@ -151,10 +153,12 @@ def group_view(traces: Sequence[Trace]) -> GroupView:
     siblings = []
     for trace in traces:
         parted = found.events.get(trace.trace_id) if found is not None else None
+        every = _steps(trace)
         steps = [SiblingStep(event_id=e.id, type=e.type, agent=e.agent, text=e.text[:STEP_CHARS],
                              parts=e.id == parted)
-                 for e in _steps(trace)[start:start + SIBLING_STEPS]]
-        siblings.append(Sibling(trace_id=trace.trace_id, where=_where(trace, found), steps=steps))
+                 for e in every[start:start + SIBLING_STEPS]]
+        siblings.append(Sibling(trace_id=trace.trace_id, where=_where(trace, found), steps=steps,
+                                length=len(every)))
     first = next((e for e in analyze(traces[0]).order if e.type == "human_intervention"),
                  None) if traces else None
     return GroupView(parting=found, prompt=first.text if first is not None else None,

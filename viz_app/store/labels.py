@@ -268,10 +268,12 @@ class LabelStore:
 
     def answers(self, trace_id: str, reviewer: str) -> dict[str, dict[str, Label]]:
         """A reviewer's current answers on a trace, as they saved them (`source: human`; labels
-        imported under their name are not theirs to edit): target key -> question -> label."""
+        imported under their name are not theirs to edit): target key -> question -> label. A
+        judgement of this trace against another is no answer about it (as in `answered`): a
+        form would read it as the run's answers saved, and its reason as their note."""
         found: dict[str, dict[str, Label]] = {}
         for label in self.current(trace_id, reviewer):
-            if label.source == "human":
+            if label.source == "human" and label.pair_trace_id is None:
                 found.setdefault(label.event_id, {})[label.question] = label
         return found
 

@@ -2,8 +2,9 @@
 their trainer rewards and the reviewers' labels, the event where they part marked. A reviewer
 labels the members one after another by keyboard (the digits answer, Ctrl+Enter saves and moves
 to the next member, N / P move) and judges two members against each other (Shift+A, Shift+B,
-Shift+T: a pairwise judgement, exported as a preference row). Opened by `?group=<id>` or
-`?trace=<id>` (that trace's group)."""
+Shift+T: a pairwise judgement, exported as a preference row). The members' table sorts by any
+column (a click or Enter on its heading; `?sort=`), and the cards and the keys' next and
+previous follow its order. Opened by `?group=<id>` or `?trace=<id>` (that trace's group)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import streamlit as st
 
 from components import keys
 from components.annotation import target_form
+from components.members import Sort, member_rows, members_table, ordered
 from components.siblings import siblings
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
@@ -23,6 +25,7 @@ from viz_app.training import reviewers_rewards
 from viz_app.ui import session
 
 GROUP_PARAM = "group"
+SORT_PARAM = "sort"
 
 reviewer = session.reviewer()
 workspace = session.workspace()
@@ -68,12 +71,58 @@ if not members:
 ids = {m.trace_id for m in members}
 records = [r for r in workspace.labelling.current_records() if r["trace_id"] in ids]
 judged = reviewers_rewards(records)
-answers = {m.trace_id: ", ".join(f"{x['question']}={x['value']}" for x in records
+answers = {m.trace_id: ", ".join(str(x["value"]) for x in records  # the run's, not a pair's
                                  if reviewer is not None and x["trace_id"] == m.trace_id
-                                 and x["reviewer"] == reviewer.name and not x["event_id"])
+                                 and x["reviewer"] == reviewer.name and not x["event_id"]
+                                 and not x.get("pair_trace_id"))
            for m in members}
 state = st.session_state.setdefault("_group", {})
-at = min(state.get(wanted, 0), len(members) - 1)
+sort = Sort.parse(st.query_params.get(SORT_PARAM))
+table = member_rows(view, members, judged=judged, answers=answers)
+order = ordered(table, sort)  # the table's, the cards' and the keys' next and previous
+at = state[wanted] if state.get(wanted, -1) in order else order[0]  # first: the table's top
+place = order.index(at)
+
+
+def partner(member: int, within: list[int]) -> int:
+    """The member a pair sets beside `member` first: the next in the order `within` (for the
+    last, the one before)."""
+    place_of = within.index(member)
+    return within[place_of + 1] if place_of + 1 < len(within) else within[max(0, place_of - 1)]
+
+
+def pick(member: int, within: list[int] | None = None) -> None:
+    """Make `member` the one being labelled; the pair to judge moves with it (the member and
+    the next in the table's order), as a reviewer who has read one compares it with the one
+    after."""
+    state[wanted] = member
+    st.session_state["pair_a"] = member
+    st.session_state["pair_b"] = partner(member, within or order)
+
+
+def move(to: int) -> None:
+    """Make the member at place `to` of the table's order the one being labelled."""
+    pick(order[max(0, min(to, len(order) - 1))])
+
+
+def keep_in_url(chosen: Sort) -> None:
+    """Keep the table's order in the URL (none for the order sampled), so a link keeps it."""
+    if chosen.sampled:
+        st.query_params.pop(SORT_PARAM, None)
+    else:
+        st.query_params[SORT_PARAM] = str(chosen)
+
+
+def sort_by(chosen: Sort) -> None:
+    """A heading clicked: the new order, and labelling starts again at its top (a reviewer
+    sorts to label, say, the highest trainer rewards first)."""
+    keep_in_url(chosen)
+    new = ordered(table, chosen)
+    pick(new[0], new)
+
+
+keep_in_url(sort)  # spelled as it reads back (`?sort=trainer` -> `trainer:desc`; nonsense: none)
+
 
 step = members[0].rollout_step
 rewards = [r.trainer_reward for r in members if r.trainer_reward is not None]
@@ -83,57 +132,61 @@ st.caption(f"step **{step if step is not None else 'not given'}** · {len(member
            f"step **{step}** · {len(members)} siblings")
 
 left, side = st.columns([2.0, 1.7], gap="medium")
-with left:  # one block of HTML: the prompt, the members' table, and a card per sibling
-    siblings(view, members, judged=judged, answers=answers, at=at)
+with left:  # the members' table (sortable), then one block of HTML: a card per sibling
+    members_table(table, prompt=view.prompt, sort=sort, at=at, key="group_members",
+                  on_sort=sort_by, on_pick=pick)
+    siblings(view, members, judged=judged, at=at, order=order)
 
 if reviewer is None:
     side.info(session.identify_first("label this group"))
     st.stop()
 
 
-def move(to: int) -> None:
-    state[wanted] = max(0, min(to, len(members) - 1))
-
-
 label_col, pair_col = side.container(), side.container(border=True)
 with label_col:
     current = workspace.library.trace(members[at].trace_id)  # read once per file version
-    st.markdown(f"#### Label member {at + 1} of {len(members)}")
+    st.markdown(f"#### Label member {at + 1} of {len(members)}" if sort.sampled else
+                f"#### Label member #{at + 1} · {place + 1} of {len(members)}")
+    if not sort.sampled:
+        st.caption(f"In the table's order: {sort.said()}.")
     nav = st.columns(3)
     nav[0].button("Back", key="group_previous",
-                  shortcut=keys.shortcut("group-previous"), on_click=move, args=(at - 1,),
-                  disabled=at == 0, icon=":material/skip_previous:",
+                  shortcut=keys.shortcut("group-previous"), on_click=move, args=(place - 1,),
+                  disabled=place == 0, icon=":material/skip_previous:",
                   help=f"The sibling before this one (key {keys.shortcut('group-previous')})")
     nav[1].button("Next", key="group_next", shortcut=keys.shortcut("group-next"),
-                  on_click=move, args=(at + 1,), disabled=at >= len(members) - 1,
+                  on_click=move, args=(place + 1,), disabled=place >= len(members) - 1,
                   icon=":material/skip_next:",
                   help=f"The next sibling (key {keys.shortcut('group-next')}); saving moves on "
                        "too")
     nav[2].page_link("app_pages/trace.py", label="Its trace",
                      query_params={"trace": current.trace_id}, icon=":material/account_tree:")
     whole = next((t for t in workspace.library.targets(current) if t.key == ""), None)
+    mine = workspace.labelling.answers(current.trace_id, reviewer.name)
     if whole is None:
         st.caption("The rubric asks nothing about a whole run.")
     else:
         def save(values: dict, comment: str, seconds: float) -> list[Label]:
             made = workspace.labelling.save_answers(current, whole, values, reviewer,
                                                     comment=comment, seconds_spent=seconds)
-            move(at + 1)
+            move(place + 1)
             return made
 
         target_form(current, analyze(current), workspace.rubric, whole,
                     key=f"group:{wanted}:{current.trace_id}", save=save,
-                    saved=workspace.labelling.answers(current.trace_id, reviewer.name).get("")
-                    or workspace.labelling.answers(current.trace_id, reviewer.name).get(None),
+                    saved=mine.get("") or mine.get(None),
                     save_label="Save, next")
 
 with pair_col:
     st.markdown("#### Which of two is better?")
     numbers = list(range(len(members)))
     a_col, b_col = st.columns(2)
-    a = a_col.selectbox("A", numbers, index=at, format_func=lambda i: f"#{i + 1}", key="pair_a")
-    b = b_col.selectbox("B", numbers, index=min(at + 1, len(members) - 1) if len(members) > 1
-                        else 0, format_func=lambda i: f"#{i + 1}", key="pair_b")
+    if st.session_state.get("_pair_group") != wanted or "pair_a" not in st.session_state:
+        # the pair starts at the member being labelled and the next (and moves with it)
+        st.session_state["_pair_group"] = wanted
+        st.session_state["pair_a"], st.session_state["pair_b"] = at, partner(at, order)
+    a = a_col.selectbox("A", numbers, format_func=lambda i: f"#{i + 1}", key="pair_a")
+    b = b_col.selectbox("B", numbers, format_func=lambda i: f"#{i + 1}", key="pair_b")
     reason = st.text_input("Why", key="pair_reason", placeholder="a few words: needed to save")
     given = workspace.labelling.judgement(members[a].trace_id, members[b].trace_id,
                                           reviewer.name) if a != b else None
@@ -152,6 +205,7 @@ with pair_col:
         better = "a tie" if chosen is None else \
             f"#{(a if chosen == members[a].trace_id else b) + 1} is better"
         st.session_state["_pair_said"] = ("success", f"Saved: {better}.")
+        st.session_state["pair_reason"] = ""  # the next pair's reason is its own
 
     verdicts = st.columns(3)
     verdicts[0].button("A better", key="pair_a_better", shortcut=keys.shortcut("pair-a"),
