@@ -11,7 +11,11 @@ and the keyboard's next and previous to match, from the group's cached view: not
 again. The sort is the page's `?sort=` (`Sort`), so a deep link keeps it.
 
 The browser side is `static/members_table.js`, a constant file: it builds every cell with
-`textContent` and `title`, so no trace text is ever HTML there.
+`textContent` and `title`, so no trace text is ever HTML there. A component's script comes
+last on a page opened in a new tab (Streamlit loads its code when first shown), so the same
+table is drawn first as plain HTML with the cards (`table_html`, every piece of trace text
+through `viz_app.text.html_text`), and hidden by the style sheet once the live one is on the
+page.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from urllib.parse import quote
 
 import streamlit as st
 
+from viz_app.text import html_text
 from viz_app.training import GroupView, RolloutRow
 
 SCRIPT = Path(__file__).resolve().parent / "static" / "members_table.js"
@@ -158,6 +163,45 @@ def table_data(found: Sequence[Member], *, prompt: str | None, sort: Sort, at: i
             "orders": orders, "sort": {"by": sort.by, "desc": sort.descending}, "at": at}
 
 
+def table_html(data: dict) -> str:
+    """The table `table_data` describes as plain HTML, as the live one first looks: drawn
+    with the cards' block, and hidden once the live table is on the page (`CSS`)."""
+    columns, rows, sort = data["columns"], data["rows"], data["sort"]
+    cols = "".join(f'<col style="width: {c["width"]}">' if c["width"] != "auto" else "<col>"
+                   for c in columns)
+    heads = []
+    for c in columns:
+        mine = c["key"] == sort["by"]
+        arrow = (" ▾" if sort["desc"] else " ▴") if mine else ""
+        aria = f' aria-sort="{"descending" if sort["desc"] else "ascending"}"' if mine else ""
+        heads.append(f'<th data-key="{c["key"]}"{" class=og-num" if c["numeric"] else ""}{aria}>'
+                     f'<button type="button" title="{html_text(c["tip"])}">'
+                     f'{html_text(c["name"])}{arrow}</button></th>')
+    body = []
+    for i in data["orders"][sort["by"]]["desc" if sort["desc"] else "asc"]:
+        row = rows[i]
+        cells = []
+        for c, (column, cell, title) in enumerate(zip(columns, row["cells"], row["titles"])):
+            tip = f' title="{html_text(title)}"' if title else ""
+            if c == 0:
+                cells.append(f'<td class="og-pick"><button type="button" title="Label member '
+                             f'#{row["n"]}">{html_text(cell)}</button></td>')
+            elif column["key"] == "trace":
+                cells.append(f'<td{tip}><a href="{html_text(row["link"])}">{html_text(cell)}'
+                             "</a></td>")
+            else:
+                cells.append(f'<td{" class=og-num" if column["numeric"] else ""}{tip}>'
+                             f"{html_text(cell)}</td>")
+        body.append(f'<tr data-member="{i}"{" class=og-at" if i == data["at"] else ""}>'
+                    f'{"".join(cells)}</tr>')
+    prompt = (f'<details><summary>The prompt</summary><div class="om-prompt">'
+              f'{html_text(data["prompt"])}</div></details>' if data["prompt"] else "")
+    return (f'<div class="orchviz-members og-static">{prompt}<table class="og-table">'
+            f'<colgroup>{cols}</colgroup><thead><tr>{"".join(heads)}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>'
+            f'<p class="om-hint">{html_text(data["hint"])}</p></div>')
+
+
 @cache
 def _script() -> str:
     return SCRIPT.read_text(encoding="utf-8")
@@ -193,19 +237,20 @@ CSS = """
   transparent); }
 .orchviz-members .og-table a { color: inherit; }
 .orchviz-members .om-hint { opacity: 0.6; margin: 0.3rem 0 0; font-size: 0.8rem; }
+body:has(.orchviz-members.om-live) .orchviz-members.og-static { display: none; }
 """
-"""The table's style sheet: colours from the text's (`currentColor`), so it reads in the light
-and the dark theme alike."""
+"""The table's style sheet (the live one's and the first drawn one's): colours from the text's
+(`currentColor`), so it reads in the light and the dark theme alike."""
 
 _mount = st.components.v2.component("orchviz.members_table", js=_script(), css=CSS,
                                     isolate_styles=False)
 
 
-def members_table(found: Sequence[Member], *, prompt: str | None, sort: Sort, at: int, key: str,
-                  on_sort: Callable[[Sort], None], on_pick: Callable[[int], None]) -> None:
-    """Draw the table under `key` (kept mounted from run to run). A heading clicked calls
-    `on_sort` with the new order, a member's number `on_pick` with its index, in the widget's
-    callback, before the page's next run draws anything."""
+def members_table(data: dict, *, key: str, on_sort: Callable[[Sort], None],
+                  on_pick: Callable[[int], None]) -> None:
+    """Draw the table `data` (`table_data`) describes under `key` (kept mounted from run to
+    run). A heading clicked calls `on_sort` with the new order, a member's number `on_pick`
+    with its index, in the widget's callback, before the page's next run draws anything."""
 
     def sorted_() -> None:
         said = st.session_state.get(key, {}).get("sort")
@@ -214,8 +259,8 @@ def members_table(found: Sequence[Member], *, prompt: str | None, sort: Sort, at
 
     def picked() -> None:
         said = st.session_state.get(key, {}).get("pick")
-        if isinstance(said, int) and 0 <= said < len(found):
+        if isinstance(said, int) and 0 <= said < len(data["rows"]):
             on_pick(said)
 
-    _mount(key=key, data=table_data(found, prompt=prompt, sort=sort, at=at),
-           height="content", on_sort_change=sorted_, on_pick_change=picked)
+    _mount(key=key, data=data, height="content", on_sort_change=sorted_,
+           on_pick_change=picked)

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from components.members import CSS as TABLE_CSS
 from viz_app.text import html_text
 from viz_app.training import GroupView, RolloutRow
 
-STYLE = """<style>
+STYLE = "<style>" + TABLE_CSS + """
 .orchviz-group { font-size: 0.875rem; line-height: 1.45; }
 .orchviz-group .og-rule { border-color: color-mix(in srgb, currentColor 16%, transparent); }
 .orchviz-group .og-caption { font-size: 0.875rem; opacity: 0.7; margin: 0.5rem 0 0.9rem; }
@@ -76,18 +77,18 @@ def _card(i: int, row: RolloutRow, view: GroupView, judged: Mapping[str, float],
 
 
 def siblings_html(view: GroupView, rows: Sequence[RolloutRow], *, judged: Mapping[str, float],
-                  at: int, order: Sequence[int] | None = None) -> str:
-    """The block: where they part, and a card per sibling. `rows` are the members' library
-    rows in the order of `view.siblings`, `judged` the reviewers' reward by trace id, `at` the
-    member being labelled (0-based), `order` the cards' order (the table's; default: as
-    sampled)."""
+                  at: int, order: Sequence[int] | None = None, table: str = "") -> str:
+    """The block: the members' table as first drawn (`table`, `components.members.table_html`),
+    where they part, and a card per sibling. `rows` are the members' library rows in the order
+    of `view.siblings`, `judged` the reviewers' reward by trace id, `at` the member being
+    labelled (0-based), `order` the cards' order (the table's; default: as sampled)."""
     shown = range(len(rows)) if order is None else order
     cards = "".join(_card(i, rows[i], view, judged, at) for i in shown)
-    return (f'{STYLE}<div class="orchviz-group">{_caption(view)}'
+    return (f'{STYLE}{table}<div class="orchviz-group">{_caption(view)}'
             f'<div class="og-grid">{cards}</div></div>')
 
 
 def siblings(view: GroupView, rows: Sequence[RolloutRow], *, judged: Mapping[str, float],
-             at: int, order: Sequence[int] | None = None) -> None:
+             at: int, order: Sequence[int] | None = None, table: str = "") -> None:
     """Draw the block `siblings_html` makes."""
-    st.html(siblings_html(view, rows, judged=judged, at=at, order=order))
+    st.html(siblings_html(view, rows, judged=judged, at=at, order=order, table=table))

@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -307,3 +306,25 @@ def test_a_pair_judged_is_no_answer_about_either_member(run_env):
         assert all(not a.value for a in at.text_area)
         at.button(key="group_next").click().run()
     assert [m["your answer"] for m in members_table(at)] == [""] * 3
+
+
+def test_the_reviewers_name_goes_along_from_a_rollouts_trace_to_its_group(run_env):
+    """Each page draws the Reviewer box, and on a switch of pages Streamlit dropped the value
+    the last page's box left: a reviewer who followed "Its group" from a trace arrived with an
+    empty box (and the browser forgot the name). The name goes along; a name typed anew still
+    wins."""
+    rows = run_env.library.update_index().rows
+    at = page("app_pages/trace.py", trace=rows[0].trace_id).run()
+    at.sidebar.text_input(key="_reviewer_box").input("ann").run()
+    for path in ("app_pages/group.py", "app_pages/trace.py", "app_pages/group.py"):
+        at.switch_page(path)
+        at.query_params["group"] = rows[0].rollout_group
+        at.query_params["trace"] = rows[0].trace_id
+        at.run()
+        assert not at.exception
+        assert at.sidebar.text_input(key="_reviewer_box").value == "ann"
+    assert any("Label member 1 of 3" in m.value for m in at.markdown)
+    at.sidebar.text_input(key="_reviewer_box").input("bob").run()
+    at.switch_page("app_pages/trace.py")
+    at.run()
+    assert at.sidebar.text_input(key="_reviewer_box").value == "bob"

@@ -29,7 +29,7 @@ function rootOf(parentElement, spec) {
     if (root && root.__names === names) return root;
     if (root) root.remove();
     root = document.createElement('div');
-    root.className = 'orchviz-members';
+    root.className = 'orchviz-members om-live';  // the first drawn table hides (CSS)
     root.__names = names;
     const details = document.createElement('details');
     const summary = document.createElement('summary');

@@ -392,9 +392,14 @@ def reviewer() -> Reviewer | None:
     _drop_link_identity()
     if sign_in_configured():
         return _signed_in_reviewer()
+    kept = st.session_state.get("reviewer")
     if "_reviewer_box" not in st.session_state:  # a new session, or a page without the box
-        st.session_state["_reviewer_box"] = st.session_state.get("reviewer") or \
-            _cookie_name() or ""
+        st.session_state["_reviewer_box"] = kept or _cookie_name() or ""
+    elif kept and st.session_state["_reviewer_box"] == kept:
+        # set again in this run: the box is drawn by each page, and on a switch of pages
+        # Streamlit drops the value a page's widget left (the box came back empty, and the
+        # browser's cookie was forgotten with it); a name the reviewer edits is theirs
+        st.session_state["_reviewer_box"] = kept
     box = st.sidebar.text_input("Reviewer", key="_reviewer_box", max_chars=REVIEWER_LENGTH,
                                 placeholder="your name",
                                 help="Recorded on every label you give; kept in this "

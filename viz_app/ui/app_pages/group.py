@@ -16,6 +16,7 @@ import streamlit as st
 from components import keys
 from components.annotation import target_form
 from components.members import Sort, member_rows, members_table, ordered
+from components.members import table_data, table_html
 from components.siblings import siblings
 from viz_app.analysis import analyze
 from viz_app.errors import LabelError, OrchvizError
@@ -132,10 +133,11 @@ st.caption(f"step **{step if step is not None else 'not given'}** · {len(member
            f"step **{step}** · {len(members)} siblings")
 
 left, side = st.columns([2.0, 1.7], gap="medium")
-with left:  # the members' table (sortable), then one block of HTML: a card per sibling
-    members_table(table, prompt=view.prompt, sort=sort, at=at, key="group_members",
-                  on_sort=sort_by, on_pick=pick)
-    siblings(view, members, judged=judged, at=at, order=order)
+with left:  # the members' table (sortable), then one block of HTML: the table as first drawn
+    # (hidden once the live one is there) and a card per sibling
+    shown = table_data(table, prompt=view.prompt, sort=sort, at=at)
+    members_table(shown, key="group_members", on_sort=sort_by, on_pick=pick)
+    siblings(view, members, judged=judged, at=at, order=order, table=table_html(shown))
 
 if reviewer is None:
     side.info(session.identify_first("label this group"))
@@ -149,7 +151,7 @@ with label_col:
                 f"#### Label member #{at + 1} · {place + 1} of {len(members)}")
     if not sort.sampled:
         st.caption(f"In the table's order: {sort.said()}.")
-    nav = st.columns(3)
+    nav = st.columns(3, vertical_alignment="center")
     nav[0].button("Back", key="group_previous",
                   shortcut=keys.shortcut("group-previous"), on_click=move, args=(place - 1,),
                   disabled=place == 0, icon=":material/skip_previous:",
