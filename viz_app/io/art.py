@@ -21,6 +21,7 @@ is the trainer's reward, the numeric `metrics` the trace's metrics.
 from __future__ import annotations
 
 from pathlib import PurePath
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -85,7 +86,7 @@ def import_art(source: Source, *, name: str | None = None,
     log = _log(label)
     traces: list[Trace] = []
     if data[:4] == PARQUET_MAGIC:
-        with paused_gc():
+        with paused_gc(keep=True):
             keys: dict[int, str] = {}
             for n, (group, index, trajectory, group_info) in enumerate(_parquet(data, label)):
                 key = keys.get(group)
@@ -94,7 +95,7 @@ def import_art(source: Source, *, name: str | None = None,
                 traces.append(_trace(trajectory, group_info, group, index, f"row {n + 1}", log,
                                      key))
     else:
-        with paused_gc():
+        with paused_gc(keep=True):
             for line, row in rollout_lines(data, label, first_line, on_error):
                 if not isinstance(row.get("trajectories"), list):
                     raise TraceError(label, f"line {line}", "is not an ART trajectory group "
@@ -135,33 +136,58 @@ def _parquet(data: bytes, label: str):
     import pyarrow.parquet as pq
 
     try:
-        names = pq.read_schema(pa.BufferReader(data)).names
+        log = pq.ParquetFile(pa.BufferReader(data))
+        names = log.schema_arrow.names
         if "group_index" not in names:
             raise TraceError(label, "", "is a Parquet file but not an ART trajectory log (no "
                              "group_index column)")
+        if "trajectory_json" not in names:  # format 1: the flattened columns are the rows
+            yield from _rows(iter(log.read().to_pylist()), None, label)
+            return
         # format 2 keeps each trajectory whole as JSON: its flattened columns (the messages,
-        # above all) are then not read at all
-        narrow = "trajectory_json" in names
-        table = pq.read_table(pa.BufferReader(data), columns=[
-            n for n in names if n in WHOLE_COLUMNS] if narrow else None)
+        # above all) are not read, and the rows are read a batch at a time, so only a batch
+        # of the log is ever held decompressed (the whole table at once took as much memory
+        # again as the traces, and the kernel's time to hand it over as much as the reading)
+        batches = log.iter_batches(batch_size=ROWS_AT_ONCE,
+                                   columns=[n for n in names if n in WHOLE_COLUMNS])
+        yield from _rows(_format2_rows(batches), data, label)
     except (pa.ArrowException, OSError) as err:
         raise TraceError(label, "", f"is not a Parquet file orchviz can read ({err})") from None
+
+
+def _format2_rows(batches) -> Iterator[dict[str, Any]]:
+    """The rows of format 2's batches: each column as Python values a batch at a time, the
+    whole trajectory's JSON as bytes (Arrow's strings as they lie, not decoded into Python
+    text only to be parsed)."""
+    import pyarrow as pa
+
+    for batch in batches:
+        names = batch.schema.names
+        columns = [batch.column(i).cast(pa.binary()) if name == "trajectory_json"
+                   else batch.column(i) for i, name in enumerate(names)]
+        for values in zip(*(column.to_pylist() for column in columns)):
+            yield dict(zip(names, values))
+
+
+def _rows(rows: Iterator[dict[str, Any]], data: bytes | None, label: str):
+    """`_parquet`'s items from the log's rows (`data`: the log, whose every column is read for
+    a row of format 2 without its whole trajectory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     seen: dict[int, int] = {}
     groups: dict[str, dict[str, Any]] = {}
-    every: list[dict[str, Any]] | None = None if narrow else table.to_pylist()
-    # format 2's rows as Python values a batch at a time: its JSON text is not all held twice
-    rows = every if every is not None else (
-        row for batch in table.to_batches(max_chunksize=ROWS_AT_ONCE)
-        for row in batch.to_pylist())
+    every: list[dict[str, Any]] | None = None
     for n, row in enumerate(rows):
         group = row.get("group_index") or 0
         whole = _json(row.get("trajectory_json"))
         if isinstance(whole, dict):
             trajectory = whole
         else:
-            if every is None:  # a row without its whole trajectory: every column read now
-                every = pq.read_table(pa.BufferReader(data)).to_pylist()
-            row = every[n]
+            if data is not None:  # a row without its whole trajectory: every column read now
+                if every is None:
+                    every = pq.read_table(pa.BufferReader(data)).to_pylist()
+                row = every[n]
             if row.get("reward") is None and row.get("messages") is None:
                 continue  # a group sentinel: the group kept no trajectory
             trajectory = {"reward": row.get("reward"), "metrics": _json(row.get("metrics")),

@@ -59,7 +59,7 @@ def import_rllm(source: Source, *, name: str | None = None) -> list[Trace]:
     """One trace per rLLM episode."""
     data, label = read_source(source, name)
     traces = []
-    with paused_gc():
+    with paused_gc(keep=True):
         _read(data, label, traces)
     if not traces:
         raise TraceError(label, "", "holds no rLLM episodes")

@@ -185,46 +185,43 @@ def rollout_lines(data: bytes, label: str, first_line: int = 1,
     numbered from `first_line` (the bytes may be the part a trainer added since a line was
     read). A line that is not a JSON object is refused naming it: raised, or with `on_error`
     told to it and left out, the other lines read; so is an object without the keys `needs`
-    (saying it is not `kind`). The cyclic garbage collector waits while the
-    lines become traces: it would scan them again and again for cycles they lack."""
-    with paused_gc():
-        for found in _lines(data, label, first_line):
-            if not isinstance(found, TraceError) and any(k not in found[1] for k in needs):
-                found = TraceError(label, f"line {found[0]}",
-                                   f"is not {kind} (no {' and '.join(needs)})")
-            if isinstance(found, TraceError):
-                if on_error is None:
-                    raise found
-                on_error(found)
+    (saying it is not `kind`). The cyclic garbage collector waits while the lines become
+    traces (it would scan them again and again for cycles they lack), and the traces made
+    join its oldest generation unscanned (`paused_gc(keep=True)`)."""
+    wanted = frozenset(needs)
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    with paused_gc(keep=True):
+        body, _pending = complete_lines(data)
+        number_, start, size = first_line - 1, 0, len(body)
+        find = body.find
+        view = memoryview(body)  # each line parsed where it lies: no copy of it (nor of its strip)
+        while start < size:
+            end = find(b"\n", start)
+            if end < 0:
+                end = size
+            number_ += 1
+            line = view[start:end]
+            start = end + 1
+            try:
+                value = loads(line)
+            except decode_error as err:
+                if not bytes(line).strip():
+                    continue  # a blank line holds no rollout
+                problem = TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a "
+                                     "rollout file holds one JSON object a line")
             else:
-                yield found
-
-
-def _lines(data: bytes, label: str,
-           first_line: int) -> Iterator[tuple[int, dict[str, Any]] | TraceError]:
-    body, _pending = complete_lines(data)
-    number_, start, size = first_line - 1, 0, len(body)
-    view = memoryview(body)  # each line parsed where it lies: no copy of it (nor of its strip)
-    while start < size:
-        end = body.find(b"\n", start)
-        if end < 0:
-            end = size
-        number_ += 1
-        line = view[start:end]
-        start = end + 1
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as err:
-            if not bytes(line).strip():
-                continue  # a blank line holds no rollout
-            yield TraceError(label, f"line {number_}", f"is not JSON ({err.msg}); a rollout "
-                             "file holds one JSON object a line")
-            continue
-        if not isinstance(value, dict):
-            yield TraceError(label, f"line {number_}", "is not a JSON object; a rollout file "
-                             "holds one rollout (an object) a line")
-            continue
-        yield number_, value
+                if value.__class__ is dict:  # what orjson gives for an object
+                    if not wanted or value.keys() >= wanted:
+                        yield number_, value
+                        continue
+                    problem = TraceError(label, f"line {number_}",
+                                         f"is not {kind} (no {' and '.join(needs)})")
+                else:
+                    problem = TraceError(label, f"line {number_}", "is not a JSON object; a "
+                                         "rollout file holds one rollout (an object) a line")
+            if on_error is None:
+                raise problem
+            on_error(problem)
 
 
 def pending_note(data: bytes, label: str) -> TraceWarning | None:
@@ -542,24 +539,29 @@ def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
     are other keys of the two events. The same trace a `Chat` builds, built straight into its
     structs: a reader of 100,000 rollouts spends little more than their parse (`Chat` stays
     for conversations)."""
-    events = []
-    t = 0.0
     if prompt:
         first = {**head, ROLLOUT_KEY: rollout} if head else {ROLLOUT_KEY: rollout}
-        events.append(Event(id="e1", t=0.0, type="human_intervention", agent=agent,
-                            from_="user", content=prompt,
-                            other={**first, **asked} if asked else first))
+        if asked:
+            first.update(asked)
+        other = {**_GENERATION, **said} if said else _GENERATION
+        events = [Event(id="e1", t=0.0, type="human_intervention", agent=agent, from_="user",
+                        content=prompt, other=first),
+                  Event(id="e2", t=1.0, type="message", agent=agent, content=response,
+                        other=other) if tokens is None else
+                  Event(id="e2", t=1.0, type="message", agent=agent, content=response,
+                        tokens_=tokens, other=other),
+                  Event(id="e3", t=1.0, type="orchestrator_decision", agent=agent,
+                        decision_="stop", content="rollout ended", other=_STOPPED)]
         t = 1.0
-    other = {**_GENERATION, **said} if said else _GENERATION
-    if not events:
-        other = {**other, **(head or {}), ROLLOUT_KEY: rollout}
-    n = len(events)
-    events.append(Event(id=f"e{n + 1}", t=t, type="message", agent=agent, content=response,
-                        tokens_=tokens, other=other) if tokens is not None else
-                  Event(id=f"e{n + 1}", t=t, type="message", agent=agent, content=response,
-                        other=other))
-    events.append(Event(id=f"e{n + 2}", t=t, type="orchestrator_decision", agent=agent,
-                        decision_="stop", content="rollout ended", other=_STOPPED))
+    else:  # no prompt: the generation is the first event, and keeps the rollout
+        other = {**_GENERATION, **(said or {}), **(head or {}), ROLLOUT_KEY: rollout}
+        events = [Event(id="e1", t=0.0, type="message", agent=agent, content=response,
+                        other=other) if tokens is None else
+                  Event(id="e1", t=0.0, type="message", agent=agent, content=response,
+                        tokens_=tokens, other=other),
+                  Event(id="e2", t=0.0, type="orchestrator_decision", agent=agent,
+                        decision_="stop", content="rollout ended", other=_STOPPED)]
+        t = 0.0
     trace = Trace(trace_id=trace_id, task_id=task_id, system=system, events=events, edges=[],
                   rewards=rewards, costs_={"tokens": tokens or 0.0, "wall_clock_s": t,
                                            "tool_calls": 0.0, "messages": 1.0},
