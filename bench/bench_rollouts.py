@@ -224,7 +224,8 @@ def _bare_parquet(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    batches = pq.ParquetFile(path).iter_batches(batch_size=1024, columns=["trajectory_json"])
+    batches = pq.ParquetFile(path).iter_batches(batch_size=1024, columns=["trajectory_json"],
+                                                use_threads=False)
     for batch in batches:
         for text in batch.column(0).cast(pa.binary()).to_pylist():
             orjson.loads(text)

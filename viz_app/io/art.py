@@ -20,8 +20,9 @@ is the trainer's reward, the numeric `metrics` the trace's metrics.
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 import orjson
@@ -29,8 +30,8 @@ import orjson
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (POLICY, ROLLOUT_KEY, STOPPED, TRAINER_REWARD, Chat, OnError,
-                                 as_text, generation, group_id, number, pending_note,
+from viz_app.io.rollouts import (POLICY, POLICY_STOP, ROLLOUT_KEY, TRAINER_REWARD, Chat,
+                                 OnError, as_text, generation, group_id, number, pending_note,
                                  prompt_key, rollout_lines, step_in_name, with_note)
 from viz_app.model import Event, Trace, paused_gc
 
@@ -121,7 +122,7 @@ sentinel, or a trajectory kept only flattened) has every column read."""
 
 
 def _json(value: Any) -> Any:
-    if isinstance(value, (str, bytes)) and value:
+    if isinstance(value, (str, bytes, memoryview)) and value:
         try:
             return orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -147,8 +148,9 @@ def _parquet(data: bytes, label: str):
         # format 2 keeps each trajectory whole as JSON: its flattened columns (the messages,
         # above all) are not read, and the rows are read a batch at a time, so only a batch
         # of the log is ever held decompressed (the whole table at once took as much memory
-        # again as the traces, and the kernel's time to hand it over as much as the reading)
-        batches = log.iter_batches(batch_size=ROWS_AT_ONCE,
+        # again as the traces, and the kernel's time to hand it over as much as the reading);
+        # in this thread: Arrow's threads took more CPU for a column a batch than they saved
+        batches = log.iter_batches(batch_size=ROWS_AT_ONCE, use_threads=False,
                                    columns=[n for n in names if n in WHOLE_COLUMNS])
         yield from _rows(_format2_rows(batches), data, label)
     except (pa.ArrowException, OSError) as err:
@@ -157,16 +159,35 @@ def _parquet(data: bytes, label: str):
 
 def _format2_rows(batches) -> Iterator[dict[str, Any]]:
     """The rows of format 2's batches: each column as Python values a batch at a time, the
-    whole trajectory's JSON as bytes (Arrow's strings as they lie, not decoded into Python
-    text only to be parsed)."""
-    import pyarrow as pa
-
+    whole trajectory's JSON as a view of Arrow's buffer where it lies (`_texts`)."""
     for batch in batches:
         names = batch.schema.names
-        columns = [batch.column(i).cast(pa.binary()) if name == "trajectory_json"
-                   else batch.column(i) for i, name in enumerate(names)]
-        for values in zip(*(column.to_pylist() for column in columns)):
+        columns = [_texts(column) if name == "trajectory_json" else column.to_pylist()
+                   for name, column in zip(names, batch.columns)]
+        for values in zip(*columns):
             yield dict(zip(names, values))
+
+
+def _texts(column) -> list[Any]:
+    """The values of a column of text as views of Arrow's buffer (memoryviews: not copied, nor
+    decoded into Python text only to be parsed); Python values where a value is missing or
+    the column is of another type."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = column.type
+    if column.null_count or not (pa.types.is_string(kind) or pa.types.is_binary(kind)
+                                 or pa.types.is_large_string(kind)
+                                 or pa.types.is_large_binary(kind)):
+        return column.to_pylist()
+    _valid, offsets, body = column.buffers()
+    if body is None or not len(column):
+        return column.to_pylist()
+    wide = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
+    ends = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)[
+        column.offset:column.offset + len(column) + 1].tolist()
+    view = memoryview(body)
+    return [view[start:end] for start, end in pairwise(ends)]
 
 
 def _rows(rows: Iterator[dict[str, Any]], data: bytes | None, label: str):
@@ -234,21 +255,12 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
         if metrics.__class__ is dict else None
     messages = trajectory.get("messages_and_choices") or []
     histories = trajectory.get("additional_histories")
-    tools = trajectory.get("tools")
-    group_metadata = group_info.get("metadata") if group_info else None
-    first = {"art_metadata": metadata or None, "art_logs": trajectory.get("logs") or None,
-             "tools": [t.get("function", t).get("name") for t in tools
-                       if isinstance(t, dict) and isinstance(t.get("function", t), dict)] or None
-             if isinstance(tools, list) else None,
-             "group_metadata": group_metadata or None}
     trace_id = f"{log.prefix}/g{group}/t{index}"
     exchange = None if histories else _exchange(messages)
     if exchange is not None:  # most trajectories: the trace a Chat builds, built straight
         system, prompt, answer, finish = exchange
-        head = {"system_prompt": system} if system else {}
-        for name, value in first.items():
-            if value is not None:
-                head[name] = value
+        head = _first_keys(trajectory, metadata, group_info,
+                           {"system_prompt": system} if system else {})
         head[ROLLOUT_KEY] = rollout
         scenario = metadata.get("scenario_id")
         trace = Trace(
@@ -258,8 +270,7 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
                       content=prompt, other=head),
                 Event(id="e2", t=1.0, type="message", agent=POLICY, content=answer,
                       other=generation(True, finish)),
-                Event(id="e3", t=1.0, type="orchestrator_decision", agent=POLICY,
-                      decision_="stop", content="rollout ended", other=STOPPED)],
+                POLICY_STOP],
             edges=[], rewards=rewards, costs_={"tokens": 0.0, "wall_clock_s": 1.0,
                                                "tool_calls": 0.0, "messages": 1.0},
             metrics=metrics or None)
@@ -276,7 +287,28 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
     return chat.trace(label=log.label, source_format=NAME, trace_id=trace_id,
                       task_id=str(metadata.get("scenario_id") or f"prompt-{prompt_key(opening)}"),
                       rollout=rollout, rewards=rewards, system=log.model or "art",
-                      metrics=metrics, first=first)
+                      metrics=metrics, first=_first_keys(trajectory, metadata, group_info, {}))
+
+
+def _first_keys(trajectory: dict[str, Any], metadata: dict[str, Any], group_info: Any,
+                keys: dict[str, Any]) -> dict[str, Any]:
+    """`keys` given what a trajectory's first event keeps beside its rollout, those it has:
+    its metadata, logs, the names of its tools, its group's metadata."""
+    if metadata:
+        keys["art_metadata"] = metadata
+    logs = trajectory.get("logs")
+    if logs:
+        keys["art_logs"] = logs
+    tools = trajectory.get("tools")
+    if isinstance(tools, list):
+        names = [t.get("function", t).get("name") for t in tools
+                 if isinstance(t, dict) and isinstance(t.get("function", t), dict)]
+        if names:
+            keys["tools"] = names
+    group_metadata = group_info.get("metadata") if group_info else None
+    if group_metadata:
+        keys["group_metadata"] = group_metadata
+    return keys
 
 
 def _exchange(messages: Any) -> tuple[str, str, str, str | None] | None:

@@ -108,9 +108,11 @@ def _trace(row: dict[str, Any], line: int, label: str, where: str, split: str,
     logprobs, reference = _total(row.get("logprobs")), _total(row.get("ref_logprobs"))
     if logprobs is not None and reference is not None:
         metrics["kl"] = logprobs - reference  # the summed log-ratio: sum(lp) - sum(ref lp)
-    said = {k: v for k, v in (("reference_response", as_text(row.get("ref_response"))),
-                              ("reference_reward", number(row.get("ref_reward"))))
-            if v is not None}
+    said: dict[str, Any] = {}
+    if row.get("ref_response") is not None:
+        said["reference_response"] = as_text(row["ref_response"])
+    if (reference_reward := number(row.get("ref_reward"))) is not None:
+        said["reference_reward"] = reference_reward
     truth = row.get("ground_truth")
     tokens = row.get("response_tokens")
     response = row["response"]

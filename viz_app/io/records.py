@@ -36,18 +36,20 @@ def json_lines(data: bytes, label: str, first_line: int = 1,
     (whose first line is not JSON on its own) as one document rather than JSON Lines."""
     number, size = first_line - 1, len(data)
     seen = False
+    view = memoryview(data)  # each line parsed where it lies: no copy of it (nor of its strip)
     while start < size:
         end = data.find(b"\n", start)
         if end < 0:
             end = size
         number += 1
-        line = data[start:end]
+        line = view[start:end]
         start = end + 1
-        if not line.strip():
-            continue
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
+            line = bytes(line)
+            if not line.strip():
+                continue  # a blank line holds no value (told by the parse failing, then checked)
             if not seen and first_line == 1 and _one_document(data):
                 raise TraceError(label, f"line {number}", "is one JSON document spread over "
                                  "several lines, not JSON Lines (one JSON value a line): it is "

@@ -25,7 +25,7 @@ from typing import Any
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import each_json_value, first_value
-from viz_app.io.rollouts import (TRAINER_REWARD, Chat, as_text, content_text, group_id, number,
+from viz_app.io.rollouts import (TRAINER_REWARD, Chat, as_text, content_text, number,
                                  prompt_key, text_trace)
 from viz_app.model import Trace, paused_gc
 
@@ -99,26 +99,31 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
                 step = None
     trajectories = [t for t in episode["trajectories"] if t.__class__ is dict]
     names = _names(trajectories)
-    versions = [s.get("weight_version") for t in trajectories for s in t.get("steps") or []
-                if s.__class__ is dict and s.get("weight_version").__class__ is int]
-    rollout: dict[str, Any] = {"trainer": NAME, "group": group_id(step, task_id)}
-    if step is not None:  # as `rollouts.rollout_dict` keeps it
+    newest = _newest_weights(trajectories)
+    rollout: dict[str, Any] = {"trainer": NAME,
+                               "group": f"{'-' if step is None else step}:{task_id}"}
+    if step is not None:  # as `rollouts.rollout_dict` keeps it (the group as `group_id`)
         rollout["step"] = step
     if rollout_idx.isdigit():
         rollout["index"] = int(rollout_idx)
     rollout["rollout_id"] = episode_id
-    if versions:
-        rollout["checkpoint"] = f"weights v{max(versions)}"
+    if newest is not None:
+        rollout["checkpoint"] = f"weights v{newest}"
     split = episode.get("session_type")
     if split is not None:
-        rollout["split"] = as_text(split)
+        rollout["split"] = split if split.__class__ is str else as_text(split)
     rollout["source"] = place
-    head = {k: v for k, v in (("termination_reason",
-                                 as_text(episode.get("termination_reason")) or None),
-                                ("episode_info", info or None)) if v is not None}
+    head: dict[str, Any] = {}
+    reason = episode.get("termination_reason")
+    if reason is not None:
+        reason = reason if reason.__class__ is str else as_text(reason)
+        if reason:
+            head["termination_reason"] = reason
+    if info:
+        head["episode_info"] = info
     metrics = episode.get("metrics")
     metrics = {k: found for k, v in metrics.items() if (found := number(v)) is not None} \
-        if metrics.__class__ is dict else {}
+        if metrics.__class__ is dict and metrics else {}
     correct = episode.get("is_correct")
     if correct.__class__ is bool:
         metrics["task_success"] = 1.0 if correct else 0.0
@@ -152,6 +157,23 @@ def _trace(episode: dict[str, Any], place: str, label: str, system: str) -> Trac
     return chat.trace(label=label, source_format=NAME, trace_id=trace_id, task_id=task_id,
                       rollout=rollout, rewards=_rewards(trajectories, names), system=system,
                       metrics=metrics, first=head)
+
+
+def _newest_weights(trajectories: list[dict[str, Any]]) -> int | None:
+    """The highest `weight_version` the steps of an episode say (None when none says one)."""
+    newest = None
+    for trajectory in trajectories:
+        steps = trajectory.get("steps")
+        if steps.__class__ is not list:
+            if not steps:
+                continue
+            steps = list(steps)
+        for step in steps:
+            if step.__class__ is dict:
+                version = step.get("weight_version")
+                if version.__class__ is int and (newest is None or version > newest):
+                    newest = version
+    return newest
 
 
 def _one_turn(trajectories: list[dict[str, Any]]

@@ -98,13 +98,6 @@ def number(value: Any) -> float | None:
     return None
 
 
-def reward_parts(values: dict[str, Any], skip: Iterable[str]) -> dict[str, float]:
-    """The numeric parts a reward function reported beside its score, as `trainer.<name>`."""
-    left_out = set(skip)
-    return {f"{TRAINER_REWARD}.{key}": found for key, value in values.items()
-            if key not in left_out and (found := number(value)) is not None}
-
-
 def group_id(*parts: object) -> str:
     """A group's id from its parts (split, step, prompt key): `-` stands for one not known."""
     return ":".join("-" if p is None else str(p) for p in parts)
@@ -525,6 +518,11 @@ event's `other` is never changed in place)."""
 _GENERATION = {"kind": "generation"}
 _STOPPED = STOPPED = {"inferred_by": "importer"}
 """The `other` of the policy's inferred stop (shared: never changed in place)."""
+POLICY_STOP = Event(id="e3", t=1.0, type="orchestrator_decision", agent=POLICY, decision_="stop",
+                    content="rollout ended", other=_STOPPED)
+"""The policy's inferred stop as the third event of a rollout of one exchange (a prompt and
+its response): one struct shared by every such trace, as strings are (an event is frozen, and
+this one's `other` is never changed in place)."""
 
 
 def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
@@ -550,6 +548,7 @@ def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
                         other=other) if tokens is None else
                   Event(id="e2", t=1.0, type="message", agent=agent, content=response,
                         tokens_=tokens, other=other),
+                  POLICY_STOP if agent == POLICY else
                   Event(id="e3", t=1.0, type="orchestrator_decision", agent=agent,
                         decision_="stop", content="rollout ended", other=_STOPPED)]
         t = 1.0

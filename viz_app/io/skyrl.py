@@ -89,25 +89,48 @@ def _reward(value: Any) -> float | None:
 
 def _train_trace(row: dict[str, Any], line: int, label: str, run: str,
                  file_step: int | None, keys: PromptKeys) -> Trace:
-    prompt = as_text(row.get("prompt")) or ""
-    step = row["step"] if row.get("step").__class__ is int else file_step
+    prompt = row.get("prompt")
+    if prompt.__class__ is not str:
+        prompt = as_text(prompt) or ""
+    step = row.get("step")
+    if step.__class__ is not int:
+        step = file_step
     key = keys[prompt]
-    rollout = Rollout(trainer=NAME, step=step, group=group_id("train", step, key), index=line - 1,
-                      split="train", source=f"line {line}")
+    # as `Rollout.to_dict` gives it, built straight (the struct and its conversion were a
+    # tenth of the reading)
+    rollout: dict[str, Any] = {"trainer": NAME, "group": f"train:{_step_text(step)}:{key}"}
+    if step is not None:
+        rollout["step"] = step
+    rollout["index"] = line - 1
+    rollout["split"] = "train"
+    rollout["source"] = f"line {line}"
     rewards = {} if (reward := _reward(row.get("reward"))) is None else {TRAINER_REWARD: reward}
     where = f"{run}/" if run else ""
-    system = as_text(row.get("env_key")) or "skyrl"
+    env_key = row.get("env_key")
+    system = (env_key if env_key.__class__ is str else as_text(env_key)) or "skyrl"
     if not row.get("closing_turn"):  # a prompt and a response: straight into the structs
-        said = {k: v for k, v in (("stop_reason", as_text(row.get("stop_reason"))),
-                                  ("turns", number(row.get("turns"))),
-                                  ("image_paths", row.get("image_paths"))) if v is not None}
+        said: dict[str, Any] = {}
+        stop = row.get("stop_reason")
+        if stop is not None:
+            said["stop_reason"] = stop if stop.__class__ is str else as_text(stop)
+        turns = number(row.get("turns"))
+        if turns is not None:
+            said["turns"] = turns
+        if row.get("image_paths") is not None:
+            said["image_paths"] = row["image_paths"]
+        asked: dict[str, Any] = {}
+        for name in ("env_key", "data_source"):
+            value = row.get(name)
+            if value is not None:
+                asked[name] = value if value.__class__ is str else as_text(value)
+        text = row.get("text")
         return text_trace(
             label=label, source_format=NAME, trace_id=f"skyrl/{where}{step}/{line - 1}",
-            task_id=f"prompt-{key}", rollout=rollout.to_dict(), rewards=rewards,
-            system=system, prompt=prompt, response=as_text(row.get("text")) or "",
-            asked={k: as_text(row[k]) for k in ("env_key", "data_source")
-                   if row.get(k) is not None} or None,
-            said=said or None, tokens=number(row.get("tokens")))
+            task_id=f"prompt-{key}", rollout=rollout, rewards=rewards, system=system,
+            prompt=prompt, response=(text if text.__class__ is str else as_text(text)) or "",
+            asked=asked or None, said=said or None, tokens=number(row.get("tokens")))
+    rollout_ = Rollout(trainer=NAME, step=step, group=rollout["group"], index=line - 1,
+                       split="train", source=f"line {line}")
     chat = Chat()
     asked = chat.prompt(prompt)
     if asked is not None:
@@ -122,7 +145,12 @@ def _train_trace(row: dict[str, Any], line: int, label: str, run: str,
         chat.link(said, chat.events[-1], "causal")
         chat.next_turn()
     return chat.trace(label=label, source_format=NAME, trace_id=f"skyrl/{where}{step}/{line - 1}",
-                      task_id=f"prompt-{key}", rollout=rollout, rewards=rewards, system=system)
+                      task_id=f"prompt-{key}", rollout=rollout_, rewards=rewards, system=system)
+
+
+def _step_text(step: int | None) -> str:
+    """A step as a group id says it (`group_id`): `-` when not known."""
+    return "-" if step is None else str(step)
 
 
 def _eval_trace(row: dict[str, Any], line: int, label: str, run: str,

@@ -77,14 +77,19 @@ def _trace(row: dict[str, Any], line: int, label: str, where: str, split: str,
         request = as_text(request)
     rewards: dict[str, float] = {}
     extras: dict[str, Any] = {}
-    for name_, value in row.items():
+    for name_, value in row.items():  # the reward function's extra infos
         if name_ in OWN:
             continue
         kind = value.__class__
-        if (kind is float or kind is int) and value == value and value not in _INFINITE:
-            rewards[f"{TRAINER_REWARD}.{name_}"] = float(value)
+        if kind is float:
+            if value - value == 0.0:  # finite (infinity less itself is not a number)
+                rewards[_PARTS[name_]] = value
+            else:
+                extras[name_] = value
+        elif kind is int:
+            rewards[_PARTS[name_]] = float(value)
         elif kind is bool:
-            rewards[f"{TRAINER_REWARD}.{name_}"] = 1.0 if value else 0.0
+            rewards[_PARTS[name_]] = 1.0 if value else 0.0
         else:
             extras[name_] = value
     score = number(row.get("score"))
@@ -102,8 +107,20 @@ def _trace(row: dict[str, Any], line: int, label: str, where: str, split: str,
         label=label, source_format=NAME, trace_id=request or f"{where}{step}/{line - 1}",
         task_id=f"prompt-{key}", rewards=rewards, system="verl", rollout=rollout,
         prompt=prompt, response=output if output.__class__ is str else as_text(output) or "",
-        asked={"ground_truth": as_text(gts)} if gts is not None else None,
+        asked=None if gts is None else {
+            "ground_truth": gts if gts.__class__ is str else as_text(gts)},
         said={"reward_extra_info": extras} if extras else None)
 
 
-_INFINITE = (float("inf"), float("-inf"))
+class _PartKeys(dict):
+    """An extra info's name -> its key among the rewards, `trainer.<name>`, made once a name
+    (a reward function reports a few; past 256 names they are made each time, not kept)."""
+
+    def __missing__(self, name: str) -> str:
+        found = f"{TRAINER_REWARD}.{name}"
+        if len(self) < 256:
+            self[name] = found
+        return found
+
+
+_PARTS = _PartKeys()
