@@ -270,3 +270,41 @@ def test_pool_follow_waits_for_a_rollout_written_after_its_spans(tmp_path):
         assert (added in done.stdout) if added else done.stdout == "", done.stdout
     (spans,) = pooled(alone).values()
     assert spans == read(folder / "spans.json")[0].to_dict()
+
+
+def test_a_rollout_labelled_before_its_spans_come_keeps_its_trace_and_its_labels(tmp_path):
+    """A following library lists a rollout alone while its spans are not written yet, and a
+    reviewer labels it. When the spans come, joining would take the rollout's trace out of the
+    library (the joined trace has the spans' id and events): so the rollout stays listed as it
+    was, with its label (so would a bookmark on it), and the spans are
+    listed apart, saying which trace holds their rollout. Nothing saved: joined as ever."""
+    import shutil
+
+    from factories import make_workspace
+
+    folder = JOINED / "otlp_rollout_attribute"
+    run = tmp_path / "run"
+    shutil.copytree(folder / "rollout_data", run / "rollout_data")
+    ws = make_workspace(tmp_path, [run])
+    ws.library.update_index()
+    rollout = ws.library.trace("req-7f3a")
+    saved = ws.labelling.save(rollout, "task_outcome", "success", "ann")
+    shutil.copy(folder / "spans.json", run / "spans.json")
+    rows = {r.trace_id: r for r in ws.library.update_index().rows}
+    (spans_id,) = set(rows) - {"req-7f3a", "req-7f3b"}
+    assert ws.library.trace("req-7f3a").sha256 == rollout.sha256  # as it was labelled
+    assert [label.label_id for label in ws.labelling.current("req-7f3a")] == [saved.label_id]
+    assert rows["req-7f3a"].rollout_step == 3 and rows[spans_id].rollout_step is None
+    apart = ws.library.trace(spans_id)
+    (note,) = [w for w in apart.reader_warnings if w.code == "rollout_labelled_apart"]
+    assert "names rollout req-7f3a, listed apart as its own trace req-7f3a" in note.message
+    assert apart.to_dict() == read(folder / "spans.json")[0].to_dict()  # the spans, alone
+
+    other = tmp_path / "other"  # the same run, nothing saved on its rollouts: joined
+    shutil.copytree(folder / "rollout_data", other / "rollout_data")
+    (tmp_path / "ws2").mkdir()
+    ws2 = make_workspace(tmp_path / "ws2", [other])
+    ws2.library.update_index()
+    shutil.copy(folder / "spans.json", other / "spans.json")
+    assert sorted(r.trace_id for r in ws2.library.update_index().rows) == sorted(
+        imported(folder))

@@ -727,35 +727,6 @@ def elsewhere_noted(spans: Trace, rollout_id: str, first: str) -> Trace:
         f"with the spans of trace {first}"))
 
 
-class Joined(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What the join made of an indexed trace (an index keeps it as JSON beside its row): a span
-    trace's rollout (its file, position and version: `path`, `position`, `sha256`), the earlier
-    span trace that took in the rollout it names (`elsewhere`), or, for a rollout, the span
-    trace it was taken into (`into`)."""
-
-    path: str | None = None
-    position: int | None = None
-    sha256: str | None = None
-    elsewhere: str | None = None
-    rollout: str | None = None
-    """With `elsewhere`: the id of the rollout it names."""
-    into: str | None = None
-
-
-def joined_read(spans: Trace, joined: Joined | None,
-                read: Callable[[str, int], Trace]) -> Trace:
-    """The trace the library lists for a span trace, as the join made it: joined with the
-    rollout it took in (`read(path, position)` reads that rollout), noted when another span
-    trace took it in, else the span trace as it is."""
-    if joined is None:
-        return spans
-    if joined.path is not None and joined.position is not None:
-        return joined_trace(spans, read(joined.path, joined.position))
-    if joined.elsewhere is not None:
-        return elsewhere_noted(spans, joined.rollout or "", joined.elsewhere)
-    return spans
-
-
 def span_rollout_ids(trace: Trace) -> list[str]:
     """The rollout ids a span trace names: the one its spans' attributes named (kept on its
     first event by the span readers), then its trace id (an Agent Lightning trace is named by

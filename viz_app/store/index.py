@@ -34,12 +34,13 @@ from sqlalchemy import Connection, Engine, bindparam, delete, intersect, select
 from viz_app.errors import OrchvizError, TraceError
 from viz_app.io.detect import library_files, read_any, read_at
 from viz_app.io.follow import Tail, read_file, read_more
-from viz_app.io.rollouts import Joined, JoinKeys, join_keys, joined_read, plan_join
+from viz_app.io.rollouts import (JoinKeys, JoinPlan, elsewhere_noted, join_keys, joined_trace,
+                                 plan_join)
 from viz_app.labels import Rubric
-from viz_app.model import Trace
+from viz_app.model import Trace, TraceWarning
 from viz_app.search import exact, index_words, matches, prefix_range, word_parts, words
+from viz_app.store.tables import bookmarks_table, labels_table, trace_index, trace_words
 from viz_app.store.tables import follow_tails_table as follow_tails
-from viz_app.store.tables import trace_index, trace_words
 from viz_app.summary import (  # noqa: F401 (search_text: the index's words)
     SEARCH_TEXT_LIMIT,
     LibraryFailure,
@@ -261,6 +262,14 @@ class TraceIndex:
                          key=lambda r: (wanted[r.path], r.position))
         keys = [_decoded_keys(r.join_keys) for r in records]
         plan = plan_join(keys)
+        kept = self._kept_apart(records, plan)  # rollouts reviewers' work rests on
+        if kept:
+            named = {span: records[rollout].trace_id for span, rollout in plan.joined.items()
+                     if rollout in kept}
+            ids = {span: keys[rollout].rollout_id for span, rollout in plan.joined.items()
+                   if rollout in kept}
+            keys = [JoinKeys() if place in kept else key for place, key in enumerate(keys)]
+            plan = plan_join(keys)
         reads: dict[str, list[Trace]] = {}
 
         def read(path: str, position: int) -> Trace:
@@ -277,6 +286,8 @@ class TraceIndex:
                 first = plan.elsewhere[place]
                 want = Joined(elsewhere=records[first].trace_id,
                               rollout=keys[plan.joined[first]].rollout_id)
+            elif kept and place in named:
+                want = Joined(apart=named[place], rollout=ids[place])
             elif place in plan.absorbed:
                 want = Joined(into=records[next(s for s, r in plan.joined.items()
                                                 if r == place)].trace_id)
@@ -301,6 +312,26 @@ class TraceIndex:
                     changes["words"] = None
                 conn.execute(trace_index.update().where(*where).values(**changes))
                 _keep_words(conn, *where)
+
+    def _kept_apart(self, records: Sequence, plan: JoinPlan) -> set[int]:
+        """The rollouts the plan would take in anew that reviewers' work rests on (a label or a
+        bookmark saved on the rollout's own trace while it was listed alone, its spans not read
+        yet): each stays listed as it was, its spans apart, so that nothing saved points at a
+        trace the library no longer lists, nor at events the joined trace does not have. (A
+        campaign's target is no reviewer's work yet: a campaign sampling a step as it is written
+        would otherwise keep most of its rollouts from their spans.)"""
+        fresh = {records[place].trace_id: place for place in plan.absorbed
+                 if (_decoded_joined(records[place].joined) or Joined()).into is None}
+        if not fresh:
+            return set()
+        held: set[str] = set()
+        names = list(fresh)
+        with self.engine.connect() as conn:
+            for table in (labels_table, bookmarks_table):
+                for first in range(0, len(names), 500):
+                    held.update(conn.execute(select(table.c.trace_id).where(
+                        table.c.trace_id.in_(names[first:first + 500])).distinct()).scalars())
+        return {fresh[name] for name in held}
 
     def _join_failure(self, record, err: Exception) -> None:
         """A join that could not be made: the span trace stays listed as it was; the failure
@@ -497,6 +528,42 @@ def _keep_words(conn: Connection, *where) -> None:
 def _absorbed(text: str | None) -> bool:
     found = _decoded_joined(text)
     return found is not None and found.into is not None
+
+
+class Joined(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the join made of an indexed trace (an index keeps it as JSON beside its row): a span
+    trace's rollout (its file, position and version: `path`, `position`, `sha256`), the earlier
+    span trace that took in the rollout it names (`elsewhere`), the rollout's own trace it is
+    listed apart from, as reviewers' work rests on it (`apart`), or, for a rollout, the span
+    trace it was taken into (`into`)."""
+
+    path: str | None = None
+    position: int | None = None
+    sha256: str | None = None
+    elsewhere: str | None = None
+    rollout: str | None = None
+    """With `elsewhere` or `apart`: the id of the rollout it names."""
+    into: str | None = None
+    apart: str | None = None
+
+
+def joined_read(spans: Trace, joined: Joined | None,
+                read: Callable[[str, int], Trace]) -> Trace:
+    """The trace the library lists for a span trace, as the join made it: joined with the
+    rollout it took in (`read(path, position)` reads that rollout), noted when another span
+    trace took it in or it is listed apart from it, else the span trace as it is."""
+    if joined is None:
+        return spans
+    if joined.path is not None and joined.position is not None:
+        return joined_trace(spans, read(joined.path, joined.position))
+    if joined.elsewhere is not None:
+        return elsewhere_noted(spans, joined.rollout or "", joined.elsewhere)
+    if joined.apart is not None:
+        spans._warnings = [*spans.reader_warnings, TraceWarning(
+            code="rollout_labelled_apart", message=f"names rollout {joined.rollout}, listed "
+            f"apart as its own trace {joined.apart}: reviewers' work was saved on that trace "
+            "before these spans came (labels, a campaign, bookmarks), and stays on it")]
+    return spans
 
 
 def _decoded_joined(text: str | None) -> Joined | None:
