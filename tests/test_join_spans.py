@@ -276,7 +276,7 @@ def test_a_rollout_labelled_before_its_spans_come_keeps_its_trace_and_its_labels
     """A following library lists a rollout alone while its spans are not written yet, and a
     reviewer labels it. When the spans come, joining would take the rollout's trace out of the
     library (the joined trace has the spans' id and events): so the rollout stays listed as it
-    was, with its label (so would a bookmark on it), and the spans are
+    was, with its label (so would a bookmark or a campaign's target on it), and the spans are
     listed apart, saying which trace holds their rollout. Nothing saved: joined as ever."""
     import shutil
 
@@ -299,6 +299,24 @@ def test_a_rollout_labelled_before_its_spans_come_keeps_its_trace_and_its_labels
     (note,) = [w for w in apart.reader_warnings if w.code == "rollout_labelled_apart"]
     assert "names rollout req-7f3a, listed apart as its own trace req-7f3a" in note.message
     assert apart.to_dict() == read(folder / "spans.json")[0].to_dict()  # the spans, alone
+
+    from viz_app.labels.campaign import CampaignSpec, Sample
+    from viz_app.labels.label import Reviewer
+
+    later = tmp_path / "later"  # a campaign took both rollouts: its reviewer gets them, whole
+    shutil.copytree(folder / "rollout_data", later / "rollout_data")
+    (tmp_path / "ws3").mkdir()
+    ws3 = make_workspace(tmp_path / "ws3", [later])
+    ws3.library.update_index()
+    ws3.campaigns.create(CampaignSpec(name="live", questions=["task_outcome"], sample=Sample(
+        kind="per_step", n=5, seed=1)), Reviewer(name="lead", via="cli"))
+    shutil.copy(folder / "spans.json", later / "spans.json")
+    assert len(ws3.library.update_index().rows) == 3  # both rollouts, the spans apart
+    ann = Reviewer(name="ann", via="self-declared")
+    while (claim := ws3.campaigns.claim_next("live", ann)) is not None:
+        ws3.campaigns.submit(claim, {"task_outcome": "success"})
+    assert sorted(label.trace_id for label in ws3.labelling.current()) == [
+        "req-7f3a", "req-7f3b"]
 
     other = tmp_path / "other"  # the same run, nothing saved on its rollouts: joined
     shutil.copytree(folder / "rollout_data", other / "rollout_data")

@@ -39,7 +39,8 @@ from viz_app.io.rollouts import (JoinKeys, JoinPlan, elsewhere_noted, join_keys,
 from viz_app.labels import Rubric
 from viz_app.model import Trace, TraceWarning
 from viz_app.search import exact, index_words, matches, prefix_range, word_parts, words
-from viz_app.store.tables import bookmarks_table, labels_table, trace_index, trace_words
+from viz_app.store.tables import (bookmarks_table, campaign_targets_table, labels_table,
+                                   trace_index, trace_words)
 from viz_app.store.tables import follow_tails_table as follow_tails
 from viz_app.summary import (  # noqa: F401 (search_text: the index's words)
     SEARCH_TEXT_LIMIT,
@@ -314,12 +315,11 @@ class TraceIndex:
                 _keep_words(conn, *where)
 
     def _kept_apart(self, records: Sequence, plan: JoinPlan) -> set[int]:
-        """The rollouts the plan would take in anew that reviewers' work rests on (a label or a
-        bookmark saved on the rollout's own trace while it was listed alone, its spans not read
-        yet): each stays listed as it was, its spans apart, so that nothing saved points at a
-        trace the library no longer lists, nor at events the joined trace does not have. (A
-        campaign's target is no reviewer's work yet: a campaign sampling a step as it is written
-        would otherwise keep most of its rollouts from their spans.)"""
+        """The rollouts the plan would take in anew that reviewers' work rests on (a label, a
+        bookmark or a campaign's target saved on the rollout's own trace while it was listed
+        alone, its spans not read yet): each stays listed as it was, its spans apart, so that
+        nothing saved points at a trace the library no longer lists (a campaign's reviewer
+        would be refused the target), nor at events the joined trace does not have."""
         fresh = {records[place].trace_id: place for place in plan.absorbed
                  if (_decoded_joined(records[place].joined) or Joined()).into is None}
         if not fresh:
@@ -327,7 +327,7 @@ class TraceIndex:
         held: set[str] = set()
         names = list(fresh)
         with self.engine.connect() as conn:
-            for table in (labels_table, bookmarks_table):
+            for table in (labels_table, campaign_targets_table, bookmarks_table):
                 for first in range(0, len(names), 500):
                     held.update(conn.execute(select(table.c.trace_id).where(
                         table.c.trace_id.in_(names[first:first + 500])).distinct()).scalars())
