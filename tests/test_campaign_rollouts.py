@@ -77,6 +77,27 @@ def test_the_campaign_keeps_sampling_as_steps_arrive(tmp_path):
     assert ws.campaigns.top_up("live") == 0  # N groups of each step: nothing more
 
 
+def test_a_group_sampled_while_it_was_written_gets_its_late_members(tmp_path):
+    run = run_of(tmp_path, {1: range(1)})
+    log = run / "rollout_data_rank_0.jsonl"
+    step_two = lines(2, range(1), GROUP)
+    append(log, b"".join(step_two[:2]) + step_two[2][:40])  # two members, a third cut short
+    ws = make_workspace(tmp_path, [run])
+    ws.campaigns.create(CampaignSpec(name="live", questions=["task_outcome"],
+                                    sample=Sample(kind="per_step", n=1, seed=1)), LEAD)
+    members = {r.trace_id: r for r in ws.library.update_index().rows if r.rollout_step == 2}
+    targets = {t.trace_id for t in ws.campaigns.targets(ws.campaigns.get("live"))}
+    assert len(members) == 2 and set(members) <= targets
+
+    append(log, step_two[2][40:] + step_two[3])  # the trainer finishes the group
+    assert ws.campaigns.top_up("live") == 2  # its two late members join it: the group is whole
+    rows = ws.library.update_index().rows
+    targets = {t.trace_id for t in ws.campaigns.targets(ws.campaigns.get("live"))}
+    assert {r.trace_id for r in rows if r.rollout_step == 2} <= targets
+    assert {k: len(v) for k, v in groups_of(ws, "live").items()} == {1: 1, 2: 1}
+    assert ws.campaigns.top_up("live") == 0
+
+
 def test_a_per_step_sample_needs_its_n():
     with pytest.raises(ValueError, match="per-step sample needs its size N"):
         Sample(kind="per_step")

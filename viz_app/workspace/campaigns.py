@@ -25,6 +25,7 @@ from viz_app.labels import (LEARNED, SPREAD, AlikeRefusal, AlikeSaved, AlikeTarg
                             latest_version, per_step_rows, plan_targets, question_agreement,
                             draw_rows, storage_conditions, uncertainty, unindexed)
 from viz_app.model import Trace
+from viz_app.query import Condition
 from viz_app.store import (CampaignStore, IndexBusy, IndexProgress, IndexResult, LabelStore,
                            Member, MemberStore, SavedTarget, Storage, SuggestionStore)
 from viz_app.suggest import RULES
@@ -40,6 +41,20 @@ free to the reviewer."""
 
 if TYPE_CHECKING:
     from viz_app.store.campaigns import TargetRow
+
+
+def late_members(storage: Any, filters: Sequence[Condition], search: str,
+                 taken: Mapping[int, set[str]], held: Collection[str]) -> list[LibraryRow]:
+    """The rollouts of groups a per-step campaign took already that it does not hold yet: a
+    group sampled while the trainer was still writing it (its last line half-written, say)
+    gets its other members as they come, so a group stays whole."""
+    groups = sorted({g for names in taken.values() for g in names if g})
+    found: list[LibraryRow] = []
+    for start in range(0, len(groups), 500):
+        wanted = [*filters, Condition(field="group", op="in", value=groups[start:start + 500])]
+        found += [r for r in storage.page(wanted, search, limit=storage.count(wanted, search))
+                  if r.trace_id not in held]
+    return found
 
 
 def _uncertain(rubric: Rubric, planned: Sequence[PlannedTarget],
@@ -388,6 +403,7 @@ class Campaigns:
                 taken[row.rollout_step].add(row.rollout_group)
         chosen = storage.per_step(spec.sample.n or 1, spec.sample.seed, filters, search,
                                   taken=taken)
+        chosen += late_members(storage, filters, search, taken, held)
         if not chosen:
             return 0
         planned = plan_targets(chosen, self._ground.rubric, spec, sampled=True)

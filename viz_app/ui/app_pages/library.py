@@ -407,7 +407,8 @@ def folder_library() -> None:
 
     result = workspace.library.update_index(progress=indexing)
     own_bar.empty()
-    if workspace.settings.follow and result.parsed:  # a trainer wrote: campaigns sample it
+    following = workspace.settings.follow
+    if following and seen_anew(result):  # a trainer wrote: per-step campaigns sample it
         for campaign in workspace.campaigns.all():
             if campaign.closed_at is None and campaign.spec.sample.kind == "per_step":
                 try:
@@ -426,10 +427,8 @@ def folder_library() -> None:
             "trace page opens the file indexed last, and exports name each label's version.",
             icon=":material/content_copy:")
     storage = workspace.library.storage(result=result)
-    following = workspace.settings.follow
-    library_table(storage, "library", f"indexed {result.parsed} new or changed files, "
-                  f"{result.skipped} unchanged · " + (f"following the run: looking every "
-                                                      f"{following:g} s · " if following else ""),
+    library_table(storage, "library", follow_status(following) if following else
+                  f"indexed {result.parsed} new or changed files, {result.skipped} unchanged · ",
                   lambda path: relative_to(path, roots))
     failures(result)
 
@@ -473,12 +472,46 @@ def failures(result) -> None:
             st.rerun()
 
 
+# What this session's page last listed while following a run, and when traces last came.
+FOLLOW_SEEN, FOLLOW_NEWS = "_follow_seen", "_follow_news"
+
+
+def listing_mark(result) -> tuple[int, int, int]:
+    """What the folders list, in three numbers (rows, failures, and a hash of every row's
+    file, place and version): the index is shared by every session of the app and by
+    `orchviz` commands, so whichever of them read a trainer's new lines first, every page
+    following the run sees the listing change (an update's own `parsed` is 0 for all but the
+    one that read them)."""
+    return (len(result.rows), len(result.failures),
+            hash(tuple((r.path, r.position, r.sha256) for r in result.rows)))
+
+
+def seen_anew(result) -> bool:
+    """Whether the listing differs from what this session's page last drew (True the first
+    time), remembered now; the traces that came since, and when, for the status line."""
+    mark, before = listing_mark(result), st.session_state.get(FOLLOW_SEEN)
+    if mark == before:
+        return False
+    st.session_state[FOLLOW_SEEN] = mark
+    if before is not None and mark[0] != before[0]:
+        st.session_state[FOLLOW_NEWS] = (mark[0] - before[0], time.strftime("%H:%M:%S"))
+    return True
+
+
+def follow_status(every: float) -> str:
+    """The status line of a followed run: how often it looks, and the last traces that came."""
+    news = st.session_state.get(FOLLOW_NEWS)
+    came = "" if news is None else (f"{news[0]:,} new traces at {news[1]} · " if news[0] > 0
+                                    else f"{-news[0]:,} traces gone at {news[1]} · ")
+    return f"following the run: looking every {every:g} s · {came}"
+
+
 def watch() -> None:
     """Following a run (`--follow`): look at the folders every few seconds (a fragment that
-    draws nothing) and redraw the page when a trainer wrote something; an idle look costs one
-    look of the index (`TraceIndex.update`), never the table sent again."""
-    result = workspace.library.update_index()
-    if result.parsed or result.removed:
+    draws nothing) and redraw the page when what they list changed since the page drew it
+    (whoever's look read the trainer's new lines); an idle look costs one look of the index
+    (`TraceIndex.update`), never the table sent again."""
+    if listing_mark(workspace.library.update_index()) != st.session_state.get(FOLLOW_SEEN):
         st.rerun()  # the whole page: new rollouts come in below the rows already listed
 
 

@@ -1,0 +1,57 @@
+"""A lead follows a run in the app (`orchviz app --follow`) while others use the same app: the
+index is shared by every session, so whichever session (or command) reads the trainer's new
+lines first, the lead's Library still sees them come, says so, and tops up the per-step
+campaigns that sample the run."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from factories import APP, app_env, make_workspace
+from rollout_writer import append, lines
+from viz_app.labels.campaign import CampaignSpec, Sample
+from viz_app.labels.label import Reviewer
+
+GROUP = 4
+
+
+@pytest.fixture
+def followed(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "rollout_data_rank_0.jsonl"
+    append(log, b"".join(lines(1, range(2), GROUP)))
+    ws = make_workspace(tmp_path, traces=[run])
+    ws.settings.follow = 1.0
+    app_env(monkeypatch, ws)
+    return ws, log
+
+
+def status(at: AppTest) -> str:
+    return next(c.value for c in at.caption if re.search(r"\d+ of \d+ traces", c.value))
+
+
+def test_lines_another_session_read_first_still_come_in_and_top_up_the_campaign(followed):
+    ws, log = followed
+    ws.campaigns.create(CampaignSpec(name="live", questions=["task_outcome"],
+                                     sample=Sample(kind="per_step", n=1)),
+                        Reviewer(name="lee", via="cli"))
+    assert ws.campaigns.get("live").targets == GROUP  # step 1's one group
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    assert not at.exception
+    assert "following the run: looking every 1 s" in status(at)
+
+    append(log, b"".join(lines(2, range(2), GROUP)), cut=True)
+    ws.library.update_index()  # another session's look reads the new lines first
+    at.run()
+    assert not at.exception
+    assert status(at).startswith("16 of 16 traces")
+    assert f"{2 * GROUP} new traces at" in status(at)  # said, though this page read none
+    assert "indexed 0 new" not in status(at)
+    assert ws.campaigns.get("live").targets == 2 * GROUP  # step 2 sampled as it came
+
+    at.run()  # a look that finds nothing new changes nothing
+    assert ws.campaigns.get("live").targets == 2 * GROUP
