@@ -218,3 +218,37 @@ def test_a_look_that_keeps_many_apart_names_three_and_counts_the_rest(capsys):
     said = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in said[:3]] == ["spans-0", "spans-1", "spans-2"]
     assert said[3].startswith("and 2 more kept apart") and len(said) == 4
+
+
+def test_the_kept_position_goes_back_only_as_far_as_the_oldest_waiting_line(tmp_path):
+    """A rank or step file a trainer keeps appending to: each look's new rollouts wait for their
+    spans, so some line always waits; the position kept goes back to before the oldest that
+    still waits, never to where the first wait began (a restart would read the run again)."""
+    import time as clock
+
+    from viz_app.io.follow import Follower
+    from viz_app.io.join_wait import JoinWait
+
+    run = tmp_path / "run"
+    log = run / "rollout_data" / "3.jsonl"
+    write(run / "spans" / "early.json", spans_of("req-0000"))
+    follower, waits = Follower([run]), JoinWait(600, 600)
+
+    def look() -> list[str]:
+        before = follower.positions
+        found = waits.ready(follower.poll(), clock.time(), before=before,
+                            written=follower.written)
+        return sorted(t.trace_id for t in found)
+
+    assert look() == []  # the early spans wait for their rollout
+    write(log, SAMPLES[0])
+    assert look() == []  # req-7f3a waits for its spans
+    write(log, SAMPLES[1], append=True)
+    assert look() == []  # req-7f3b too
+    assert str(log) not in waits.positions(follower.positions).tails  # new then: read whole
+    write(run / "spans" / "a.json", spans_of("req-7f3a"))
+    assert len(look()) == 1  # req-7f3a joined
+    kept = waits.positions(follower.positions)
+    assert kept.tails[str(log)].lines == 1  # back to before req-7f3b only
+    assert str(run / "spans" / "a.json") in kept.seen  # done with: not read again
+    assert str(run / "spans" / "early.json") not in kept.seen  # still waiting: read again
