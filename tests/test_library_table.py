@@ -223,3 +223,56 @@ def test_both_tick_all_that_match_as_a_query_and_a_campaign_takes_exactly_those(
     made = workspace.campaigns.get("every-match")
     assert sorted({t.trace_id for t in workspace.campaigns.targets(made)}) == wanted
     assert made.spec.filter.trace_ids == [] and len(made.spec.filter.conditions) == 3
+
+
+def test_tick_all_shows_the_pages_rows_ticked_and_a_row_unticked_is_left_out(table):
+    """While "all that match" is ticked, the rows of every page show ticked (not only a banner
+    saying so); unticking one leaves it out of "all" (all but these, held by id, said), ticking
+    it again takes it back, and the campaign made of it holds all that match but the ones left
+    out; "Untick them all" unticks the page's rows too."""
+    prefix, workspace = table
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at = at.run()
+    at.toggle(key=f"{prefix}_picking").set_value(True).run()
+    at = at.button(key=f"{prefix}_tick_all").click().run()
+    assert not at.exception, at.exception
+    key = f"{prefix}_table:0:0:picking"
+    page = listed(at)
+    assert len(page) == 50 and at.session_state[key]["selection"]["rows"] == list(range(50))
+
+    at.session_state[key] = {"selection": {"rows": [i for i in range(50) if i != 3]}}  # unticked
+    at = at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[key]["selection"]["rows"] == [i for i in range(50) if i != 3]
+    said = " ".join(i.value for i in at.info)
+    assert f"{COUNT - 1} of the {COUNT} traces that match" in said
+    assert markdown_literal(page[3]) in said
+    assert any(f"the {COUNT - 1} traces ticked" in p.label for p in at.get("page_link"))
+
+    at.button(key=f"{prefix}_next").click().run()  # the next page: its rows all show ticked
+    assert at.session_state[f"{prefix}_table:0:1:picking"]["selection"]["rows"] == \
+        list(range(COUNT - 50))
+    at.button(key=f"{prefix}_previous").click().run()
+    assert at.session_state[key]["selection"]["rows"] == [i for i in range(50) if i != 3]
+
+    handed = at.session_state["_library_filter"]
+    at2 = AppTest.from_file(str(APP), default_timeout=120)
+    at2.session_state["reviewer"], at2.session_state["_library_filter"] = "lee", handed
+    at2.switch_page("app_pages/campaigns.py")
+    at2 = at2.run()
+    assert at2.radio(key="camp:source").options[0].startswith(f"the {COUNT - 1} traces ticked")
+    at2.text_input(key="camp:name").input("all-but-one")
+    at2.multiselect(key="camp:questions").set_value(["stopping_correctness"])
+    at2 = at2.button[[b.label for b in at2.button].index("Make the campaign")].click().run()
+    assert not at2.exception, at2.exception
+    made = workspace.campaigns.get("all-but-one")
+    taken = {t.trace_id for t in workspace.campaigns.targets(made)}
+    assert len(taken) == COUNT - 1 and page[3] not in taken
+
+    at.session_state[key] = {"selection": {"rows": list(range(50))}}  # ticked again: back in
+    at = at.run()
+    assert f"All {COUNT} traces that match" in " ".join(i.value for i in at.info)
+    at = at.button(key=f"{prefix}_untick_all").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[key]["selection"]["rows"] == [] and not at.info

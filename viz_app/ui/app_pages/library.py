@@ -214,6 +214,10 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
                                "depth", "makespan (s)", "parallelism", "tokens", *rewards,
                                "file", "row"])
     table_key = f"{prefix}_table:{st.session_state.get('_library_visit', 0)}:{page}"
+    wanted = Filter(text=search, conditions=filters)
+    if picking:  # the page's ticks as the rows show them: all that match held, or none
+        page_ticks(prefix, f"{table_key}:picking", [r.trace_id for r in rows],
+                   held_all(prefix, wanted))
     ticked = trace_table(frame, [r.trace_id for r in rows], table_key, {
         **LABELLED_COLUMNS,
         "file": st.column_config.TextColumn(width="small"),
@@ -228,8 +232,9 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
             "trace; the reviewers' labels are apart from it)"),
         **{name: st.column_config.NumberColumn(format="%.3f") for name in rewards}},
         picking=picking)
-    matching = every_match(prefix, filters, search, selected) if picking else None
-    campaign_link(search, filters, ticked, pool, matching, selected)
+    matching = every_match(prefix, wanted, selected) if picking else None
+    campaign_link(search, filters, ticked, pool, matching, selected - len(
+        st.session_state.get(f"_{prefix}_all_but", ())) if matching else selected)
 
     previous, where, following, more = st.columns([1, 2, 1, 1])
     if previous.button("Previous page", key=f"{prefix}_previous", disabled=page == 0,
@@ -280,32 +285,80 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
                          key=f"{prefix}_sample_table")
 
 
-def every_match(prefix: str, filters: list[Condition], search: str,
-                selected: int) -> Filter | None:
+def held_all(prefix: str, wanted: Filter) -> bool:
+    """Whether all the traces that match this search and filter are ticked (`every_match`);
+    a new search or filter drops them, and the rows unticked one by one with them."""
+    if st.session_state.get(f"_{prefix}_all") == wanted.model_dump_json():
+        return True
+    st.session_state.pop(f"_{prefix}_all", None)
+    st.session_state.pop(f"_{prefix}_all_but", None)
+    return False
+
+
+def page_ticks(prefix: str, key: str, page_ids: list[str], every: bool) -> None:
+    """The ticks the rows of this page of the table (widget `key`) show, set before it is
+    drawn. While all that match are ticked (`every`), every row shows ticked but those
+    unticked one by one: a row the reviewer unticks is left out of "all", and ticking it again
+    takes it back; those left out are kept by id (a few, never every matching id), read
+    from what the browser sent against the rows it showed. A row ticked by hand shows as the
+    browser ticked it; when all are unticked again, the page's rows are unticked with them."""
+    drawn = st.session_state.setdefault(f"_{prefix}_all_drawn", {})
+    if not every:
+        if drawn.pop(key, None) is not None:  # "all" was held when this page was last drawn
+            st.session_state[key] = {"selection": {"rows": []}}
+        return
+    left_out: list[str] = st.session_state.setdefault(f"_{prefix}_all_but", [])
+    shown, sent = drawn.get(key), st.session_state.get(key)
+    if shown is not None and sent is not None:  # what the reviewer ticked and unticked since
+        kept = set(sent["selection"]["rows"])
+        for i, trace_id in enumerate(shown):
+            if i not in kept and trace_id not in left_out:
+                left_out.append(trace_id)
+            elif i in kept and trace_id in left_out:
+                left_out.remove(trace_id)
+    out = set(left_out)
+    st.session_state[key] = {"selection": {"rows": [i for i, t in enumerate(page_ids)
+                                                    if t not in out]}}
+    drawn.clear()
+    drawn[key] = page_ids
+
+
+def every_match(prefix: str, wanted: Filter, selected: int) -> Filter | None:
     """Ticking beyond the page shown: a button ticks all `selected` traces the search and
     filter match (every page of them), another unticks them. What is ticked is the query (a
-    `Filter` of the search and the conditions), never the list of their ids: the action that
-    takes it (a campaign) draws the traces from the storage when it runs, so ticking all of a
-    pool of 100,000 costs the count the page shows anyway. None while only the page's own
-    ticks count. Ticking all holds for this search and filter: changing either unticks them,
-    as the count they were ticked by no longer holds."""
+    `Filter` of the search and the conditions, and `trace_id != X` for each row unticked by
+    hand since), never the list of their ids: the action that takes it (a campaign) draws the
+    traces from the storage when it runs, so ticking all of a pool of 100,000 costs the count
+    the page shows anyway. None while only the page's own ticks count. Ticking all holds for
+    this search and filter: changing either unticks them, as the count they were ticked by no
+    longer holds."""
     state = f"_{prefix}_all"
-    wanted = Filter(text=search, conditions=filters)
     if st.session_state.get(state) != wanted.model_dump_json():
-        st.session_state.pop(state, None)
         if selected and st.button(f"Tick all {selected:,} that match this search and filter",
                                   key=f"{prefix}_tick_all", icon=":material/done_all:",
                                   help="Every page of them, not only the rows shown: then make "
                                        "a review campaign of them all"):
             st.session_state[state] = wanted.model_dump_json()
+            st.session_state[f"_{prefix}_all_but"] = []
             st.rerun()
         return None
-    st.info(f"All {selected:,} traces that match this search and filter are ticked, on "
-            "every page.", icon=":material/done_all:")
-    if st.button("Untick them", key=f"{prefix}_untick_all", icon=":material/remove_done:"):
+    left_out = st.session_state.get(f"_{prefix}_all_but", [])
+    said = (f"All {selected:,} traces that match this search and filter are ticked, on every "
+            "page")
+    if left_out:
+        names = ", ".join(markdown_literal(t, 60) for t in left_out[:3]) + (
+            f" and {len(left_out) - 3:,} more" if len(left_out) > 3 else "")
+        said = (f"{selected - len(left_out):,} of the {selected:,} traces that match this "
+                f"search and filter are ticked, on every page: all but the {len(left_out):,} "
+                f"you unticked ({names})")
+    st.info(said + ". Untick a row to leave it out, tick it again to take it back.",
+            icon=":material/done_all:")
+    if st.button("Untick them all", key=f"{prefix}_untick_all", icon=":material/remove_done:"):
         st.session_state.pop(state, None)
+        st.session_state.pop(f"_{prefix}_all_but", None)
         st.rerun()
-    return wanted
+    return wanted.model_copy(update={"conditions": [
+        *wanted.conditions, *(Condition(field="trace_id", op="!=", value=t) for t in left_out)]})
 
 
 def campaign_link(search: str, filters: list[Condition], ticked: list[str], pool: str | None,
