@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -171,8 +172,10 @@ def test_the_run_page_sets_the_trainer_beside_the_reviewers_per_step(run_env):
         run_env.labelling.save_answers(run_env.library.trace(row.trace_id), "", {"task_outcome": value}, ann)
     at = page("app_pages/run.py").run()
     assert not at.exception
-    gaps = at.dataframe[0].value
-    assert gaps["trace id"].tolist()[:2] == [rows[0].trace_id, rows[2].trace_id]
+    steps, gaps = (d.value for d in at.dataframe)  # the steps, then the rollouts, most apart
+    assert steps["step"].tolist() == [3]
+    assert [unquote(t.removeprefix("trace?trace=")) for t in gaps["trace id"]][:2] == [
+        rows[0].trace_id, rows[2].trace_id]  # each a link to its trace
     assert gaps["gap"].tolist()[:2] == [2.0, 2.0]  # the trainer's 1.0 where reviewers said -1
 
 

@@ -72,6 +72,32 @@ def index(progress: IndexProgress | None = None) -> IndexResult:
     return workspace().library.update_index(progress=progress)
 
 
+def listing_mark(result: IndexResult) -> tuple[int, int, int]:
+    """What the folders list, in three numbers (rows, failures, and a hash of every row's
+    file, place and version): the index is shared by every session of the app and by
+    `orchviz` commands, so whichever of them read a trainer's new lines first, every page
+    following the run sees the listing change (an update's own `parsed` is 0 for all but the
+    one that read them)."""
+    return (len(result.rows), len(result.failures),
+            hash(tuple((r.path, r.position, r.sha256) for r in result.rows)))
+
+
+def follow_run(drawn: tuple[int, int, int] | None) -> None:
+    """Following a run (`--follow`): look at the folders every few seconds (a fragment that
+    draws nothing) and draw the page again when what they list is no longer `drawn` (the
+    `listing_mark` of what the page drew), whoever's look read the trainer's new lines; an
+    idle look costs one look of the index (`TraceIndex.update`), nothing sent to the browser."""
+    every = settings().follow
+    if not every:
+        return
+
+    def look() -> None:
+        if listing_mark(workspace().library.update_index()) != drawn:
+            st.rerun()  # the whole page: new rollouts come in
+
+    st.fragment(run_every=every)(look)()
+
+
 # -- traces and figures ----------------------------------------------------------------------
 
 

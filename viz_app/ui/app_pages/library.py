@@ -529,20 +529,10 @@ def failures(result) -> None:
 FOLLOW_SEEN, FOLLOW_NEWS = "_follow_seen", "_follow_news"
 
 
-def listing_mark(result) -> tuple[int, int, int]:
-    """What the folders list, in three numbers (rows, failures, and a hash of every row's
-    file, place and version): the index is shared by every session of the app and by
-    `orchviz` commands, so whichever of them read a trainer's new lines first, every page
-    following the run sees the listing change (an update's own `parsed` is 0 for all but the
-    one that read them)."""
-    return (len(result.rows), len(result.failures),
-            hash(tuple((r.path, r.position, r.sha256) for r in result.rows)))
-
-
 def seen_anew(result) -> bool:
     """Whether the listing differs from what this session's page last drew (True the first
     time), remembered now; the traces that came since, and when, for the status line."""
-    mark, before = listing_mark(result), st.session_state.get(FOLLOW_SEEN)
+    mark, before = session.listing_mark(result), st.session_state.get(FOLLOW_SEEN)
     if mark == before:
         return False
     st.session_state[FOLLOW_SEEN] = mark
@@ -559,15 +549,5 @@ def follow_status(every: float) -> str:
     return f"following the run: looking every {every:g} s · {came}"
 
 
-def watch() -> None:
-    """Following a run (`--follow`): look at the folders every few seconds (a fragment that
-    draws nothing) and redraw the page when what they list changed since the page drew it
-    (whoever's look read the trainer's new lines); an idle look costs one look of the index
-    (`TraceIndex.update`), never the table sent again."""
-    if listing_mark(workspace.library.update_index()) != st.session_state.get(FOLLOW_SEEN):
-        st.rerun()  # the whole page: new rollouts come in below the rows already listed
-
-
 folder_library()
-if workspace.settings.follow:
-    st.fragment(run_every=workspace.settings.follow)(watch)()
+session.follow_run(st.session_state.get(FOLLOW_SEEN))
