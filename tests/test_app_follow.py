@@ -55,3 +55,31 @@ def test_lines_another_session_read_first_still_come_in_and_top_up_the_campaign(
 
     at.run()  # a look that finds nothing new changes nothing
     assert ws.campaigns.get("live").targets == 2 * GROUP
+
+
+def test_a_lead_makes_a_per_step_campaign_in_the_app_and_it_samples_the_steps_that_come(
+        followed):
+    """The Campaigns page offers what `--per-step N` does: N whole groups of each training step,
+    and of each step the trainer writes later, which the followed Library tops up."""
+    ws, log = followed
+    append(log, b"".join(lines(2, range(3), GROUP)))
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["reviewer"] = "lee"
+    at.switch_page("app_pages/campaigns.py")
+    at = at.run()
+    assert not at.exception, at.exception
+    at.radio(key="camp:source").set_value("library")
+    at.text_input(key="camp:name").input("live")
+    at.multiselect(key="camp:questions").set_value(["task_outcome"])
+    at.number_input(key="camp:per_step").set_value(1)
+    at = at.button[[b.label for b in at.button].index("Make the campaign")].click().run()
+    assert not at.exception, at.exception
+    made = ws.campaigns.get("live")
+    assert made.spec.sample.kind == "per_step" and made.spec.sample.n == 1
+    assert made.targets == 2 * GROUP  # one whole group of each of the two steps
+    assert any("1 whole group of each training step" in s.value for s in at.success)
+
+    append(log, b"".join(lines(3, range(2), GROUP)))
+    library = AppTest.from_file(str(APP), default_timeout=120).run()  # the lead's Library
+    assert not library.exception
+    assert ws.campaigns.get("live").targets == 3 * GROUP  # step 3 sampled as it came

@@ -18,6 +18,7 @@ import streamlit as st
 from viz_app.errors import LabelError, OrchvizError, StoreError
 from viz_app.labels import (INSTRUCTIONS_LIMIT, CampaignSpec, Filter, default_questions,
                             storage_conditions)
+from viz_app.labels.campaign import Sample
 from viz_app.query import condition_text
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
@@ -117,6 +118,15 @@ def new_campaign() -> None:
         questions = st.multiselect(
             "Questions", [q.id for q in rubric.questions], default=default_questions(rubric),
             key="camp:questions", help="Their follow-ups come with them.")
+        per_step = 0
+        if pooled or any(r.rollout_step is not None for r in library):  # a trainer's run
+            per_step = st.number_input(
+                "Whole groups of each training step (0: every trace chosen above)", 0, 10_000,
+                0, key="camp:per_step",
+                help="A trainer's rollouts: N whole groups (the siblings sampled for one prompt) "
+                     "of each training step among the traces chosen above, and of each step the "
+                     "trainer writes later: the campaign keeps sampling as the run trains "
+                     "(`orchviz campaign create --per-step N`)")
         k_col, gold_col = st.columns(2)
         per_target = k_col.number_input("K: reviewers per target", 1, 50, 2, key="camp:k")
         gold = gold_col.selectbox("Gold from an earlier campaign's final answers",
@@ -142,7 +152,8 @@ def new_campaign() -> None:
     try:
         spec = CampaignSpec(name=name, questions=questions, per_target=int(per_target),
                             filter=wanted, gold_campaign=gold or None, instructions=text,
-                            pool=pool)
+                            pool=pool, sample=Sample(kind="per_step", n=int(per_step))
+                            if per_step else Sample())
         found = workspace.campaigns.create(spec, lead)
     except ValueError as err:  # pydantic's, on a name or instructions it refuses
         said(LabelError(str(err).splitlines()[-1] if str(err) else "the spec is refused"))
@@ -150,9 +161,11 @@ def new_campaign() -> None:
     except (LabelError, OrchvizError, StoreError) as err:
         said(err)
         return
-    st.session_state["_camp:flash"] = (f"Made the campaign {found.name}: {found.targets} "
-                                       f"targets, K = {found.per_target}. Reviewers open it on "
-                                       "the Review page.")
+    st.session_state["_camp:flash"] = (
+        f"Made the campaign {found.name}: {found.targets} targets, K = {found.per_target}"
+        + (f", {int(per_step)} whole group{'s' if per_step > 1 else ''} of each training "
+           "step (and of each step the trainer writes later)" if per_step else "")
+        + ". Reviewers open it on the Review page.")
     st.session_state["camp:open"] = found.name
     st.rerun()
 
@@ -161,8 +174,12 @@ def one_campaign(name: str) -> None:
     """Close or reopen a campaign, add traces to it, change its instructions."""
     found = workspace.campaigns.get(name)
     state = "closed" if found.closed_at else "open"
+    sample = found.spec.sample
+    stepped = (f"{sample.n} whole group{'s' if (sample.n or 1) > 1 else ''} of each training "
+               "step, sampled as steps come · "
+               if sample.kind == "per_step" else "")
     st.caption(f"**{markdown_literal(found.name, 80)}** · {state} · {found.targets} targets · "
-               f"K = {found.per_target} · questions: "
+               f"{stepped}K = {found.per_target} · questions: "
                + ", ".join(markdown_literal(q, 40) for q in found.questions))
     st.page_link("app_pages/review.py", label="Open it on the Review page",
                  icon=":material/rate_review:", query_params={"campaign": found.name})
