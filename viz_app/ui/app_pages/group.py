@@ -133,14 +133,24 @@ st.caption(f"step **{step if step is not None else 'not given'}** · {len(member
            f"step **{step}** · {len(members)} siblings")
 
 left, side = st.columns([2.0, 1.7], gap="medium")
-with left:  # the members' table (sortable), then one block of HTML: the table as first drawn
-    # (hidden once the live one is there) and a card per sibling
-    shown = table_data(table, prompt=view.prompt, sort=sort, at=at)
-    members_table(shown, key="group_members", on_sort=sort_by, on_pick=pick)
+shown = table_data(table, prompt=view.prompt, sort=sort, at=at)
+with left:  # the live table's place, then one block of HTML: the table as first drawn (hidden
+    # once the live one is there) and a card per sibling
+    live_table = st.empty()
     siblings(view, members, judged=judged, at=at, order=order, table=table_html(shown))
+
+
+def draw_live_table() -> None:
+    """The sortable table, sent last of the page: the browser loads a component's code when it
+    first sees one, and the labels column's widgets come first (the table is on screen, drawn
+    with the cards, meanwhile)."""
+    with live_table:
+        members_table(shown, key="group_members", on_sort=sort_by, on_pick=pick)
+
 
 if reviewer is None:
     side.info(session.identify_first("label this group"))
+    draw_live_table()
     st.stop()
 
 
@@ -225,3 +235,5 @@ with pair_col:
     # browser fetch that font last and lay out every sibling's text again when it came
     st.caption("Judgements of two siblings export as preference rows, with their step and "
                "group: orchviz labels export --format preference.")
+
+draw_live_table()
