@@ -54,8 +54,9 @@ def _caption(view: GroupView) -> str:
                 "first steps.</p>")
     how = {"decision": "another decision", "content": "the same step, other words",
            "length": "one ended, another went on"}[found.by]
-    alike = f"{found.shared} steps before it are alike" if found.shared != 1 else \
-        "1 step before it is alike"
+    alike = ("they differ from their first step" if found.shared == 0 else
+             "1 step before it is alike" if found.shared == 1 else
+             f"{found.shared} steps before it are alike")
     return (f'<p class="og-caption">They part at step {found.position + 1} of their runs '
             f"({how}); {alike}. The parting step is marked ▶.</p>")
 

@@ -55,6 +55,8 @@ if not members:
         if any(r.trainer_reward is not None for r in sizes[group]) else None}
         for step, group in grouped])
     picked = st.dataframe(frame, hide_index=True, on_select="rerun", key="groups_table",
+                          column_config={"trainer mean": st.column_config.NumberColumn(
+                              format="%.3f")},
                           selection_mode="single-row", height=min(560, 38 + 35 * len(frame)))
     if picked is not None and picked.selection.rows:
         st.query_params.clear()
