@@ -114,13 +114,16 @@ def shown_target(trace: Trace, targets: Sequence[LabelTarget],
 
 def labels_head(trace: Trace, analysis: Analysis, reviewer: Reviewer,
                 targets: Sequence[LabelTarget], mine: Mapping[str, Mapping[str, Label]], *,
-                on_choose: Callable[[str], None]) -> LabelsChoice | None:
+                on_choose: Callable[[str], None],
+                on_next_trace: Callable[[], None] | None = None) -> LabelsChoice | None:
     """The head of the labels panel, on the target `shown_target` chose: the reviewer's
     progress over the trace's `targets` (`mine`: their answers, target key -> question ->
     label), the moves (back, next target, skip, next trace, keys) and the Target box.
     `on_choose(event_id)` is called when the reviewer moves to a target (in the widget
     callback, before anything is drawn: the page selects it in the tree, timeline and
-    inspector). Returns the reviewer's choice to open the next trace, else None. The page then
+    inspector). `on_next_trace()` is called in the Next trace button's callback (Shift+N), where
+    the page can open the next trace at once, before this panel is drawn again. Returns the
+    reviewer's choice to open the next trace, else None. The page then
     draws `labels_form` and `others_answers` under it (drawn in this order, the Target box
     reaches the browser before the page asks for the rest)."""
     base = panel_key(trace)
@@ -152,7 +155,7 @@ def labels_head(trace: Trace, analysis: Analysis, reviewer: Reviewer,
         if new_key:  # the whole trace ("") selects no event
             on_choose(new_key)
 
-    choice = _navigation(state, keys, done, base, move)
+    choice = _navigation(state, keys, done, base, move, on_next_trace)
     st.selectbox("Target", keys, index=keys.index(target.key), key=f"{base}:target:{target.key}",
                  format_func=lambda k: target_label(shown[keys.index(k)], analysis, k in done),
                  on_change=lambda: move(st.session_state.get(f"{base}:target:{target.key}")),
@@ -238,7 +241,7 @@ def _set_optional(state: dict, key: str) -> None:
 
 
 def _navigation(state: dict, keys: list[str], done: set[str], base: str,
-                move: Callable) -> LabelsChoice | None:
+                move: Callable, on_next_trace: Callable[[], None] | None) -> LabelsChoice | None:
     upcoming = next_target_key(keys, done, state["target"], state["skipped"])
     before = previous_target_key(keys, state["target"])
     cols = st.columns(3, gap="small") + st.columns([2, 1], gap="small")
@@ -260,6 +263,7 @@ def _navigation(state: dict, keys: list[str], done: set[str], base: str,
     chosen = None
     if cols[3].button("Next trace", key=f"{base}:next_trace", width="stretch",
                       icon=":material/fast_forward:", shortcut=key_map.shortcut("next-trace"),
+                      on_click=on_next_trace,
                       help="The next trace in the library with targets you have not labelled "
                            f"({key_map.shortcut('next-trace')})"):
         chosen = LabelsChoice("next-trace")  # the page finds it and opens it

@@ -574,6 +574,16 @@ def open_trace(trace_id: str, event_id: str | None = None) -> None:
     st.switch_page(TRACE_PAGE, query_params=params)
 
 
+def show_trace(trace_id: str) -> None:
+    """From a widget's callback on the trace page: show another trace (the URL names it, and no
+    event) in the full run of the page that follows the callback, as `open_trace` would from
+    the page's run. Shift+N goes this way: opened from the labels panel's run, the next trace
+    waited for that fragment's run to send the panel of the trace being left and for a switch
+    of page, and the browser drew the page once more for them before drawing the next trace."""
+    st.query_params.from_dict({"trace": trace_id})
+    st.rerun()  # a full run of this page: the callback's fragment is not run first
+
+
 def selected_event(trace: Trace) -> str | None:
     """The selected event's id (from `?event=`), when it is an event of this trace."""
     event_id = st.query_params.get("event")

@@ -124,8 +124,9 @@ def labels_panel() -> None:
                              lambda: workspace.library.targets(trace))
         mine = workspace.labelling.answers(trace.trace_id, reviewer.name)
         target = shown_target(trace, targets, mine, session.selected_event(trace))
-        choice = labels_head(trace, analysis, reviewer, targets, mine, on_choose=follow_now)
-        if choice is not None and choice.action == "next-trace":
+        choice = labels_head(trace, analysis, reviewer, targets, mine, on_choose=follow_now,
+                             on_next_trace=next_trace)
+        if choice is not None and choice.action == "next-trace":  # none left, or no callback ran
             following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
             if following is None:
                 st.toast("Every trace in the library is labelled. Thank you!",
@@ -146,6 +147,15 @@ def labels_panel() -> None:
         labels_form(trace, analysis, rubric, target, mine.get(target.key, {}), seen.suggestions,
                     seen.shown, save=save, on_choose=follow_now)
         others_answers(others_on(target))
+
+
+def next_trace() -> None:
+    """Shift+N, in the Next trace button's callback: the next trace the reviewer has left to
+    label, shown by a full run of this page at once (`session.show_trace`); when none is left
+    the panel's run that follows says so."""
+    following = workspace.labelling.next_unlabelled(reviewer.name, after=trace.trace_id)
+    if following is not None:
+        session.show_trace(following)
 
 
 def others_on(target: LabelTarget) -> OthersAnswers:
