@@ -41,7 +41,10 @@ CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True,
 
 # Streamlit's light theme for charts, which `st.plotly_chart` applies in the browser: the same
 # fonts and greys, set once on the server (the figures give their own colours for everything
-# they draw).
+# they draw). Tick labels may overflow (`ticklabeloverflow`): the margins grow to fit them
+# (`automargin`), and Plotly's default for a numeric axis ("hide past div") measures every
+# label again after placing each one, each measure a layout of the whole page while Streamlit
+# is drawing it (a third of a demo trace's timeline drawn on Shift+N).
 FONT = '"Source Sans", sans-serif'
 TEMPLATE = {"layout": {
     "font": {"family": FONT, "size": 12, "color": "#31333F"},
@@ -52,8 +55,10 @@ TEMPLATE = {"layout": {
                    "font": {"family": FONT, "size": 12, "color": "#31333F"}},
     "xaxis": {"tickfont": {"color": "#808495"}, "title": {"font": {"color": "#808495",
                                                                    "size": 14}},
-              "linecolor": "#e6eaf1", "tickcolor": "#e6eaf1", "automargin": True},
-    "yaxis": {"tickfont": {"color": "#31333F"}, "automargin": True},
+              "linecolor": "#e6eaf1", "tickcolor": "#e6eaf1", "automargin": True,
+              "ticklabeloverflow": "allow"},
+    "yaxis": {"tickfont": {"color": "#31333F"}, "automargin": True,
+              "ticklabeloverflow": "allow"},
     "legend": {"font": {"color": "#31333F"}},
 }}
 
@@ -74,7 +79,8 @@ def _plotly_path() -> str:
 _mount = st.components.v2.component("orchviz.live_chart", js=_script(), isolate_styles=False)
 
 _ENCODED: OrderedDict[int, tuple[go.Figure, bytes, str]] = OrderedDict()
-_KEEP = 8  # figures: a few sessions' timelines (a figure kept keeps its id from being reused)
+_KEEP = 16  # figures: a few sessions' own and the ones read ahead for them (a figure kept
+#              keeps its id from being reused)
 _LOCK = threading.Lock()  # sessions run on threads of their own
 
 

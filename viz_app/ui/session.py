@@ -131,9 +131,10 @@ cores, and a reviewer spends longer than this on a trace."""
 
 def _first_figures(trace: Trace) -> None:
     """The figures a page first draws of a trace opened without a selection (the caches that
-    `tree_figure` and `timeline_figure` read): on the read-ahead thread."""
-    _tree(trace_key(trace), "tokens", (), None, None, trace)
-    _timeline(trace_key(trace), None, False, trace)
+    `tree_figure` and `timeline_figure` read), encoded for the browser as the live chart sends
+    them (`live_chart.encoded`, kept per figure): on the read-ahead thread."""
+    live_chart.encoded(_tree(trace_key(trace), "tokens", (), None, None, trace))
+    live_chart.encoded(_timeline(trace_key(trace), None, False, trace))
 
 
 class _ReadAheadQuiet(logging.Filter):
