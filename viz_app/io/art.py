@@ -20,7 +20,6 @@ is the trainer's reward, the numeric `metrics` the trace's metrics.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import PurePath
 from typing import Any, NamedTuple
@@ -143,7 +142,11 @@ def _parquet(data: bytes, label: str):
             raise TraceError(label, "", "is a Parquet file but not an ART trajectory log (no "
                              "group_index column)")
         if "trajectory_json" not in names:  # format 1: the flattened columns are the rows
-            yield from _rows(iter(log.read().to_pylist()), None, label)
+            rows = _Rows(data)
+            for row in log.read().to_pylist():
+                found = rows.item(row)
+                if found is not None:
+                    yield found
             return
         # format 2 keeps each trajectory whole as JSON: its flattened columns (the messages,
         # above all) are not read, and the rows are read a batch at a time, so only a batch
@@ -152,20 +155,39 @@ def _parquet(data: bytes, label: str):
         # in this thread: Arrow's threads took more CPU for a column a batch than they saved
         batches = log.iter_batches(batch_size=ROWS_AT_ONCE, use_threads=False,
                                    columns=[n for n in names if n in WHOLE_COLUMNS])
-        yield from _rows(_format2_rows(batches), data, label)
+        yield from _format2(batches, _Rows(data))
     except (pa.ArrowException, OSError) as err:
         raise TraceError(label, "", f"is not a Parquet file orchviz can read ({err})") from None
 
 
-def _format2_rows(batches) -> Iterator[dict[str, Any]]:
-    """The rows of format 2's batches: each column as Python values a batch at a time, the
-    whole trajectory's JSON as a view of Arrow's buffer where it lies (`_texts`)."""
+def _format2(batches, rows: _Rows):
+    """`_parquet`'s items from format 2's batches, a column at a time: the whole trajectory's
+    JSON parsed where Arrow holds it (`_texts`), its group's JSON once a group. A row that is
+    not plain (no whole trajectory, a group not given as JSON, no index) goes the general way
+    (`_Rows.item`)."""
     for batch in batches:
-        names = batch.schema.names
-        columns = [_texts(column) if name == "trajectory_json" else column.to_pylist()
-                   for name, column in zip(names, batch.columns)]
-        for values in zip(*columns):
-            yield dict(zip(names, values))
+        columns = dict(zip(batch.schema.names, batch.columns))
+        texts = _texts(columns.pop("trajectory_json"))
+        values = {name: column.to_pylist() for name, column in columns.items()}
+        group_indexes = values["group_index"]
+        indexes = values.get("trajectory_index") or [None] * len(texts)
+        group_texts = values.get("group_json") or [None] * len(texts)
+        groups, seen = rows.groups, rows.seen
+        for k, text in enumerate(texts):
+            whole = _json(text)
+            group_text = group_texts[k]
+            group_info = groups.get(group_text) if group_text.__class__ is str else None
+            index = indexes[k]
+            if whole.__class__ is dict and group_info is not None and index.__class__ is int:
+                group = group_indexes[k] or 0
+                rows.place += 1
+                seen[group] = index + 1
+                yield group, index, whole, group_info
+                continue
+            found = rows.item({name: column[k] for name, column in values.items()}, whole,
+                              narrow=True)
+            if found is not None:
+                yield found
 
 
 def _texts(column) -> list[Any]:
@@ -190,45 +212,62 @@ def _texts(column) -> list[Any]:
     return [view[start:end] for start, end in pairwise(ends)]
 
 
-def _rows(rows: Iterator[dict[str, Any]], data: bytes | None, label: str):
-    """`_parquet`'s items from the log's rows (`data`: the log, whose every column is read for
-    a row of format 2 without its whole trajectory)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class _Rows:
+    """The rows of a Parquet log read so far: each group's JSON read once (`groups`), the next
+    index of each group (`seen`), the row's place (`place`), and every column of the log,
+    read once a row of format 2 needs them (`data`: the log)."""
 
-    seen: dict[int, int] = {}
-    groups: dict[str, dict[str, Any]] = {}
-    every: list[dict[str, Any]] | None = None
-    for n, row in enumerate(rows):
+    __slots__ = ("data", "every", "groups", "place", "seen")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.every: list[dict[str, Any]] | None = None
+        self.groups: dict[str, Any] = {}
+        self.seen: dict[int, int] = {}
+        self.place = 0
+
+    def item(self, row: dict[str, Any], whole: Any = None,
+             narrow: bool = False) -> tuple[int, int, dict[str, Any], Any] | None:
+        """(group index, trajectory index, trajectory dict, group dict) of the next row (None
+        for a group's sentinel): `whole` its trajectory parsed from its JSON, where the log
+        keeps one (format 2), `narrow` when the row holds only the columns format 2 needs (the
+        whole row is then read for a row without its whole trajectory)."""
+        n = self.place
+        self.place += 1
         group = row.get("group_index") or 0
-        whole = _json(row.get("trajectory_json"))
         if isinstance(whole, dict):
             trajectory = whole
         else:
-            if data is not None:  # a row without its whole trajectory: every column read now
-                if every is None:
-                    every = pq.read_table(pa.BufferReader(data)).to_pylist()
-                row = every[n]
+            if narrow:  # a row of format 2 without its whole trajectory: every column
+                row = self._whole_row(n)
             if row.get("reward") is None and row.get("messages") is None:
-                continue  # a group sentinel: the group kept no trajectory
+                return None  # a group sentinel: the group kept no trajectory
             trajectory = {"reward": row.get("reward"), "metrics": _json(row.get("metrics")),
                           "metadata": _json(row.get("metadata")),
                           "tools": _json(row.get("tools")), "logs": row.get("logs"),
                           "messages_and_choices": row.get("messages") or [],
                           "additional_histories": _json(row.get("additional_histories"))}
         text = row.get("group_json")
-        group_info = groups.get(text) if text.__class__ is str else None
+        group_info = self.groups.get(text) if text.__class__ is str else None
         if group_info is None:
             group_info = _json(text) or {
                 "metadata": _json(row.get("group_metadata")),
                 "metrics": _json(row.get("group_metrics")), "logs": row.get("group_logs")}
             if text.__class__ is str:  # the rows of a group share it: read once
-                groups[text] = group_info
+                self.groups[text] = group_info
         index = row.get("trajectory_index")
         if index.__class__ is not int:
-            index = seen.get(group, 0)
-        seen[group] = index + 1
-        yield group, index, trajectory, group_info
+            index = self.seen.get(group, 0)
+        self.seen[group] = index + 1
+        return group, index, trajectory, group_info
+
+    def _whole_row(self, n: int) -> dict[str, Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self.every is None:
+            self.every = pq.read_table(pa.BufferReader(self.data)).to_pylist()
+        return self.every[n]
 
 
 def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, index: int,
