@@ -8,7 +8,7 @@ group page, the figures issue 38 asks for.
   (`_timed`): CPU time of the process (user and system, every thread: Arrow decodes on its
   own), a full collection before each timed run so none inherits the other's garbage, the
   result dropped inside the timed run (the bare parse frees each value as it goes; the reader's
-  traces are freed at its end), READS (3) rounds interleaved after one untimed warm-up of each
+  traces are freed at its end), READS (5) rounds interleaved after one untimed warm-up of each
   (imports, the page cache), the reader first in every other round; each side's best is the
   figure, and the spread of the rounds' own ratios is printed beside it. The Parquet bare parse
   used to read the whole table and turn every column into Python at once: half of its CPU was
@@ -59,7 +59,7 @@ ROLLOUTS = int(os.environ.get("ROLLOUTS", "100000"))
 RATE = int(os.environ.get("RATE", "50"))
 SECONDS = int(os.environ.get("SECONDS", "20"))
 REPEATS = int(os.environ.get("REPEATS", "6"))
-READS = int(os.environ.get("READS", "3"))
+READS = int(os.environ.get("READS", "5"))
 WORDS = int(os.environ.get("WORDS", "600"))  # a response of ~3.5 KB (~1,000 tokens)
 READER_TARGET, GROUP_TARGET = 3.0, 1.5
 

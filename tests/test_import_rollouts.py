@@ -266,6 +266,60 @@ def test_a_format_2_row_without_its_whole_trajectory_is_read_from_its_columns(tm
     assert rollout_of(traces[1]).group == rollout_of(legacy[1]).group
 
 
+def test_a_format_2_log_read_a_column_at_a_time_gives_each_row_the_trace_it_holds(
+        tmp_path, monkeypatch):
+    # format 2 is read a batch of rows at a time, a column at a time; a row that is not plain
+    # (no index, no group JSON) goes the general way, a group's sentinel row is skipped:
+    # across batches and row groups, and with the JSON stored as large strings, the traces
+    # are those of the plain log
+    from viz_app.io import art as art_reader
+
+    groups_ = [json.loads(line) for line in ART.read_text("utf-8").splitlines()]
+    logs = []
+    for run in ("plain", "odd"):
+        folder = tmp_path / run / "models" / "agent-7b" / "trajectories" / "train"
+        folder.mkdir(parents=True)
+        logs.append(folder / "0003.parquet")
+    plain, odd = logs
+    _art_parquet(plain, groups_, 2)
+    rows = pq.read_table(plain).to_pylist()
+    rows[0]["trajectory_index"] = None
+    rows[-1]["group_json"] = None
+    rows.append({"group_index": len(groups_), "format_version": 2})  # a group kept none
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(table.column_names.index("trajectory_json"), "trajectory_json",
+                             table.column("trajectory_json").cast(pa.large_string()))
+    pq.write_table(table, odd, row_group_size=3)
+    monkeypatch.setattr(art_reader, "ROWS_AT_ONCE", 2)
+    expected, got = read_any(plain), read_any(odd)
+    assert len(expected) == len(groups_[0]["trajectories"]) + len(groups_[1]["trajectories"])
+    assert [(t.trace_id, t.sha256) for t in got] == [(t.trace_id, t.sha256) for t in expected]
+
+
+def test_the_traces_a_reader_makes_join_the_collectors_oldest_generation(tmp_path):
+    """A reader's traces are kept, and acyclic: when the reading ends they join the oldest
+    generation as they are, not scanned as young objects; objects someone froze stay frozen."""
+    import gc
+
+    dump = tmp_path / "rollout_data" / "1.jsonl"
+    dump.parent.mkdir()
+    dump.write_text("".join(json.dumps({"input": f"q{i // 4}", "output": "a", "score": 1.0,
+                                        "gts": "a", "step": 1}) + "\n" for i in range(400)))
+    gc.collect()
+    young = gc.get_stats()[0]["collections"]
+    traces = read_any(dump)
+    assert gc.get_stats()[0]["collections"] == young  # none scanned when the reading ended
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(t) in oldest and id(t.events) in oldest for t in traces)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert len(read_any(dump)) == len(traces) == 400
+        assert gc.get_freeze_count() == frozen  # left as they were
+    finally:
+        gc.unfreeze()
+
+
 def test_the_art_readers_quick_path_makes_the_trace_a_chat_makes(monkeypatch):
     """Most ART trajectories are one exchange (system turns, a user turn, the assistant's
     Choice): the reader builds their trace straight, as fast as the rest of a line's reading.
