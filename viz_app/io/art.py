@@ -29,9 +29,10 @@ import orjson
 from viz_app.errors import TraceError
 from viz_app.io.native import Source, read_source
 from viz_app.io.records import first_value
-from viz_app.io.rollouts import (POLICY, POLICY_STOP, ROLLOUT_KEY, TRAINER_REWARD, Chat,
-                                 OnError, as_text, generation, group_id, number, pending_note,
-                                 prompt_key, rollout_lines, step_in_name, with_note)
+from viz_app.io.rollouts import (ONE_EXCHANGE_COSTS, POLICY, POLICY_STOP, ROLLOUT_KEY,
+                                 TRAINER_REWARD, Chat, OnError, as_text, generation, group_id,
+                                 number, pending_note, prompt_key, rollout_lines, step_in_name,
+                                 with_note)
 from viz_app.model import Event, Trace, paused_gc
 
 NAME = "art"
@@ -310,9 +311,7 @@ def _trace(trajectory: dict[str, Any], group_info: dict[str, Any], group: int, i
                 Event(id="e2", t=1.0, type="message", agent=POLICY, content=answer,
                       other=generation(True, finish)),
                 POLICY_STOP],
-            edges=[], rewards=rewards, costs_={"tokens": 0.0, "wall_clock_s": 1.0,
-                                               "tool_calls": 0.0, "messages": 1.0},
-            metrics=metrics or None)
+            edges=[], rewards=rewards, costs_=ONE_EXCHANGE_COSTS, metrics=metrics or None)
         trace._source = log.label
         trace._source_format = NAME
         return trace

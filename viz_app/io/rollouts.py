@@ -516,13 +516,13 @@ _GENERATIONS: dict[tuple[bool | None, str | None], dict[str, Any]] = {}
 """The `other` of an assistant's turn by (trainable, finish_reason): one dict each, shared (an
 event's `other` is never changed in place)."""
 _GENERATION = {"kind": "generation"}
-_STOPPED = STOPPED = {"inferred_by": "importer"}
-"""The `other` of the policy's inferred stop (shared: never changed in place)."""
+_STOPPED = {"inferred_by": "importer"}  # the `other` of the policy's inferred stop (shared)
+ONE_EXCHANGE_COSTS = {"tokens": 0.0, "wall_clock_s": 1.0, "tool_calls": 0.0, "messages": 1.0}
 POLICY_STOP = Event(id="e3", t=1.0, type="orchestrator_decision", agent=POLICY, decision_="stop",
                     content="rollout ended", other=_STOPPED)
-"""The policy's inferred stop as the third event of a rollout of one exchange (a prompt and
-its response): one struct shared by every such trace, as strings are (an event is frozen, and
-this one's `other` is never changed in place)."""
+"""The costs of a rollout of one exchange (a prompt, its response) that counts no tokens, and
+the policy's inferred stop as its third event: one of each shared by every such trace, as
+strings are (an event is frozen; neither dict is ever changed in place)."""
 
 
 def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
@@ -561,10 +561,10 @@ def text_trace(*, label: str, source_format: str, trace_id: str, task_id: str,
                   Event(id="e2", t=0.0, type="orchestrator_decision", agent=agent,
                         decision_="stop", content="rollout ended", other=_STOPPED)]
         t = 0.0
+    costs = ONE_EXCHANGE_COSTS if t == 1.0 and not tokens else {
+        "tokens": tokens or 0.0, "wall_clock_s": t, "tool_calls": 0.0, "messages": 1.0}
     trace = Trace(trace_id=trace_id, task_id=task_id, system=system, events=events, edges=[],
-                  rewards=rewards, costs_={"tokens": tokens or 0.0, "wall_clock_s": t,
-                                           "tool_calls": 0.0, "messages": 1.0},
-                  metrics=metrics or None)
+                  rewards=rewards, costs_=costs, metrics=metrics or None)
     trace._source = label
     trace._source_format = source_format
     return trace
