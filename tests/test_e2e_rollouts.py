@@ -85,5 +85,5 @@ def test_rollouts_appended_while_a_reviewer_labels_come_in_and_nothing_saved_mov
 
     page.goto(f"{base}/run")
     wait_for_streamlit(page, timeout=60_000)
-    page.get_by_text("Where they part most").wait_for(timeout=60_000)
+    page.get_by_text("Rollouts where they part most").wait_for(timeout=60_000)
     shot(page, "rollouts-training-run")

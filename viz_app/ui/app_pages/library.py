@@ -88,6 +88,13 @@ workspace = session.workspace()
 POOL_CHECK_SECONDS = 300
 
 
+def id_width(trace_ids: list[str]) -> int:
+    """The trace id column's width in pixels: the longest id of the page whole, up to a third
+    of a wide screen (a trainer's ids differ at their end, `.../rank0@5f09d18b/2/13`, which a
+    narrower column cuts off, every row then reading the same)."""
+    return max(160, min(480, 24 + 8 * max((len(t) for t in trace_ids), default=0)))
+
+
 def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
                 columns: dict, *, picking: bool = False) -> list[str]:
     """A table of traces, one row each: the figures' formats, plus `columns`; a click on a row
@@ -98,7 +105,7 @@ def trace_table(frame: pd.DataFrame, trace_ids: list[str], key: str,
         selection_mode="multi-row" if picking else "single-row",
         height=min(560, 38 + 35 * max(len(frame), 1)),
         column_config={
-            "trace id": st.column_config.TextColumn(width="medium", pinned=True),
+            "trace id": st.column_config.TextColumn(width=id_width(trace_ids), pinned=True),
             "system": st.column_config.TextColumn(width="medium"),
             "makespan (s)": st.column_config.NumberColumn(format="%.1f"),
             "parallelism": st.column_config.NumberColumn(format="%.2f"),

@@ -148,22 +148,21 @@ steps_table = st.dataframe(
             "less the reviewers' mean: above 0 the trainer rewards what reviewers do not")})
 
 
-def picked_step() -> int | None:
-    """The step whose rollouts are listed: the one ticked in the steps' table, else the one
-    clicked in the chart, else None (every step)."""
+def picked_step() -> tuple[int | None, str]:
+    """The step whose rollouts are listed, and how to list every step again: the one ticked
+    in the steps' table, else the one clicked in the chart, else None (every step)."""
     if steps_table is not None and steps_table.selection.rows:
-        return judged[steps_table.selection.rows[0]].step
+        return judged[steps_table.selection.rows[0]].step, "untick it in the steps' table"
     points = chart.selection.points if chart is not None else []
-    return int(points[0]["x"]) if points else None
+    return (int(points[0]["x"]), "double-click the chart") if points else (None, "")
 
 
-step = picked_step()
+step, back = picked_step()
 gaps = [g for g in found.rollouts if step is None or g.step == step][:200]
 st.markdown("#### Rollouts where they part most" + (f" at step {step}" if step is not None
                                                     else ""))
 if step is not None:
-    st.caption(f"Of step {step} alone: untick it in the steps' table (or double-click the "
-               "chart) for every step.")
+    st.caption(f"Of step {step} alone: {back} for every step.")
 if not gaps:
     st.caption(f"No rollout of step {step} is reviewed yet.")
     st.stop()
