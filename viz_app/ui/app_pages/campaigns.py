@@ -16,9 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from viz_app.errors import LabelError, OrchvizError, StoreError
-from viz_app.labels import (INSTRUCTIONS_LIMIT, CampaignSpec, Filter, default_questions,
-                            storage_conditions)
-from viz_app.labels.campaign import Sample
+from viz_app.labels import (INSTRUCTIONS_LIMIT, CampaignSpec, Filter, Sample,
+                            default_questions, storage_conditions)
 from viz_app.query import condition_text
 from viz_app.text import markdown_literal, note_markdown
 from viz_app.ui import session
