@@ -199,7 +199,7 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
                              "it rather than opening the trace) and make a review campaign of "
                              "them")
     st.caption(f"{selected:,} of {total:,} traces · page {page + 1} of {pages:,} · {status}"
-               + ("tick the rows of a campaign" if picking else "click a row to open the trace"))
+               + ("tick the rows of a campaign" if picking else "a row's box opens its trace"))
     answered, yours = labelled_by(reviewer)
     rollouts = steps is not None or any(r.rollout_group is not None for r in rows)
     grouped = storage.kind == "folders"  # the group page opens the folders' groups
@@ -551,8 +551,13 @@ def seen_anew(result) -> bool:
 def follow_status(every: float) -> str:
     """The status line of a followed run: how often it looks, and the last traces that came."""
     news = st.session_state.get(FOLLOW_NEWS)
-    came = "" if news is None else (f"{news[0]:,} new traces at {news[1]} · " if news[0] > 0
-                                    else f"{-news[0]:,} traces gone at {news[1]} · ")
+    if news is None:
+        came = ""
+    else:
+        count, noun = abs(news[0]), "trace" if abs(news[0]) == 1 else "traces"
+        came = (f"{count:,} new {noun}" if news[0] > 0 else f"{count:,} {noun} gone") + \
+            f" at {news[1]} · "
+
     return f"following the run: looking every {every:g} s · {came}"
 
 
