@@ -97,3 +97,23 @@ def test_a_step_picked_lists_its_rollouts_alone(run_env):
 def test_the_page_prints_no_stray_text(run_env):
     at = run_page().run()
     assert not any("this far above" in m.value for m in at.markdown)
+
+
+def test_the_reward_models_line_when_one_is_stored(run_env, monkeypatch):
+    """Beside the newest reward model's: its mean per step is a series of its own, named, and
+    a column of the steps and rollouts tables. (The model stands in for one `orchviz reward
+    train` stores: the scoring is the reward package's, tested there.)"""
+    import viz_app.training
+    from viz_app.workspace.rewards import Rewards
+
+    monkeypatch.setattr(Rewards, "models", lambda self: ["newest"])
+    monkeypatch.setattr(viz_app.training, "model_rewards",
+                        lambda model, traces, rubric: {t.trace_id: 0.25 for t in traces})
+    at = run_page().run()
+    at = at.toggle(key="run_model").set_value(True).run()
+    assert not at.exception, at.exception
+    series = {s["name"]: s for s in chart(at)["data"]}
+    assert "reward model" in series and series["reward model"]["y"][1] == 0.25
+    assert "reward model" in series["reward model"]["hovertemplate"]
+    steps, gaps = (d.value for d in at.dataframe)
+    assert "reward model" in steps.columns and set(gaps["reward model"]) == {0.25}
