@@ -112,6 +112,12 @@ def test_a_lead_follows_the_run_in_two_tabs_while_a_per_step_campaign_samples_it
     assert sorted({r.rollout_step for r in taken}) == [1, 2, 3]
     assert len({r.rollout_group for r in taken}) == 3
 
+    assert "0 reviewed" in said(chart, r"rollouts over \d+ steps")  # a reviewer labels: the
+    ws.labelling.save_answers(ws.library.trace(taken[-1].trace_id), "",  # chart follows
+                              {"task_outcome": "failure"}, Reviewer(name="ann", via="self-declared"))
+    assert until(lambda: "1 reviewed" in said(chart, r"rollouts over \d+ steps"), 30)
+    chart.get_by_text("Rollouts where they part most").wait_for()
+
 
 def test_tick_all_shows_the_rows_ticked_and_one_unticked_is_left_out(page, app_server, tmp_path):
     run = tmp_path / "run"

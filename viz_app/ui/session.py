@@ -82,17 +82,19 @@ def listing_mark(result: IndexResult) -> tuple[int, int, int]:
             hash(tuple((r.path, r.position, r.sha256) for r in result.rows)))
 
 
-def follow_run(drawn: tuple[int, int, int] | None) -> None:
+def follow_run(drawn: Any, now: Callable[[], Any] | None = None) -> None:
     """Following a run (`--follow`): look at the folders every few seconds (a fragment that
     draws nothing) and draw the page again when what they list is no longer `drawn` (the
-    `listing_mark` of what the page drew), whoever's look read the trainer's new lines; an
-    idle look costs one look of the index (`TraceIndex.update`), nothing sent to the browser."""
+    `listing_mark` of what the page drew; or whatever `now()` gives, for a page that draws
+    more than the listing), whoever's look read the trainer's new lines; an idle look costs
+    one look of the index (`TraceIndex.update`), nothing sent to the browser."""
     every = settings().follow
     if not every:
         return
 
     def look() -> None:
-        if listing_mark(workspace().library.update_index()) != drawn:
+        if (now() if now is not None else listing_mark(workspace().library.update_index())) \
+                != drawn:
             st.rerun()  # the whole page: new rollouts come in
 
     st.fragment(run_every=every)(look)()

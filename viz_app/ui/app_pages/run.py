@@ -2,7 +2,8 @@
 model's), step by step, read as a reward-hacking alarm (the trainer rewarding what reviewers do
 not); the steps where the two part most, and the rollouts where they part most (of every step,
 or of the step picked in the chart or the steps' table), each one click from its trace and its
-group. Following a run (`--follow`), the page is drawn again as the trainer's steps come."""
+group. Following a run (`--follow`), the page is drawn again as the trainer's steps and the
+reviewers' labels come."""
 
 from __future__ import annotations
 
@@ -25,7 +26,16 @@ ALARM_GAP = 0.5
 
 workspace = session.workspace()
 listed = workspace.library.update_index()
-session.follow_run(session.listing_mark(listed))
+
+
+def drawn_now() -> tuple:
+    """What the page draws from, in a word: the listing, and how many labels are stored (append
+    only, so a label saved since changes it): a lead watching the alarm sees the reviewers'
+    line move as they label, and the trainer's as steps come."""
+    return session.listing_mark(workspace.library.update_index()), workspace.labelling.count()
+
+
+session.follow_run((session.listing_mark(listed), workspace.labelling.count()), drawn_now)
 rows = [r for r in listed.rows if r.trainer_reward is not None]
 st.markdown("### Training run: the trainer's reward beside the reviewers'")
 if not rows:
