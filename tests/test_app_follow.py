@@ -83,3 +83,24 @@ def test_a_lead_makes_a_per_step_campaign_in_the_app_and_it_samples_the_steps_th
     library = AppTest.from_file(str(APP), default_timeout=120).run()  # the lead's Library
     assert not library.exception
     assert ws.campaigns.get("live").targets == 3 * GROUP  # step 3 sampled as it came
+
+
+def test_the_steps_a_lead_narrowed_to_stay_narrowed_as_steps_come(followed):
+    """A slider whose ends change is a new widget to Streamlit: without care, each step a
+    trainer writes would set the lead's narrowing back to every step. A range short of the last
+    step stays as chosen; one that reached the last step follows the newest."""
+    ws, log = followed
+    append(log, b"".join(lines(2, range(2), GROUP)) + b"".join(lines(3, range(2), GROUP)))
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.slider(key="library_steps").set_value((1, 2)).run()
+    append(log, b"".join(lines(4, range(2), GROUP)))
+    at.run()
+    assert not at.exception, at.exception
+    assert at.slider(key="library_steps").value == (1, 2)
+    assert status(at).startswith(f"{4 * GROUP} of {8 * GROUP} traces")
+
+    at.slider(key="library_steps").set_value((3, 4)).run()  # the newest steps
+    append(log, b"".join(lines(5, range(2), GROUP)))
+    at.run()
+    assert at.slider(key="library_steps").value == (3, 5)
+    assert status(at).startswith(f"{6 * GROUP} of {10 * GROUP} traces")

@@ -142,6 +142,20 @@ def step_range(storage: Storage) -> tuple[int, int] | None:
     return int(first[0].rollout_step), int(last[0].rollout_step)
 
 
+def kept_steps(prefix: str, steps: tuple[int, int]) -> tuple[int, int]:
+    """The steps the slider starts at: the ones chosen before, within the run's steps now.
+    A slider whose ends change is a new widget to Streamlit, so a followed run's new step would
+    set it back to every step; a range that reached the last step reaches the new last one
+    (a lead watching the newest steps keeps watching them)."""
+    kept = st.session_state.get(f"_{prefix}_steps_kept")
+    if kept is None:
+        return steps
+    low, high, at_end = kept
+    low = min(max(low, steps[0]), steps[1])
+    high = steps[1] if at_end else min(max(high, low), steps[1])
+    return low, high
+
+
 def library_table(storage: Storage, prefix: str, status: str, names: Callable[[str], str],
                   actions: Callable[[Any], None] | None = None,
                   pool: str | None = None) -> None:
@@ -172,7 +186,9 @@ def library_table(storage: Storage, prefix: str, status: str, names: Callable[[s
         filters = filters[:1] if topologies else []
     steps = step_range(storage)
     if steps is not None:  # a trainer's run: narrow it to some of its steps
-        low, high = st.slider("Training steps", *steps, steps, key=f"{prefix}_steps")
+        low, high = st.slider("Training steps", *steps, kept_steps(prefix, steps),
+                              key=f"{prefix}_steps")
+        st.session_state[f"_{prefix}_steps_kept"] = (low, high, high == steps[1])
         if (low, high) != steps:
             filters += [Condition(field="step", op=">=", value=low),
                         Condition(field="step", op="<=", value=high)]
