@@ -14,8 +14,8 @@ The browser side is `static/members_table.js`, a constant file: it builds every 
 `textContent` and `title`, so no trace text is ever HTML there. A component's script comes
 last on a page opened in a new tab (Streamlit loads its code when first shown), so the same
 table is drawn first as plain HTML with the cards (`table_html`, every piece of trace text
-through `viz_app.text.html_text`), and hidden by the style sheet once the live one is on the
-page.
+through `viz_app.text.html_text`), and hidden by the style sheet while the live one is on the
+page (its script marks the document, and unmarks it when the table goes).
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ CSS = """
   transparent); }
 .orchviz-members .og-table a { color: inherit; }
 .orchviz-members .om-hint { opacity: 0.6; margin: 0.3rem 0 0; font-size: 0.8rem; }
-body:has(.orchviz-members.om-live) .orchviz-members.og-static { display: none; }
+html[data-orchviz-members="live"] .orchviz-members.og-static { display: none; }
 """
 """The table's style sheet (the live one's and the first drawn one's): colours from the text's
 (`currentColor`), so it reads in the light and the dark theme alike."""

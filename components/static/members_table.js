@@ -21,6 +21,10 @@ export default function (component) {
     if (root.__hint.textContent !== spec.hint) root.__hint.textContent = spec.hint;
     fill(root, spec);
     show(root, spec.sort, spec.at);
+    // while this table is on the page, the one drawn first with the cards hides (CSS): an
+    // attribute of the document, not a `:has()` rule every change of the page would test
+    document.documentElement.setAttribute('data-orchviz-members', 'live');
+    return () => document.documentElement.removeAttribute('data-orchviz-members');
 }
 
 function rootOf(parentElement, spec) {
@@ -29,7 +33,7 @@ function rootOf(parentElement, spec) {
     if (root && root.__names === names) return root;
     if (root) root.remove();
     root = document.createElement('div');
-    root.className = 'orchviz-members om-live';  // the first drawn table hides (CSS)
+    root.className = 'orchviz-members om-live';
     root.__names = names;
     const details = document.createElement('details');
     const summary = document.createElement('summary');
