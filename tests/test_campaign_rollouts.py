@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,49 @@ def test_campaign_create_per_step_from_the_command_line(tmp_path):
         ws.campaigns.create(CampaignSpec(name="none", questions=["task_outcome"],
                                         sample=Sample(kind="per_step", n=1),
                                         filter={"text": "no-such-words"}), LEAD)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_db(request, tmp_path):
+    if request.param == "postgresql":
+        return request.getfixturevalue("postgres_url")
+    return str(tmp_path / "shared.db")
+
+
+def test_two_sessions_topping_up_at_once_add_each_target_once(tmp_path, shared_db):
+    """Two sessions follow the same run (two browser tabs, or the app and a reviewer's queue
+    running empty) and top the campaign up at the same moment, step after step: they take
+    turns, so neither fails on the campaign's unique target and no target is added twice."""
+    run = run_of(tmp_path, {1: range(2)})
+    sessions = [make_workspace(tmp_path / f"s{i}", [run], db=shared_db) for i in range(2)]
+    name = f"live-{uuid.uuid4().hex[:8]}"
+    sessions[0].campaigns.create(CampaignSpec(name=name, questions=["task_outcome"],
+                                              sample=Sample(kind="per_step", n=2, seed=1)),
+                                 LEAD)
+    for step in range(2, 8):
+        append(run / "rollout_data_rank_0.jsonl", b"".join(lines(step, range(3), GROUP)))
+        for ws in sessions:
+            ws.library.update_index()
+        start = threading.Barrier(2)
+        added: list[int] = []
+        failed: list[BaseException] = []
+
+        def top_up(ws):
+            start.wait()
+            try:
+                added.append(ws.campaigns.top_up(name))
+            except BaseException as error:  # noqa: BLE001 - the test reports it
+                failed.append(error)
+
+        threads = [threading.Thread(target=top_up, args=(ws,)) for ws in sessions]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert failed == [], failed
+        assert sorted(added) == [0, 2 * GROUP]  # step's two groups, added by one of them
+    targets = sessions[1].campaigns.targets(sessions[1].campaigns.get(name))
+    keys = [(t.trace_id, t.event_id) for t in targets]
+    assert len(keys) == len(set(keys))
+    assert {k: len(v) for k, v in groups_of(sessions[1], name).items()} == {
+        step: 2 for step in range(1, 8)}

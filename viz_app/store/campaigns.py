@@ -342,10 +342,15 @@ class CampaignStore(CampaignMoves):
         """Add targets (with their slots) to an open campaign, in one transaction: those of
         traces that arrived after it was created (a per-step sample topped up as a trainer's
         steps come). A target the campaign holds already is not added again. Returns how many
-        were added."""
+        were added. Two sessions topping up at once take turns (SQLite's write lock at the
+        start, the campaign's row locked on PostgreSQL), so the second sees what the first
+        added rather than failing on the campaign's unique target."""
         if not planned:
             return 0
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
+            if self.postgres:
+                conn.execute(select(campaigns_table.c.campaign_id).where(
+                    campaigns_table.c.campaign_id == campaign.campaign_id).with_for_update())
             held = {(r.trace_id, r.event_id) for r in conn.execute(
                 select(targets.c.trace_id, targets.c.event_id)
                 .where(targets.c.campaign_id == campaign.campaign_id))}
