@@ -212,3 +212,17 @@ def test_a_who_and_when_trace_header_shows_the_question_not_its_uuid(tmp_path, m
     shown = header(run(trace_id))
     assert shown.startswith("task **How many studio albums did the band release before 2000?** "
                             "(id ww-demo-1)")
+
+
+def test_the_trace_page_fetches_ahead_the_live_charts_code_alone(three_traces):
+    """The trace page draws its tree and timeline as live charts: it has the browser fetch
+    plotly.js for them ahead, and not Streamlit's Plotly bundle, which only other pages draw
+    with (the library, the first of them opened, fetches it then)."""
+    at = run("trace-a", reviewer="ann")
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    assert at.session_state["_charts_ready"] == (session.LIVE_BUNDLE,)
+    at.query_params.clear()  # the library opens the trace the URL names
+    at.switch_page("app_pages/library.py").run()
+    assert not at.exception
+    assert at.session_state["_charts_ready"] == (session.LIVE_BUNDLE, session.PLOTLY_BUNDLE)

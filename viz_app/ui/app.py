@@ -23,8 +23,8 @@ def main() -> None:
     page = st.navigation([
         st.Page("app_pages/library.py", title="Library", icon=":material/library_books:",
                 default=True),
-        st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:",
-                url_path="trace"),
+        trace := st.Page("app_pages/trace.py", title="Trace", icon=":material/account_tree:",
+                         url_path="trace"),
         st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:",
                 url_path="compare"),
         group := st.Page("app_pages/group.py", title="Group", icon=":material/view_column:",
@@ -43,8 +43,11 @@ def main() -> None:
         campaigns := st.Page("app_pages/campaigns.py", title="Campaigns",
                              icon=":material/campaign:", url_path="campaigns"),
     ])
-    # Pages that draw no Plotly chart do not fetch its bundle ahead (`session.charts_ahead`).
-    chartless = (group.url_path, campaigns.url_path)
+    # Each page fetches ahead the chart code it draws with, and no other (`session.charts_ahead`):
+    # the pages of the trace views draw live charts only, and two pages no chart at all.
+    bundles = {group.url_path: (), campaigns.url_path: (),
+               trace.url_path: (session.LIVE_BUNDLE,), review.url_path: (session.LIVE_BUNDLE,),
+               adjudicate.url_path: (session.LIVE_BUNDLE,)}
     if st.query_params.get("campaign") and page.url_path not in (review.url_path,
                                                                  adjudicate.url_path,
                                                                  disputes.url_path):
@@ -54,7 +57,8 @@ def main() -> None:
         st.switch_page(present, query_params=st.query_params.to_dict())
     session.page_style()
     keyboard()  # ? and Ctrl+Enter / Ctrl+S wherever the focus is
-    with session.charts_ahead(draws_charts=page.url_path not in chartless):
+    with session.charts_ahead(bundles.get(page.url_path,
+                                          (session.PLOTLY_BUNDLE, session.LIVE_BUNDLE))):
         try:
             page.run()
         except OrchvizError as err:  # a database that fails, a file gone since it was listed

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -342,29 +342,45 @@ def page_style() -> None:
     st.html(_STYLE)
 
 
-@contextmanager
-def charts_ahead(draws_charts: bool = True) -> Iterator[None]:
-    """Run a page under a hidden, empty Plotly chart, until a page of this session that
-    `draws_charts` has run.
+PLOTLY_BUNDLE = "plotly"
+"""Streamlit's Plotly bundle (about 5 MB), which `st.plotly_chart` draws with."""
+LIVE_BUNDLE = "live"
+"""plotly.js as the live chart loads it (`components.live_chart`): the trace views' tree and
+timeline on the trace, review and adjudication pages."""
 
-    The browser fetches and compiles Streamlit's Plotly bundle (about 5 MB) only when a page
-    first shows a chart: without this, a deep link would wait for the bundle after the server
-    had sent the tree and timeline. With it the download overlaps the server's work on the
-    trace. A page that switches, reruns or stops leaves the chart for its next run to remove.
-    A page that draws no chart (the group page) is not made to wait for the bundle: compiling
-    it took the browser's main thread for longer than such a page's own widgets (1.3-2.2 s of
-    a group page's first open in a new tab, on a loaded machine); the first page with charts
-    fetches it instead."""
+
+@contextmanager
+def charts_ahead(bundles: Collection[str] = (PLOTLY_BUNDLE, LIVE_BUNDLE)) -> Iterator[None]:
+    """Run a page under a hidden chart of each of `bundles` this session has not fetched yet,
+    until the page has run.
+
+    The browser fetches and compiles a chart's code (Streamlit's Plotly bundle, about 5 MB;
+    plotly.js for the live chart, about 4 MB) only when a page first shows such a chart:
+    without this, a deep link would wait for it after the server had sent the tree and
+    timeline. With it the download overlaps the server's work on the trace. A page that
+    switches, reruns or stops leaves the charts for its next run to remove.
+
+    A page asks only for the code it draws with: a page that draws no chart (the group page)
+    for none, since compiling a bundle took the browser's main thread for longer than such a
+    page's own widgets (1.3-2.2 s of a group page's first open in a new tab, on a loaded
+    machine); the pages of the trace views (trace, review, adjudication) for the live chart's
+    alone, since Streamlit's Plotly bundle, compiled there for nothing, stayed in the page
+    with its own Plotly's listeners. The first page with the other charts fetches the rest."""
     slot = st.empty()  # drawn on every run, so that what follows keeps its place (views_ahead)
-    if not draws_charts or st.session_state.get(_CHARTS_READY):
+    ready = st.session_state.get(_CHARTS_READY)
+    ready = tuple(ready) if isinstance(ready, (tuple, list)) else ()
+    wanted = [bundle for bundle in bundles if bundle not in ready]
+    if not wanted:
         yield
         return
     with slot.container(key="chart-library"):
-        st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
-        live_chart.load_ahead("_live_chart_library")  # plotly.js, for the live timeline
+        if PLOTLY_BUNDLE in wanted:
+            st.plotly_chart(_EMPTY_CHART, key="_chart_library", config={"staticPlot": True})
+        if LIVE_BUNDLE in wanted:
+            live_chart.load_ahead("_live_chart_library")  # plotly.js, for the live charts
     yield  # not past here when the page raises to switch, rerun or stop
     slot.empty()
-    st.session_state[_CHARTS_READY] = True
+    st.session_state[_CHARTS_READY] = tuple(sorted({*ready, *wanted}))
 
 
 def views_ahead() -> Callable[[], None]:
