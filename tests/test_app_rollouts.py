@@ -110,6 +110,7 @@ def test_members_are_labelled_one_after_another_and_pairs_judged(run_env):
     at.text_input(key="pair_reason").input("#2 shows its working").run()
     at.button(key="pair_b_better").click().run()
     assert any("#2 is better" in s.value for s in at.success)
+    assert any("#2 is better" in t.value for t in at.toast)  # seen below the fold too
     judged = [r for r in run_env.labelling.current_records()
               if r["question"] == "pairwise_preference"]
     assert len(judged) == 1 and judged[0]["reviewer"] == "ann"

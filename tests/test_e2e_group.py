@@ -118,10 +118,13 @@ def test_a_reviewer_sorts_a_group_labels_down_it_by_keyboard_and_judges_a_pair(
     assert [pair.nth(i).locator("input").input_value() for i in range(2)] == [
         f"#{sixth + 1}", f"#{by_trainer[6] + 1}"]
     page.get_by_label("Why").fill("the second checks its product")
-    page.keyboard.press("Escape")  # out of the box: the next keys judge
+    page.keyboard.press("Escape")  # out of the box (the reason kept): the next keys judge
     page.wait_for_function("() => document.activeElement.tagName !== 'INPUT'")
+    wait_for_streamlit(page, timeout=60_000)
     page.keyboard.press("Shift+B")
-    page.get_by_text(f"Saved: #{by_trainer[6] + 1} is better.").wait_for(timeout=60_000)
+    page.get_by_text(f"Saved: #{by_trainer[6] + 1} is better.").first.wait_for(timeout=60_000)
+    toast = page.locator('[data-testid="stToast"]')
+    assert f"#{by_trainer[6] + 1} is better" in toast.first.inner_text()  # seen at once
     wait_for_streamlit(page, timeout=60_000)
     assert page.get_by_label("Why").input_value() == ""  # the next pair's reason is its own
     assert heading(page) == f"Label member #{sixth + 1} · 6 of {SIBLINGS}"

@@ -231,6 +231,10 @@ with pair_col:
     said = st.session_state.pop("_pair_said", None)
     if said:
         getattr(st, said[0])(markdown_literal(said[1], 300))
+        # and where the reviewer looks: the pair's box is below the fold of a laptop's screen,
+        # so a Shift+B said nothing they could see
+        st.toast(markdown_literal(said[1], 300), icon=":material/check_circle:"
+                 if said[0] == "success" else ":material/warning:")
     elif given is not None:
         st.caption("You judged this pair before; a new judgement replaces it.")
     # the command as plain text, not a code span: the page's one monospace text made the
