@@ -59,11 +59,11 @@ def thread_view(entries: Sequence[ThreadEntry], *, key: str,
                 if entry.hidden is not None:
                     hidden_entry(entry)
                     if hiding:
-                        chosen = show_box(entry, key) or chosen
+                        chosen = moderation_box(entry, key, "shown") or chosen
                     continue
                 st.markdown(note_markdown(entry.text, headings_below=4))
                 if hiding and entry.kind == "comment":
-                    chosen = hide_box(entry, key) or chosen
+                    chosen = moderation_box(entry, key, "hidden") or chosen
     return chosen
 
 
@@ -89,30 +89,31 @@ def hidden_entry(entry: ThreadEntry) -> None:
             st.markdown(note_markdown(entry.text, headings_below=4))
 
 
-def hide_box(entry: ThreadEntry, key: str) -> tuple[Moderation, str, str] | None:
-    """A lead's Hide on one comment: a reason asked, then ('hidden', comment id, reason)."""
-    with st.popover("Hide", icon=":material/visibility_off:",
-                    help="Hide this comment from the reviewers, saying why: they read "
-                         "\"hidden by you: your reason\" in its place; its text is kept"):
-        with st.form(f"{key}:hide:{entry.source_id}", border=False):
-            reason = st.text_input("Why hide it? (the reviewers read this)", max_chars=500,
-                                   key=f"{key}:hide-reason:{entry.source_id}")
-            if st.form_submit_button("Hide this comment", icon=":material/visibility_off:"):
-                return "hidden", entry.source_id, reason
-    return None
+# What a lead's Hide and Show again ask: (widget keys' word, button, icon, help, the
+# reason's question, submit).
+MODERATION_BOX: dict[str, tuple[str, str, str, str, str, str]] = {
+    "hidden": ("hide", "Hide", ":material/visibility_off:",
+               "Hide this comment from the reviewers, saying why: they read "
+               "\"hidden by you: your reason\" in its place; its text is kept",
+               "Why hide it? (the reviewers read this)", "Hide this comment"),
+    "shown": ("show", "Show again", ":material/visibility:",
+              "Show this comment to the reviewers again: its hiding is kept, and the thread "
+              "says who showed it again and when",
+              "Why show it again? (optional)", "Show this comment again"),
+}
 
 
-def show_box(entry: ThreadEntry, key: str) -> tuple[Moderation, str, str] | None:
-    """A lead's Show again on a hidden comment: why, if they like, then ('shown', comment id,
-    reason). The hiding stays beside it in the thread."""
-    with st.popover("Show again", icon=":material/visibility:",
-                    help="Show this comment to the reviewers again: its hiding is kept, and "
-                         "the thread says who showed it again and when"):
-        with st.form(f"{key}:show:{entry.source_id}", border=False):
-            reason = st.text_input("Why show it again? (optional)", max_chars=500,
-                                   key=f"{key}:show-reason:{entry.source_id}")
-            if st.form_submit_button("Show this comment again", icon=":material/visibility:"):
-                return "shown", entry.source_id, reason
+def moderation_box(entry: ThreadEntry, key: str,
+                   action: Moderation) -> tuple[Moderation, str, str] | None:
+    """A lead's Hide (or Show again, on a hidden comment): a reason asked, then (action,
+    comment id, reason). Either is a new row: the thread keeps both."""
+    word, label, icon, help_, question, submit = MODERATION_BOX[action]
+    with st.popover(label, icon=icon, help=help_):
+        with st.form(f"{key}:{word}:{entry.source_id}", border=False):
+            reason = st.text_input(question, max_chars=500,
+                                   key=f"{key}:{word}-reason:{entry.source_id}")
+            if st.form_submit_button(submit, icon=icon):
+                return action, entry.source_id, reason
     return None
 
 
